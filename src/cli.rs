@@ -1,0 +1,112 @@
+//! The command line (clap derive). No logic here: `commands` resolves and validates.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "loadrig",
+    version,
+    about = "Load and microbenchmark rig for databases, directory servers, key-value stores and network services"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a workload (a file or a built-in name) and write its result file.
+    Run(Box<RunArgs>),
+    /// List the built-in workloads and the target kinds.
+    List,
+    /// Print a built-in workload file to start from: `loadrig init session-store > my.toml`.
+    Init {
+        /// The built-in workload to print.
+        name: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A workload file (.toml) or a built-in workload name (`loadrig list`).
+    pub workload: String,
+
+    /// Target URL, overriding the workload's: sqlite://PATH, fs://DIR, noop://, sleep://?latency=1ms.
+    #[arg(long, short = 't')]
+    pub target: Option<String>,
+
+    /// Set a workload parameter: --set records=50000 (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
+    pub set: Vec<(String, String)>,
+
+    /// Run only these operations of the workload (repeatable).
+    #[arg(long = "op", value_name = "NAME")]
+    pub only_ops: Vec<String>,
+
+    /// Closed loop: this many clients, each running operations back to back.
+    #[arg(long, short = 'c')]
+    pub clients: Option<u64>,
+
+    /// Closed loop: pause after each operation, like a user thinking (e.g. 100ms).
+    #[arg(long, value_name = "DURATION")]
+    pub think_time: Option<String>,
+
+    /// Open loop: start operations at this rate per second, whatever the response time.
+    #[arg(long, short = 'r')]
+    pub rate: Option<f64>,
+
+    /// Open loop: constant spacing or Poisson arrivals.
+    #[arg(long, value_name = "constant|poisson")]
+    pub arrivals: Option<String>,
+
+    /// Open loop: at most this many operations in flight (one session each).
+    #[arg(long, value_name = "N")]
+    pub max_in_flight: Option<u64>,
+
+    /// Open loop: a start later than this against the schedule counts as late.
+    #[arg(long, value_name = "DURATION")]
+    pub late_after: Option<String>,
+
+    /// Stop after this long (after the warm-up).
+    #[arg(long, short = 'd', value_name = "DURATION")]
+    pub duration: Option<String>,
+
+    /// Stop after this many measured operations (split exactly across clients).
+    #[arg(long, value_name = "N")]
+    pub ops: Option<u64>,
+
+    /// Stop after exactly this many measured intervals (with --interval).
+    #[arg(long, value_name = "K")]
+    pub samples: Option<u64>,
+
+    /// Length of one reporting interval (default 1s).
+    #[arg(long, short = 'i', value_name = "DURATION")]
+    pub interval: Option<String>,
+
+    /// Run this long first without counting it in any statistic.
+    #[arg(long, short = 'w', value_name = "DURATION")]
+    pub warmup: Option<String>,
+
+    /// Seed for every random choice: the same seed gives the same operation sequence.
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// Write the result here (default loadrig-results/TIME-WORKLOAD.json).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// Do not load the workload's [data]: reuse what an earlier run loaded.
+    #[arg(long)]
+    pub skip_load: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

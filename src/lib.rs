@@ -1,0 +1,30 @@
+//! loadrig: a load and microbenchmark rig for databases, directory servers, key-value and
+//! session stores, and network services.
+//!
+//! # Layout
+//! - [`cli`]: the command line, parsed by clap; [`commands`] resolves and runs it.
+//! - [`spec`]: workload files (TOML with positions), parameters and generators.
+//! - [`engine`]: clients, closed and open loops, stop conditions, the interval collector.
+//! - [`stats`]: per-client counters and HdrHistograms, exact merges, summaries.
+//! - [`targets`]: one file per system under test, behind the `Target`/`Session` traits.
+//! - [`report`]: the console view, the summary and the result file.
+
+pub mod cli;
+pub mod commands;
+pub mod engine;
+pub mod error;
+pub mod report;
+pub mod spec;
+pub mod stats;
+pub mod targets;
+
+use std::process::ExitCode;
+
+/// Run a parsed command line. Errors exit with status 2; failed checks will use 1.
+pub fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        cli::Command::Run(args) => commands::run(&args),
+        cli::Command::List => commands::list(),
+        cli::Command::Init { name } => commands::init(&name),
+    }
+}

@@ -1,0 +1,274 @@
+//! What a person sees: one line per interval while the run goes, a progress bar on a
+//! terminal, and the summary table at the end. Piped output stays plain lines.
+
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::result::{IntervalRecord, RunResult};
+use crate::engine::{IntervalData, Observer};
+use crate::spec::duration::human_ns;
+
+pub const INTERVAL_HEADER: &str =
+    "interval   elapsed          ok        ops/s   errors       p50       p99       max";
+
+/// Format a count with thousands separators: 1234567 → "1,234,567".
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn rate(x: f64) -> String {
+    if x >= 100.0 {
+        thousands(x.round() as u64)
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+pub fn interval_line(r: &IntervalRecord) -> String {
+    let secs = r.end_s - r.start_s;
+    let ok = r.ok;
+    let worst = |f: fn(&super::result::IntervalOp) -> u64| r.ops.iter().map(f).max().unwrap_or(0);
+    // With several operations the line shows the largest p50/p99/max among them.
+    format!(
+        "{:>8} {:>8.2}s {:>11} {:>12} {:>8} {:>9} {:>9} {:>9}{}",
+        r.index,
+        r.end_s,
+        thousands(ok),
+        rate(if secs > 0.0 { ok as f64 / secs } else { 0.0 }),
+        thousands(r.errors),
+        if ok > 0 {
+            human_ns(worst(|o| o.p50_ns) as f64)
+        } else {
+            "-".into()
+        },
+        if ok > 0 {
+            human_ns(worst(|o| o.p99_ns) as f64)
+        } else {
+            "-".into()
+        },
+        if ok > 0 {
+            human_ns(worst(|o| o.max_ns) as f64)
+        } else {
+            "-".into()
+        },
+        if r.warmup { "  warm-up" } else { "" }
+    )
+}
+
+/// The live view: interval lines on stdout, a progress bar on stderr when it is a terminal,
+/// and each interval appended to the `.jsonl` stream.
+pub struct Live {
+    names: Vec<String>,
+    bar: Option<ProgressBar>,
+    jsonl: Option<std::fs::File>,
+    total: Option<Duration>,
+    printed_header: bool,
+}
+
+impl Live {
+    pub fn new(names: Vec<String>, total: Option<Duration>, jsonl: Option<std::fs::File>) -> Live {
+        let bar = std::io::stderr().is_terminal().then(|| match total {
+            Some(t) => {
+                let bar = ProgressBar::new(t.as_millis() as u64);
+                bar.set_style(
+                    ProgressStyle::with_template("{spinner} [{bar:40}] {msg}")
+                        .unwrap_or_else(|_| ProgressStyle::default_bar())
+                        .progress_chars("=> "),
+                );
+                bar
+            }
+            None => ProgressBar::new_spinner(),
+        });
+        Live {
+            names,
+            bar,
+            jsonl,
+            total,
+            printed_header: false,
+        }
+    }
+
+    fn print(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.suspend(|| println!("{line}")),
+            None => println!("{line}"),
+        }
+    }
+
+    pub fn finish(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Observer for Live {
+    fn interval(&mut self, data: &IntervalData) {
+        let record = IntervalRecord::of(data, &self.names);
+        if !self.printed_header {
+            self.print(INTERVAL_HEADER);
+            self.printed_header = true;
+        }
+        self.print(&interval_line(&record));
+        if let Some(f) = &mut self.jsonl {
+            if let Ok(mut line) = serde_json::to_vec(&record) {
+                line.push(b'\n');
+                // Losing the stream must not stop the run; the result file still has it all.
+                let _ = f.write_all(&line);
+            }
+        }
+    }
+
+    fn tick(&mut self, elapsed: Duration) {
+        if let Some(bar) = &self.bar {
+            match self.total {
+                Some(t) => {
+                    bar.set_position(elapsed.min(t).as_millis() as u64);
+                    let left = t.saturating_sub(elapsed).as_secs();
+                    bar.set_message(format!("{left}s left"));
+                }
+                None => {
+                    bar.set_message(format!("{:.0}s", elapsed.as_secs_f64()));
+                    bar.tick();
+                }
+            }
+        }
+    }
+}
+
+/// The closing summary: one row per operation and the total.
+pub fn summary(r: &RunResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n{} on {} — {} measured{}",
+        r.workload["name"].as_str().unwrap_or("?"),
+        r.target.url,
+        human_ns(r.measured_s * 1e9),
+        if r.status == "interrupted" {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{:<16} {:>11} {:>8} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "operation", "ok", "errors", "ops/s", "mean", "p50", "p90", "p99", "p99.9", "max"
+    );
+    let mut rows: Vec<_> = r.operations.iter().collect();
+    if r.operations.len() > 1 {
+        rows.push(&r.total);
+    }
+    for op in &rows {
+        let l = &op.latency;
+        let t = |ns: u64| {
+            if l.count > 0 {
+                human_ns(ns as f64)
+            } else {
+                "-".into()
+            }
+        };
+        let _ = writeln!(
+            out,
+            "{:<16} {:>11} {:>8} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            truncate(&op.name, 16),
+            thousands(op.ok),
+            thousands(op.errors),
+            rate(op.throughput_per_s),
+            if l.count > 0 {
+                human_ns(l.mean_ns)
+            } else {
+                "-".into()
+            },
+            t(l.p50_ns),
+            t(l.p90_ns),
+            t(l.p99_ns),
+            t(l.p999_ns),
+            t(l.max_ns),
+        );
+    }
+    for op in &rows {
+        if op.errors > 0 {
+            let classes: Vec<String> = op
+                .errors_by_class
+                .iter()
+                .map(|(c, n)| format!("{c} {}", thousands(*n)))
+                .collect();
+            let _ = writeln!(out, "errors in {}: {}", op.name, classes.join(", "));
+            for m in op.error_messages.iter().take(3) {
+                let _ = writeln!(
+                    out,
+                    "  {} × {}: {}",
+                    thousands(m.count),
+                    m.class,
+                    truncate(&m.message, 120)
+                );
+            }
+        }
+    }
+    let open = r.total.service.as_ref();
+    if let (Some(service), Some(lag)) = (open, r.total.start_lag.as_ref()) {
+        let _ = writeln!(
+            out,
+            "open loop: latency above counts from the intended start; service time p50 {} p99 {} max {}",
+            human_ns(service.p50_ns as f64),
+            human_ns(service.p99_ns as f64),
+            human_ns(service.max_ns as f64)
+        );
+        let _ = writeln!(
+            out,
+            "start lag p50 {} p99 {} max {}; {} late starts; {} arrivals never started",
+            human_ns(lag.p50_ns as f64),
+            human_ns(lag.p99_ns as f64),
+            human_ns(lag.max_ns as f64),
+            thousands(r.total.late_starts.unwrap_or(0)),
+            thousands(r.missed_starts)
+        );
+    }
+    let c = &r.total.interval_counts;
+    if c.n > 0 {
+        let _ = writeln!(
+            out,
+            "ops per interval ({} full intervals): mean {:.1}, stdev {:.1}, min {}, max {}",
+            c.n,
+            c.mean,
+            c.stdev,
+            thousands(c.min as u64),
+            thousands(c.max as u64)
+        );
+    }
+    for note in &r.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    out
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).chain(std::iter::once('…')).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn thousands_groups_digits() {
+        assert_eq!(super::thousands(0), "0");
+        assert_eq!(super::thousands(1234), "1,234");
+        assert_eq!(super::thousands(1234567), "1,234,567");
+    }
+}

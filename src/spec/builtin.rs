@@ -1,0 +1,43 @@
+//! Workloads embedded in the binary: `loadrig list` names them, `loadrig init NAME` prints one.
+
+use std::path::Path;
+
+use crate::error::InputError;
+
+/// (name, file text) of every built-in workload.
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "session-store",
+        include_str!("../../workloads/session-store.toml"),
+    ),
+    ("noop", include_str!("../../workloads/noop.toml")),
+];
+
+/// The text of a built-in workload.
+pub fn text(name: &str) -> Option<&'static str> {
+    BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// Find a workload by file path or built-in name: (name for messages, file text).
+pub fn resolve(arg: &str) -> Result<(String, String), InputError> {
+    let path = Path::new(arg);
+    if path.is_file() || arg.ends_with(".toml") {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(format!("cannot read workload file '{arg}': {e}")))?;
+        return Ok((arg.to_string(), text));
+    }
+    match text(arg) {
+        Some(t) => Ok((format!("<builtin {arg}>"), t.to_string())),
+        None => Err(InputError::new(format!(
+            "no workload file or built-in workload named '{arg}'"
+        ))
+        .help(format!(
+            "built-in workloads: {}; `loadrig list` describes them",
+            BUILTIN
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}

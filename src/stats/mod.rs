@@ -1,0 +1,224 @@
+//! Counters and latency histograms: recorded by each client without locks, merged per interval.
+//!
+//! Latencies are nanoseconds in auto-resizing HdrHistograms (3 significant digits), so a
+//! histogram stays small for fast operations and still holds an hour-long stall.
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::targets::{ErrorClass, OpError};
+
+pub type Hist = Histogram<u64>;
+
+/// An empty latency histogram (nanoseconds, 3 significant digits, grows as needed).
+pub fn new_hist() -> Hist {
+    // Creation only fails for sigfig > 5; 3 is a constant.
+    Histogram::new(3).unwrap_or_else(|_| unreachable!("3 significant digits is valid"))
+}
+
+/// Keep at most this many distinct error messages per operation.
+const MAX_MESSAGES: usize = 20;
+
+/// What one client saw of one operation in one interval (or, merged, in a whole run).
+#[derive(Debug, Clone)]
+pub struct OpCounters {
+    /// Successful operations; their latencies are in `latency`.
+    pub ok: u64,
+    /// Failed operations by class, in [`ErrorClass::ALL`] order.
+    pub errors: [u64; 8],
+    pub rows: u64,
+    /// Response time: from the intended start (open loop) or the send (closed loop).
+    pub latency: Hist,
+    /// Open loop only: from the actual send.
+    pub service: Hist,
+    /// Open loop only: how late each operation started against its schedule.
+    pub lag: Hist,
+    /// Open loop only: starts later than the late threshold.
+    pub late: u64,
+    pub messages: Vec<(ErrorClass, String, u64)>,
+}
+
+impl Default for OpCounters {
+    fn default() -> Self {
+        OpCounters {
+            ok: 0,
+            errors: [0; 8],
+            rows: 0,
+            latency: new_hist(),
+            service: new_hist(),
+            lag: new_hist(),
+            late: 0,
+            messages: Vec::new(),
+        }
+    }
+}
+
+impl OpCounters {
+    pub fn error_total(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    #[inline]
+    pub fn record_error(&mut self, e: &OpError) {
+        self.errors[e.class as usize] += 1;
+        self.count_message(e.class, &e.message, 1);
+    }
+
+    fn count_message(&mut self, class: ErrorClass, message: &str, n: u64) {
+        if let Some(m) = self
+            .messages
+            .iter_mut()
+            .find(|(c, text, _)| *c == class && text == message)
+        {
+            m.2 += n;
+        } else if self.messages.len() < MAX_MESSAGES {
+            self.messages.push((class, message.to_string(), n));
+        }
+    }
+
+    /// Add another's counts into this one (exact: histograms add bucket by bucket).
+    pub fn merge(&mut self, other: &OpCounters) {
+        self.ok += other.ok;
+        for (a, b) in self.errors.iter_mut().zip(other.errors) {
+            *a += b;
+        }
+        self.rows += other.rows;
+        // Adding auto-resizing histograms of the same precision cannot fail.
+        let _ = self.latency.add(&other.latency);
+        let _ = self.service.add(&other.service);
+        let _ = self.lag.add(&other.lag);
+        self.late += other.late;
+        for (class, text, n) in &other.messages {
+            self.count_message(*class, text, *n);
+        }
+    }
+}
+
+/// Percentiles of a latency histogram, in nanoseconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub mean_ns: f64,
+    pub stdev_ns: f64,
+    pub min_ns: u64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+}
+
+impl LatencySummary {
+    pub fn of(h: &Hist) -> LatencySummary {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        LatencySummary {
+            count: h.len(),
+            mean_ns: h.mean(),
+            stdev_ns: h.stdev(),
+            min_ns: h.min(),
+            p50_ns: h.value_at_quantile(0.5),
+            p90_ns: h.value_at_quantile(0.9),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+        }
+    }
+}
+
+/// Mean, standard deviation and range of a series (per-interval counts).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SeriesSummary {
+    pub n: usize,
+    pub mean: f64,
+    pub stdev: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl SeriesSummary {
+    pub fn of(values: &[f64]) -> SeriesSummary {
+        let n = values.len();
+        if n == 0 {
+            return SeriesSummary::default();
+        }
+        let mean = values.iter().sum::<f64>() / n as f64;
+        let var = if n > 1 {
+            values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64
+        } else {
+            0.0
+        };
+        SeriesSummary {
+            n,
+            mean,
+            stdev: var.sqrt(),
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+}
+
+/// A histogram as HdrHistogram V2 + DEFLATE, base64: readable by every HdrHistogram port.
+pub fn encode_hist(h: &Hist) -> String {
+    let mut bytes = Vec::new();
+    // Serializing into a Vec cannot fail for a valid histogram.
+    let _ = V2DeflateSerializer::new().serialize(h, &mut bytes);
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Decode a histogram written by [`encode_hist`].
+pub fn decode_hist(text: &str) -> Result<Hist, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("histogram is not base64: {e}"))?;
+    Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("histogram does not decode: {e:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_round_trips_with_same_counts() {
+        let mut h = new_hist();
+        for v in [1u64, 50, 1_000, 123_456, 9_000_000_000] {
+            h.record(v).unwrap();
+        }
+        let back = decode_hist(&encode_hist(&h)).unwrap();
+        assert_eq!(back.len(), 5);
+        assert_eq!(back, h);
+    }
+
+    #[test]
+    fn merge_adds_counts_and_messages() {
+        let mut a = OpCounters::default();
+        let mut b = OpCounters::default();
+        a.ok = 2;
+        a.latency.record(10).unwrap();
+        b.ok = 3;
+        b.latency.record(20).unwrap();
+        b.record_error(&OpError::new(ErrorClass::Timeout, "slow"));
+        b.record_error(&OpError::new(ErrorClass::Timeout, "slow"));
+        a.merge(&b);
+        assert_eq!(a.ok, 5);
+        assert_eq!(a.latency.len(), 2);
+        assert_eq!(a.errors[ErrorClass::Timeout as usize], 2);
+        assert_eq!(
+            a.messages,
+            vec![(ErrorClass::Timeout, "slow".to_string(), 2)]
+        );
+    }
+
+    #[test]
+    fn series_summary_uses_sample_stdev() {
+        let s = SeriesSummary::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!(s.mean, 5.0);
+        assert!((s.stdev - 2.138).abs() < 1e-3);
+        assert_eq!((s.min, s.max), (2.0, 9.0));
+    }
+}

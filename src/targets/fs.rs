@@ -1,0 +1,242 @@
+//! `fs://DIR`: one file per key, the way file-based session stores keep sessions.
+//!
+//! Files live under `DIR/loadrig_kv/`, named by the SHA-1 of the key in hex. With
+//! `shards=N` (16, 256, 4096 or 65536) they go into N folders named by the first hex digits
+//! of the file name, as in `ab/abff1785…` (seed 003's FS2 layout). `sync=each` fsyncs every
+//! write; `sync=batch` syncs the file system every `batch` writes (default 1000), like
+//! calling /bin/sync after each thousand sessions. Options come from the URL query or from
+//! workload parameters of the same name. Only files inside `loadrig_kv` are ever touched.
+//! Errors: every I/O failure is class `other`, with the path in the message.
+
+use std::fs::{self, File, OpenOptions};
+use std::future::{ready, Future};
+use std::io::{ErrorKind, Read, Write};
+use std::path::{Path, PathBuf};
+
+use super::{ErrorClass, Op, OpError, Outcome, Session, Target, TargetUrl};
+use crate::error::InputError;
+
+/// The folder under DIR that holds everything this target creates.
+pub const NAMESPACE: &str = "loadrig_kv";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sync {
+    None,
+    Each,
+    Batch(u64),
+}
+
+pub struct Fs {
+    root: PathBuf,
+    /// Hex digits of the shard folder name; 0 for a flat folder.
+    shard_digits: usize,
+    sync: Sync,
+}
+
+impl Fs {
+    pub fn open(
+        url: &TargetUrl,
+        params: &std::collections::BTreeMap<String, toml::Value>,
+    ) -> Result<Fs, InputError> {
+        url.check_options(&["shards", "sync", "batch"])?;
+        if url.location.is_empty() {
+            return Err(InputError::new(
+                "fs:// needs a folder, like fs://./sessions",
+            ));
+        }
+        let shards = url.option("shards", params).unwrap_or_else(|| "1".into());
+        let shard_digits = match shards.as_str() {
+            "1" | "0" => 0,
+            "16" => 1,
+            "256" => 2,
+            "4096" => 3,
+            "65536" => 4,
+            other => {
+                return Err(InputError::new(format!(
+                    "fs:// shards={other}: expected 1, 16, 256, 4096 or 65536 (folders named by 1 to 4 hex digits)"
+                )))
+            }
+        };
+        let batch = match url.option("batch", params) {
+            Some(b) => b.parse::<u64>().ok().filter(|b| *b > 0).ok_or_else(|| {
+                InputError::new(format!(
+                    "fs:// batch={b}: expected a positive number of writes"
+                ))
+            })?,
+            None => 1000,
+        };
+        let sync = match url.option("sync", params).as_deref() {
+            None | Some("none") => Sync::None,
+            Some("each") => Sync::Each,
+            Some("batch") => Sync::Batch(batch),
+            Some(other) => {
+                return Err(InputError::new(format!(
+                    "fs:// sync={other}: expected none, each or batch"
+                )))
+            }
+        };
+        Ok(Fs {
+            root: Path::new(&url.location).join(NAMESPACE),
+            shard_digits,
+            sync,
+        })
+    }
+}
+
+/// Where the file for `key` lives under `root`, for a layout of `shard_digits`.
+pub fn file_for(root: &Path, shard_digits: usize, key: &str) -> PathBuf {
+    let name = sha1_smol::Sha1::from(key).digest().to_string();
+    if shard_digits == 0 {
+        root.join(name)
+    } else {
+        root.join(&name[..shard_digits]).join(name)
+    }
+}
+
+pub struct FsSession {
+    root: PathBuf,
+    shard_digits: usize,
+    sync: Sync,
+    writes: u64,
+    buf: Vec<u8>,
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> OpError {
+    OpError::new(ErrorClass::Other, format!("{}: {e}", path.display()))
+}
+
+impl Target for Fs {
+    type Session = FsSession;
+
+    fn blocking(&self) -> bool {
+        true
+    }
+
+    fn connect(&self) -> impl Future<Output = Result<FsSession, OpError>> {
+        let parent = self.root.parent().unwrap_or(Path::new("."));
+        ready(match fs::create_dir_all(parent) {
+            Ok(()) => Ok(FsSession {
+                root: self.root.clone(),
+                shard_digits: self.shard_digits,
+                sync: self.sync,
+                writes: 0,
+                buf: Vec::new(),
+            }),
+            Err(e) => Err(OpError::new(
+                ErrorClass::Connect,
+                format!("cannot use folder {}: {e}", parent.display()),
+            )),
+        })
+    }
+}
+
+impl FsSession {
+    fn write(&mut self, key: &str, value: &[u8], create: bool) -> Result<u64, OpError> {
+        let path = file_for(&self.root, self.shard_digits, key);
+        let mut file = match OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .create(create)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if !create && e.kind() == ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(io_error(&path, e)),
+        };
+        file.write_all(value).map_err(|e| io_error(&path, e))?;
+        self.writes += 1;
+        match self.sync {
+            Sync::None => {}
+            Sync::Each => file.sync_data().map_err(|e| io_error(&path, e))?,
+            Sync::Batch(n) => {
+                if self.writes % n == 0 {
+                    sync_file_system(&file).map_err(|e| io_error(&path, e))?;
+                }
+            }
+        }
+        Ok(1)
+    }
+
+    fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
+        let rows = match *op {
+            Op::Nop => 0,
+            Op::Put { key, value } => self.write(key, value, true)?,
+            Op::Update { key, value } => self.write(key, value, false)?,
+            Op::Get { key } => {
+                let path = file_for(&self.root, self.shard_digits, key);
+                match File::open(&path) {
+                    Ok(mut f) => {
+                        self.buf.clear();
+                        f.read_to_end(&mut self.buf)
+                            .map_err(|e| io_error(&path, e))?;
+                        1
+                    }
+                    Err(e) if e.kind() == ErrorKind::NotFound => 0,
+                    Err(e) => return Err(io_error(&path, e)),
+                }
+            }
+            Op::Delete { key } => {
+                let path = file_for(&self.root, self.shard_digits, key);
+                match fs::remove_file(&path) {
+                    Ok(()) => 1,
+                    Err(e) if e.kind() == ErrorKind::NotFound => 0,
+                    Err(e) => return Err(io_error(&path, e)),
+                }
+            }
+        };
+        Ok(Outcome { rows })
+    }
+}
+
+/// Flush every dirty page of the file system that holds `file` (Linux syncfs, else fsync).
+fn sync_file_system(file: &File) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: syncfs only reads the descriptor, which `file` keeps open.
+        if unsafe { libc::syncfs(file.as_raw_fd()) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    file.sync_all()
+}
+
+impl Session for FsSession {
+    fn setup(&mut self) -> impl Future<Output = Result<(), OpError>> {
+        let mut result = fs::create_dir_all(&self.root).map_err(|e| io_error(&self.root, e));
+        if self.shard_digits > 0 && result.is_ok() {
+            let shards = 16usize.pow(self.shard_digits as u32);
+            for i in 0..shards {
+                let dir = self.root.join(format!("{i:0w$x}", w = self.shard_digits));
+                if let Err(e) = fs::create_dir_all(&dir) {
+                    result = Err(io_error(&dir, e));
+                    break;
+                }
+            }
+        }
+        ready(result)
+    }
+
+    fn execute(&mut self, op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>> {
+        ready(self.run(op))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_folder_is_the_file_name_prefix() {
+        let p = file_for(Path::new("/r"), 2, "session:1");
+        let name = p.file_name().unwrap().to_str().unwrap().to_string();
+        assert_eq!(name.len(), 40);
+        assert_eq!(p.parent().unwrap(), Path::new("/r").join(&name[..2]));
+        assert_eq!(
+            file_for(Path::new("/r"), 0, "session:1"),
+            Path::new("/r").join(name)
+        );
+    }
+}

@@ -1,0 +1,277 @@
+//! Target adapters: the systems loadrig puts load on.
+//!
+//! An adapter only connects and executes; the engine owns timing, pacing and statistics.
+//! Every target implements the `kv` operations so backends compare on the same work, and
+//! keeps what it creates inside its own namespace (`loadrig_` tables, a `loadrig_kv` folder).
+
+pub mod fs;
+pub mod noop;
+pub mod sleep;
+pub mod sqlite;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use serde::Serialize;
+
+use crate::error::InputError;
+
+/// Why an operation failed, so the engine can count failures by class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    Connect,
+    Auth,
+    Timeout,
+    Deadlock,
+    Serialization,
+    Constraint,
+    Protocol,
+    Other,
+}
+
+impl ErrorClass {
+    pub const ALL: [ErrorClass; 8] = [
+        ErrorClass::Connect,
+        ErrorClass::Auth,
+        ErrorClass::Timeout,
+        ErrorClass::Deadlock,
+        ErrorClass::Serialization,
+        ErrorClass::Constraint,
+        ErrorClass::Protocol,
+        ErrorClass::Other,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::Connect => "connect",
+            ErrorClass::Auth => "auth",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Deadlock => "deadlock",
+            ErrorClass::Serialization => "serialization",
+            ErrorClass::Constraint => "constraint",
+            ErrorClass::Protocol => "protocol",
+            ErrorClass::Other => "other",
+        }
+    }
+}
+
+/// A failed operation: counted by class and by message, never a reason to stop the run.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{class:?}: {message}")]
+pub struct OpError {
+    pub class: ErrorClass,
+    pub message: String,
+}
+
+impl OpError {
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> Self {
+        OpError {
+            class,
+            message: message.into(),
+        }
+    }
+}
+
+/// What a successful operation did: rows (or keys, files) read or written.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Outcome {
+    pub rows: u64,
+}
+
+/// One operation with its parameters bound, borrowed from the client's buffers.
+#[derive(Debug, Clone, Copy)]
+pub enum Op<'a> {
+    /// Does nothing on any target: the harness cost, or pure latency on `sleep`.
+    Nop,
+    Put {
+        key: &'a str,
+        value: &'a [u8],
+    },
+    Get {
+        key: &'a str,
+    },
+    Update {
+        key: &'a str,
+        value: &'a [u8],
+    },
+    Delete {
+        key: &'a str,
+    },
+}
+
+/// A configured system under test. Shared by all clients; each client opens its own session.
+pub trait Target: Send + Sync + 'static {
+    type Session: Session;
+    /// Blocking targets (SQLite, files) get one OS thread per client and never run
+    /// on an async executor thread.
+    fn blocking(&self) -> bool;
+    /// Open one client session, outside the timed region.
+    fn connect(&self) -> impl Future<Output = Result<Self::Session, OpError>>;
+}
+
+/// One client's connection, file handle or simulated server.
+pub trait Session {
+    /// Create what the workload needs inside loadrig's namespace (idempotent).
+    fn setup(&mut self) -> impl Future<Output = Result<(), OpError>> {
+        async { Ok(()) }
+    }
+    /// The server's version, recorded in the result.
+    fn server_version(&mut self) -> impl Future<Output = Option<String>> {
+        async { None }
+    }
+    /// Execute one operation: no timing, sleeping or retrying in here.
+    fn execute(&mut self, op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>>;
+    /// Store a batch of records before the measured run, the fastest way the system offers.
+    fn load(&mut self, records: &[(String, Vec<u8>)]) -> impl Future<Output = Result<(), OpError>> {
+        async move {
+            for (key, value) in records {
+                self.execute(&Op::Put { key, value }).await?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A target address split into scheme, location and query options.
+#[derive(Debug, Clone)]
+pub struct TargetUrl {
+    pub scheme: String,
+    pub location: String,
+    pub options: BTreeMap<String, String>,
+}
+
+impl TargetUrl {
+    pub fn parse(url: &str) -> Result<TargetUrl, InputError> {
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return Err(InputError::new(format!(
+                "target '{}' is not a URL: expected SCHEME://LOCATION, for example sqlite://./bench.db",
+                redact(url)
+            )));
+        };
+        let (location, query) = match rest.split_once('?') {
+            Some((l, q)) => (l, Some(q)),
+            None => (rest, None),
+        };
+        let mut options = BTreeMap::new();
+        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            options.insert(k.to_string(), v.to_string());
+        }
+        Ok(TargetUrl {
+            scheme: scheme.to_string(),
+            location: location.to_string(),
+            options,
+        })
+    }
+
+    /// An option from the URL query, or else from a workload parameter of the same name.
+    pub fn option(&self, name: &str, params: &BTreeMap<String, toml::Value>) -> Option<String> {
+        if let Some(v) = self.options.get(name) {
+            return Some(v.clone());
+        }
+        params.get(name).map(|v| match v {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    }
+
+    /// Fail on URL query options the target does not know.
+    pub fn check_options(&self, known: &[&str]) -> Result<(), InputError> {
+        for key in self.options.keys() {
+            if !known.contains(&key.as_str()) {
+                return Err(InputError::new(format!(
+                    "unknown option '{key}' for {}:// targets; known options: {}",
+                    self.scheme,
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The schemes loadrig knows, with what each is for (`loadrig list`).
+pub const SCHEMES: &[(&str, &str)] = &[
+    ("noop://", "does nothing: measures the harness itself"),
+    (
+        "sleep://?latency=DIST&stall=D@T[/P]",
+        "simulated server with a known latency distribution: the ground truth for tests",
+    ),
+    (
+        "sqlite://PATH[?sync=off|normal|full]",
+        "embedded SQLite database (WAL), table loadrig_kv",
+    ),
+    (
+        "fs://DIR[?shards=N&sync=none|each|batch]",
+        "one file per key under DIR/loadrig_kv, flat or in N shard folders",
+    ),
+];
+
+/// Hide passwords in a target URL: the user-info password and secret-looking query options.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority_end, _) = rest
+        .char_indices()
+        .find(|&(_, c)| c == '/' || c == '?')
+        .unwrap_or((rest.len(), ' '));
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => format!("{userinfo}@{host}"),
+        },
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((k, _)) if is_secret_name(k) => format!("{k}=***"),
+                    _ => pair.to_string(),
+                })
+                .collect();
+            format!("{path}?{}", query.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+fn is_secret_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["pass", "secret", "token", "key", "auth"]
+        .iter()
+        .any(|s| name.contains(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_userinfo_password_and_secret_options() {
+        assert_eq!(
+            redact("postgres://bob:hunter2@127.0.0.1:5432/db?sslmode=off&password=x"),
+            "postgres://bob:***@127.0.0.1:5432/db?sslmode=off&password=***"
+        );
+        assert_eq!(redact("sqlite://./a.db"), "sqlite://./a.db");
+        assert_eq!(redact("redis://:pw@h/0"), "redis://:***@h/0");
+    }
+
+    #[test]
+    fn parses_options() {
+        let u = TargetUrl::parse("fs://./s?shards=256&sync=each").unwrap();
+        assert_eq!(u.scheme, "fs");
+        assert_eq!(u.location, "./s");
+        assert_eq!(u.options["shards"], "256");
+        assert!(u.check_options(&["shards"]).is_err());
+    }
+}

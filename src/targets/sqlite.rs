@@ -1,0 +1,160 @@
+//! `sqlite://PATH`: the embedded default, SQLite (bundled) in WAL mode.
+//!
+//! Records live in the table `loadrig_kv(k TEXT PRIMARY KEY, v BLOB)`; loadrig touches no
+//! other table. Each client opens its own connection on its own thread (SQLite blocks).
+//! Options: `sync=off|normal|full` (PRAGMA synchronous, default normal).
+//! Errors: SQLITE_BUSY/LOCKED → timeout, constraint violations → constraint,
+//! CANTOPEN/NOTADB → connect, everything else → other.
+
+use std::future::{ready, Future};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
+
+use super::{ErrorClass, Op, OpError, Outcome, Session, Target, TargetUrl};
+use crate::error::InputError;
+
+pub const TABLE: &str = "loadrig_kv";
+
+pub struct Sqlite {
+    path: PathBuf,
+    synchronous: &'static str,
+}
+
+impl Sqlite {
+    pub fn open(url: &TargetUrl) -> Result<Sqlite, InputError> {
+        url.check_options(&["sync"])?;
+        if url.location.is_empty() {
+            return Err(InputError::new(
+                "sqlite:// needs a file path, like sqlite://./bench.db",
+            ));
+        }
+        let synchronous = match url.options.get("sync").map(String::as_str) {
+            None | Some("normal") => "NORMAL",
+            Some("off") => "OFF",
+            Some("full") => "FULL",
+            Some(other) => {
+                return Err(InputError::new(format!(
+                    "sqlite:// sync={other}: expected off, normal or full"
+                )))
+            }
+        };
+        Ok(Sqlite {
+            path: PathBuf::from(&url.location),
+            synchronous,
+        })
+    }
+}
+
+fn classify(e: rusqlite::Error) -> OpError {
+    let class = match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => ErrorClass::Timeout,
+        Some(ErrorCode::ConstraintViolation) => ErrorClass::Constraint,
+        Some(ErrorCode::CannotOpen | ErrorCode::NotADatabase | ErrorCode::PermissionDenied) => {
+            ErrorClass::Connect
+        }
+        _ => ErrorClass::Other,
+    };
+    OpError::new(class, e.to_string())
+}
+
+pub struct SqliteSession {
+    conn: Connection,
+}
+
+impl Target for Sqlite {
+    type Session = SqliteSession;
+
+    fn blocking(&self) -> bool {
+        true
+    }
+
+    fn connect(&self) -> impl Future<Output = Result<SqliteSession, OpError>> {
+        let open = || -> Result<SqliteSession, rusqlite::Error> {
+            let conn = Connection::open_with_flags(
+                &self.path,
+                OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_CREATE
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )?;
+            conn.busy_timeout(Duration::from_secs(5))?;
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.pragma_update(None, "synchronous", self.synchronous)?;
+            conn.set_prepared_statement_cache_capacity(32);
+            Ok(SqliteSession { conn })
+        };
+        ready(open().map_err(|e| {
+            let mut err = classify(e);
+            err.class = ErrorClass::Connect;
+            err.message = format!("cannot open {}: {}", self.path.display(), err.message);
+            err
+        }))
+    }
+}
+
+impl SqliteSession {
+    fn run(&mut self, op: &Op<'_>) -> Result<Outcome, rusqlite::Error> {
+        let rows = match *op {
+            Op::Nop => 0,
+            Op::Put { key, value } => self
+                .conn
+                .prepare_cached(
+                    "INSERT INTO loadrig_kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v",
+                )?
+                .execute(params![key, value])? as u64,
+            Op::Get { key } => self
+                .conn
+                .prepare_cached("SELECT length(v) FROM loadrig_kv WHERE k = ?1")?
+                .query_row(params![key], |_| Ok(()))
+                .optional()?
+                .map_or(0, |_| 1),
+            Op::Update { key, value } => self
+                .conn
+                .prepare_cached("UPDATE loadrig_kv SET v = ?2 WHERE k = ?1")?
+                .execute(params![key, value])? as u64,
+            Op::Delete { key } => self
+                .conn
+                .prepare_cached("DELETE FROM loadrig_kv WHERE k = ?1")?
+                .execute(params![key])? as u64,
+        };
+        Ok(Outcome { rows })
+    }
+
+    fn load_batch(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), rusqlite::Error> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO loadrig_kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v",
+            )?;
+            for (k, v) in records {
+                insert.execute(params![k, v])?;
+            }
+        }
+        tx.commit()
+    }
+}
+
+impl Session for SqliteSession {
+    fn setup(&mut self) -> impl Future<Output = Result<(), OpError>> {
+        ready(
+            self.conn
+                .execute_batch(&format!(
+                    "CREATE TABLE IF NOT EXISTS {TABLE} (k TEXT PRIMARY KEY, v BLOB NOT NULL)"
+                ))
+                .map_err(classify),
+        )
+    }
+
+    fn server_version(&mut self) -> impl Future<Output = Option<String>> {
+        ready(Some(format!("SQLite {}", rusqlite::version())))
+    }
+
+    fn execute(&mut self, op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>> {
+        ready(self.run(op).map_err(classify))
+    }
+
+    fn load(&mut self, records: &[(String, Vec<u8>)]) -> impl Future<Output = Result<(), OpError>> {
+        ready(self.load_batch(records).map_err(classify))
+    }
+}
