@@ -325,6 +325,90 @@ pub fn run<T: Target>(
     collect(rx, n, &timeline, ops.len(), &stop, t0, observer)
 }
 
+/// Merges client reports into intervals and emits them in order.
+struct Collector<'a> {
+    timeline: &'a Timeline,
+    n_ops: usize,
+    /// Counters of intervals some client has not finished yet.
+    pending: BTreeMap<u64, Vec<OpCounters>>,
+    /// The first interval each client has not reported yet (`u64::MAX` when done).
+    next_of: Vec<u64>,
+    done: Vec<bool>,
+    emitted: u64,
+    intervals: Vec<IntervalData>,
+    totals: Vec<OpCounters>,
+    run_end: Duration,
+    missed: u64,
+}
+
+impl Collector<'_> {
+    fn fresh(&self) -> Vec<OpCounters> {
+        (0..self.n_ops).map(|_| OpCounters::default()).collect()
+    }
+
+    fn merge(&mut self, index: u64, counters: Vec<OpCounters>) {
+        let fresh = self.fresh();
+        let slot = self.pending.entry(index).or_insert(fresh);
+        for (a, b) in slot.iter_mut().zip(&counters) {
+            a.merge(b);
+        }
+    }
+
+    fn receive(&mut self, msg: Msg) {
+        match msg {
+            Msg::Interval {
+                client,
+                index,
+                counters,
+                next,
+            } => {
+                self.merge(index, counters);
+                self.next_of[client] = next;
+            }
+            Msg::Done {
+                client,
+                index,
+                counters,
+                end,
+                missed,
+            } => {
+                self.merge(index, counters);
+                self.done[client] = true;
+                self.next_of[client] = u64::MAX;
+                self.run_end = self.run_end.max(end);
+                self.missed += missed;
+            }
+            Msg::Ready { .. } => {}
+        }
+    }
+
+    /// Emit the next interval; `cap` ends it early (a run cut short).
+    fn emit_next(&mut self, cap: Option<Duration>, observer: &mut dyn Observer) {
+        let k = self.emitted;
+        let counters = self.pending.remove(&k).unwrap_or_else(|| self.fresh());
+        let start = self.timeline.start_of(k);
+        let end = match cap {
+            Some(cap) => self.timeline.end_of(k).min(cap).max(start),
+            None => self.timeline.end_of(k),
+        };
+        let data = IntervalData {
+            index: k,
+            start,
+            end,
+            warmup: self.timeline.is_warmup(k),
+            ops: counters,
+        };
+        if !data.warmup {
+            for (t, c) in self.totals.iter_mut().zip(&data.ops) {
+                t.merge(c);
+            }
+        }
+        observer.interval(&data);
+        self.intervals.push(data);
+        self.emitted += 1;
+    }
+}
+
 /// Merge client reports into intervals, in order, until every client is done.
 fn collect(
     rx: std::sync::mpsc::Receiver<Msg>,
@@ -335,142 +419,64 @@ fn collect(
     t0: Instant,
     observer: &mut dyn Observer,
 ) -> Result<RunData> {
-    let fresh = || {
-        (0..n_ops)
-            .map(|_| OpCounters::default())
-            .collect::<Vec<_>>()
+    let mut c = Collector {
+        timeline,
+        n_ops,
+        pending: BTreeMap::new(),
+        next_of: vec![0; n],
+        done: vec![false; n],
+        emitted: 0,
+        intervals: Vec::new(),
+        totals: (0..n_ops).map(|_| OpCounters::default()).collect(),
+        run_end: Duration::ZERO,
+        missed: 0,
     };
-    let mut pending: BTreeMap<u64, Vec<OpCounters>> = BTreeMap::new();
-    let mut next_of = vec![0u64; n];
-    let mut done = vec![false; n];
-    let mut emitted = 0u64;
-    let mut intervals = Vec::new();
-    let mut totals = fresh();
-    let mut run_end = Duration::ZERO;
-    let mut missed = 0;
     let mut stopped_at: Option<Instant> = None;
-    let mut interrupted = false;
     let mut last_tick = Instant::now();
-
-    let emit = |k: u64,
-                counters: Vec<OpCounters>,
-                end_cap: Option<Duration>,
-                intervals: &mut Vec<IntervalData>,
-                totals: &mut Vec<OpCounters>,
-                observer: &mut dyn Observer| {
-        let warmup = timeline.is_warmup(k);
-        let mut end = timeline.end_of(k);
-        if let Some(cap) = end_cap {
-            end = end.min(cap).max(timeline.start_of(k));
-        }
-        let data = IntervalData {
-            index: k,
-            start: timeline.start_of(k),
-            end,
-            warmup,
-            ops: counters,
-        };
-        if !warmup {
-            for (t, c) in totals.iter_mut().zip(&data.ops) {
-                t.merge(c);
-            }
-        }
-        observer.interval(&data);
-        intervals.push(data);
-    };
-
-    let merge_into =
-        |pending: &mut BTreeMap<u64, Vec<OpCounters>>, index: u64, counters: Vec<OpCounters>| {
-            let slot = pending.entry(index).or_insert_with(fresh);
-            for (a, b) in slot.iter_mut().zip(&counters) {
-                a.merge(b);
-            }
-        };
-
     loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(Msg::Interval {
-                client,
-                index,
-                counters,
-                next,
-            }) => {
-                merge_into(&mut pending, index, counters);
-                next_of[client] = next;
-            }
-            Ok(Msg::Done {
-                client,
-                index,
-                counters,
-                end,
-                missed: m,
-            }) => {
-                merge_into(&mut pending, index, counters);
-                done[client] = true;
-                next_of[client] = u64::MAX;
-                run_end = run_end.max(end);
-                missed += m;
-            }
-            Ok(Msg::Ready { .. }) | Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                // Every client thread is gone; those that did not say Done died.
-                for d in done.iter_mut() {
-                    *d = true;
-                }
-            }
+            Ok(msg) => c.receive(msg),
+            Err(RecvTimeoutError::Timeout) => {}
+            // Every client thread is gone; any that did not say Done died.
+            Err(RecvTimeoutError::Disconnected) => c.done.iter_mut().for_each(|d| *d = true),
         }
         if INTERRUPTED.load(Ordering::Relaxed) && stopped_at.is_none() {
             stop.store(true, Ordering::Relaxed);
             stopped_at = Some(Instant::now());
-            interrupted = true;
         }
-        let all_done = done.iter().all(|d| *d);
+        let all_done = c.done.iter().all(|d| *d);
         let abandoned = stopped_at.is_some_and(|s| s.elapsed() > GRACE);
-        let reached = next_of.iter().copied().min().unwrap_or(u64::MAX);
-        while emitted < reached && (!all_done && !abandoned) {
-            let counters = pending.remove(&emitted).unwrap_or_else(fresh);
-            emit(
-                emitted,
-                counters,
-                None,
-                &mut intervals,
-                &mut totals,
-                observer,
-            );
-            emitted += 1;
-        }
         if all_done || abandoned {
-            if abandoned {
-                run_end = stopped_at.map_or(run_end, |s| s.duration_since(t0));
+            if let (true, Some(s)) = (abandoned, stopped_at) {
+                c.run_end = s.duration_since(t0);
             }
-            let last = pending
+            // A run that reached its deadline keeps the nominal grid; one cut short (Ctrl-C)
+            // or ended by an operation count ends its last interval when it really ended.
+            let cap = (timeline.deadline.is_none() || stopped_at.is_some()).then_some(c.run_end);
+            let last = c
+                .pending
                 .keys()
                 .next_back()
                 .copied()
                 .unwrap_or(0)
-                .max(timeline.index_of(run_end));
-            while emitted <= last {
-                let counters = pending.remove(&emitted).unwrap_or_else(fresh);
-                emit(
-                    emitted,
-                    counters,
-                    Some(run_end),
-                    &mut intervals,
-                    &mut totals,
-                    observer,
-                );
-                emitted += 1;
+                .max(timeline.index_of(c.run_end));
+            while c.emitted <= last {
+                c.emit_next(cap, observer);
             }
-            let measured_end = intervals.last().map_or(Duration::ZERO, |i| i.end);
+            let measured_end = c.intervals.last().map_or(Duration::ZERO, |i| i.end);
             return Ok(RunData {
                 measured: measured_end.saturating_sub(timeline.warmup),
-                elapsed: run_end,
-                interrupted,
-                abandoned: done.iter().filter(|d| !**d).count(),
-                missed,
-                intervals,
-                totals,
+                elapsed: c.run_end,
+                interrupted: stopped_at.is_some(),
+                abandoned: c.done.iter().filter(|d| !**d).count(),
+                missed: c.missed,
+                intervals: c.intervals,
+                totals: c.totals,
             });
+        }
+        let reached = c.next_of.iter().copied().min().unwrap_or(u64::MAX);
+        while c.emitted < reached {
+            c.emit_next(None, observer);
         }
         if last_tick.elapsed() >= Duration::from_millis(100) {
             observer.tick(t0.elapsed());
