@@ -16,48 +16,260 @@ kv.get = { key = "k{uniform 0..records}" }
 "#;
 
 /// (what, workload file text or None for the built-in noop, args after `run WORKLOAD`, expected fragments)
-fn cases() -> Vec<(&'static str, Option<String>, Vec<&'static str>, Vec<&'static str>)> {
+fn cases() -> Vec<(
+    &'static str,
+    Option<String>,
+    Vec<&'static str>,
+    Vec<&'static str>,
+)> {
     let with = |from: &str, to: &str| Some(GOOD.replace(from, to));
     vec![
-        ("unknown flag", None, vec!["--bogus"], vec!["unexpected argument '--bogus'"]),
-        ("unknown scheme", None, vec!["--target", "foo://x"], vec!["unknown target scheme 'foo://'", "known targets: noop, sleep, sqlite, fs"]),
-        ("target not a URL", None, vec!["--target", "nowhere"], vec!["is not a URL", "SCHEME://LOCATION"]),
-        ("unknown target option", None, vec!["--target", "sqlite://x.db?foo=1"], vec!["unknown option 'foo' for sqlite:// targets", "known options: sync"]),
-        ("bad sqlite sync", None, vec!["--target", "sqlite://x.db?sync=maybe"], vec!["sync=maybe", "off, normal or full"]),
-        ("bad fs shards", None, vec!["--target", "fs://./s?shards=100"], vec!["shards=100", "1, 16, 256, 4096 or 65536"]),
-        ("bad sleep latency", None, vec!["--target", "sleep://?latency=soon"], vec!["sleep:// latency 'soon'", "uniform(1ms..3ms)"]),
-        ("bad sleep stall", None, vec!["--target", "sleep://?stall=1s"], vec!["stall '1s'", "LENGTH@START"]),
-        ("unset variable", None, vec!["--target", "sqlite://${LOADRIG_TEST_UNSET_VAR}"], vec!["${LOADRIG_TEST_UNSET_VAR}", "not set"]),
-        ("unreachable sqlite", None, vec!["--target", "sqlite:///nonexistent-dir/x/y.db"], vec!["target sqlite:///nonexistent-dir/x/y.db", "cannot open"]),
-        ("unknown workload", None, vec![], vec!["no workload file or built-in workload named 'nosuch'", "session-store"]),
-        ("malformed TOML", Some("name = \"w\"\n[load\nclients = 1\n".into()), vec![], vec!["w.toml:2:6", "expected"]),
-        ("unknown load field", with("[params]", "[load]\nclinets = 4\n\n[params]"), vec![], vec!["w.toml:5:1", "unknown field `clinets`", "clients"]),
-        ("missing name", with("name = \"w\"\n", ""), vec![], vec!["w.toml:1:1", "missing field `name`"]),
-        ("ill-typed load field", with("[params]", "[load]\nclients = \"four\"\n\n[params]"), vec![], vec!["w.toml:5:11", "invalid type"]),
-        ("unknown generator", with("k{uniform 0..records}", "k{unform 0..records}"), vec![], vec!["w.toml:9:21", "unknown generator 'unform'"]),
-        ("unknown parameter in range", with("0..records", "0..recs"), vec![], vec!["w.toml:9:32", "found 'recs'", "records"]),
-        ("empty range", with("0..records", "5..5"), vec![], vec!["empty range 5..5"]),
-        ("unclosed brace", with("k{uniform 0..records}", "k{seq"), vec![], vec!["w.toml:9:20", "unclosed '{'"]),
-        ("bytes in a key", with("k{uniform 0..records}", "{bytes 4}"), vec![], vec!["a key cannot hold {bytes N}", "{string N}"]),
-        ("put without value", with("kv.get", "kv.put"), vec![], vec!["kv.put needs a value"]),
-        ("op without kind", with("kv.get = { key = \"k{uniform 0..records}\" }", "weight = 2"), vec![], vec!["operation 'get' says nothing to do"]),
-        ("two kinds in one op", with("kv.get = { key", "nop = {}\nkv.get = { key"), vec![], vec!["has 2 operations"]),
-        ("duplicate op", Some(format!("{GOOD}\n[[op]]\nname = \"get\"\nnop = {{}}\n")), vec![], vec!["w.toml:12:8", "operation 'get' is defined twice"]),
-        ("negative weight", with("name = \"get\"", "name = \"get\"\nweight = -1"), vec![], vec!["w.toml:9:10", "weight -1 must be a positive number"]),
-        ("no operations", Some("name = \"w\"\n".into()), vec![], vec!["the workload has no operations", "[[op]]"]),
-        ("unknown --set", None, vec!["--set", "nope=1"], vec!["--set nope=1", "has no parameter 'nope'"]),
-        ("ill-typed --set", Some(GOOD.into()), vec!["--set", "records=many"], vec!["--set records=many", "expected an integer"]),
-        ("malformed --set", None, vec!["--set", "records"], vec!["expected NAME=VALUE"]),
-        ("rate with clients", None, vec!["--rate", "100", "--clients", "2"], vec!["--rate and --clients cannot be used together", "--max-in-flight"]),
-        ("samples with duration", None, vec!["--samples", "3", "--duration", "1s"], vec!["--samples and --duration cannot be used together"]),
-        ("bad duration", None, vec!["--duration", "ten"], vec!["--duration: 'ten' is not a duration", "30s"]),
-        ("zero clients", None, vec!["--clients", "0"], vec!["--clients 0: expected 1 to 10000"]),
-        ("negative rate", None, vec!["--rate=-5"], vec!["--rate -5", "above zero"]),
-        ("max-in-flight without rate", None, vec!["--max-in-flight", "4"], vec!["--max-in-flight applies to open loops only"]),
-        ("think time with rate", None, vec!["--rate", "10", "--think-time", "1ms"], vec!["--think-time applies to closed loops only"]),
-        ("bad arrivals", None, vec!["--rate", "10", "--arrivals", "bursty"], vec!["--arrivals bursty", "constant or poisson"]),
-        ("unknown --op", None, vec!["--op", "fetch"], vec!["--op fetch", "its operations are: nop"]),
-        ("zero interval", None, vec!["--interval", "0s"], vec!["interval must be at least 1ms"]),
+        (
+            "unknown flag",
+            None,
+            vec!["--bogus"],
+            vec!["unexpected argument '--bogus'"],
+        ),
+        (
+            "unknown scheme",
+            None,
+            vec!["--target", "foo://x"],
+            vec![
+                "unknown target scheme 'foo://'",
+                "known targets: noop, sleep, sqlite, fs",
+            ],
+        ),
+        (
+            "target not a URL",
+            None,
+            vec!["--target", "nowhere"],
+            vec!["is not a URL", "SCHEME://LOCATION"],
+        ),
+        (
+            "unknown target option",
+            None,
+            vec!["--target", "sqlite://x.db?foo=1"],
+            vec![
+                "unknown option 'foo' for sqlite:// targets",
+                "known options: sync",
+            ],
+        ),
+        (
+            "bad sqlite sync",
+            None,
+            vec!["--target", "sqlite://x.db?sync=maybe"],
+            vec!["sync=maybe", "off, normal or full"],
+        ),
+        (
+            "bad fs shards",
+            None,
+            vec!["--target", "fs://./s?shards=100"],
+            vec!["shards=100", "1, 16, 256, 4096 or 65536"],
+        ),
+        (
+            "bad sleep latency",
+            None,
+            vec!["--target", "sleep://?latency=soon"],
+            vec!["sleep:// latency 'soon'", "uniform(1ms..3ms)"],
+        ),
+        (
+            "bad sleep stall",
+            None,
+            vec!["--target", "sleep://?stall=1s"],
+            vec!["stall '1s'", "LENGTH@START"],
+        ),
+        (
+            "unset variable",
+            None,
+            vec!["--target", "sqlite://${LOADRIG_TEST_UNSET_VAR}"],
+            vec!["${LOADRIG_TEST_UNSET_VAR}", "not set"],
+        ),
+        (
+            "unreachable sqlite",
+            None,
+            vec!["--target", "sqlite:///nonexistent-dir/x/y.db"],
+            vec!["target sqlite:///nonexistent-dir/x/y.db", "cannot open"],
+        ),
+        (
+            "unknown workload",
+            None,
+            vec![],
+            vec![
+                "no workload file or built-in workload named 'nosuch'",
+                "session-store",
+            ],
+        ),
+        (
+            "malformed TOML",
+            Some("name = \"w\"\n[load\nclients = 1\n".into()),
+            vec![],
+            vec!["w.toml:2:6", "expected"],
+        ),
+        (
+            "unknown load field",
+            with("[params]", "[load]\nclinets = 4\n\n[params]"),
+            vec![],
+            vec!["w.toml:5:1", "unknown field `clinets`", "clients"],
+        ),
+        (
+            "missing name",
+            with("name = \"w\"\n", ""),
+            vec![],
+            vec!["w.toml:1:1", "missing field `name`"],
+        ),
+        (
+            "ill-typed load field",
+            with("[params]", "[load]\nclients = \"four\"\n\n[params]"),
+            vec![],
+            vec!["w.toml:5:11", "invalid type"],
+        ),
+        (
+            "unknown generator",
+            with("k{uniform 0..records}", "k{unform 0..records}"),
+            vec![],
+            vec!["w.toml:9:21", "unknown generator 'unform'"],
+        ),
+        (
+            "unknown parameter in range",
+            with("0..records", "0..recs"),
+            vec![],
+            vec!["w.toml:9:32", "found 'recs'", "records"],
+        ),
+        (
+            "empty range",
+            with("0..records", "5..5"),
+            vec![],
+            vec!["empty range 5..5"],
+        ),
+        (
+            "unclosed brace",
+            with("k{uniform 0..records}", "k{seq"),
+            vec![],
+            vec!["w.toml:9:20", "unclosed '{'"],
+        ),
+        (
+            "bytes in a key",
+            with("k{uniform 0..records}", "{bytes 4}"),
+            vec![],
+            vec!["a key cannot hold {bytes N}", "{string N}"],
+        ),
+        (
+            "put without value",
+            with("kv.get", "kv.put"),
+            vec![],
+            vec!["kv.put needs a value"],
+        ),
+        (
+            "op without kind",
+            with("kv.get = { key = \"k{uniform 0..records}\" }", "weight = 2"),
+            vec![],
+            vec!["operation 'get' says nothing to do"],
+        ),
+        (
+            "two kinds in one op",
+            with("kv.get = { key", "nop = {}\nkv.get = { key"),
+            vec![],
+            vec!["has 2 operations"],
+        ),
+        (
+            "duplicate op",
+            Some(format!("{GOOD}\n[[op]]\nname = \"get\"\nnop = {{}}\n")),
+            vec![],
+            vec!["w.toml:12:8", "operation 'get' is defined twice"],
+        ),
+        (
+            "negative weight",
+            with("name = \"get\"", "name = \"get\"\nweight = -1"),
+            vec![],
+            vec!["w.toml:9:10", "weight -1 must be a positive number"],
+        ),
+        (
+            "no operations",
+            Some("name = \"w\"\n".into()),
+            vec![],
+            vec!["the workload has no operations", "[[op]]"],
+        ),
+        (
+            "unknown --set",
+            None,
+            vec!["--set", "nope=1"],
+            vec!["--set nope=1", "has no parameter 'nope'"],
+        ),
+        (
+            "ill-typed --set",
+            Some(GOOD.into()),
+            vec!["--set", "records=many"],
+            vec!["--set records=many", "expected an integer"],
+        ),
+        (
+            "malformed --set",
+            None,
+            vec!["--set", "records"],
+            vec!["expected NAME=VALUE"],
+        ),
+        (
+            "rate with clients",
+            None,
+            vec!["--rate", "100", "--clients", "2"],
+            vec![
+                "--rate and --clients cannot be used together",
+                "--max-in-flight",
+            ],
+        ),
+        (
+            "samples with duration",
+            None,
+            vec!["--samples", "3", "--duration", "1s"],
+            vec!["--samples and --duration cannot be used together"],
+        ),
+        (
+            "bad duration",
+            None,
+            vec!["--duration", "ten"],
+            vec!["--duration: 'ten' is not a duration", "30s"],
+        ),
+        (
+            "zero clients",
+            None,
+            vec!["--clients", "0"],
+            vec!["--clients 0: expected 1 to 10000"],
+        ),
+        (
+            "negative rate",
+            None,
+            vec!["--rate=-5"],
+            vec!["--rate -5", "above zero"],
+        ),
+        (
+            "max-in-flight without rate",
+            None,
+            vec!["--max-in-flight", "4"],
+            vec!["--max-in-flight applies to open loops only"],
+        ),
+        (
+            "think time with rate",
+            None,
+            vec!["--rate", "10", "--think-time", "1ms"],
+            vec!["--think-time applies to closed loops only"],
+        ),
+        (
+            "bad arrivals",
+            None,
+            vec!["--rate", "10", "--arrivals", "bursty"],
+            vec!["--arrivals bursty", "constant or poisson"],
+        ),
+        (
+            "unknown --op",
+            None,
+            vec!["--op", "fetch"],
+            vec!["--op fetch", "its operations are: nop"],
+        ),
+        (
+            "zero interval",
+            None,
+            vec!["--interval", "0s"],
+            vec!["interval must be at least 1ms"],
+        ),
     ]
 }
 
@@ -79,9 +291,16 @@ fn malformed_inputs_exit_2_with_a_clear_message_and_write_nothing() {
         args.extend(extra.iter().copied());
         let out = d.loadrig(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{what}: exit status, stderr:\n{stderr}");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{what}: exit status, stderr:\n{stderr}"
+        );
         for fragment in expected {
-            assert!(stderr.contains(fragment), "{what}: expected {fragment:?} in:\n{stderr}");
+            assert!(
+                stderr.contains(fragment),
+                "{what}: expected {fragment:?} in:\n{stderr}"
+            );
         }
         assert!(!stderr.contains("panicked"), "{what}: panic:\n{stderr}");
         let left: Vec<_> = std::fs::read_dir(d.path())
@@ -97,11 +316,28 @@ fn malformed_inputs_exit_2_with_a_clear_message_and_write_nothing() {
 fn list_and_init_work_and_init_output_runs() {
     let d = Dir::new();
     let list = d.ok(&["list"]);
-    assert!(list.contains("session-store") && list.contains("noop") && list.contains("sqlite://") && list.contains("fs://"));
+    assert!(
+        list.contains("session-store")
+            && list.contains("noop")
+            && list.contains("sqlite://")
+            && list.contains("fs://")
+    );
     let text = d.ok(&["init", "session-store"]);
     d.write("my.toml", &text);
-    d.ok(&["run", "my.toml", "--set", "records=100", "--ops", "50", "-o", "r.json"]);
-    assert_eq!(d.result("r.json").total.ok + d.result("r.json").total.errors, 50);
+    d.ok(&[
+        "run",
+        "my.toml",
+        "--set",
+        "records=100",
+        "--ops",
+        "50",
+        "-o",
+        "r.json",
+    ]);
+    assert_eq!(
+        d.result("r.json").total.ok + d.result("r.json").total.errors,
+        50
+    );
     let out = d.loadrig(&["init", "nosuch"]);
     assert_eq!(out.status.code(), Some(2));
 }

@@ -9,24 +9,48 @@ use common::{Dir, PUT_ONLY};
 
 fn sqlite_keys(db: &Path) -> Vec<(String, i64)> {
     let conn = rusqlite::Connection::open(db).unwrap();
-    let mut st = conn.prepare("SELECT k, length(v) FROM loadrig_kv ORDER BY k").unwrap();
-    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(|r| r.unwrap()).collect()
+    let mut st = conn
+        .prepare("SELECT k, length(v) FROM loadrig_kv ORDER BY k")
+        .unwrap();
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
 }
 
 #[test]
 fn sqlite_put_workload_leaves_exactly_the_records() {
     let d = Dir::new();
     d.write("w.toml", PUT_ONLY);
-    d.ok(&["run", "w.toml", "--target", "sqlite://./t.db", "--clients", "4", "--ops", "1001", "-o", "r.json"]);
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        "sqlite://./t.db",
+        "--clients",
+        "4",
+        "--ops",
+        "1001",
+        "-o",
+        "r.json",
+    ]);
     let rows = sqlite_keys(&d.join("t.db"));
     assert_eq!(rows.len(), 1001);
     let keys: BTreeSet<String> = rows.iter().map(|(k, _)| k.clone()).collect();
     let expected: BTreeSet<String> = (0..1001).map(|i| format!("r{i}")).collect();
-    assert_eq!(keys, expected, "the clients' sequences interleave without gaps or repeats");
+    assert_eq!(
+        keys, expected,
+        "the clients' sequences interleave without gaps or repeats"
+    );
     assert!(rows.iter().all(|(_, len)| *len == 100));
     let r = d.result("r.json");
     assert_eq!(r.total.rows, 1001);
-    assert!(r.target.server_version.as_deref().unwrap().starts_with("SQLite 3."));
+    assert!(r
+        .target
+        .server_version
+        .as_deref()
+        .unwrap()
+        .starts_with("SQLite 3."));
 }
 
 #[test]
@@ -48,8 +72,22 @@ name = "delete"
 kv.delete = { key = "k{seq}" }
 "#,
     );
-    d.ok(&["run", "w.toml", "--target", "sqlite://./t.db", "--clients", "2", "--ops", "200", "-o", "r.json"]);
-    let keys: BTreeSet<String> = sqlite_keys(&d.join("t.db")).into_iter().map(|(k, _)| k).collect();
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        "sqlite://./t.db",
+        "--clients",
+        "2",
+        "--ops",
+        "200",
+        "-o",
+        "r.json",
+    ]);
+    let keys: BTreeSet<String> = sqlite_keys(&d.join("t.db"))
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
     let expected: BTreeSet<String> = (200..500).map(|i| format!("k{i}")).collect();
     assert_eq!(keys, expected);
     let r = d.result("r.json");
@@ -59,7 +97,17 @@ kv.delete = { key = "k{seq}" }
     assert!(!load.skipped);
 
     // --skip-load reuses what is there: deleting again finds nothing under k0..k199.
-    d.ok(&["run", "w.toml", "--target", "sqlite://./t.db", "--ops", "100", "--skip-load", "-o", "r2.json"]);
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        "sqlite://./t.db",
+        "--ops",
+        "100",
+        "--skip-load",
+        "-o",
+        "r2.json",
+    ]);
     let r2 = d.result("r2.json");
     assert_eq!(r2.total.rows, 0);
     assert!(r2.data_load.unwrap().skipped);
@@ -71,10 +119,20 @@ fn sqlite_leaves_other_tables_alone() {
     let db = d.join("t.db");
     {
         let c = rusqlite::Connection::open(&db).unwrap();
-        c.execute_batch("CREATE TABLE mine (x); INSERT INTO mine VALUES (42);").unwrap();
+        c.execute_batch("CREATE TABLE mine (x); INSERT INTO mine VALUES (42);")
+            .unwrap();
     }
     d.write("w.toml", PUT_ONLY);
-    d.ok(&["run", "w.toml", "--target", "sqlite://./t.db", "--ops", "10", "-o", "r.json"]);
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        "sqlite://./t.db",
+        "--ops",
+        "10",
+        "-o",
+        "r.json",
+    ]);
     let c = rusqlite::Connection::open(&db).unwrap();
     let x: i64 = c.query_row("SELECT x FROM mine", [], |r| r.get(0)).unwrap();
     assert_eq!(x, 42);
@@ -99,7 +157,20 @@ fn fs_sharded_layout_puts_each_file_under_its_prefix() {
     std::fs::create_dir(d.join("s")).unwrap();
     d.write("s/mine.txt", "not loadrig's");
     d.write("w.toml", PUT_ONLY);
-    d.ok(&["run", "w.toml", "--target", "fs://./s", "--set", "size=64", "--clients", "3", "--ops", "300", "-o", "r.json"]);
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        "fs://./s",
+        "--set",
+        "size=64",
+        "--clients",
+        "3",
+        "--ops",
+        "300",
+        "-o",
+        "r.json",
+    ]);
     // Without shards the layout is flat.
     let root = d.join("s/loadrig_kv");
     let files = files_under(&root);
@@ -110,12 +181,33 @@ fn fs_sharded_layout_puts_each_file_under_its_prefix() {
     std::fs::create_dir(d.join("s")).unwrap();
     d.write("s/mine.txt", "not loadrig's");
     // The fs target reads `shards` from a workload parameter when the URL does not set it.
-    d.write("w.toml", &PUT_ONLY.replace("size = 100", "size = 100\nshards = 1"));
-    d.ok(&["run", "w.toml", "--target", "fs://./s", "--set", "shards=256", "--clients", "3", "--ops", "300", "-o", "r.json"]);
+    d.write(
+        "w.toml",
+        &PUT_ONLY.replace("size = 100", "size = 100\nshards = 1"),
+    );
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        "fs://./s",
+        "--set",
+        "shards=256",
+        "--clients",
+        "3",
+        "--ops",
+        "300",
+        "-o",
+        "r.json",
+    ]);
     let root = d.join("s/loadrig_kv");
-    let dirs: Vec<String> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let dirs: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
     assert_eq!(dirs.len(), 256);
-    assert!(dirs.iter().all(|n| n.len() == 2 && n.chars().all(|c| c.is_ascii_hexdigit())));
+    assert!(dirs
+        .iter()
+        .all(|n| n.len() == 2 && n.chars().all(|c| c.is_ascii_hexdigit())));
     let files = files_under(&root);
     assert_eq!(files.len(), 300);
     for f in &files {
@@ -124,9 +216,14 @@ fn fs_sharded_layout_puts_each_file_under_its_prefix() {
         assert_eq!(&name[..2], shard);
         assert_eq!(std::fs::metadata(f).unwrap().len(), 100);
     }
-    let expected: BTreeSet<_> = (0..300).map(|i| loadrig::targets::fs::file_for(&root, 2, &format!("r{i}"))).collect();
+    let expected: BTreeSet<_> = (0..300)
+        .map(|i| loadrig::targets::fs::file_for(&root, 2, &format!("r{i}")))
+        .collect();
     assert_eq!(files.into_iter().collect::<BTreeSet<_>>(), expected);
-    assert_eq!(std::fs::read_to_string(d.join("s/mine.txt")).unwrap(), "not loadrig's");
+    assert_eq!(
+        std::fs::read_to_string(d.join("s/mine.txt")).unwrap(),
+        "not loadrig's"
+    );
 }
 
 #[test]
@@ -135,25 +232,63 @@ fn fs_sync_each_and_batch_write_the_same_records() {
         let d = Dir::new();
         d.write("w.toml", PUT_ONLY);
         let target = format!("fs://./s?shards=16&sync={sync}&batch=10");
-        d.ok(&["run", "w.toml", "--target", &target, "--ops", "50", "-o", "r.json"]);
-        assert_eq!(files_under(&d.join("s/loadrig_kv")).len(), 50, "sync={sync}");
+        d.ok(&[
+            "run", "w.toml", "--target", &target, "--ops", "50", "-o", "r.json",
+        ]);
+        assert_eq!(
+            files_under(&d.join("s/loadrig_kv")).len(),
+            50,
+            "sync={sync}"
+        );
     }
 }
 
 #[test]
 fn session_store_runs_on_both_embedded_targets() {
     let d = Dir::new();
-    let out = d.ok(&["run", "session-store", "--set", "records=2000", "--duration", "1s", "--interval", "250ms", "-o", "a.json"]);
+    let out = d.ok(&[
+        "run",
+        "session-store",
+        "--set",
+        "records=2000",
+        "--duration",
+        "1s",
+        "--interval",
+        "250ms",
+        "-o",
+        "a.json",
+    ]);
     assert!(out.contains("loaded 2,000 records"));
     let rows = sqlite_keys(&d.join("loadrig-sessions.db"));
-    assert!(rows.len() >= 1500, "loaded sessions are there, less the expired ones");
+    assert!(
+        rows.len() >= 1500,
+        "loaded sessions are there, less the expired ones"
+    );
     let r = d.result("a.json");
     let names: Vec<&str> = r.operations.iter().map(|o| o.name.as_str()).collect();
     assert_eq!(names, ["create", "read", "touch", "expire"]);
     assert!(r.operations.iter().all(|o| o.ok > 0 && o.errors == 0));
 
-    d.ok(&["run", "session-store", "--target", "fs://./sessions", "--set", "shards=256", "--set", "records=1000", "--duration", "1s", "-o", "b.json"]);
-    assert_eq!(std::fs::read_dir(d.join("sessions/loadrig_kv")).unwrap().count(), 256);
+    d.ok(&[
+        "run",
+        "session-store",
+        "--target",
+        "fs://./sessions",
+        "--set",
+        "shards=256",
+        "--set",
+        "records=1000",
+        "--duration",
+        "1s",
+        "-o",
+        "b.json",
+    ]);
+    assert_eq!(
+        std::fs::read_dir(d.join("sessions/loadrig_kv"))
+            .unwrap()
+            .count(),
+        256
+    );
     assert!(d.result("b.json").total.ok > 0);
 }
 
@@ -168,10 +303,26 @@ kv.put = { key = "k{uniform 0..1000000000}", value = "{string 8}" }
     let run = |seed: &str, db: &str| {
         let d = Dir::new();
         d.write("w.toml", w);
-        d.ok(&["run", "w.toml", "--target", &format!("sqlite://./{db}"), "--ops", "200", "--seed", seed, "-o", "r.json"]);
+        d.ok(&[
+            "run",
+            "w.toml",
+            "--target",
+            &format!("sqlite://./{db}"),
+            "--ops",
+            "200",
+            "--seed",
+            seed,
+            "-o",
+            "r.json",
+        ]);
         let c = rusqlite::Connection::open(d.join(db)).unwrap();
-        let mut st = c.prepare("SELECT k || ':' || v FROM loadrig_kv ORDER BY k").unwrap();
-        st.query_map([], |r| r.get::<_, String>(0)).unwrap().map(|r| r.unwrap()).collect::<Vec<_>>()
+        let mut st = c
+            .prepare("SELECT k || ':' || v FROM loadrig_kv ORDER BY k")
+            .unwrap();
+        st.query_map([], |r| r.get::<_, String>(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect::<Vec<_>>()
     };
     let a = run("42", "a.db");
     assert_eq!(a.len(), 200);

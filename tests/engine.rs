@@ -8,7 +8,18 @@ use loadrig::stats::decode_hist;
 #[test]
 fn ops_stop_condition_gives_exact_counts_across_clients() {
     let d = Dir::new();
-    d.ok(&["run", "noop", "--target", "sleep://?latency=200us", "--clients", "3", "--ops", "1000", "-o", "r.json"]);
+    d.ok(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=200us",
+        "--clients",
+        "3",
+        "--ops",
+        "1000",
+        "-o",
+        "r.json",
+    ]);
     let r = d.result("r.json");
     assert_eq!(r.total.ok, 1000);
     assert_eq!(r.operations[0].ok, 1000);
@@ -21,8 +32,20 @@ fn ops_stop_condition_gives_exact_counts_across_clients() {
 fn ops_count_excludes_warmup() {
     let d = Dir::new();
     d.ok(&[
-        "run", "noop", "--target", "sleep://?latency=1ms", "--clients", "2", "--ops", "300", "--warmup", "300ms",
-        "--interval", "100ms", "-o", "r.json",
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=1ms",
+        "--clients",
+        "2",
+        "--ops",
+        "300",
+        "--warmup",
+        "300ms",
+        "--interval",
+        "100ms",
+        "-o",
+        "r.json",
     ]);
     let r = d.result("r.json");
     assert_eq!(r.total.ok, 300);
@@ -35,14 +58,28 @@ fn ops_count_excludes_warmup() {
 fn samples_give_exactly_k_intervals_with_warmup_marked() {
     let d = Dir::new();
     d.ok(&[
-        "run", "noop", "--target", "sleep://?latency=1ms", "--samples", "5", "--interval", "200ms", "--warmup", "300ms",
-        "-o", "r.json",
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=1ms",
+        "--samples",
+        "5",
+        "--interval",
+        "200ms",
+        "--warmup",
+        "300ms",
+        "-o",
+        "r.json",
     ]);
     let r = d.result("r.json");
     let measured: Vec<_> = r.intervals.iter().filter(|i| !i.warmup).collect();
     let warm: Vec<_> = r.intervals.iter().filter(|i| i.warmup).collect();
     assert_eq!(measured.len(), 5);
-    assert_eq!(warm.len(), 2, "300ms of warm-up in 200ms intervals: 200ms + 100ms");
+    assert_eq!(
+        warm.len(),
+        2,
+        "300ms of warm-up in 200ms intervals: 200ms + 100ms"
+    );
     assert!((warm[1].end_s - warm[1].start_s - 0.1).abs() < 1e-9);
     for (k, i) in measured.iter().enumerate() {
         assert!((i.start_s - (0.3 + 0.2 * k as f64)).abs() < 1e-9);
@@ -58,22 +95,56 @@ fn samples_give_exactly_k_intervals_with_warmup_marked() {
 fn fixed_latency_is_a_floor_and_the_median_is_close() {
     // Tolerance: the median may exceed the configured 2 ms by at most 25 % (timer wake-up).
     let d = Dir::new();
-    d.ok(&["run", "noop", "--target", "sleep://?latency=2ms", "--clients", "2", "--ops", "400", "-o", "r.json"]);
+    d.ok(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=2ms",
+        "--clients",
+        "2",
+        "--ops",
+        "400",
+        "-o",
+        "r.json",
+    ]);
     let r = d.result("r.json");
     let l = &r.total.latency;
     assert_eq!(l.count, 400);
-    assert!(l.min_ns >= 2_000_000, "min {} below the configured 2ms", l.min_ns);
-    assert!(l.p50_ns <= 2_500_000, "median {} too far above 2ms", l.p50_ns);
+    assert!(
+        l.min_ns >= 2_000_000,
+        "min {} below the configured 2ms",
+        l.min_ns
+    );
+    assert!(
+        l.p50_ns <= 2_500_000,
+        "median {} too far above 2ms",
+        l.p50_ns
+    );
 }
 
 #[test]
 fn uniform_latency_spreads_over_its_range() {
     let d = Dir::new();
-    d.ok(&["run", "noop", "--target", "sleep://?latency=uniform(1ms..3ms)", "--clients", "4", "--ops", "800", "-o", "r.json"]);
+    d.ok(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=uniform(1ms..3ms)",
+        "--clients",
+        "4",
+        "--ops",
+        "800",
+        "-o",
+        "r.json",
+    ]);
     let l = d.result("r.json").total.latency;
     assert!(l.min_ns >= 1_000_000);
     // The median of U(1ms, 3ms) is 2 ms; allow 15 % sampling and wake-up error.
-    assert!((1_850_000..=2_300_000).contains(&l.p50_ns), "median {}", l.p50_ns);
+    assert!(
+        (1_850_000..=2_300_000).contains(&l.p50_ns),
+        "median {}",
+        l.p50_ns
+    );
 }
 
 #[test]
@@ -81,15 +152,36 @@ fn open_loop_stall_shows_in_response_time_not_service_time() {
     // 200 ops/s, one worker, a 500 ms freeze at 1.5 s: about 100 arrivals wait behind it.
     let d = Dir::new();
     d.ok(&[
-        "run", "noop", "--target", "sleep://?latency=1ms&stall=500ms@1500ms", "--rate", "200", "--max-in-flight", "1",
-        "--duration", "4s", "-o", "r.json",
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=1ms&stall=500ms@1500ms",
+        "--rate",
+        "200",
+        "--max-in-flight",
+        "1",
+        "--duration",
+        "4s",
+        "-o",
+        "r.json",
     ]);
     let r = d.result("r.json");
     let op = &r.operations[0];
     let service = op.service.as_ref().expect("open loop keeps service time");
-    assert!(op.latency.p99_ns > 250_000_000, "response p99 {} misses the stall", op.latency.p99_ns);
-    assert!(service.p99_ns < 20_000_000, "service p99 {} shows the stall", service.p99_ns);
-    assert!(service.max_ns >= 500_000_000, "the one frozen operation is in the service max");
+    assert!(
+        op.latency.p99_ns > 250_000_000,
+        "response p99 {} misses the stall",
+        op.latency.p99_ns
+    );
+    assert!(
+        service.p99_ns < 20_000_000,
+        "service p99 {} shows the stall",
+        service.p99_ns
+    );
+    assert!(
+        service.max_ns >= 500_000_000,
+        "the one frozen operation is in the service max"
+    );
     let lag = op.start_lag.as_ref().expect("start lag");
     assert!(lag.max_ns > 300_000_000);
     assert!(op.late_starts.unwrap() >= 50);
@@ -101,7 +193,20 @@ fn open_loop_stall_shows_in_response_time_not_service_time() {
 fn open_loop_counts_arrivals_that_never_started() {
     // 10 ms per op with one in flight serves 100/s; asking 400/s must leave most unstarted.
     let d = Dir::new();
-    d.ok(&["run", "noop", "--target", "sleep://?latency=10ms", "--rate", "400", "--max-in-flight", "1", "--duration", "1s", "-o", "r.json"]);
+    d.ok(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=10ms",
+        "--rate",
+        "400",
+        "--max-in-flight",
+        "1",
+        "--duration",
+        "1s",
+        "-o",
+        "r.json",
+    ]);
     let r = d.result("r.json");
     assert!(r.missed_starts > 200, "missed {}", r.missed_starts);
     assert_eq!(r.total.ok + r.missed_starts, 400);
@@ -111,11 +216,24 @@ fn open_loop_counts_arrivals_that_never_started() {
 #[test]
 fn errors_are_counted_by_class_and_the_run_goes_on() {
     let d = Dir::new();
-    d.ok(&["run", "noop", "--target", "sleep://?latency=0ms&errors=0.5", "--ops", "2000", "-o", "r.json"]);
+    d.ok(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=0ms&errors=0.5",
+        "--ops",
+        "2000",
+        "-o",
+        "r.json",
+    ]);
     let r = d.result("r.json");
     let op = &r.operations[0];
     assert_eq!(op.ok + op.errors, 2000, "every attempt is counted once");
-    assert!((800..1200).contains(&op.errors), "about half fail: {}", op.errors);
+    assert!(
+        (800..1200).contains(&op.errors),
+        "about half fail: {}",
+        op.errors
+    );
     assert_eq!(op.errors_by_class["other"], op.errors);
     assert_eq!(op.error_messages[0].message, "injected error");
 }
@@ -138,18 +256,37 @@ weight = 1
 nop = {}
 "#,
     );
-    d.ok(&["run", "mix.toml", "--ops", "100000", "--seed", "3", "-o", "r.json"]);
+    d.ok(&[
+        "run", "mix.toml", "--ops", "100000", "--seed", "3", "-o", "r.json",
+    ]);
     let r = d.result("r.json");
     let a = r.operations.iter().find(|o| o.name == "a").unwrap().ok as f64;
     assert_eq!(r.total.ok, 100_000);
     // Binomial(100000, 0.9): standard deviation about 95, so 1 % is over 10 sigma.
-    assert!((a / 100_000.0 - 0.9).abs() < 0.01, "share of a: {}", a / 100_000.0);
+    assert!(
+        (a / 100_000.0 - 0.9).abs() < 0.01,
+        "share of a: {}",
+        a / 100_000.0
+    );
 }
 
 #[test]
 fn histograms_decode_to_the_counts() {
     let d = Dir::new();
-    d.ok(&["run", "noop", "--target", "sleep://?latency=100us", "--clients", "2", "--ops", "500", "--interval", "50ms", "-o", "r.json"]);
+    d.ok(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=100us",
+        "--clients",
+        "2",
+        "--ops",
+        "500",
+        "--interval",
+        "50ms",
+        "-o",
+        "r.json",
+    ]);
     let r = d.result("r.json");
     assert_eq!(decode_hist(&r.total.histogram).unwrap().len(), 500);
     for i in &r.intervals {

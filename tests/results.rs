@@ -10,7 +10,18 @@ use loadrig::report::result::{IntervalRecord, RunResult};
 #[test]
 fn result_round_trips_through_the_schema_types() {
     let d = Dir::new();
-    d.ok(&["run", "noop", "--target", "sleep://?latency=100us", "--ops", "300", "--interval", "20ms", "-o", "out/r.json"]);
+    d.ok(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=100us",
+        "--ops",
+        "300",
+        "--interval",
+        "20ms",
+        "-o",
+        "out/r.json",
+    ]);
     let text = std::fs::read_to_string(d.join("out/r.json")).unwrap();
     let original: serde_json::Value = serde_json::from_str(&text).unwrap();
     let typed: RunResult = serde_json::from_value(original.clone()).unwrap();
@@ -26,14 +37,29 @@ fn result_round_trips_through_the_schema_types() {
 #[test]
 fn write_is_atomic_and_the_jsonl_stream_matches() {
     let d = Dir::new();
-    d.ok(&["run", "noop", "--target", "sleep://?latency=1ms", "--samples", "4", "--interval", "100ms", "-o", "out/r.json"]);
+    d.ok(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=1ms",
+        "--samples",
+        "4",
+        "--interval",
+        "100ms",
+        "-o",
+        "out/r.json",
+    ]);
     let names: Vec<String> = std::fs::read_dir(d.join("out"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     let mut sorted = names.clone();
     sorted.sort();
-    assert_eq!(sorted, vec!["r.json", "r.jsonl"], "no temporary file is left");
+    assert_eq!(
+        sorted,
+        vec!["r.json", "r.jsonl"],
+        "no temporary file is left"
+    );
     let r = d.result("out/r.json");
     let lines: Vec<IntervalRecord> = std::fs::read_to_string(d.join("out/r.jsonl"))
         .unwrap()
@@ -51,7 +77,9 @@ fn write_is_atomic_and_the_jsonl_stream_matches() {
 fn default_output_goes_to_loadrig_results() {
     let d = Dir::new();
     let stdout = d.ok(&["run", "noop", "--ops", "10"]);
-    let files: Vec<_> = std::fs::read_dir(d.join("loadrig-results")).unwrap().collect();
+    let files: Vec<_> = std::fs::read_dir(d.join("loadrig-results"))
+        .unwrap()
+        .collect();
     assert_eq!(files.len(), 2);
     assert!(stdout.contains("result: loadrig-results/"));
     assert!(stdout.contains("-noop.json"));
@@ -60,13 +88,35 @@ fn default_output_goes_to_loadrig_results() {
 #[test]
 fn credentials_never_reach_output_or_result() {
     let d = Dir::new();
-    let out = d.loadrig(&["run", "noop", "--target", "noop://user:S3cretPw@here?password=S3cretPw", "--ops", "5", "-o", "r.json"]);
+    let out = d.loadrig(&[
+        "run",
+        "noop",
+        "--target",
+        "noop://user:S3cretPw@here?password=S3cretPw",
+        "--ops",
+        "5",
+        "-o",
+        "r.json",
+    ]);
     // noop:// takes no options: the run fails, and the error must not print the secret.
     assert_eq!(out.status.code(), Some(2));
-    let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!all.contains("S3cretPw"), "{all}");
 
-    let out = d.ok(&["run", "noop", "--target", "noop://user:S3cretPw@here", "--ops", "5", "-o", "r.json"]);
+    let out = d.ok(&[
+        "run",
+        "noop",
+        "--target",
+        "noop://user:S3cretPw@here",
+        "--ops",
+        "5",
+        "-o",
+        "r.json",
+    ]);
     assert!(!out.contains("S3cretPw"));
     let file = std::fs::read_to_string(d.join("r.json")).unwrap();
     assert!(!file.contains("S3cretPw"));
@@ -80,7 +130,20 @@ fn ctrl_c_writes_a_valid_interrupted_result() {
     let bin = assert_cmd::cargo::cargo_bin("loadrig");
     let mut child = std::process::Command::new(bin)
         .current_dir(d.path())
-        .args(["run", "noop", "--target", "sleep://?latency=1ms", "--clients", "2", "--duration", "60s", "--interval", "200ms", "-o", "r.json"])
+        .args([
+            "run",
+            "noop",
+            "--target",
+            "sleep://?latency=1ms",
+            "--clients",
+            "2",
+            "--duration",
+            "60s",
+            "--interval",
+            "200ms",
+            "-o",
+            "r.json",
+        ])
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -89,14 +152,24 @@ fn ctrl_c_writes_a_valid_interrupted_result() {
     // SAFETY: plain kill(2) on our own child.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let status = child.wait().unwrap();
-    assert!(sent.elapsed() < Duration::from_secs(10), "stopped within the grace period");
+    assert!(
+        sent.elapsed() < Duration::from_secs(10),
+        "stopped within the grace period"
+    );
     assert_eq!(status.code(), Some(130));
     let r = d.result("r.json");
     assert_eq!(r.status, "interrupted");
     assert!(r.total.ok > 100);
-    assert!(r.measured_s > 1.0 && r.measured_s < 10.0, "measured {}", r.measured_s);
+    assert!(
+        r.measured_s > 1.0 && r.measured_s < 10.0,
+        "measured {}",
+        r.measured_s
+    );
     let in_intervals: u64 = r.intervals.iter().map(|i| i.ok).sum();
     assert_eq!(in_intervals, r.total.ok);
-    let lines = std::fs::read_to_string(d.join("r.jsonl")).unwrap().lines().count();
+    let lines = std::fs::read_to_string(d.join("r.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
     assert_eq!(lines, r.intervals.len());
 }
