@@ -15,13 +15,16 @@ name = "get"
 kv.get = { key = "k{uniform 0..records}" }
 "#;
 
-/// (what, workload file text or None for the built-in noop, args after `run WORKLOAD`, expected fragments)
-fn cases() -> Vec<(
+/// What the case is, the workload file (None: a built-in), the arguments after
+/// `run WORKLOAD`, and fragments the error message must contain.
+type Case = (
     &'static str,
     Option<String>,
     Vec<&'static str>,
     Vec<&'static str>,
-)> {
+);
+
+fn cases() -> Vec<Case> {
     let with = |from: &str, to: &str| Some(GOOD.replace(from, to));
     vec![
         (
