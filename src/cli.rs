@@ -21,6 +21,12 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// List the built-in workloads and the target kinds.
     List,
+    /// Remove everything loadrig created on a target (its loadrig_ namespace) and nothing else.
+    Cleanup {
+        /// The target to clean, e.g. sqlite://./bench.db or postgres://user@127.0.0.1/db.
+        #[arg(long, short = 't')]
+        target: String,
+    },
     /// Print a built-in workload file to start from: `loadrig init session-store > my.toml`.
     Init {
         /// The built-in workload to print.
@@ -68,6 +74,14 @@ pub struct RunArgs {
     /// Open loop: a start later than this against the schedule counts as late.
     #[arg(long, value_name = "DURATION")]
     pub late_after: Option<String>,
+
+    /// Connect once per client (persistent, the default) or for every operation (per-op).
+    #[arg(long, value_name = "persistent|per-op")]
+    pub connection: Option<String>,
+
+    /// Threads shared by the clients of a network target (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<u64>,
 
     /// Stop after this long (after the warm-up).
     #[arg(long, short = 'd', value_name = "DURATION")]

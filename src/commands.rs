@@ -12,12 +12,14 @@ use indicatif::ProgressBar;
 use std::io::IsTerminal;
 
 use crate::cli::RunArgs;
-use crate::engine::{self, LoadPlan, Mode};
+use crate::engine::{self, Connection, LoadPlan, Mode, Slots};
 use crate::error::InputError;
 use crate::report::console::{self, Live};
 use crate::report::host;
 use crate::report::result::{self, DataLoadRecord, OpResult, RunResult, TargetRecord};
-use crate::spec::{self, builtin, duration, LoadSection, OpKind, OpSpec, Source, Workload};
+use crate::spec::{
+    self, builtin, duration, LoadSection, NativeOp, OpKind, OpSpec, Source, Workload,
+};
 use crate::stats::OpCounters;
 use crate::targets::{
     self, fs::Fs, noop::Noop, redact, sleep::Sleep, sqlite::Sqlite, Target, TargetUrl,
@@ -71,19 +73,39 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         "sleep" => execute(Sleep::open(&url)?, setup),
         "sqlite" => execute(Sqlite::open(&url)?, setup),
         "fs" => execute(Fs::open(&url, &setup.workload.params)?, setup),
-        other => Err(
-            InputError::new(format!("unknown target scheme '{other}://'"))
-                .help(format!(
-                    "known targets: {}",
-                    targets::SCHEMES
-                        .iter()
-                        .map(|(s, _)| s.split("://").next().unwrap_or(s))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-                .into(),
-        ),
+        other => Err(unknown_scheme(other).into()),
     }
+}
+
+/// `loadrig cleanup --target URL`: drop loadrig's namespace on the target, nothing else.
+pub fn cleanup(target: &str) -> Result<ExitCode> {
+    let url = TargetUrl::parse(&expand_env(target)?)?;
+    let no_params = Default::default();
+    let shown = redact(target);
+    let removed = match url.scheme.as_str() {
+        "noop" => engine::cleanup(&Noop::open(&url)?),
+        "sleep" => engine::cleanup(&Sleep::open(&url)?),
+        "sqlite" => engine::cleanup(&Sqlite::open(&url)?),
+        "fs" => engine::cleanup(&Fs::open(&url, &no_params)?),
+        other => return Err(unknown_scheme(other).into()),
+    }
+    .with_context(|| format!("target {shown}"))?;
+    println!(
+        "removed {} loadrig object(s) from {shown}",
+        console::thousands(removed)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn unknown_scheme(scheme: &str) -> InputError {
+    InputError::new(format!("unknown target scheme '{scheme}://'")).help(format!(
+        "known targets: {}",
+        targets::SCHEMES
+            .iter()
+            .map(|(s, _)| s.split("://").next().unwrap_or(s))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }
 
 pub fn list() -> Result<ExitCode> {
@@ -330,6 +352,24 @@ fn resolve_plan(
             think,
         }
     };
+    let connection = match args
+        .connection
+        .clone()
+        .or(load.connection.as_ref().map(|c| c.get_ref().clone()))
+        .as_deref()
+    {
+        None | Some("persistent") => Connection::Persistent,
+        Some("per-op") => Connection::PerOp,
+        Some(other) => {
+            return Err(InputError::new(format!(
+                "--connection {other}: expected persistent or per-op"
+            ))
+            .help("per-op opens (and authenticates) a new connection inside every operation"))
+        }
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let threads = args.threads.or(load.threads).unwrap_or(cores);
+    check_clients(threads, "--threads")?;
     Ok(LoadPlan {
         mode,
         duration: duration_v,
@@ -338,6 +378,8 @@ fn resolve_plan(
         interval,
         warmup,
         seed,
+        connection,
+        threads: threads as usize,
     })
 }
 
@@ -465,7 +507,8 @@ fn execute<T: Target>(target: T, setup: RunSetup) -> Result<ExitCode> {
     };
     let bar = (data.is_some() && std::io::stderr().is_terminal())
         .then(|| ProgressBar::new(data.map_or(0, |d| d.count)));
-    let prepared = engine::prepare(&target, data, plan.seed, &mut |done, _| {
+    check_families(&ops, &workload.setup, target.families(), &kind)?;
+    let prepared = engine::prepare(&target, &workload.setup, data, plan.seed, &mut |done, _| {
         if let Some(b) = &bar {
             b.set_position(done)
         }
@@ -506,7 +549,10 @@ fn execute<T: Target>(target: T, setup: RunSetup) -> Result<ExitCode> {
         Arc::new(target),
         Arc::new(ops.clone()),
         &plan,
-        workload.seq_slots,
+        Slots {
+            seq: workload.seq_slots,
+            capture: workload.capture_slots,
+        },
         &mut live,
     )
     .with_context(|| format!("target {shown_url}"))?;
@@ -617,15 +663,27 @@ fn execute<T: Target>(target: T, setup: RunSetup) -> Result<ExitCode> {
     })
 }
 
+fn native_record(op: &NativeOp) -> serde_json::Value {
+    let args: Vec<&str> = op.templates().iter().map(|t| t.source()).collect();
+    match op {
+        NativeOp::Sql { query, .. } => serde_json::json!({"sql": query, "params": args}),
+        _ => serde_json::json!({"kind": op.label(), "args": args}),
+    }
+}
+
 fn workload_record(w: &Workload, ops: &[OpSpec]) -> serde_json::Value {
-    let template = |k: &OpKind| -> serde_json::Value {
+    let args = |k: &OpKind| -> serde_json::Value {
         match k {
-            OpKind::Nop => serde_json::json!({}),
+            OpKind::Nop | OpKind::Connect | OpKind::Authenticate => serde_json::json!({}),
             OpKind::Put { key, value } | OpKind::Update { key, value } => {
                 serde_json::json!({"key": key.source(), "value": value.source()})
             }
             OpKind::Get { key } | OpKind::Delete { key } => {
                 serde_json::json!({"key": key.source()})
+            }
+            OpKind::Native(step) => native_record(&step.op),
+            OpKind::Tx(steps) => {
+                serde_json::json!({"steps": steps.iter().map(|s| native_record(&s.op)).collect::<Vec<_>>()})
             }
         }
     };
@@ -634,7 +692,39 @@ fn workload_record(w: &Workload, ops: &[OpSpec]) -> serde_json::Value {
         "description": w.description,
         "source": w.source_name,
         "params": serde_json::to_value(&w.params).unwrap_or_default(),
+        "setup": w.setup.iter().map(native_record).collect::<Vec<_>>(),
         "data": w.data.as_ref().map(|d| serde_json::json!({"count": d.count, "key": d.key.source(), "value": d.value.source(), "batch": d.batch})),
-        "ops": ops.iter().map(|o| serde_json::json!({"name": o.name, "weight": o.weight, "kind": o.kind.label(), "args": template(&o.kind)})).collect::<Vec<_>>(),
+        "ops": ops.iter().map(|o| serde_json::json!({
+            "name": o.name,
+            "weight": o.weight,
+            "kind": o.kind.label(),
+            "args": args(&o.kind),
+            "retry": o.retry.as_ref().map(|r| serde_json::json!({"on": r.on.iter().map(|c| c.name()).collect::<Vec<_>>(), "max": r.max, "backoff_s": r.backoff.as_secs_f64()})),
+        })).collect::<Vec<_>>(),
     })
+}
+
+/// Every native operation must be one the target runs; say which does not, before the run.
+fn check_families(
+    ops: &[OpSpec],
+    setup: &[NativeOp],
+    families: &[&str],
+    scheme: &str,
+) -> Result<(), InputError> {
+    let needs = ops
+        .iter()
+        .flat_map(|o| {
+            o.kind
+                .families()
+                .into_iter()
+                .map(move |f| (o.name.as_str(), f))
+        })
+        .chain(setup.iter().map(|s| ("setup", s.family())));
+    for (name, family) in needs {
+        if !families.contains(&family) {
+            return Err(InputError::new(format!("operation '{name}' uses {family}, which {scheme}:// targets do not run"))
+                .help("kv.* operations run on every target; pick a target of the right kind, or --op to run only some operations"));
+        }
+    }
+    Ok(())
 }

@@ -25,6 +25,7 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         cli::Command::Run(args) => commands::run(&args),
         cli::Command::List => commands::list(),
+        cli::Command::Cleanup { target } => commands::cleanup(&target),
         cli::Command::Init { name } => commands::init(&name),
     }
 }

@@ -329,3 +329,203 @@ kv.put = { key = "k{uniform 0..1000000000}", value = "{string 8}" }
     assert_eq!(a, run("42", "b.db"));
     assert_ne!(a, run("43", "c.db"));
 }
+
+const BANK: &str = r#"
+name = "bank"
+description = "read-modify-write transfers: captures and transactions"
+setup = [
+  "CREATE TABLE IF NOT EXISTS loadrig_acct (id INTEGER PRIMARY KEY, balance INTEGER NOT NULL)",
+  "INSERT OR IGNORE INTO loadrig_acct VALUES (1, 1000), (2, 1000)",
+]
+
+[[op]]
+name = "transfer"
+retry = { on = ["timeout"], max = 10, backoff = "1ms" }
+tx = [
+  { sql = { query = "SELECT balance FROM loadrig_acct WHERE id = 1" }, capture = ["b1"] },
+  { sql = { query = "UPDATE loadrig_acct SET balance = ?1 - 1 WHERE id = 1", params = ["{b1}"] } },
+  { sql = { query = "UPDATE loadrig_acct SET balance = balance + 1 WHERE id = 2" } },
+]
+"#;
+
+#[test]
+fn sql_transactions_pass_captured_values_between_steps() {
+    let d = Dir::new();
+    d.write("bank.toml", BANK);
+    d.ok(&[
+        "run",
+        "bank.toml",
+        "--target",
+        "sqlite://./t.db",
+        "--clients",
+        "2",
+        "--ops",
+        "200",
+        "-o",
+        "r.json",
+    ]);
+    let c = rusqlite::Connection::open(d.join("t.db")).unwrap();
+    let balance = |id: i64| -> i64 {
+        c.query_row(
+            "SELECT balance FROM loadrig_acct WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    // Each transfer read the balance and wrote it back minus one: lost updates would show.
+    assert_eq!(balance(1), 800);
+    assert_eq!(balance(2), 1200);
+    let r = d.result("r.json");
+    assert_eq!(r.total.ok, 200);
+    assert_eq!(r.total.errors, 0);
+    assert_eq!(r.workload["ops"][0]["kind"], "tx");
+}
+
+#[test]
+fn cleanup_removes_exactly_the_loadrig_namespace() {
+    let d = Dir::new();
+    {
+        let c = rusqlite::Connection::open(d.join("t.db")).unwrap();
+        c.execute_batch("CREATE TABLE mine (x); CREATE TABLE loadrigx (y);")
+            .unwrap();
+    }
+    d.write("bank.toml", BANK);
+    d.write("w.toml", PUT_ONLY);
+    d.ok(&[
+        "run",
+        "bank.toml",
+        "--target",
+        "sqlite://./t.db",
+        "--ops",
+        "5",
+        "-o",
+        "r.json",
+    ]);
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        "sqlite://./t.db",
+        "--ops",
+        "5",
+        "-o",
+        "r.json",
+    ]);
+    let out = d.ok(&["cleanup", "--target", "sqlite://./t.db"]);
+    assert!(out.contains("removed 2 loadrig object(s)"), "{out}");
+    let c = rusqlite::Connection::open(d.join("t.db")).unwrap();
+    let mut st = c
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap();
+    let tables: Vec<String> = st
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(tables, ["loadrigx", "mine"]);
+
+    std::fs::create_dir(d.join("s")).unwrap();
+    d.write("s/mine.txt", "keep");
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        "fs://./s?shards=16",
+        "--ops",
+        "20",
+        "-o",
+        "r.json",
+    ]);
+    let out = d.ok(&["cleanup", "--target", "fs://./s"]);
+    assert!(out.contains("removed 20 loadrig object(s)"), "{out}");
+    assert!(!d.join("s/loadrig_kv").exists());
+    assert_eq!(
+        std::fs::read_to_string(d.join("s/mine.txt")).unwrap(),
+        "keep"
+    );
+}
+
+#[test]
+fn per_op_connections_and_connect_operations_run() {
+    let d = Dir::new();
+    d.write("w.toml", PUT_ONLY);
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        "sqlite://./t.db",
+        "--connection",
+        "per-op",
+        "--ops",
+        "50",
+        "-o",
+        "r.json",
+    ]);
+    assert_eq!(sqlite_keys(&d.join("t.db")).len(), 50);
+    d.write(
+        "c.toml",
+        "name = \"c\"\n[[op]]\nname = \"connect\"\nconnect = {}\n",
+    );
+    d.ok(&[
+        "run",
+        "c.toml",
+        "--target",
+        "sqlite://./t.db",
+        "--ops",
+        "30",
+        "-o",
+        "c.json",
+    ]);
+    let r = d.result("c.json");
+    assert_eq!(r.total.ok, 30);
+    assert_eq!(r.workload["ops"][0]["kind"], "connect");
+}
+
+#[test]
+fn native_operations_need_a_target_that_runs_them() {
+    let d = Dir::new();
+    d.write("bank.toml", BANK);
+    let out = d.loadrig(&["run", "bank.toml", "--target", "fs://./s", "--ops", "5"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("operation 'transfer' uses sql, which fs:// targets do not run"),
+        "{err}"
+    );
+    // noop:// runs everything: a dry run of the harness.
+    d.ok(&[
+        "run",
+        "bank.toml",
+        "--target",
+        "noop://",
+        "--ops",
+        "5",
+        "-o",
+        "r.json",
+    ]);
+    let out = d.loadrig(&[
+        "run",
+        "bank.toml",
+        "--target",
+        "sqlite://./t.db",
+        "--ops",
+        "5",
+    ]);
+    assert!(out.status.success());
+    d.write(
+        "bad.toml",
+        &BANK.replace("loadrig_acct VALUES", "accounts VALUES"),
+    );
+    let out = d.loadrig(&[
+        "run",
+        "bad.toml",
+        "--target",
+        "sqlite://./t.db",
+        "--ops",
+        "5",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("setup statements may only create objects named loadrig_"));
+}

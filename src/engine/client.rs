@@ -18,10 +18,10 @@ use rand_distr::Exp;
 
 use super::pace;
 use super::timeline::Timeline;
-use super::{LoadPlan, Mode, Msg};
-use crate::spec::{GenState, OpKind, OpSpec};
+use super::{Connection, LoadPlan, Mode, Msg, Slots};
+use crate::spec::{GenState, OpKind, OpSpec, Step};
 use crate::stats::OpCounters;
-use crate::targets::{Op, Session};
+use crate::targets::{ErrorClass, Op, OpError, Outcome, Session, Target};
 
 /// Everything a client needs, borrowed from the engine for the run.
 pub struct ClientCtx<'a> {
@@ -29,10 +29,23 @@ pub struct ClientCtx<'a> {
     pub ops: &'a [OpSpec],
     pub plan: &'a LoadPlan,
     pub timeline: Timeline,
-    pub seq_slots: usize,
+    pub slots: Slots,
     pub stop: &'a AtomicBool,
     pub t0: Instant,
     pub tx: Sender<Msg>,
+    /// The client has its thread to itself, so it may wait with a precise blocking sleep.
+    pub exclusive: bool,
+}
+
+impl ClientCtx<'_> {
+    /// Wait until `t`: precisely on a thread of our own, on the runtime's timer otherwise.
+    pub async fn wait_until(&self, t: Instant) {
+        if self.exclusive {
+            pace::sleep_until(t);
+        } else {
+            tokio::time::sleep_until(t.into()).await;
+        }
+    }
 }
 
 /// Mix a seed and a stream number into an independent seed (SplitMix64 finaliser).
@@ -51,10 +64,11 @@ pub struct Chooser<'a> {
     pub gen: GenState,
     key: String,
     value: Vec<u8>,
+    args: Vec<Vec<u8>>,
 }
 
 impl<'a> Chooser<'a> {
-    pub fn new(ops: &'a [OpSpec], seed: u64, client: u64, clients: u64, seq_slots: usize) -> Self {
+    pub fn new(ops: &'a [OpSpec], seed: u64, client: u64, clients: u64, slots: Slots) -> Self {
         let weights = if ops.len() > 1 {
             WeightedIndex::new(ops.iter().map(|o| o.weight)).ok()
         } else {
@@ -64,9 +78,13 @@ impl<'a> Chooser<'a> {
             ops,
             weights,
             rng: SmallRng::seed_from_u64(mix_seed(seed, client)),
-            gen: GenState::new(client, clients, seq_slots),
+            gen: GenState {
+                captures: vec![Vec::new(); slots.capture],
+                ..GenState::new(client, clients, slots.seq)
+            },
             key: String::new(),
             value: Vec::new(),
+            args: Vec::new(),
         }
     }
 
@@ -78,14 +96,37 @@ impl<'a> Chooser<'a> {
         }
     }
 
-    /// Bind the parameters of operation `i`.
-    #[inline]
+    /// Render a native step's arguments into the reusable buffers.
+    pub fn bind_step(&mut self, step: &'a Step) -> Op<'_> {
+        let templates = step.op.templates();
+        self.args.resize_with(templates.len(), Vec::new);
+        for (t, buf) in templates.iter().zip(self.args.iter_mut()) {
+            buf.clear();
+            t.render_bytes(&mut self.rng, &mut self.gen, buf);
+        }
+        Op::Native {
+            op: &step.op,
+            args: &self.args[..templates.len()],
+            capture: !step.capture.is_empty(),
+        }
+    }
+
+    /// Store what a step captured into its slots.
+    pub fn keep(&mut self, step: &Step, captured: Vec<Vec<u8>>) {
+        for (slot, value) in step.capture.iter().zip(captured) {
+            self.gen.captures[*slot] = value;
+        }
+    }
+
+    /// Bind the parameters of a kv operation `i` (other kinds bind nothing here).
+    #[inline(always)]
     pub fn bind(&mut self, i: usize) -> Op<'_> {
         let kind = &self.ops[i].kind;
         self.key.clear();
         self.value.clear();
         match kind {
-            OpKind::Nop => return Op::Nop,
+            OpKind::Nop | OpKind::Connect | OpKind::Authenticate | OpKind::Tx(_) => return Op::Nop,
+            OpKind::Native(step) => return self.bind_step(step),
             OpKind::Put { key, value } | OpKind::Update { key, value } => {
                 key.render_str(&mut self.rng, &mut self.gen, &mut self.key);
                 value.render_bytes(&mut self.rng, &mut self.gen, &mut self.value);
@@ -160,33 +201,205 @@ fn fresh(n: usize) -> Vec<OpCounters> {
     (0..n).map(|_| OpCounters::default()).collect()
 }
 
+/// Owns the client's session and runs one whole operation: binding, transactions,
+/// retries, per-operation connections and reconnects with backoff.
+struct Worker<'a, T: Target> {
+    target: &'a T,
+    session: Option<T::Session>,
+    per_op: bool,
+    chooser: Chooser<'a>,
+    /// Retries and reconnects since the caller last took them.
+    retries: u64,
+    reconnects: u64,
+    /// After a failed reconnect, the next try waits until then.
+    next_connect: Option<Instant>,
+    backoff: Duration,
+}
+
+const RECONNECT_FIRST: Duration = Duration::from_millis(10);
+const RECONNECT_MAX: Duration = Duration::from_secs(1);
+
+impl<'a, T: Target> Worker<'a, T> {
+    /// Run operation `i` in full: connecting first if needed, transactions, retries.
+    async fn perform(&mut self, i: usize, ctx: &ClientCtx<'_>) -> Result<Outcome, OpError> {
+        if self.session.is_none() {
+            if let Some(at) = self.next_connect {
+                ctx.wait_until(at).await;
+            }
+            match self.target.connect().await {
+                Ok(s) => {
+                    self.session = Some(s);
+                    if !self.per_op {
+                        self.reconnects += 1;
+                    }
+                    self.next_connect = None;
+                    self.backoff = RECONNECT_FIRST;
+                }
+                Err(e) => {
+                    if !self.per_op {
+                        self.next_connect = Some(Instant::now() + self.backoff);
+                        self.backoff = (self.backoff * 2).min(RECONNECT_MAX);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        let spec = &self.chooser.ops[i];
+        let mut attempt = 0;
+        let result = loop {
+            let result = self.attempt(i).await;
+            match (&result, &spec.retry) {
+                (Err(e), Some(retry)) if retry.on.contains(&e.class) && attempt < retry.max => {
+                    attempt += 1;
+                    self.retries += 1;
+                    ctx.wait_until(Instant::now() + retry.backoff * attempt)
+                        .await;
+                }
+                _ => break result,
+            }
+        };
+        if self.per_op || matches!(&result, Err(e) if e.class == ErrorClass::Connect) {
+            // A lost connection is replaced before the next operation.
+            self.session = None;
+        }
+        result
+    }
+
+    async fn attempt(&mut self, i: usize) -> Result<Outcome, OpError> {
+        let Worker {
+            target,
+            session,
+            chooser,
+            ..
+        } = self;
+        let Some(session) = session.as_mut() else {
+            return Err(OpError::new(ErrorClass::Connect, "not connected"));
+        };
+        let ops = chooser.ops;
+        match &ops[i].kind {
+            OpKind::Connect => target
+                .connect()
+                .await
+                .map(|_closed_on_drop| Outcome::rows(1)),
+            OpKind::Authenticate => session.authenticate().await,
+            OpKind::Tx(steps) => {
+                session.execute(&Op::Begin).await?;
+                let mut rows = 0;
+                for step in steps {
+                    let op = chooser.bind_step(step);
+                    match session.execute(&op).await {
+                        Ok(out) => {
+                            rows += out.rows;
+                            chooser.keep(step, out.captured);
+                        }
+                        Err(e) => {
+                            let _ = session.execute(&Op::Rollback).await;
+                            return Err(e);
+                        }
+                    }
+                }
+                if let Err(e) = session.execute(&Op::Commit).await {
+                    let _ = session.execute(&Op::Rollback).await;
+                    return Err(e);
+                }
+                Ok(Outcome::rows(rows))
+            }
+            OpKind::Native(step) => {
+                let op = chooser.bind_step(step);
+                let out = session.execute(&op).await?;
+                Ok(if step.capture.is_empty() {
+                    out
+                } else {
+                    let rows = out.rows;
+                    chooser.keep(step, out.captured);
+                    Outcome::rows(rows)
+                })
+            }
+            _ => {
+                let op = chooser.bind(i);
+                session.execute(&op).await
+            }
+        }
+    }
+
+    /// Move the retries and reconnects counted since the last call into `c`.
+    #[inline]
+    fn settle(&mut self, c: &mut OpCounters) {
+        if self.retries + self.reconnects > 0 {
+            c.retries += std::mem::take(&mut self.retries);
+            c.reconnects += std::mem::take(&mut self.reconnects);
+        }
+    }
+}
+
+#[inline]
+fn record(c: &mut OpCounters, result: Result<Outcome, OpError>, latency: Duration) {
+    match result {
+        Ok(outcome) => {
+            c.ok += 1;
+            c.rows += outcome.rows;
+            let _ = c.latency.record(latency.as_nanos() as u64);
+        }
+        Err(e) => c.record_error(&e),
+    }
+}
+
+/// Run operation `i` on `worker`. The common case (one plain operation, no retry policy,
+/// an open persistent session) is written out in place so it compiles into the client
+/// loop; everything else goes through [`Worker::perform`].
+macro_rules! perform {
+    ($worker:expr, $i:expr, $ctx:expr) => {{
+        let w = &mut *$worker;
+        let spec = &w.chooser.ops[$i];
+        if w.session.is_some() && spec.retry.is_none() && spec.kind.is_plain() {
+            let Worker { session, chooser, .. } = w;
+            match session.as_mut() {
+                Some(s) => {
+                    let op = chooser.bind($i);
+                    let result = s.execute(&op).await;
+                    if matches!(&result, Err(e) if e.class == ErrorClass::Connect) {
+                        // A lost connection is replaced before the next operation.
+                        *session = None;
+                    }
+                    result
+                }
+                None => Err(OpError::new(ErrorClass::Connect, "not connected")),
+            }
+        } else {
+            w.perform($i, $ctx).await
+        }
+    }};
+}
+
 /// Run one client to the end of the run.
-pub async fn run<S: Session>(session: &mut S, ctx: &ClientCtx<'_>) {
+pub async fn run<T: Target>(target: &T, session: Option<T::Session>, ctx: &ClientCtx<'_>) {
     let clients = ctx.plan.clients() as u64;
-    let mut chooser = Chooser::new(
-        ctx.ops,
-        ctx.plan.seed,
-        ctx.id as u64,
-        clients,
-        ctx.seq_slots,
-    );
+    let per_op = ctx.plan.connection == Connection::PerOp;
+    let mut worker = Worker {
+        target,
+        // Per-operation connections are opened inside each timed operation.
+        session: if per_op { None } else { session },
+        per_op,
+        chooser: Chooser::new(ctx.ops, ctx.plan.seed, ctx.id as u64, clients, ctx.slots),
+        retries: 0,
+        reconnects: 0,
+        next_connect: None,
+        backoff: RECONNECT_FIRST,
+    };
     let quota = ctx
         .plan
         .ops
         .map(|n| n / clients + u64::from((ctx.id as u64) < n % clients));
     let deadline = ctx.timeline.deadline.map(|d| ctx.t0 + d);
     match ctx.plan.mode {
-        Mode::Closed { think, .. } => {
-            closed(session, ctx, &mut chooser, quota, deadline, think).await
-        }
-        Mode::Open { .. } => open(session, ctx, &mut chooser, quota, deadline).await,
+        Mode::Closed { think, .. } => closed(&mut worker, ctx, quota, deadline, think).await,
+        Mode::Open { .. } => open(&mut worker, ctx, quota, deadline).await,
     }
 }
 
-async fn closed<S: Session>(
-    session: &mut S,
+async fn closed<T: Target>(
+    worker: &mut Worker<'_, T>,
     ctx: &ClientCtx<'_>,
-    chooser: &mut Chooser<'_>,
     mut quota: Option<u64>,
     deadline: Option<Instant>,
     think: Duration,
@@ -200,39 +413,31 @@ async fn closed<S: Session>(
         {
             break;
         }
-        let i = chooser.pick();
-        let fresh_clock = ctx.ops[i].kind.has_params();
-        let op = chooser.bind(i);
-        let start = if fresh_clock { Instant::now() } else { now };
-        let result = session.execute(&op).await;
+        let i = worker.chooser.pick();
+        // The end of one operation is the start of the next: one clock read per operation.
+        let start = now;
+        let result = perform!(worker, i, ctx);
         now = Instant::now();
         iv.roll(now);
         let c = &mut iv.counters[i];
-        match result {
-            Ok(outcome) => {
-                c.ok += 1;
-                c.rows += outcome.rows;
-                let _ = c.latency.record((now - start).as_nanos() as u64);
-            }
-            Err(e) => c.record_error(&e),
-        }
+        record(c, result, now - start);
+        worker.settle(c);
         if let Some(q) = quota.as_mut() {
             if iv.measuring() {
                 *q -= 1;
             }
         }
         if !think.is_zero() {
-            pace::sleep_until(now + think);
+            ctx.wait_until(now + think).await;
             now = Instant::now();
         }
     }
     iv.finish(now, 0);
 }
 
-async fn open<S: Session>(
-    session: &mut S,
+async fn open<T: Target>(
+    worker: &mut Worker<'_, T>,
     ctx: &ClientCtx<'_>,
-    chooser: &mut Chooser<'_>,
     mut quota: Option<u64>,
     deadline: Option<Instant>,
 ) {
@@ -284,28 +489,23 @@ async fn open<S: Session>(
             }
         }
         if now < intended {
-            pace::sleep_until(intended.min(iv.next_boundary));
+            ctx.wait_until(intended.min(iv.next_boundary)).await;
             now = Instant::now();
             iv.roll(now);
             continue;
         }
-        let i = chooser.pick();
-        let op = chooser.bind(i);
+        let i = worker.chooser.pick();
         let start = Instant::now();
-        let result = session.execute(&op).await;
+        let result = perform!(worker, i, ctx);
         now = Instant::now();
         iv.roll(now);
         let c = &mut iv.counters[i];
-        let lag = start.saturating_duration_since(intended);
-        match result {
-            Ok(outcome) => {
-                c.ok += 1;
-                c.rows += outcome.rows;
-                let _ = c.latency.record((now - intended).as_nanos() as u64);
-                let _ = c.service.record((now - start).as_nanos() as u64);
-            }
-            Err(e) => c.record_error(&e),
+        if result.is_ok() {
+            let _ = c.service.record((now - start).as_nanos() as u64);
         }
+        record(c, result, now - intended);
+        worker.settle(c);
+        let lag = start.saturating_duration_since(intended);
         let _ = c.lag.record(lag.as_nanos() as u64);
         if lag > late_after {
             c.late += 1;

@@ -21,9 +21,9 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::Serialize;
 
-use crate::spec::{DataSpec, GenState, OpSpec};
+use crate::spec::{DataSpec, GenState, NativeOp, OpSpec};
 use crate::stats::OpCounters;
-use crate::targets::{OpError, Session, Target};
+use crate::targets::{Op, OpError, Session, Target};
 use client::ClientCtx;
 use timeline::Timeline;
 
@@ -67,6 +67,17 @@ pub struct LoadPlan {
     #[serde(with = "secs")]
     pub warmup: Duration,
     pub seed: u64,
+    pub connection: Connection,
+    /// Threads shared by the clients of an async target.
+    pub threads: usize,
+}
+
+/// When clients connect: once for the run, or for every operation (seed 003's `mysql`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Connection {
+    Persistent,
+    PerOp,
 }
 
 impl LoadPlan {
@@ -170,6 +181,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 /// Connect once, create the namespace, read the server version and load the data.
 pub fn prepare<T: Target>(
     target: &T,
+    setup: &[NativeOp],
     data: Option<&DataSpec>,
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
@@ -183,6 +195,17 @@ pub fn prepare<T: Target>(
             .setup()
             .await
             .map_err(|e| anyhow!("setting up: {}", e.message))?;
+        for statement in setup {
+            let op = Op::Native {
+                op: statement,
+                args: &[],
+                capture: false,
+            };
+            session
+                .execute(&op)
+                .await
+                .map_err(|e| anyhow!("setup statement failed: {}", e.message))?;
+        }
         let server_version = session.server_version().await;
         let loaded = match data {
             Some(d) => {
@@ -219,23 +242,53 @@ pub fn prepare<T: Target>(
     })
 }
 
+/// Sizes the per-client generator state needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Slots {
+    pub seq: usize,
+    pub capture: usize,
+}
+
+/// Remove loadrig's namespace from the target; returns how many objects went.
+pub fn cleanup<T: Target>(target: &T) -> Result<u64> {
+    runtime()?.block_on(async {
+        let mut session = target
+            .connect()
+            .await
+            .map_err(|e| anyhow!("{}", e.message))?;
+        session
+            .cleanup()
+            .await
+            .map_err(|e| anyhow!("cleanup: {}", e.message))
+    })
+}
+
 /// Run the measured part: start the clients, collect their intervals, return the data.
+///
+/// Blocking targets get one thread per client. Async targets share `plan.threads` threads,
+/// each running its clients concurrently on one single-threaded runtime.
 pub fn run<T: Target>(
     target: Arc<T>,
     ops: Arc<Vec<OpSpec>>,
     plan: &LoadPlan,
-    seq_slots: usize,
+    slots: Slots,
     observer: &mut dyn Observer,
 ) -> Result<RunData> {
     let n = plan.clients();
+    let threads = if target.blocking() {
+        n
+    } else {
+        plan.threads.clamp(1, n)
+    };
     let timeline = plan.timeline();
     let stop = Arc::new(AtomicBool::new(false));
     let t0_cell = Arc::new(OnceLock::<Instant>::new());
-    let start_line = Arc::new(Barrier::new(n + 1));
+    let start_line = Arc::new(Barrier::new(threads + 1));
     let abort = Arc::new(AtomicBool::new(false));
     let (tx, rx) = channel::<Msg>();
 
-    for id in 0..n {
+    for t in 0..threads {
+        let ids: Vec<usize> = (t..n).step_by(threads).collect();
         let (target, ops, plan) = (Arc::clone(&target), Arc::clone(&ops), plan.clone());
         let (stop, t0_cell, start_line, abort, tx) = (
             Arc::clone(&stop),
@@ -245,47 +298,56 @@ pub fn run<T: Target>(
             tx.clone(),
         );
         std::thread::Builder::new()
-            .name(format!("client-{id}"))
+            .name(format!("clients-{t}"))
             .spawn(move || {
                 pace::precise_timers_for_this_thread();
                 let rt = match runtime() {
                     Ok(rt) => rt,
                     Err(e) => {
-                        let _ = tx.send(Msg::Ready {
-                            client: id,
-                            result: Err(OpError::new(
-                                crate::targets::ErrorClass::Other,
-                                e.to_string(),
-                            )),
-                        });
+                        for &id in &ids {
+                            let error =
+                                OpError::new(crate::targets::ErrorClass::Other, e.to_string());
+                            let _ = tx.send(Msg::Ready {
+                                client: id,
+                                result: Err(error),
+                            });
+                        }
                         start_line.wait();
                         return;
                     }
                 };
                 rt.block_on(async {
-                    let session = target.connect().await;
-                    let ok = session.is_ok();
-                    let _ = tx.send(Msg::Ready {
-                        client: id,
-                        result: session.as_ref().map(|_| ()).map_err(Clone::clone),
-                    });
+                    let mut sessions = Vec::new();
+                    for &id in &ids {
+                        let session = target.connect().await;
+                        let _ = tx.send(Msg::Ready {
+                            client: id,
+                            result: session.as_ref().map(|_| ()).map_err(Clone::clone),
+                        });
+                        sessions.push(session.ok());
+                    }
                     start_line.wait();
-                    let (Ok(mut session), true) = (session, ok && !abort.load(Ordering::SeqCst))
-                    else {
+                    if abort.load(Ordering::SeqCst) || sessions.iter().any(Option::is_none) {
                         return;
-                    };
+                    }
                     let Some(&t0) = t0_cell.get() else { return };
-                    let ctx = ClientCtx {
-                        id,
-                        ops: &ops,
-                        plan: &plan,
-                        timeline,
-                        seq_slots,
-                        stop: &stop,
-                        t0,
-                        tx,
-                    };
-                    client::run(&mut session, &ctx).await;
+                    let exclusive = ids.len() == 1;
+                    let clients = ids.iter().zip(sessions).map(|(&id, session)| {
+                        let ctx = ClientCtx {
+                            id,
+                            ops: &ops,
+                            plan: &plan,
+                            timeline,
+                            slots,
+                            stop: &stop,
+                            t0,
+                            tx: tx.clone(),
+                            exclusive,
+                        };
+                        let target = &*target;
+                        async move { client::run(target, session, &ctx).await }
+                    });
+                    futures_util::future::join_all(clients).await;
                 });
             })?;
     }

@@ -85,6 +85,10 @@ pub struct OpResult {
     pub errors_by_class: BTreeMap<String, u64>,
     pub error_messages: Vec<ErrorMessage>,
     pub rows: u64,
+    /// Attempts repeated under the operation's retry policy (deadlocks, serialization failures).
+    pub retries: u64,
+    /// Connections replaced after one was lost.
+    pub reconnects: u64,
     /// Successful operations per second of measured time.
     pub throughput_per_s: f64,
     /// Response time in ns: from the intended start in open loop, from the send in closed loop.
@@ -187,6 +191,8 @@ impl OpResult {
                 })
                 .collect(),
             rows: c.rows,
+            retries: c.retries,
+            reconnects: c.reconnects,
             throughput_per_s: if measured_s > 0.0 {
                 c.ok as f64 / measured_s
             } else {

@@ -6,6 +6,7 @@
 
 pub mod builtin;
 pub mod duration;
+pub mod ops;
 pub mod template;
 
 use std::collections::BTreeMap;
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::error::{line_col, InputError};
+pub use ops::{NativeOp, OpKind, OpSpec, Retry, Scope, Step};
 pub use template::{GenState, Template};
 
 /// A workload file as written.
@@ -30,8 +32,11 @@ struct WorkloadFile {
     #[serde(default)]
     load: LoadSection,
     data: Option<DataSection>,
+    /// SQL run once before the data load; may only create `loadrig_` objects.
+    #[serde(default)]
+    setup: Vec<Spanned<String>>,
     #[serde(default, rename = "op")]
-    ops: Vec<Spanned<OpSection>>,
+    ops: Vec<Spanned<ops::OpSection>>,
 }
 
 /// `[load]`: defaults for the load flags of `loadrig run`.
@@ -49,6 +54,8 @@ pub struct LoadSection {
     pub interval: Option<Spanned<String>>,
     pub warmup: Option<Spanned<String>>,
     pub seed: Option<u64>,
+    pub connection: Option<Spanned<String>>,
+    pub threads: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -58,66 +65,6 @@ struct DataSection {
     key: Spanned<String>,
     value: Spanned<String>,
     batch: Option<u64>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OpSection {
-    name: Spanned<String>,
-    weight: Option<Spanned<f64>>,
-    kv: Option<KvSection>,
-    nop: Option<toml::value::Table>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KvSection {
-    put: Option<Spanned<KvArgs>>,
-    get: Option<Spanned<KvArgs>>,
-    update: Option<Spanned<KvArgs>>,
-    delete: Option<Spanned<KvArgs>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct KvArgs {
-    key: Spanned<String>,
-    value: Option<Spanned<String>>,
-}
-
-/// What one operation does, with its compiled templates.
-#[derive(Debug, Clone)]
-pub enum OpKind {
-    Nop,
-    Put { key: Template, value: Template },
-    Get { key: Template },
-    Update { key: Template, value: Template },
-    Delete { key: Template },
-}
-
-impl OpKind {
-    pub fn label(&self) -> &'static str {
-        match self {
-            OpKind::Nop => "nop",
-            OpKind::Put { .. } => "kv.put",
-            OpKind::Get { .. } => "kv.get",
-            OpKind::Update { .. } => "kv.update",
-            OpKind::Delete { .. } => "kv.delete",
-        }
-    }
-
-    /// True if the op draws parameters, so the engine must read the clock after binding them.
-    pub fn has_params(&self) -> bool {
-        !matches!(self, OpKind::Nop)
-    }
-}
-
-/// A compiled operation.
-#[derive(Debug, Clone)]
-pub struct OpSpec {
-    pub name: String,
-    pub weight: f64,
-    pub kind: OpKind,
 }
 
 /// Records stored before the measured run.
@@ -140,8 +87,14 @@ pub struct Workload {
     pub load: LoadSection,
     pub data: Option<DataSpec>,
     pub ops: Vec<OpSpec>,
+    /// SQL statements to run once before the data load.
+    pub setup: Vec<NativeOp>,
     /// How many `seq` generators the ops use (one counter each per client).
     pub seq_slots: usize,
+    /// How many values transaction steps capture (one slot each per client).
+    pub capture_slots: usize,
+    /// How many SQL statements the workload has (ids 0..statements).
+    pub statements: usize,
 }
 
 /// Where a piece of the source is, for error messages.
@@ -158,11 +111,6 @@ impl Source<'_> {
 
     pub fn error(&self, span: Range<usize>, message: impl Into<String>) -> InputError {
         InputError::new(message).at(self.at(span.start))
-    }
-
-    /// Position of byte `offset` inside a string value whose span includes the quotes.
-    fn in_string(&self, span: &Range<usize>, offset: usize) -> String {
-        self.at(span.start + 1 + offset)
     }
 }
 
@@ -221,35 +169,46 @@ pub fn compile(
         .help("add at least one [[op]] table with a name and an operation such as kv.get = { key = \"k{uniform 0..100}\" }"));
     }
 
-    let mut seq_slots = 0;
+    let mut compiler = ops::OpCompiler {
+        source,
+        params: &params,
+        seq_slots: 0,
+        statements: 0,
+        capture_slots: 0,
+    };
+    let mut setup = Vec::new();
+    for statement in &file.setup {
+        if !statement.get_ref().contains("loadrig_") {
+            return Err(source
+                .error(statement.span(), "setup statements may only create objects named loadrig_...")
+                .help("loadrig only creates, and `loadrig cleanup` only drops, objects in its own namespace"));
+        }
+        let sql = ops::SqlArgsRef { query: statement };
+        setup.push(compiler.setup_sql(&sql)?);
+    }
     let mut ops = Vec::new();
     let mut names = BTreeMap::new();
     for op in &file.ops {
-        let span = op.span();
-        let op = op.get_ref();
-        let name = op.name.get_ref().trim().to_string();
-        if name.is_empty() {
-            return Err(source.error(op.name.span(), "operation name is empty"));
+        let compiled = compiler.op(op)?;
+        if compiled.name.is_empty() {
+            return Err(source.error(op.get_ref().name.span(), "operation name is empty"));
         }
-        if names.insert(name.clone(), ()).is_some() {
+        if names.insert(compiled.name.clone(), ()).is_some() {
             return Err(source.error(
-                op.name.span(),
-                format!("operation '{name}' is defined twice: names must be unique"),
+                op.get_ref().name.span(),
+                format!(
+                    "operation '{}' is defined twice: names must be unique",
+                    compiled.name
+                ),
             ));
         }
-        let weight = match &op.weight {
-            Some(w) if !(*w.get_ref() > 0.0 && w.get_ref().is_finite()) => {
-                return Err(source.error(
-                    w.span(),
-                    format!("weight {} must be a positive number", w.get_ref()),
-                ))
-            }
-            Some(w) => *w.get_ref(),
-            None => 1.0,
-        };
-        let kind = compile_op(source, op, span, &params, &mut seq_slots)?;
-        ops.push(OpSpec { name, weight, kind });
+        ops.push(compiled);
     }
+    let (seq_slots, statements, capture_slots) = (
+        compiler.seq_slots,
+        compiler.statements,
+        compiler.capture_slots,
+    );
 
     let data = match &file.data {
         Some(d) => {
@@ -280,10 +239,15 @@ pub fn compile(
                     ))
                 }
             };
-            let mut data_slots = 0;
-            let key = compile_template(source, &d.key, &params, &mut data_slots)?;
-            check_key(source, &d.key, &key)?;
-            let value = compile_template(source, &d.value, &params, &mut data_slots)?;
+            let mut data = ops::OpCompiler {
+                source,
+                params: &params,
+                seq_slots: 0,
+                statements: 0,
+                capture_slots: 0,
+            };
+            let key = data.key(&d.key)?;
+            let value = data.template(&d.value, &[])?;
             Some(DataSpec {
                 count,
                 key,
@@ -303,101 +267,11 @@ pub fn compile(
         load: file.load,
         data,
         ops,
+        setup,
         seq_slots,
+        capture_slots,
+        statements,
     })
-}
-
-fn compile_op(
-    source: &Source<'_>,
-    op: &OpSection,
-    span: Range<usize>,
-    params: &BTreeMap<String, toml::Value>,
-    slots: &mut usize,
-) -> Result<OpKind, InputError> {
-    let name = op.name.get_ref();
-    let mut kinds = Vec::new();
-    if op.nop.is_some() {
-        kinds.push(OpKind::Nop);
-    }
-    if let Some(kv) = &op.kv {
-        let mut key_of = |args: &Spanned<KvArgs>, verb: &str| -> Result<Template, InputError> {
-            let a = args.get_ref();
-            let key = compile_template(source, &a.key, params, slots)?;
-            check_key(source, &a.key, &key)?;
-            if let Some(v) = &a.value {
-                return Err(source.error(v.span(), format!("kv.{verb} takes no value")));
-            }
-            Ok(key)
-        };
-        if let Some(a) = &kv.get {
-            kinds.push(OpKind::Get {
-                key: key_of(a, "get")?,
-            });
-        }
-        if let Some(a) = &kv.delete {
-            kinds.push(OpKind::Delete {
-                key: key_of(a, "delete")?,
-            });
-        }
-        let mut key_value = |args: &Spanned<KvArgs>,
-                             verb: &str|
-         -> Result<(Template, Template), InputError> {
-            let a = args.get_ref();
-            let key = compile_template(source, &a.key, params, slots)?;
-            check_key(source, &a.key, &key)?;
-            let Some(v) = &a.value else {
-                return Err(source.error(
-                    args.span(),
-                    format!("kv.{verb} needs a value: kv.{verb} = {{ key = \"...\", value = \"{{bytes 100}}\" }}"),
-                ));
-            };
-            Ok((key, compile_template(source, v, params, slots)?))
-        };
-        if let Some(a) = &kv.put {
-            let (key, value) = key_value(a, "put")?;
-            kinds.push(OpKind::Put { key, value });
-        }
-        if let Some(a) = &kv.update {
-            let (key, value) = key_value(a, "update")?;
-            kinds.push(OpKind::Update { key, value });
-        }
-    }
-    match kinds.len() {
-        1 => Ok(kinds.remove(0)),
-        0 => Err(source.error(
-            span,
-            format!("operation '{name}' says nothing to do: add one of kv.put, kv.get, kv.update, kv.delete or nop = {{}}"),
-        )),
-        _ => Err(source.error(
-            span,
-            format!("operation '{name}' has {} operations: give each its own [[op]]", kinds.len()),
-        )),
-    }
-}
-
-fn compile_template(
-    source: &Source<'_>,
-    text: &Spanned<String>,
-    params: &BTreeMap<String, toml::Value>,
-    slots: &mut usize,
-) -> Result<Template, InputError> {
-    Template::compile(text.get_ref(), params, slots).map_err(|e| {
-        InputError::new(format!("in \"{}\": {}", text.get_ref(), e.message))
-            .at(source.in_string(&text.span(), e.offset))
-    })
-}
-
-fn check_key(
-    source: &Source<'_>,
-    text: &Spanned<String>,
-    key: &Template,
-) -> Result<(), InputError> {
-    if key.has_bytes() {
-        return Err(source
-            .error(text.span(), "a key cannot hold {bytes N}: keys are text")
-            .help("use {string N} for random text in keys"));
-    }
-    Ok(())
 }
 
 fn type_name(v: &toml::Value) -> &'static str {

@@ -39,13 +39,24 @@ fn err<T>(offset: usize, message: impl Into<String>) -> Result<T, TemplateError>
 #[derive(Debug, Clone)]
 enum Part {
     Literal(String),
-    Seq { start: u64, slot: usize },
-    Uniform { lo: u64, hi: u64 },
-    Zipf { lo: u64, dist: Zipf<f64> },
+    Seq {
+        start: u64,
+        slot: usize,
+    },
+    Uniform {
+        lo: u64,
+        hi: u64,
+    },
+    Zipf {
+        lo: u64,
+        dist: Zipf<f64>,
+    },
     Bytes(usize),
     Text(usize),
     Choice(Vec<String>),
     Client,
+    /// A value captured by an earlier step of the same transaction.
+    Capture(usize),
 }
 
 /// A compiled template.
@@ -61,6 +72,8 @@ pub struct GenState {
     pub client: u64,
     pub stride: u64,
     pub counters: Vec<u64>,
+    /// Values captured by transaction steps, by capture slot.
+    pub captures: Vec<Vec<u8>>,
 }
 
 impl GenState {
@@ -69,6 +82,7 @@ impl GenState {
             client,
             stride: stride.max(1),
             counters: vec![0; seq_slots],
+            captures: Vec::new(),
         }
     }
 }
@@ -78,6 +92,16 @@ impl Template {
     pub fn compile(
         source: &str,
         params: &BTreeMap<String, toml::Value>,
+        seq_slots: &mut usize,
+    ) -> Result<Template, TemplateError> {
+        Template::compile_with(source, params, &[], seq_slots)
+    }
+
+    /// Compile `source`, where `{NAME}` may also be one of `captures` (name, slot).
+    pub fn compile_with(
+        source: &str,
+        params: &BTreeMap<String, toml::Value>,
+        captures: &[(String, usize)],
         seq_slots: &mut usize,
     ) -> Result<Template, TemplateError> {
         let mut parts = Vec::new();
@@ -103,7 +127,7 @@ impl Template {
                 if !literal.is_empty() {
                     parts.push(Part::Literal(std::mem::take(&mut literal)));
                 }
-                parts.push(compile_expr(expr, i + 1, params, seq_slots)?);
+                parts.push(compile_expr(expr, i + 1, params, captures, seq_slots)?);
                 i += len + 2;
             } else if c == b'}' {
                 return err(i, "unmatched '}': write '}}' for a literal brace");
@@ -145,6 +169,7 @@ impl Template {
                     out.extend(rng.sample_iter(Alphanumeric).take(*n).map(char::from))
                 }
                 Part::Choice(words) => out.push_str(&words[rng.random_range(0..words.len())]),
+                Part::Capture(slot) => out.push_str(&String::from_utf8_lossy(capture(st, *slot))),
                 other => {
                     let _ = write!(out, "{}", number(other, rng, st));
                 }
@@ -166,12 +191,17 @@ impl Template {
                 Part::Choice(words) => {
                     out.extend_from_slice(words[rng.random_range(0..words.len())].as_bytes())
                 }
+                Part::Capture(slot) => out.extend_from_slice(capture(st, *slot)),
                 other => {
                     let _ = write!(VecWriter(out), "{}", number(other, rng, st));
                 }
             }
         }
     }
+}
+
+fn capture(st: &GenState, slot: usize) -> &[u8] {
+    st.captures.get(slot).map_or(&[], Vec::as_slice)
 }
 
 struct VecWriter<'a>(&'a mut Vec<u8>);
@@ -201,6 +231,7 @@ fn compile_expr(
     expr: &str,
     offset: usize,
     params: &BTreeMap<String, toml::Value>,
+    captures: &[(String, usize)],
     seq_slots: &mut usize,
 ) -> Result<Part, TemplateError> {
     let words: Vec<(usize, &str)> = split_words(expr)
@@ -287,6 +318,9 @@ fn compile_expr(
             arity(0..=0, "no arguments")?;
             Ok(Part::Client)
         }
+        name if args.is_empty() && captures.iter().any(|(c, _)| c == name) => Ok(Part::Capture(
+            captures.iter().find(|(c, _)| c == name).map_or(0, |(_, slot)| *slot),
+        )),
         name if args.is_empty() => match params.get(name) {
             Some(value) => Ok(Part::Literal(match value {
                 toml::Value::String(s) => s.clone(),

@@ -37,6 +37,10 @@ pub struct OpCounters {
     pub lag: Hist,
     /// Open loop only: starts later than the late threshold.
     pub late: u64,
+    /// Attempts repeated under the operation's retry policy.
+    pub retries: u64,
+    /// Connections replaced after one was lost.
+    pub reconnects: u64,
     pub messages: Vec<(ErrorClass, String, u64)>,
 }
 
@@ -50,6 +54,8 @@ impl Default for OpCounters {
             service: new_hist(),
             lag: new_hist(),
             late: 0,
+            retries: 0,
+            reconnects: 0,
             messages: Vec::new(),
         }
     }
@@ -90,6 +96,8 @@ impl OpCounters {
         let _ = self.service.add(&other.service);
         let _ = self.lag.add(&other.lag);
         self.late += other.late;
+        self.retries += other.retries;
+        self.reconnects += other.reconnects;
         for (class, text, n) in &other.messages {
             self.count_message(*class, text, *n);
         }

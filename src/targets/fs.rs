@@ -160,6 +160,9 @@ impl FsSession {
     fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
         let rows = match *op {
             Op::Nop => 0,
+            Op::Native { .. } | Op::Begin | Op::Commit | Op::Rollback => {
+                return Err(super::unsupported(op, "fs://"))
+            }
             Op::Put { key, value } => self.write(key, value, true)?,
             Op::Update { key, value } => self.write(key, value, false)?,
             Op::Get { key } => {
@@ -184,7 +187,7 @@ impl FsSession {
                 }
             }
         };
-        Ok(Outcome { rows })
+        Ok(Outcome::rows(rows))
     }
 }
 
@@ -221,6 +224,32 @@ impl Session for FsSession {
 
     fn execute(&mut self, op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>> {
         ready(self.run(op))
+    }
+
+    /// Remove the `loadrig_kv` folder; files beside it are never touched.
+    fn cleanup(&mut self) -> impl Future<Output = Result<u64, OpError>> {
+        let count = |root: &Path| -> std::io::Result<u64> {
+            let mut n = 0;
+            let mut stack = vec![root.to_path_buf()];
+            while let Some(dir) = stack.pop() {
+                for e in fs::read_dir(&dir)? {
+                    let e = e?;
+                    if e.file_type()?.is_dir() {
+                        stack.push(e.path());
+                    } else {
+                        n += 1;
+                    }
+                }
+            }
+            Ok(n)
+        };
+        ready(match count(&self.root) {
+            Ok(n) => fs::remove_dir_all(&self.root)
+                .map(|()| n)
+                .map_err(|e| io_error(&self.root, e)),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(io_error(&self.root, e)),
+        })
     }
 }
 

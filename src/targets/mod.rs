@@ -15,6 +15,7 @@ use std::future::Future;
 use serde::Serialize;
 
 use crate::error::InputError;
+use crate::spec::NativeOp;
 
 /// Why an operation failed, so the engine can count failures by class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -73,10 +74,21 @@ impl OpError {
     }
 }
 
-/// What a successful operation did: rows (or keys, files) read or written.
-#[derive(Debug, Clone, Copy, Default)]
+/// What a successful operation did: rows (or keys, entries, files) read or written, and
+/// when asked (`capture`), the values of the first row or reply, one per column.
+#[derive(Debug, Clone, Default)]
 pub struct Outcome {
     pub rows: u64,
+    pub captured: Vec<Vec<u8>>,
+}
+
+impl Outcome {
+    pub fn rows(rows: u64) -> Outcome {
+        Outcome {
+            rows,
+            captured: Vec::new(),
+        }
+    }
 }
 
 /// One operation with its parameters bound, borrowed from the client's buffers.
@@ -98,11 +110,25 @@ pub enum Op<'a> {
     Delete {
         key: &'a str,
     },
+    /// A native operation; `args` are its templates rendered in [`NativeOp::templates`]
+    /// order. `capture` asks for the first row's values in [`Outcome::captured`].
+    Native {
+        op: &'a NativeOp,
+        args: &'a [Vec<u8>],
+        capture: bool,
+    },
+    Begin,
+    Commit,
+    Rollback,
 }
 
 /// A configured system under test. Shared by all clients; each client opens its own session.
 pub trait Target: Send + Sync + 'static {
     type Session: Session;
+    /// The native operation families it runs ("sql", "redis", "ldap", "http").
+    fn families(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Blocking targets (SQLite, files) get one OS thread per client and never run
     /// on an async executor thread.
     fn blocking(&self) -> bool;
@@ -122,6 +148,20 @@ pub trait Session {
     }
     /// Execute one operation: no timing, sleeping or retrying in here.
     fn execute(&mut self, op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>>;
+    /// Authenticate again on this connection (LDAP bind, Redis AUTH, MySQL change user).
+    fn authenticate(&mut self) -> impl Future<Output = Result<Outcome, OpError>> {
+        async {
+            Err(OpError::new(
+                ErrorClass::Other,
+                "this target has no separate authentication step",
+            ))
+        }
+    }
+    /// Remove everything loadrig created (its namespace) and nothing else; returns the
+    /// number of objects removed (tables, keys, entries, files).
+    fn cleanup(&mut self) -> impl Future<Output = Result<u64, OpError>> {
+        async { Ok(0) }
+    }
     /// Store a batch of records before the measured run, the fastest way the system offers.
     fn load(&mut self, records: &[(String, Vec<u8>)]) -> impl Future<Output = Result<(), OpError>> {
         async move {
@@ -211,6 +251,19 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "one file per key under DIR/loadrig_kv, flat or in N shard folders",
     ),
 ];
+
+/// The error for an operation a target cannot run (checked before the run, so rare).
+pub fn unsupported(op: &Op<'_>, target: &str) -> OpError {
+    let what = match op {
+        Op::Native { op, .. } => op.label(),
+        Op::Begin | Op::Commit | Op::Rollback => "a transaction",
+        _ => "this operation",
+    };
+    OpError::new(
+        ErrorClass::Other,
+        format!("{target} targets do not run {what}"),
+    )
+}
 
 /// Hide passwords in a target URL: the user-info password and secret-looking query options.
 pub fn redact(url: &str) -> String {

@@ -23,6 +23,11 @@ impl Target for Noop {
         true
     }
 
+    /// Every native family: a native workload dry-runs on noop:// to measure the harness.
+    fn families(&self) -> &'static [&'static str] {
+        &["sql", "redis", "ldap", "http"]
+    }
+
     fn connect(&self) -> impl Future<Output = Result<NoopSession, OpError>> {
         ready(Ok(NoopSession))
     }
@@ -31,6 +36,6 @@ impl Target for Noop {
 impl Session for NoopSession {
     #[inline(always)]
     fn execute(&mut self, _op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>> {
-        ready(Ok(Outcome { rows: 0 }))
+        ready(Ok(Outcome::default()))
     }
 }

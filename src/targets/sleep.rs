@@ -225,6 +225,11 @@ impl Target for Sleep {
         true
     }
 
+    /// Every native family: any workload can run against a known latency distribution.
+    fn families(&self) -> &'static [&'static str] {
+        &["sql", "redis", "ldap", "http"]
+    }
+
     fn connect(&self) -> impl Future<Output = Result<SleepSession, OpError>> {
         let n = self.sessions.fetch_add(1, Ordering::Relaxed);
         std::future::ready(Ok(SleepSession {
@@ -257,7 +262,7 @@ impl Session for SleepSession {
         std::future::ready(if fail {
             Err(OpError::new(ErrorClass::Other, "injected error"))
         } else {
-            Ok(Outcome { rows: 0 })
+            Ok(Outcome::default())
         })
     }
 }

@@ -10,10 +10,12 @@ use std::future::{ready, Future};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use super::{ErrorClass, Op, OpError, Outcome, Session, Target, TargetUrl};
 use crate::error::InputError;
+use crate::spec::NativeOp;
 
 pub const TABLE: &str = "loadrig_kv";
 
@@ -70,6 +72,10 @@ impl Target for Sqlite {
         true
     }
 
+    fn families(&self) -> &'static [&'static str] {
+        &["sql"]
+    }
+
     fn connect(&self) -> impl Future<Output = Result<SqliteSession, OpError>> {
         let open = || -> Result<SqliteSession, rusqlite::Error> {
             let conn = Connection::open_with_flags(
@@ -97,6 +103,20 @@ impl SqliteSession {
     fn run(&mut self, op: &Op<'_>) -> Result<Outcome, rusqlite::Error> {
         let rows = match *op {
             Op::Nop => 0,
+            Op::Native { op: NativeOp::Sql { query, .. }, args, capture } => return self.sql(query, args, capture),
+            Op::Native { .. } => return Err(rusqlite::Error::InvalidQuery),
+            Op::Begin => {
+                self.conn.execute_batch("BEGIN IMMEDIATE")?;
+                0
+            }
+            Op::Commit => {
+                self.conn.execute_batch("COMMIT")?;
+                0
+            }
+            Op::Rollback => {
+                self.conn.execute_batch("ROLLBACK")?;
+                0
+            }
             Op::Put { key, value } => self
                 .conn
                 .prepare_cached(
@@ -118,7 +138,44 @@ impl SqliteSession {
                 .prepare_cached("DELETE FROM loadrig_kv WHERE k = ?1")?
                 .execute(params![key])? as u64,
         };
-        Ok(Outcome { rows })
+        Ok(Outcome::rows(rows))
+    }
+
+    /// Run one statement; arguments bind as text, or as a blob when they are not UTF-8.
+    fn sql(
+        &mut self,
+        query: &str,
+        args: &[Vec<u8>],
+        capture: bool,
+    ) -> Result<Outcome, rusqlite::Error> {
+        let mut st = self.conn.prepare_cached(query)?;
+        for (i, a) in args.iter().enumerate() {
+            match std::str::from_utf8(a) {
+                Ok(text) => st.raw_bind_parameter(i + 1, text)?,
+                Err(_) => st.raw_bind_parameter(i + 1, a.as_slice())?,
+            }
+        }
+        if st.column_count() == 0 {
+            let changed = st.raw_execute()?;
+            return Ok(Outcome::rows(changed as u64));
+        }
+        let columns = st.column_count();
+        let mut rows = st.raw_query();
+        let mut out = Outcome::default();
+        while let Some(row) = rows.next()? {
+            if capture && out.rows == 0 {
+                for c in 0..columns {
+                    out.captured.push(match row.get_ref(c)? {
+                        ValueRef::Null => Vec::new(),
+                        ValueRef::Integer(i) => i.to_string().into_bytes(),
+                        ValueRef::Real(f) => f.to_string().into_bytes(),
+                        ValueRef::Text(t) | ValueRef::Blob(t) => t.to_vec(),
+                    });
+                }
+            }
+            out.rows += 1;
+        }
+        Ok(out)
     }
 
     fn load_batch(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), rusqlite::Error> {
@@ -144,6 +201,22 @@ impl Session for SqliteSession {
                 ))
                 .map_err(classify),
         )
+    }
+
+    fn cleanup(&mut self) -> impl Future<Output = Result<u64, OpError>> {
+        let drop_all = || -> Result<u64, rusqlite::Error> {
+            let names: Vec<String> = self
+                .conn
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'loadrig\\_%' ESCAPE '\\'")?
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            for name in &names {
+                self.conn
+                    .execute_batch(&format!("DROP TABLE \"{}\"", name.replace('"', "\"\"")))?;
+            }
+            Ok(names.len() as u64)
+        };
+        ready(drop_all().map_err(classify))
     }
 
     fn server_version(&mut self) -> impl Future<Output = Option<String>> {

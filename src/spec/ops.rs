@@ -1,0 +1,791 @@
+//! Operations as written in `[[op]]` tables, and their compiled form.
+//!
+//! `kv.*` and `nop` run on every target; `sql`, `redis`, `ldap.*` and `http` are native to
+//! one kind of system; `connect` and `authenticate` measure the handshake itself; `tx`
+//! runs several native steps as one transaction, passing captured values between them,
+//! retried as a whole under `retry`.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::template::Template;
+use super::{duration, Source};
+use crate::error::InputError;
+use crate::targets::ErrorClass;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct OpSection {
+    pub name: Spanned<String>,
+    pub weight: Option<Spanned<f64>>,
+    kv: Option<KvSection>,
+    nop: Option<toml::value::Table>,
+    connect: Option<toml::value::Table>,
+    authenticate: Option<toml::value::Table>,
+    sql: Option<Spanned<SqlArgs>>,
+    redis: Option<Spanned<Vec<Spanned<String>>>>,
+    ldap: Option<LdapSection>,
+    http: Option<Spanned<HttpArgs>>,
+    tx: Option<Spanned<Vec<Spanned<StepSection>>>>,
+    capture: Option<Spanned<Vec<String>>>,
+    retry: Option<Spanned<RetrySection>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KvSection {
+    put: Option<Spanned<KvArgs>>,
+    get: Option<Spanned<KvArgs>>,
+    update: Option<Spanned<KvArgs>>,
+    delete: Option<Spanned<KvArgs>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KvArgs {
+    key: Spanned<String>,
+    value: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SqlArgs {
+    query: Spanned<String>,
+    #[serde(default)]
+    params: Vec<Spanned<String>>,
+}
+
+/// A setup statement, borrowed from the workload file.
+pub(super) struct SqlArgsRef<'a> {
+    pub query: &'a Spanned<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepSection {
+    sql: Option<Spanned<SqlArgs>>,
+    redis: Option<Spanned<Vec<Spanned<String>>>>,
+    capture: Option<Spanned<Vec<String>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LdapSection {
+    search: Option<Spanned<LdapSearch>>,
+    bind: Option<Spanned<LdapBind>>,
+    add: Option<Spanned<LdapEntry>>,
+    modify: Option<Spanned<LdapModify>>,
+    delete: Option<Spanned<LdapDn>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LdapSearch {
+    base: Spanned<String>,
+    scope: Option<Spanned<String>>,
+    filter: Option<Spanned<String>>,
+    #[serde(default)]
+    attrs: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LdapBind {
+    dn: Spanned<String>,
+    password: Spanned<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum AttrValues {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LdapEntry {
+    dn: Spanned<String>,
+    attrs: Spanned<BTreeMap<String, AttrValues>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LdapModify {
+    dn: Spanned<String>,
+    replace: Spanned<BTreeMap<String, AttrValues>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LdapDn {
+    dn: Spanned<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HttpArgs {
+    method: Option<String>,
+    path: Spanned<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, Spanned<String>>,
+    body: Option<Spanned<String>>,
+    expect: Option<u16>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetrySection {
+    on: Vec<Spanned<String>>,
+    max: Option<u32>,
+    backoff: Option<Spanned<String>>,
+}
+
+/// LDAP search scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Base,
+    One,
+    Sub,
+}
+
+/// An operation native to one kind of system. Its templates are rendered, in the order
+/// [`NativeOp::templates`] lists them, into the `args` of [`crate::targets::Op::Native`].
+#[derive(Debug, Clone)]
+pub enum NativeOp {
+    /// `id` numbers the workload's statements, so sessions can cache prepared statements.
+    Sql {
+        id: usize,
+        query: String,
+        params: Vec<Template>,
+    },
+    Redis {
+        args: Vec<Template>,
+    },
+    LdapSearch {
+        base: Template,
+        scope: Scope,
+        filter: Template,
+        attrs: Vec<String>,
+    },
+    LdapBind {
+        dn: Template,
+        password: Template,
+    },
+    LdapAdd {
+        dn: Template,
+        attrs: Vec<(String, Vec<Template>)>,
+    },
+    LdapModify {
+        dn: Template,
+        replace: Vec<(String, Vec<Template>)>,
+    },
+    LdapDelete {
+        dn: Template,
+    },
+    Http {
+        method: String,
+        path: Template,
+        headers: Vec<(String, Template)>,
+        body: Option<Template>,
+        expect: Option<u16>,
+    },
+}
+
+impl NativeOp {
+    /// The family of systems that run it: "sql", "redis", "ldap" or "http".
+    pub fn family(&self) -> &'static str {
+        match self {
+            NativeOp::Sql { .. } => "sql",
+            NativeOp::Redis { .. } => "redis",
+            NativeOp::Http { .. } => "http",
+            _ => "ldap",
+        }
+    }
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            NativeOp::Sql { .. } => "sql",
+            NativeOp::Redis { .. } => "redis",
+            NativeOp::LdapSearch { .. } => "ldap.search",
+            NativeOp::LdapBind { .. } => "ldap.bind",
+            NativeOp::LdapAdd { .. } => "ldap.add",
+            NativeOp::LdapModify { .. } => "ldap.modify",
+            NativeOp::LdapDelete { .. } => "ldap.delete",
+            NativeOp::Http { .. } => "http",
+        }
+    }
+
+    /// Every template, in the order the rendered arguments are handed to the target.
+    pub fn templates(&self) -> Vec<&Template> {
+        match self {
+            NativeOp::Sql { params, .. } => params.iter().collect(),
+            NativeOp::Redis { args } => args.iter().collect(),
+            NativeOp::LdapSearch { base, filter, .. } => vec![base, filter],
+            NativeOp::LdapBind { dn, password } => vec![dn, password],
+            NativeOp::LdapAdd {
+                dn, attrs: values, ..
+            }
+            | NativeOp::LdapModify {
+                dn,
+                replace: values,
+            } => std::iter::once(dn)
+                .chain(values.iter().flat_map(|(_, v)| v.iter()))
+                .collect(),
+            NativeOp::LdapDelete { dn } => vec![dn],
+            NativeOp::Http {
+                path,
+                headers,
+                body,
+                ..
+            } => std::iter::once(path)
+                .chain(headers.iter().map(|(_, t)| t))
+                .chain(body.iter())
+                .collect(),
+        }
+    }
+}
+
+/// One step of a transaction, with the capture slots its first result row fills.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub op: NativeOp,
+    pub capture: Vec<usize>,
+}
+
+/// Retry the whole operation when it fails with one of these classes.
+#[derive(Debug, Clone)]
+pub struct Retry {
+    pub on: Vec<ErrorClass>,
+    pub max: u32,
+    pub backoff: Duration,
+}
+
+/// What one operation does, with its compiled templates.
+#[derive(Debug, Clone)]
+pub enum OpKind {
+    Nop,
+    Put {
+        key: Template,
+        value: Template,
+    },
+    Get {
+        key: Template,
+    },
+    Update {
+        key: Template,
+        value: Template,
+    },
+    Delete {
+        key: Template,
+    },
+    /// Open a new connection (handshake and authentication), then close it.
+    Connect,
+    /// Authenticate again on the client's open connection.
+    Authenticate,
+    Native(Step),
+    Tx(Vec<Step>),
+}
+
+impl OpKind {
+    pub fn label(&self) -> &'static str {
+        match self {
+            OpKind::Nop => "nop",
+            OpKind::Put { .. } => "kv.put",
+            OpKind::Get { .. } => "kv.get",
+            OpKind::Update { .. } => "kv.update",
+            OpKind::Delete { .. } => "kv.delete",
+            OpKind::Connect => "connect",
+            OpKind::Authenticate => "authenticate",
+            OpKind::Native(step) => step.op.label(),
+            OpKind::Tx(_) => "tx",
+        }
+    }
+
+    /// A single operation on the client's session: no transaction, no new connection.
+    #[inline]
+    pub fn is_plain(&self) -> bool {
+        !matches!(self, OpKind::Connect | OpKind::Authenticate | OpKind::Tx(_))
+    }
+
+    /// True if the op draws parameters, so the engine must read the clock after binding them.
+    pub fn has_params(&self) -> bool {
+        !matches!(self, OpKind::Nop | OpKind::Connect | OpKind::Authenticate)
+    }
+
+    /// The native families the op needs from its target.
+    pub fn families(&self) -> Vec<&'static str> {
+        match self {
+            OpKind::Native(step) => vec![step.op.family()],
+            OpKind::Tx(steps) => steps.iter().map(|s| s.op.family()).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A compiled operation.
+#[derive(Debug, Clone)]
+pub struct OpSpec {
+    pub name: String,
+    pub weight: f64,
+    pub kind: OpKind,
+    pub retry: Option<Retry>,
+}
+
+/// Capture names as written, with their place in the file.
+type CaptureNames = (Vec<String>, Range<usize>);
+
+/// Compiles ops, numbering SQL statements and capture slots across the workload.
+pub(super) struct OpCompiler<'a> {
+    pub source: &'a Source<'a>,
+    pub params: &'a BTreeMap<String, toml::Value>,
+    pub seq_slots: usize,
+    pub statements: usize,
+    pub capture_slots: usize,
+}
+
+impl OpCompiler<'_> {
+    pub fn template(
+        &mut self,
+        text: &Spanned<String>,
+        captures: &[(String, usize)],
+    ) -> Result<Template, InputError> {
+        Template::compile_with(text.get_ref(), self.params, captures, &mut self.seq_slots).map_err(
+            |e| {
+                InputError::new(format!("in \"{}\": {}", text.get_ref(), e.message))
+                    .at(self.source.at(text.span().start + 1 + e.offset))
+            },
+        )
+    }
+
+    /// A template from a string without its own position: errors point at `span`.
+    fn template_at(
+        &mut self,
+        text: &str,
+        span: &Range<usize>,
+        captures: &[(String, usize)],
+    ) -> Result<Template, InputError> {
+        Template::compile_with(text, self.params, captures, &mut self.seq_slots).map_err(|e| {
+            self.source
+                .error(span.clone(), format!("in \"{text}\": {}", e.message))
+        })
+    }
+
+    pub fn key(&mut self, text: &Spanned<String>) -> Result<Template, InputError> {
+        let key = self.template(text, &[])?;
+        if key.has_bytes() {
+            return Err(self
+                .source
+                .error(text.span(), "a key cannot hold {bytes N}: keys are text")
+                .help("use {string N} for random text in keys"));
+        }
+        Ok(key)
+    }
+
+    pub fn op(&mut self, op: &Spanned<OpSection>) -> Result<OpSpec, InputError> {
+        let span = op.span();
+        let op = op.get_ref();
+        let name = op.name.get_ref().trim().to_string();
+        let weight = match &op.weight {
+            Some(w) if !(*w.get_ref() > 0.0 && w.get_ref().is_finite()) => {
+                return Err(self.source.error(
+                    w.span(),
+                    format!("weight {} must be a positive number", w.get_ref()),
+                ))
+            }
+            Some(w) => *w.get_ref(),
+            None => 1.0,
+        };
+        let mut kinds = Vec::new();
+        if op.nop.is_some() {
+            kinds.push(OpKind::Nop);
+        }
+        if op.connect.is_some() {
+            kinds.push(OpKind::Connect);
+        }
+        if op.authenticate.is_some() {
+            kinds.push(OpKind::Authenticate);
+        }
+        if let Some(kv) = &op.kv {
+            self.kv(kv, &mut kinds)?;
+        }
+        let capture = self.capture_names(&op.capture)?;
+        for native in self.natives(
+            op.sql.as_ref(),
+            op.redis.as_ref(),
+            op.ldap.as_ref(),
+            op.http.as_ref(),
+            &[],
+        )? {
+            kinds.push(OpKind::Native(Step {
+                op: native,
+                capture: Vec::new(),
+            }));
+        }
+        if let Some(tx) = &op.tx {
+            kinds.push(self.tx(tx)?);
+        }
+        let mut kind = match kinds.len() {
+            1 => kinds.remove(0),
+            0 => {
+                return Err(self.source.error(
+                    span,
+                    format!("operation '{name}' says nothing to do: add one of kv.put, kv.get, kv.update, kv.delete, sql, redis, ldap.*, http, tx, connect, authenticate or nop = {{}}"),
+                ))
+            }
+            n => return Err(self.source.error(span, format!("operation '{name}' has {n} operations: give each its own [[op]]"))),
+        };
+        if let Some((names, cspan)) = capture {
+            match &mut kind {
+                OpKind::Native(step)
+                    if matches!(step.op, NativeOp::Sql { .. } | NativeOp::Redis { .. }) =>
+                {
+                    step.capture = self.slots(&names);
+                }
+                _ => {
+                    return Err(self.source.error(
+                        cspan,
+                        "capture applies to sql and redis operations and tx steps",
+                    ))
+                }
+            }
+        }
+        let retry = match &op.retry {
+            Some(r) => Some(self.retry(r)?),
+            None => None,
+        };
+        Ok(OpSpec {
+            name,
+            weight,
+            kind,
+            retry,
+        })
+    }
+
+    fn slots(&mut self, names: &[String]) -> Vec<usize> {
+        names
+            .iter()
+            .map(|_| {
+                self.capture_slots += 1;
+                self.capture_slots - 1
+            })
+            .collect()
+    }
+
+    fn capture_names(
+        &self,
+        c: &Option<Spanned<Vec<String>>>,
+    ) -> Result<Option<CaptureNames>, InputError> {
+        let Some(c) = c else { return Ok(None) };
+        for name in c.get_ref() {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+            {
+                return Err(self.source.error(
+                    c.span(),
+                    format!("capture name '{name}' must be letters, digits and _"),
+                ));
+            }
+            if self.params.contains_key(name) {
+                return Err(self.source.error(
+                    c.span(),
+                    format!("capture name '{name}' is also a parameter: rename one"),
+                ));
+            }
+        }
+        Ok(Some((c.get_ref().clone(), c.span())))
+    }
+
+    fn kv(&mut self, kv: &KvSection, kinds: &mut Vec<OpKind>) -> Result<(), InputError> {
+        let no_value = |c: &Self, a: &Spanned<KvArgs>, verb: &str| match &a.get_ref().value {
+            Some(v) => Err(c
+                .source
+                .error(v.span(), format!("kv.{verb} takes no value"))),
+            None => Ok(()),
+        };
+        if let Some(a) = &kv.get {
+            no_value(self, a, "get")?;
+            kinds.push(OpKind::Get {
+                key: self.key(&a.get_ref().key)?,
+            });
+        }
+        if let Some(a) = &kv.delete {
+            no_value(self, a, "delete")?;
+            kinds.push(OpKind::Delete {
+                key: self.key(&a.get_ref().key)?,
+            });
+        }
+        for (verb, args) in [("put", &kv.put), ("update", &kv.update)] {
+            let Some(a) = args else { continue };
+            let key = self.key(&a.get_ref().key)?;
+            let Some(v) = &a.get_ref().value else {
+                return Err(self.source.error(
+                    a.span(),
+                    format!("kv.{verb} needs a value: kv.{verb} = {{ key = \"...\", value = \"{{bytes 100}}\" }}"),
+                ));
+            };
+            let value = self.template(v, &[])?;
+            kinds.push(if verb == "put" {
+                OpKind::Put { key, value }
+            } else {
+                OpKind::Update { key, value }
+            });
+        }
+        Ok(())
+    }
+
+    /// The native operations named in one table (an op or a tx step).
+    fn natives(
+        &mut self,
+        sql: Option<&Spanned<SqlArgs>>,
+        redis: Option<&Spanned<Vec<Spanned<String>>>>,
+        ldap: Option<&LdapSection>,
+        http: Option<&Spanned<HttpArgs>>,
+        captures: &[(String, usize)],
+    ) -> Result<Vec<NativeOp>, InputError> {
+        let mut out = Vec::new();
+        if let Some(s) = sql {
+            out.push(self.sql(s.get_ref(), captures)?);
+        }
+        if let Some(r) = redis {
+            if r.get_ref().is_empty() {
+                return Err(self.source.error(
+                    r.span(),
+                    "redis needs a command: redis = [\"GET\", \"loadrig:k1\"]",
+                ));
+            }
+            let args = r
+                .get_ref()
+                .iter()
+                .map(|a| self.template(a, captures))
+                .collect::<Result<_, _>>()?;
+            out.push(NativeOp::Redis { args });
+        }
+        if let Some(l) = ldap {
+            if let Some(s) = &l.search {
+                let a = s.get_ref();
+                let scope = match a.scope.as_ref().map(|s| s.get_ref().as_str()) {
+                    None | Some("sub") => Scope::Sub,
+                    Some("one") => Scope::One,
+                    Some("base") => Scope::Base,
+                    Some(other) => {
+                        let at = a.scope.as_ref().map_or(s.span(), |s| s.span());
+                        return Err(self
+                            .source
+                            .error(at, format!("scope '{other}': expected base, one or sub")));
+                    }
+                };
+                let filter = match &a.filter {
+                    Some(f) => self.template(f, captures)?,
+                    None => self.template_at("(objectClass=*)", &s.span(), captures)?,
+                };
+                out.push(NativeOp::LdapSearch {
+                    base: self.template(&a.base, captures)?,
+                    scope,
+                    filter,
+                    attrs: a.attrs.clone(),
+                });
+            }
+            if let Some(b) = &l.bind {
+                let a = b.get_ref();
+                out.push(NativeOp::LdapBind {
+                    dn: self.template(&a.dn, captures)?,
+                    password: self.template(&a.password, captures)?,
+                });
+            }
+            if let Some(e) = &l.add {
+                let a = e.get_ref();
+                out.push(NativeOp::LdapAdd {
+                    dn: self.template(&a.dn, captures)?,
+                    attrs: self.attrs(&a.attrs, captures)?,
+                });
+            }
+            if let Some(m) = &l.modify {
+                let a = m.get_ref();
+                out.push(NativeOp::LdapModify {
+                    dn: self.template(&a.dn, captures)?,
+                    replace: self.attrs(&a.replace, captures)?,
+                });
+            }
+            if let Some(d) = &l.delete {
+                out.push(NativeOp::LdapDelete {
+                    dn: self.template(&d.get_ref().dn, captures)?,
+                });
+            }
+        }
+        if let Some(h) = http {
+            let a = h.get_ref();
+            let method = a
+                .method
+                .clone()
+                .unwrap_or_else(|| "GET".into())
+                .to_ascii_uppercase();
+            if ![
+                "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "PROPFIND", "MKCOL",
+            ]
+            .contains(&method.as_str())
+            {
+                return Err(self.source.error(
+                    h.span(),
+                    format!("http method '{method}' is not one loadrig sends"),
+                ));
+            }
+            if !a.path.get_ref().starts_with('/') {
+                return Err(self.source.error(
+                    a.path.span(),
+                    "an http path starts with /, like \"/static/hello.txt\"",
+                ));
+            }
+            if a.expect.is_some_and(|s| !(100..=599).contains(&s)) {
+                return Err(self
+                    .source
+                    .error(h.span(), "expect is an HTTP status from 100 to 599"));
+            }
+            let headers = a
+                .headers
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), self.template(v, captures)?)))
+                .collect::<Result<_, InputError>>()?;
+            let body = match &a.body {
+                Some(b) => Some(self.template(b, captures)?),
+                None => None,
+            };
+            out.push(NativeOp::Http {
+                method,
+                path: self.template(&a.path, captures)?,
+                headers,
+                body,
+                expect: a.expect,
+            });
+        }
+        Ok(out)
+    }
+
+    /// A setup statement: SQL without parameters.
+    pub fn setup_sql(&mut self, s: &SqlArgsRef<'_>) -> Result<NativeOp, InputError> {
+        self.statements += 1;
+        Ok(NativeOp::Sql {
+            id: self.statements - 1,
+            query: s.query.get_ref().clone(),
+            params: Vec::new(),
+        })
+    }
+
+    fn sql(&mut self, s: &SqlArgs, captures: &[(String, usize)]) -> Result<NativeOp, InputError> {
+        if s.query.get_ref().trim().is_empty() {
+            return Err(self.source.error(s.query.span(), "the query is empty"));
+        }
+        let params = s
+            .params
+            .iter()
+            .map(|p| self.template(p, captures))
+            .collect::<Result<_, _>>()?;
+        self.statements += 1;
+        Ok(NativeOp::Sql {
+            id: self.statements - 1,
+            query: s.query.get_ref().clone(),
+            params,
+        })
+    }
+
+    fn attrs(
+        &mut self,
+        attrs: &Spanned<BTreeMap<String, AttrValues>>,
+        captures: &[(String, usize)],
+    ) -> Result<Vec<(String, Vec<Template>)>, InputError> {
+        let span = attrs.span();
+        let mut out = Vec::new();
+        for (name, values) in attrs.get_ref() {
+            let values: Vec<&String> = match values {
+                AttrValues::One(v) => vec![v],
+                AttrValues::Many(v) => v.iter().collect(),
+            };
+            let compiled = values
+                .into_iter()
+                .map(|v| self.template_at(v, &span, captures))
+                .collect::<Result<_, _>>()?;
+            out.push((name.clone(), compiled));
+        }
+        Ok(out)
+    }
+
+    fn tx(&mut self, tx: &Spanned<Vec<Spanned<StepSection>>>) -> Result<OpKind, InputError> {
+        if tx.get_ref().is_empty() {
+            return Err(self.source.error(
+                tx.span(),
+                "tx has no steps: tx = [ { sql = { query = \"...\" } }, ... ]",
+            ));
+        }
+        let mut visible: Vec<(String, usize)> = Vec::new();
+        let mut steps = Vec::new();
+        for step in tx.get_ref() {
+            let s = step.get_ref();
+            let mut ops = self.natives(s.sql.as_ref(), s.redis.as_ref(), None, None, &visible)?;
+            if ops.len() != 1 {
+                return Err(self
+                    .source
+                    .error(step.span(), "each tx step has exactly one of sql or redis"));
+            }
+            let op = ops.remove(0);
+            let capture = match self.capture_names(&s.capture)? {
+                Some((names, _)) => {
+                    let slots = self.slots(&names);
+                    visible.extend(names.into_iter().zip(slots.iter().copied()));
+                    slots
+                }
+                None => Vec::new(),
+            };
+            steps.push(Step { op, capture });
+        }
+        let families: Vec<_> = steps.iter().map(|s| s.op.family()).collect();
+        if families.windows(2).any(|w| w[0] != w[1]) {
+            return Err(self.source.error(
+                tx.span(),
+                "a tx runs on one system: its steps are all sql or all redis",
+            ));
+        }
+        Ok(OpKind::Tx(steps))
+    }
+
+    fn retry(&self, r: &Spanned<RetrySection>) -> Result<Retry, InputError> {
+        let a = r.get_ref();
+        let mut on = Vec::new();
+        for class in &a.on {
+            match ErrorClass::ALL.iter().find(|c| c.name() == class.get_ref()) {
+                Some(c) => on.push(*c),
+                None => {
+                    return Err(self.source.error(
+                        class.span(),
+                        format!(
+                            "unknown error class '{}': expected {}",
+                            class.get_ref(),
+                            ErrorClass::ALL
+                                .iter()
+                                .map(|c| c.name())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ))
+                }
+            }
+        }
+        let backoff = match &a.backoff {
+            Some(b) => duration::parse(b.get_ref(), "retry backoff").map_err(|e| InputError {
+                location: Some(self.source.at(b.span().start)),
+                ..e
+            })?,
+            None => Duration::from_millis(1),
+        };
+        Ok(Retry {
+            on,
+            max: a.max.unwrap_or(3),
+            backoff,
+        })
+    }
+}
