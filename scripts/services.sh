@@ -1,0 +1,496 @@
+#!/usr/bin/env bash
+# Private, throwaway PostgreSQL, MariaDB, Redis, OpenLDAP and nginx on free
+# loopback ports, for integration tests and benchmarks.
+#
+#   scripts/services.sh up [postgres|mariadb|redis|slapd|nginx ...]   default: all five
+#   scripts/services.sh env       export lines:  eval "$(scripts/services.sh env)"
+#   scripts/services.sh status    which are up
+#   scripts/services.sh down      stop what `up` started, remove the state dir
+#
+# Everything lives in ${LOADRIG_SERVICES_DIR:-/tmp/loadrig-services}; only the
+# processes recorded there are ever signalled. See docs/services.md.
+set -euo pipefail
+
+STATE=$(realpath -m "${LOADRIG_SERVICES_DIR:-/tmp/loadrig-services}")
+SVC_USER=loadrig-svc
+# Runs a command as $SVC_USER by exec, not fork, so `$!` is the server itself.
+AS_SVC=(setpriv --reuid="$SVC_USER" --regid="$SVC_USER" --init-groups --)
+ALL=(postgres mariadb redis slapd nginx)
+LDAP_BASE=dc=loadrig,dc=test
+LDAP_ADMIN=cn=admin,$LDAP_BASE
+WAIT_SECONDS=30
+
+say() { echo "services: $*" >&2; }
+die() {
+    say "error: $*"
+    exit 1
+}
+
+usage() {
+    echo "usage: $0 up [${ALL[*]}] | down | env | status" >&2
+    exit 2
+}
+
+# Serialise concurrent callers on one state dir; -o keeps the lock fd out of
+# the servers we start, which would otherwise hold it forever.
+if [[ -z ${LOADRIG_SERVICES_LOCKED:-} ]]; then
+    mkdir -p "$(dirname "$STATE")"
+    LOADRIG_SERVICES_LOCKED=1 exec flock -o "$STATE.lock" "$BASH" "$0" "$@"
+fi
+
+# Files we write hold passwords; the servers' own files are chowned to them.
+umask 077
+
+# --- helpers ---------------------------------------------------------------
+
+password() {
+    # 20 alphanumeric chars; tr reads a bounded input, so no SIGPIPE under pipefail.
+    local s
+    s=$(LC_ALL=C tr -dc 'A-Za-z0-9' < <(head -c 1000 /dev/urandom))
+    echo "${s:0:20}"
+}
+
+free_port() {
+    # The kernel hands out a port nobody is bound to; the server takes it right after.
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Process name of each server as /proc/PID/comm shows it, and the signal that
+# stops it promptly (SIGINT is PostgreSQL's fast shutdown; SIGTERM would wait
+# for clients to disconnect).
+comm_of() {
+    case $1 in
+    postgres) echo postgres ;; mariadb) echo mariadbd ;; redis) echo redis-server ;;
+    slapd) echo slapd ;; nginx) echo nginx ;;
+    esac
+}
+signal_of() { if [[ $1 == postgres ]]; then echo INT; else echo TERM; fi; }
+
+# A recorded pid is only ours if it is still that server and its command line
+# names our state dir: pids get reused, and other people run the same servers
+# on this machine. Zombies have an empty command line, so they do not count.
+is_ours() { # svc pid
+    local pid=$2 cmdline
+    [[ $pid =~ ^[0-9]+$ ]] || return 1
+    [[ $(cat "/proc/$pid/comm" 2>/dev/null) == "$(comm_of "$1")" ]] || return 1
+    cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+    [[ $cmdline == *"$STATE/"* ]]
+}
+
+running_pid() { # svc -> prints the pid if the server is up
+    local pid
+    pid=$(cat "$STATE/$1/pid" 2>/dev/null) || return 1
+    is_ours "$1" "$pid" && echo "$pid"
+}
+
+# Start a server in the foreground of its own session (so no terminal signal
+# reaches it) with its output in its log, and record its pid.
+launch() { # svc log command...
+    local svc=$1 log=$2
+    shift 2
+    # Owned by the service user: nginx reopens its log by name.
+    touch "$log"
+    chown "$SVC_USER:$SVC_USER" "$log"
+    setsid "$@" </dev/null >>"$log" 2>&1 &
+    echo "$!" >"$STATE/$svc/pid"
+}
+
+start_failed() { # svc log why
+    tail -n 5 "$2" >&2 2>/dev/null || true
+    die "$1 $3; see $2 (then run '$0 down')"
+}
+
+wait_ready() { # svc log probe...
+    local svc=$1 log=$2 pid st deadline=$((SECONDS + WAIT_SECONDS))
+    shift 2
+    pid=$(cat "$STATE/$svc/pid")
+    while ((SECONDS < deadline)); do
+        # Our own child: once it dies it stays a zombie until we exit.
+        if ! st=$(ps -o stat= -p "$pid") || [[ $st == *Z* ]]; then
+            start_failed "$svc" "$log" "exited while starting"
+        fi
+        # A bounded probe: whatever else may hold the port must not hang us.
+        timeout 2 "$@" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    start_failed "$svc" "$log" "did not accept connections within $WAIT_SECONDS s"
+}
+
+stop_svc() { # svc -> stops the server and whatever it left behind
+    local svc=$1 pid i
+    if pid=$(running_pid "$svc"); then
+        kill "-$(signal_of "$svc")" "$pid"
+        for ((i = 0; i < WAIT_SECONDS * 10; i++)); do
+            is_ours "$svc" "$pid" || break
+            sleep 0.1
+        done
+        if is_ours "$svc" "$pid"; then
+            say "$svc: pid $pid still there after $WAIT_SECONDS s, sending SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+        fi
+        say "$svc: stopped"
+    else
+        say "$svc: was not running"
+    fi
+    sweep "$svc"
+}
+
+# Processes a server left behind when it died abruptly (nginx workers outlive
+# a killed master) are known by their name and by standing in our state dir.
+sweep() { # svc
+    local p cwd
+    for p in $(pgrep -x "$(comm_of "$1")"); do
+        cwd=$(readlink "/proc/$p/cwd" 2>/dev/null) || continue
+        if [[ $cwd == "$STATE" || $cwd == "$STATE/"* ]]; then
+            say "$1: killing leftover pid $p"
+            kill -KILL "$p" 2>/dev/null || true
+        fi
+    done
+}
+
+write_fragment() { # svc KEY=VALUE... -> the service's part of the env file
+    local svc=$1
+    shift
+    printf 'export %s\n' "$@" >"$STATE/$svc/env"
+}
+
+write_env() {
+    # Only servers that are up are exported; written whole, then renamed.
+    local svc
+    for svc in "${ALL[@]}"; do
+        if running_pid "$svc" >/dev/null; then cat "$STATE/$svc/env"; fi
+    done >"$STATE/env.tmp"
+    mv "$STATE/env.tmp" "$STATE/env"
+}
+
+# --- installation ----------------------------------------------------------
+
+packages_of() {
+    case $1 in
+    postgres) echo postgresql ;;
+    mariadb) echo mariadb-server mariadb-client ;;
+    redis) echo redis-server ;;
+    slapd) echo slapd ldap-utils ;;
+    nginx) echo nginx curl ;;
+    esac
+}
+
+# Right after we installed a package, stop the default instance it may have
+# started (Debian starts services on install unless policy-rc.d forbids it),
+# so it holds no ports or memory. Never done for packages already present.
+stop_system_instance() { # package
+    local name
+    case $1 in
+    postgresql)
+        local ver cluster _port status _rest
+        while read -r ver cluster _port status _rest; do
+            if [[ $status == online* ]]; then pg_ctlcluster "$ver" "$cluster" stop; fi
+        done < <(pg_lsclusters -h)
+        return 0
+        ;;
+    mariadb-server) name=mariadb ;;
+    redis-server | slapd | nginx) name=$1 ;;
+    *) return 0 ;;
+    esac
+    if service "$name" status >/dev/null 2>&1; then
+        say "stopping the system $name that its package started"
+        service "$name" stop >/dev/null 2>&1
+    fi
+}
+
+install_missing() { # svc...
+    local svc pkg missing=()
+    for svc in "$@"; do
+        for pkg in $(packages_of "$svc"); do
+            if [[ $(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null) != "install ok installed" ]]; then
+                missing+=("$pkg")
+            fi
+        done
+    done
+    command -v python3 >/dev/null || missing+=(python3)
+    ((${#missing[@]})) || return 0
+    say "installing ${missing[*]} (log: $STATE/apt.log)"
+    {
+        apt-get update -qq &&
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+                -o DPkg::Lock::Timeout=300 "${missing[@]}"
+    } >"$STATE/apt.log" 2>&1 || {
+        tail -n 20 "$STATE/apt.log" >&2
+        die "package installation failed; see $STATE/apt.log"
+    }
+    for pkg in "${missing[@]}"; do stop_system_instance "$pkg"; done
+}
+
+ensure_user() {
+    id -u "$SVC_USER" >/dev/null 2>&1 ||
+        useradd --system --user-group --no-create-home --home-dir /nonexistent \
+            --shell /usr/sbin/nologin "$SVC_USER"
+    "${AS_SVC[@]}" test -x "$STATE" ||
+        die "$STATE is not reachable by user $SVC_USER; choose another LOADRIG_SERVICES_DIR"
+}
+
+# --- the servers -----------------------------------------------------------
+# Each start_X fills a fresh $STATE/X owned by $SVC_USER, launches the server
+# as that user, waits for it and writes its env fragment.
+
+start_postgres() {
+    local dir=$STATE/postgres port pw bin
+    # The Debian build that matches initdb, not whatever `postgres` is on PATH.
+    bin=$(dirname "$(printf '%s\n' /usr/lib/postgresql/*/bin/initdb | sort -V | tail -n1)")
+    [[ -x $bin/postgres ]] || die "postgres: no server under /usr/lib/postgresql"
+    port=$(free_port)
+    pw=$(password)
+    # Superuser `postgres` only over the private socket (trust); TCP needs SCRAM.
+    "${AS_SVC[@]}" "$bin/initdb" -D "$dir/data" -U postgres -E UTF8 --no-locale --no-sync \
+        --auth-local=trust --auth-host=scram-sha-256 >"$dir/initdb.log" 2>&1 ||
+        die "postgres: initdb failed; see $dir/initdb.log"
+    mkdir "$dir/run"
+    cat >>"$dir/data/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$dir/run'
+max_connections = 300
+EOF
+    chown -R "$SVC_USER:$SVC_USER" "$dir"
+    launch postgres "$dir/log" "${AS_SVC[@]}" "$bin/postgres" -D "$dir/data"
+    wait_ready postgres "$dir/log" "$bin/pg_isready" -q -h 127.0.0.1 -p "$port"
+    "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir/run" -p "$port" -U postgres -d postgres \
+        -c "CREATE ROLE loadrig LOGIN PASSWORD '$pw'" \
+        -c "CREATE DATABASE loadrig OWNER loadrig" >/dev/null
+    write_fragment postgres LOADRIG_PG_HOST=127.0.0.1 "LOADRIG_PG_PORT=$port" \
+        LOADRIG_PG_USER=loadrig "LOADRIG_PG_PASSWORD=$pw" LOADRIG_PG_DB=loadrig \
+        "LOADRIG_PG_URL=postgres://loadrig:$pw@127.0.0.1:$port/loadrig"
+}
+
+start_mariadb() {
+    local dir=$STATE/mariadb port pw
+    port=$(free_port)
+    pw=$(password)
+    # --defaults-file: nothing from the system's /etc/mysql is read. Without
+    # log-error, mariadbd logs to stderr, which launch sends to our log.
+    cat >"$dir/my.cnf" <<EOF
+[mariadbd]
+datadir = $dir/data
+port = $port
+bind-address = 127.0.0.1
+socket = $dir/mariadb.sock
+skip-name-resolve
+max_connections = 300
+EOF
+    chown -R "$SVC_USER:$SVC_USER" "$dir"
+    "${AS_SVC[@]}" mariadb-install-db --defaults-file="$dir/my.cnf" --skip-test-db \
+        --auth-root-authentication-method=socket >"$dir/install-db.log" 2>&1 ||
+        die "mariadb: mariadb-install-db failed; see $dir/install-db.log"
+    launch mariadb "$dir/log" "${AS_SVC[@]}" mariadbd --defaults-file="$dir/my.cnf"
+    wait_ready mariadb "$dir/log" \
+        mariadb-admin --no-defaults --socket="$dir/mariadb.sock" -uroot ping
+    # root@localhost authenticates by unix socket as the OS root user.
+    mariadb --no-defaults --socket="$dir/mariadb.sock" -uroot <<EOF
+CREATE DATABASE loadrig;
+CREATE USER 'loadrig'@'127.0.0.1' IDENTIFIED BY '$pw';
+CREATE USER 'loadrig'@'localhost' IDENTIFIED BY '$pw';
+GRANT ALL PRIVILEGES ON loadrig.* TO 'loadrig'@'127.0.0.1', 'loadrig'@'localhost';
+EOF
+    write_fragment mariadb LOADRIG_MYSQL_HOST=127.0.0.1 "LOADRIG_MYSQL_PORT=$port" \
+        LOADRIG_MYSQL_USER=loadrig "LOADRIG_MYSQL_PASSWORD=$pw" LOADRIG_MYSQL_DB=loadrig \
+        "LOADRIG_MYSQL_URL=mysql://loadrig:$pw@127.0.0.1:$port/loadrig"
+}
+
+start_redis() {
+    local dir=$STATE/redis port pw
+    port=$(free_port)
+    pw=$(password)
+    # The config path goes into the process title so is_ours can recognise it.
+    cat >"$dir/redis.conf" <<EOF
+bind 127.0.0.1
+port $port
+requirepass $pw
+save ""
+appendonly no
+dir $dir
+proc-title-template "{title} {listen-addr} {config-file}"
+EOF
+    chown -R "$SVC_USER:$SVC_USER" "$dir"
+    launch redis "$dir/log" "${AS_SVC[@]}" redis-server "$dir/redis.conf"
+    wait_ready redis "$dir/log" \
+        env REDISCLI_AUTH="$pw" redis-cli -h 127.0.0.1 -p "$port" --no-auth-warning ping
+    write_fragment redis "LOADRIG_REDIS_PORT=$port" "LOADRIG_REDIS_PASSWORD=$pw" \
+        "LOADRIG_REDIS_URL=redis://:$pw@127.0.0.1:$port/0"
+}
+
+start_slapd() {
+    local dir=$STATE/slapd port pw url
+    port=$(free_port)
+    pw=$(password)
+    url=ldap://127.0.0.1:$port
+    mkdir "$dir/data"
+    cat >"$dir/slapd.conf" <<EOF
+include /etc/ldap/schema/core.schema
+include /etc/ldap/schema/cosine.schema
+include /etc/ldap/schema/inetorgperson.schema
+include /etc/ldap/schema/nis.schema
+modulepath /usr/lib/ldap
+moduleload back_mdb
+# Searches may return any number of entries (the default stops at 500).
+sizelimit unlimited
+
+database mdb
+# Room for large directories; the file grows only as entries are added.
+maxsize 4294967296
+suffix "$LDAP_BASE"
+rootdn "$LDAP_ADMIN"
+rootpw $(slappasswd -s "$pw")
+directory $dir/data
+index objectClass eq,pres
+index cn,uid eq,pres,sub
+EOF
+    chown -R "$SVC_USER:$SVC_USER" "$dir"
+    # -d none: stay in the foreground, errors (only) to our log, not to a syslog.
+    launch slapd "$dir/log" "${AS_SVC[@]}" slapd -d none -h "$url/" -f "$dir/slapd.conf"
+    wait_ready slapd "$dir/log" ldapsearch -x -H "$url" -b "" -s base
+    ldapadd -x -H "$url" -D "$LDAP_ADMIN" -w "$pw" >/dev/null <<EOF
+dn: $LDAP_BASE
+objectClass: dcObject
+objectClass: organization
+dc: loadrig
+o: loadrig
+EOF
+    write_fragment slapd "LOADRIG_LDAP_URL=$url" "LOADRIG_LDAP_PORT=$port" \
+        "LOADRIG_LDAP_BASE=$LDAP_BASE" "LOADRIG_LDAP_BIND_DN=$LDAP_ADMIN" \
+        "LOADRIG_LDAP_PASSWORD=$pw"
+}
+
+start_nginx() {
+    local dir=$STATE/nginx port
+    nginx -V 2>&1 | grep -q -- --with-http_dav_module ||
+        die "nginx: this build lacks ngx_http_dav_module (nginx -V)"
+    port=$(free_port)
+    mkdir -p "$dir/www/static" "$dir/www/dav" "$dir/tmp"
+    printf 'hello from loadrig\n' >"$dir/www/static/hello.txt"
+    head -c 4096 /dev/urandom >"$dir/www/static/4k.bin"
+    # Temp paths share the DAV root's file system so a PUT ends in a rename.
+    cat >"$dir/nginx.conf" <<EOF
+daemon off;
+worker_processes 2;
+pid $dir/nginx.pid;
+error_log $dir/log;
+events { worker_connections 4096; }
+http {
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    access_log $dir/access.log combined buffer=64k flush=1s;
+    sendfile on;
+    client_body_temp_path $dir/tmp/client_body;
+    proxy_temp_path $dir/tmp/proxy;
+    fastcgi_temp_path $dir/tmp/fastcgi;
+    uwsgi_temp_path $dir/tmp/uwsgi;
+    scgi_temp_path $dir/tmp/scgi;
+    server {
+        listen 127.0.0.1:$port;
+        root $dir/www;
+        location /static/ { }
+        location /dav/ {
+            dav_methods PUT DELETE MKCOL COPY MOVE;
+            create_full_put_path on;
+            client_max_body_size 16m;
+        }
+    }
+}
+EOF
+    chown -R "$SVC_USER:$SVC_USER" "$dir"
+    # -e: even what nginx logs before reading its config stays in our dir.
+    launch nginx "$dir/log" "${AS_SVC[@]}" nginx -p "$dir" -e "$dir/log" -c "$dir/nginx.conf"
+    wait_ready nginx "$dir/log" curl -fsS -o /dev/null "http://127.0.0.1:$port/static/hello.txt"
+    write_fragment nginx "LOADRIG_HTTP_URL=http://127.0.0.1:$port" "LOADRIG_HTTP_PORT=$port"
+}
+
+# --- commands --------------------------------------------------------------
+
+need_root() { [[ $(id -u) == 0 ]] || die "'$1' needs root (packages, a system user)"; }
+
+check_state_dir() {
+    # Guards the rm -rf in `down` against a mistyped LOADRIG_SERVICES_DIR.
+    if [[ -e $STATE && ! -e $STATE/.loadrig-services ]]; then
+        die "$STATE exists but was not made by this script; set LOADRIG_SERVICES_DIR"
+    fi
+}
+
+cmd_up() {
+    local svc want=()
+    (($#)) || set -- "${ALL[@]}"
+    for svc in "$@"; do
+        case $svc in
+        postgres | postgresql | pg) want+=(postgres) ;;
+        mariadb | mysql) want+=(mariadb) ;;
+        redis) want+=(redis) ;;
+        slapd | ldap) want+=(slapd) ;;
+        nginx | http) want+=(nginx) ;;
+        *) usage ;;
+        esac
+    done
+    need_root up
+    check_state_dir
+    mkdir -p "$STATE"
+    chmod 711 "$STATE" # the service user passes through, nobody lists it
+    touch "$STATE/.loadrig-services"
+    install_missing "${want[@]}"
+    ensure_user
+    cd "$STATE" # servers inherit a working directory their user can stand in
+    for svc in "${want[@]}"; do
+        if running_pid "$svc" >/dev/null; then
+            say "$svc: already running"
+            continue
+        fi
+        # A dir without a live server is left over from a crash: start afresh.
+        if [[ -d $STATE/$svc ]]; then
+            stop_svc "$svc"
+            rm -rf "${STATE:?}/$svc"
+        fi
+        mkdir "$STATE/$svc"
+        chown "$SVC_USER:$SVC_USER" "$STATE/$svc"
+        say "$svc: starting"
+        "start_$svc"
+        write_env
+        say "$svc: up"
+    done
+    say "ready; eval \"\$($0 env)\" to use them"
+}
+
+cmd_down() {
+    local svc
+    need_root down
+    [[ -d $STATE ]] || {
+        say "nothing to stop ($STATE does not exist)"
+        return 0
+    }
+    check_state_dir
+    for svc in "${ALL[@]}"; do
+        if [[ -d $STATE/$svc ]]; then stop_svc "$svc"; fi
+    done
+    rm -rf "$STATE"
+}
+
+cmd_env() {
+    [[ -r $STATE/env ]] || die "no servers started; run '$0 up' first"
+    cat "$STATE/env"
+}
+
+cmd_status() {
+    local svc pid port
+    for svc in "${ALL[@]}"; do
+        if pid=$(running_pid "$svc"); then
+            port=$(grep -so '_PORT=[0-9]*' "$STATE/$svc/env" | cut -d= -f2) || true
+            printf '%-9s up    pid %-8s port %s\n' "$svc" "$pid" "$port"
+        else
+            printf '%-9s down\n' "$svc"
+        fi
+    done
+}
+
+case ${1:-} in
+up) cmd_up "${@:2}" ;;
+down) cmd_down ;;
+env) cmd_env ;;
+status) cmd_status ;;
+*) usage ;;
+esac
