@@ -2,6 +2,7 @@
 //! session stores, and network services.
 //!
 //! # Layout
+//! - [`analysis`]: the models behind sweeps (USL, complexity class, knee) and latency modes.
 //! - [`cli`]: the command line, parsed by clap; [`commands`] resolves and runs it.
 //! - [`spec`]: workload files (TOML with positions), parameters and generators.
 //! - [`engine`]: clients, closed and open loops, stop conditions, the interval collector.
@@ -9,6 +10,7 @@
 //! - [`targets`]: one file per system under test, behind the `Target`/`Session` traits.
 //! - [`report`]: the console view, the summary and the result file.
 
+pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod engine;

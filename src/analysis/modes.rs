@@ -1,0 +1,441 @@
+//! Clusters in a latency distribution, and whether they sit at multiples of a period.
+//!
+//! Seed 001 found requests "slowed down by 100 ms or even a multiple of 100 ms": a fast
+//! cluster, then clusters 100, 200, 300 ms later. A percentile table hides that; this module
+//! finds it in the run's HdrHistogram.
+//!
+//! Method:
+//! 1. Kernel density estimate of ln(latency) with a Gaussian kernel (Silverman, *Density
+//!    Estimation for Statistics and Data Analysis*, 1986, §3.4). The bandwidth is half of
+//!    Silverman's robust rule 0.9·min(sd, IQR/1.34)·n^(−1/5): the rule is tuned to one normal
+//!    distribution and smooths separate clusters together, so half of it is used, kept
+//!    within [0.01, 0.5] (1 % to 50 % of the value). The log scale gives a 1 ms cluster and a
+//!    1 s cluster the same relative resolution.
+//! 2. Every local maximum of the density is a candidate mode. Neighbouring candidates are
+//!    merged while the dip between them is not significant: with `p` and `v` the expected
+//!    counts within one bandwidth of the lower peak and of the valley, the dip must satisfy
+//!    p − v ≥ 3·√(p + v) (a Poisson z-test at 3σ) and v ≤ 0.9·p.
+//! 3. A mode must hold at least 1 % of the samples and at least 10 of them (the mass of its
+//!    basin, between the valleys on either side); smaller ones merge into a neighbour.
+//! 4. Periodicity, with three modes or more: the modes are tested against a lattice
+//!    `offset + k·P` for whole k ≤ 10, first with offset 0 (k ≥ 1: "every 100 ms") and then
+//!    with the fastest mode as the offset (k ≥ 0: "100 ms after the usual 3 ms"). Candidate
+//!    periods are the modes and their differences divided by 1 to 10; the largest period
+//!    that puts every mode within 4 % of a period from its multiple, each on its own k, with
+//!    the multiples filling at least two thirds of their span (three modes at k = 0, 1, 3 but
+//!    not at 0, 1, 5: with loose multiples almost any three numbers fit some lattice), wins,
+//!    and is then refined by least squares over the modes.
+
+use serde::{Deserialize, Serialize};
+
+use super::fit::line;
+use crate::spec::duration::human_ns;
+use crate::stats::Hist;
+
+/// Fewer samples than this give no verdict.
+pub const MIN_SAMPLES: u64 = 50;
+const MIN_SHARE: f64 = 0.01;
+const MIN_COUNT: f64 = 10.0;
+const Z: f64 = 3.0;
+const MAX_VALLEY: f64 = 0.9;
+const MAX_MULTIPLE: u32 = 10;
+const PERIOD_TOLERANCE: f64 = 0.04;
+
+/// One cluster of latencies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mode {
+    /// Where the density peaks.
+    pub at_ns: f64,
+    /// The fraction of samples in the cluster.
+    pub share: f64,
+}
+
+/// Modes that sit at `offset + k·period`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Period {
+    pub period_ns: f64,
+    /// 0 when the modes are whole multiples of the period; else the fastest mode.
+    pub offset_ns: f64,
+    /// The multiple k of each mode, in mode order.
+    pub multiples: Vec<u32>,
+}
+
+/// What the latency distribution looks like.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyModes {
+    /// `unimodal`, `multimodal`, or `too_few_samples`.
+    pub shape: String,
+    pub samples: u64,
+    /// Kernel bandwidth in units of ln(ns).
+    pub bandwidth: f64,
+    /// From the fastest.
+    pub modes: Vec<Mode>,
+    pub periodic: Option<Period>,
+}
+
+impl LatencyModes {
+    /// A one-line finding for the run summary, when there is more than one mode.
+    pub fn note(&self) -> Option<String> {
+        if self.modes.len() < 2 {
+            return None;
+        }
+        let list: Vec<String> = self
+            .modes
+            .iter()
+            .map(|m| format!("{} ({:.0}%)", human_ns(m.at_ns), m.share * 100.0))
+            .collect();
+        let verdict = match &self.periodic {
+            Some(p) if p.offset_ns > 0.0 => format!(
+                "periodic, every {} after {}",
+                human_ns(p.period_ns),
+                human_ns(p.offset_ns)
+            ),
+            Some(p) => format!("periodic, every {}", human_ns(p.period_ns)),
+            None if self.modes.len() >= 3 => "not periodic".to_string(),
+            None => "two clusters".to_string(),
+        };
+        Some(format!("latency modes at {}: {verdict}", list.join(", ")))
+    }
+}
+
+/// Find the modes of a latency histogram (values in ns).
+pub fn find(h: &Hist) -> LatencyModes {
+    let points: Vec<(f64, f64)> = h
+        .iter_recorded()
+        .map(|v| {
+            let ns = h.median_equivalent(v.value_iterated_to()).max(1) as f64;
+            (ns.ln(), v.count_at_value() as f64)
+        })
+        .collect();
+    find_in(&points)
+}
+
+/// Find the modes of weighted samples `(ln ns, count)`, sorted by value.
+pub fn find_in(points: &[(f64, f64)]) -> LatencyModes {
+    let n: f64 = points.iter().map(|p| p.1).sum();
+    if n < MIN_SAMPLES as f64 {
+        return LatencyModes {
+            shape: "too_few_samples".to_string(),
+            samples: n as u64,
+            bandwidth: 0.0,
+            modes: Vec::new(),
+            periodic: None,
+        };
+    }
+    let h = bandwidth(points, n);
+    let lo = points.first().map_or(0.0, |p| p.0) - 4.0 * h;
+    let hi = points.last().map_or(0.0, |p| p.0) + 4.0 * h;
+    let size = (((hi - lo) / (h / 5.0)).ceil() as usize + 1).clamp(16, 20_000);
+    let step = (hi - lo) / (size - 1) as f64;
+    // Count density per unit of ln(ns): the sum of the kernels of every sample.
+    let mut density = vec![0.0; size];
+    let norm = 1.0 / (h * (2.0 * std::f64::consts::PI).sqrt());
+    for &(y, w) in points {
+        let from = (((y - 4.0 * h - lo) / step).floor().max(0.0)) as usize;
+        let to = ((((y + 4.0 * h - lo) / step).ceil()) as usize).min(size - 1);
+        for (i, d) in density.iter_mut().enumerate().take(to + 1).skip(from) {
+            let u = (lo + i as f64 * step - y) / h;
+            *d += w * norm * (-0.5 * u * u).exp();
+        }
+    }
+    let mut peaks: Vec<usize> = (1..size - 1)
+        .filter(|&i| density[i] > density[i - 1] && density[i] >= density[i + 1])
+        .collect();
+    if peaks.is_empty() {
+        peaks.push(argmax(&density, 0, size));
+    }
+    // Expected count within one bandwidth of a point with this density.
+    let count = |d: f64| d * 2.0 * h;
+    loop {
+        let weakest = (0..peaks.len().saturating_sub(1))
+            .map(|j| {
+                let (a, b) = (peaks[j], peaks[j + 1]);
+                let v = density[argmin(&density, a, b + 1)];
+                let p = density[a].min(density[b]);
+                let (pc, vc) = (count(p), count(v));
+                let z = (pc - vc) / (pc + vc).sqrt().max(1e-12);
+                (j, z, v <= MAX_VALLEY * p)
+            })
+            .filter(|(_, z, deep)| *z < Z || !deep)
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        match weakest {
+            Some((j, _, _)) => {
+                // Keep the higher of the two peaks.
+                if density[peaks[j]] < density[peaks[j + 1]] {
+                    peaks.remove(j);
+                } else {
+                    peaks.remove(j + 1);
+                }
+            }
+            None => break,
+        }
+    }
+    // Basins: from the valley before each peak to the valley after it.
+    loop {
+        let bounds = basins(&density, &peaks);
+        let masses: Vec<f64> = bounds
+            .iter()
+            .map(|&(a, b)| {
+                let (ya, yb) = (lo + a as f64 * step, lo + b as f64 * step);
+                points
+                    .iter()
+                    .filter(|p| p.0 >= ya && (p.0 < yb || b == size - 1))
+                    .map(|p| p.1)
+                    .sum()
+            })
+            .collect();
+        let small = masses
+            .iter()
+            .enumerate()
+            .filter(|(_, &m)| m < (MIN_SHARE * n).max(MIN_COUNT))
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(j, _)| j);
+        match small {
+            Some(j) if peaks.len() > 1 => {
+                peaks.remove(j);
+            }
+            _ => {
+                let modes: Vec<Mode> = peaks
+                    .iter()
+                    .zip(&masses)
+                    .map(|(&i, &m)| Mode {
+                        at_ns: (lo + i as f64 * step).exp(),
+                        share: m / n,
+                    })
+                    .collect();
+                let periodic = period(&modes.iter().map(|m| m.at_ns).collect::<Vec<_>>());
+                return LatencyModes {
+                    shape: if modes.len() > 1 {
+                        "multimodal"
+                    } else {
+                        "unimodal"
+                    }
+                    .to_string(),
+                    samples: n as u64,
+                    bandwidth: h,
+                    modes,
+                    periodic,
+                };
+            }
+        }
+    }
+}
+
+/// Half of Silverman's robust rule on the log values, within [0.01, 0.5].
+fn bandwidth(points: &[(f64, f64)], n: f64) -> f64 {
+    let mean = points.iter().map(|(y, w)| y * w).sum::<f64>() / n;
+    let var = points
+        .iter()
+        .map(|(y, w)| w * (y - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    let quantile = |q: f64| {
+        let target = q * n;
+        let mut seen = 0.0;
+        for &(y, w) in points {
+            seen += w;
+            if seen >= target {
+                return y;
+            }
+        }
+        points.last().map_or(0.0, |p| p.0)
+    };
+    let iqr = quantile(0.75) - quantile(0.25);
+    let sd = var.sqrt();
+    let spread = if iqr > 0.0 { sd.min(iqr / 1.34) } else { sd };
+    (0.5 * 0.9 * spread * n.powf(-0.2)).clamp(0.01, 0.5)
+}
+
+fn argmax(v: &[f64], from: usize, to: usize) -> usize {
+    (from..to)
+        .max_by(|&a, &b| v[a].total_cmp(&v[b]))
+        .unwrap_or(from)
+}
+
+fn argmin(v: &[f64], from: usize, to: usize) -> usize {
+    (from..to)
+        .min_by(|&a, &b| v[a].total_cmp(&v[b]))
+        .unwrap_or(from)
+}
+
+/// Grid index ranges `[start, end)` of each peak's basin.
+fn basins(density: &[f64], peaks: &[usize]) -> Vec<(usize, usize)> {
+    let mut cuts = vec![0];
+    for w in peaks.windows(2) {
+        cuts.push(argmin(density, w[0], w[1] + 1));
+    }
+    cuts.push(density.len() - 1);
+    cuts.windows(2).map(|c| (c[0], c[1])).collect()
+}
+
+/// Test the modes (ns, ascending) against `offset + k·P`; see the module documentation.
+pub fn period(modes: &[f64]) -> Option<Period> {
+    if modes.len() < 3 {
+        return None;
+    }
+    let first = modes[0];
+    let fits = |offset: f64, p: f64, min_k: u32| -> Option<Vec<u32>> {
+        let mut ks = Vec::new();
+        for &m in modes {
+            let r = (m - offset) / p;
+            let k = r.round();
+            if k < min_k as f64 || k > MAX_MULTIPLE as f64 || (r - k).abs() > PERIOD_TOLERANCE {
+                return None;
+            }
+            if ks.last().is_some_and(|&last| last == k as u32) {
+                return None;
+            }
+            ks.push(k as u32);
+        }
+        let span = ks.last().copied().unwrap_or(0) - ks.first().copied().unwrap_or(0) + 1;
+        (3 * ks.len() as u32 >= 2 * span).then_some(ks)
+    };
+    for (offset, min_k) in [(0.0, 1), (first, 0)] {
+        let bases: Vec<f64> = if offset == 0.0 {
+            modes.to_vec()
+        } else {
+            modes[1..].iter().map(|m| m - first).collect()
+        };
+        let mut candidates: Vec<f64> = bases
+            .iter()
+            .flat_map(|&b| (1..=MAX_MULTIPLE).map(move |j| b / j as f64))
+            .filter(|p| *p > 0.0)
+            .collect();
+        candidates.sort_by(|a, b| b.total_cmp(a));
+        if let Some((p, ks)) = candidates
+            .iter()
+            .find_map(|&p| fits(offset, p, min_k).map(|ks| (p, ks)))
+        {
+            let kf: Vec<f64> = ks.iter().map(|&k| k as f64).collect();
+            let (period_ns, offset_ns) = if offset == 0.0 {
+                let num: f64 = kf.iter().zip(modes).map(|(k, m)| k * m).sum();
+                let den: f64 = kf.iter().map(|k| k * k).sum();
+                (num / den, 0.0)
+            } else {
+                line(&kf, modes).map_or((p, offset), |l| (l.slope, l.intercept))
+            };
+            return Some(Period {
+                period_ns,
+                offset_ns,
+                multiples: ks,
+            });
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::new_hist;
+    use rand::rngs::SmallRng;
+    use rand::SeedableRng;
+    use rand_distr::{Distribution, LogNormal, Normal};
+
+    const MS: f64 = 1e6;
+
+    fn hist(values: impl IntoIterator<Item = f64>) -> Hist {
+        let mut h = new_hist();
+        for v in values {
+            h.record(v.max(1.0) as u64).unwrap();
+        }
+        h
+    }
+
+    /// `count` samples around `at` with a relative spread `rel` (normal).
+    fn cluster(rng: &mut SmallRng, at: f64, rel: f64, count: usize) -> Vec<f64> {
+        let d = Normal::new(at, at * rel).unwrap();
+        (0..count).map(|_| d.sample(rng)).collect()
+    }
+
+    #[test]
+    fn delays_at_multiples_of_100ms_are_periodic() {
+        // Tolerance: each mode within 2 % of its true place; the period within 2 % of 100 ms.
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut v = cluster(&mut rng, 100.0 * MS, 0.003, 340);
+        v.extend(cluster(&mut rng, 200.0 * MS, 0.003, 330));
+        v.extend(cluster(&mut rng, 300.0 * MS, 0.003, 330));
+        let m = find(&hist(v));
+        assert_eq!(m.shape, "multimodal");
+        assert_eq!(m.modes.len(), 3, "{m:?}");
+        for (mode, at) in m.modes.iter().zip([100.0, 200.0, 300.0]) {
+            assert!((mode.at_ns / (at * MS) - 1.0).abs() < 0.02, "{m:?}");
+        }
+        let p = m.periodic.as_ref().expect("periodic");
+        assert!((p.period_ns / (100.0 * MS) - 1.0).abs() < 0.02, "{p:?}");
+        assert_eq!(p.multiples, vec![1, 2, 3]);
+        let note = m.note().unwrap();
+        assert!(note.starts_with("latency modes at "), "{note}");
+        assert!(note.contains("(34%)"), "{note}");
+        assert!(
+            note.ends_with(&format!(": periodic, every {}", human_ns(p.period_ns))),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn seed_001_fast_cluster_plus_delays_is_periodic_after_an_offset() {
+        // 90 % around 3 ms (lognormal), 6 % at +100 ms, 4 % at +200 ms.
+        // Tolerance: period within 3 % of 100 ms, offset within 1 ms of 3 ms.
+        let mut rng = SmallRng::seed_from_u64(2);
+        let fast = LogNormal::new((3.0 * MS).ln(), 0.2).unwrap();
+        let mut v: Vec<f64> = (0..9000).map(|_| fast.sample(&mut rng)).collect();
+        v.extend(cluster(&mut rng, 103.0 * MS, 0.01, 600));
+        v.extend(cluster(&mut rng, 203.0 * MS, 0.01, 400));
+        let m = find(&hist(v));
+        assert_eq!(m.modes.len(), 3, "{m:?}");
+        let p = m.periodic.as_ref().expect("periodic");
+        assert!((p.period_ns / (100.0 * MS) - 1.0).abs() < 0.03, "{p:?}");
+        assert!((p.offset_ns - 3.0 * MS).abs() < 1.0 * MS, "{p:?}");
+        assert_eq!(p.multiples, vec![0, 1, 2]);
+        assert!(m.note().unwrap().contains("after"));
+    }
+
+    #[test]
+    fn unimodal_distributions_have_one_mode() {
+        // Lognormal, exponential-like and narrow normal, several sample sizes and seeds.
+        for seed in 0..5 {
+            let mut rng = SmallRng::seed_from_u64(seed);
+            for n in [200, 2_000, 50_000] {
+                let d = LogNormal::new((2.0 * MS).ln(), 0.6).unwrap();
+                let m = find(&hist((0..n).map(|_| d.sample(&mut rng))));
+                assert_eq!(m.shape, "unimodal", "lognormal n={n} seed={seed}: {m:?}");
+                let e = rand_distr::Exp::new(1.0 / (3.0 * MS)).unwrap();
+                let m = find(&hist((0..n).map(|_| e.sample(&mut rng))));
+                assert_eq!(m.shape, "unimodal", "exp n={n} seed={seed}: {m:?}");
+                let m = find(&hist(cluster(&mut rng, 2.0 * MS, 0.02, n)));
+                assert_eq!(m.shape, "unimodal", "normal n={n} seed={seed}: {m:?}");
+                assert!(m.note().is_none());
+            }
+        }
+    }
+
+    #[test]
+    fn irregular_modes_are_not_periodic_and_few_samples_give_no_verdict() {
+        let mut rng = SmallRng::seed_from_u64(3);
+        let mut v = cluster(&mut rng, 1.0 * MS, 0.01, 500);
+        v.extend(cluster(&mut rng, 7.3 * MS, 0.01, 500));
+        v.extend(cluster(&mut rng, 31.0 * MS, 0.01, 500));
+        let m = find(&hist(v));
+        assert_eq!(m.modes.len(), 3, "{m:?}");
+        assert_eq!(m.periodic, None, "{m:?}");
+        assert!(m.note().unwrap().ends_with("not periodic"));
+        let m = find(&hist([1.0, 2.0, 3.0]));
+        assert_eq!(m.shape, "too_few_samples");
+    }
+
+    #[test]
+    fn period_needs_every_mode_on_the_lattice() {
+        let p = period(&[100.0, 200.0, 300.0, 400.0]).unwrap();
+        assert_eq!(p.multiples, vec![1, 2, 3, 4]);
+        assert!((p.period_ns - 100.0).abs() < 1e-9);
+        let p = period(&[100.0, 200.0, 300.0, 350.0]).unwrap();
+        assert_eq!(p.multiples, vec![2, 4, 6, 7]);
+        assert!(
+            period(&[100.0, 200.0, 350.0]).is_none(),
+            "k = 2, 4, 7 leave gaps"
+        );
+        assert!(period(&[100.0, 200.0]).is_none());
+        assert!(period(&[100.0, 173.0, 411.0]).is_none());
+    }
+}
