@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use std::io::IsTerminal;
 
+use crate::analysis::modes;
 use crate::cli::RunArgs;
 use crate::engine::{self, Connection, LoadPlan, Mode, Slots};
 use crate::error::InputError;
@@ -33,9 +34,53 @@ struct RunSetup {
     target_url: String,
     out: PathBuf,
     skip_load: bool,
+    /// Where `seq` generators start: a growth study continues them across its batches.
+    seq_offset: u64,
+}
+
+/// How a run shows itself while it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum View {
+    /// `loadrig run`: a header, interval lines, a progress bar, the `.jsonl` stream.
+    Live,
+    /// A sweep point: nothing printed; the sweep prints one row per point.
+    Quiet,
+}
+
+/// An observer that shows nothing (sweep points).
+struct Quiet;
+
+impl engine::Observer for Quiet {
+    fn interval(&mut self, _data: &engine::IntervalData) {}
 }
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
+    let (url, setup) = resolve(args)?;
+    let out = setup.out.clone();
+    let result = match url.scheme.as_str() {
+        "noop" => execute(Arc::new(Noop::open(&url)?), setup, View::Live),
+        "sleep" => execute(Arc::new(Sleep::open(&url)?), setup, View::Live),
+        "sqlite" => execute(Arc::new(Sqlite::open(&url)?), setup, View::Live),
+        "fs" => {
+            let fs = Fs::open(&url, &setup.workload.params)?;
+            execute(Arc::new(fs), setup, View::Live)
+        }
+        other => Err(unknown_scheme(other).into()),
+    }?;
+    let bytes = serde_json::to_vec_pretty(&result)?;
+    result::write_atomic(&out, &bytes)?;
+    print!("{}", console::summary(&result));
+    println!("result: {}", out.display());
+    Ok(if result.status == "interrupted" {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Compile the workload and resolve the flags against it: everything is checked here,
+/// before anything connects or is written.
+fn resolve(args: &RunArgs) -> Result<(TargetUrl, RunSetup), InputError> {
     let (source_name, text) = builtin::resolve(&args.workload)?;
     let source = Source {
         path: &source_name,
@@ -50,8 +95,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             return Err(InputError::new(
                 "no target: the workload names none and --target was not given",
             )
-            .help("add --target sqlite://./bench.db (or fs://DIR, noop://, sleep://?latency=1ms)")
-            .into())
+            .help("add --target sqlite://./bench.db (or fs://DIR, noop://, sleep://?latency=1ms)"))
         }
     };
     let target_url = expand_env(&target_text)?;
@@ -66,15 +110,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         target_url,
         out,
         skip_load: args.skip_load,
+        seq_offset: 0,
         workload,
     };
-    match url.scheme.as_str() {
-        "noop" => execute(Noop::open(&url)?, setup),
-        "sleep" => execute(Sleep::open(&url)?, setup),
-        "sqlite" => execute(Sqlite::open(&url)?, setup),
-        "fs" => execute(Fs::open(&url, &setup.workload.params)?, setup),
-        other => Err(unknown_scheme(other).into()),
-    }
+    Ok((url, setup))
 }
 
 /// `loadrig cleanup --target URL`: drop loadrig's namespace on the target, nothing else.
@@ -485,7 +524,8 @@ fn describe(plan: &LoadPlan) -> String {
     }
 }
 
-fn execute<T: Target>(target: T, setup: RunSetup) -> Result<ExitCode> {
+/// Connect, load, run and summarise one run; the caller writes and prints the result.
+fn execute<T: Target>(target: Arc<T>, setup: RunSetup, view: View) -> Result<RunResult> {
     install_ctrl_c();
     engine::INTERRUPTED.store(false, Ordering::SeqCst);
     let RunSetup {
@@ -495,7 +535,9 @@ fn execute<T: Target>(target: T, setup: RunSetup) -> Result<ExitCode> {
         target_url,
         out,
         skip_load,
+        seq_offset,
     } = setup;
+    let live = view == View::Live;
     let shown_url = redact(&target_url);
     let kind = target_url.split("://").next().unwrap_or("").to_string();
     let started_at = SystemTime::now();
@@ -505,10 +547,10 @@ fn execute<T: Target>(target: T, setup: RunSetup) -> Result<ExitCode> {
     } else {
         workload.data.as_ref()
     };
-    let bar = (data.is_some() && std::io::stderr().is_terminal())
+    let bar = (live && data.is_some() && std::io::stderr().is_terminal())
         .then(|| ProgressBar::new(data.map_or(0, |d| d.count)));
     check_families(&ops, &workload.setup, target.families(), &kind)?;
-    let prepared = engine::prepare(&target, &workload.setup, data, plan.seed, &mut |done, _| {
+    let prepared = engine::prepare(&*target, &workload.setup, data, plan.seed, &mut |done, _| {
         if let Some(b) = &bar {
             b.set_position(done)
         }
@@ -518,14 +560,16 @@ fn execute<T: Target>(target: T, setup: RunSetup) -> Result<ExitCode> {
         b.finish_and_clear();
     }
 
-    println!(
-        "loadrig {}: {} on {} — {}",
-        env!("CARGO_PKG_VERSION"),
-        workload.name,
-        shown_url,
-        describe(&plan)
-    );
-    if let Some((n, t)) = prepared.loaded {
+    if live {
+        println!(
+            "loadrig {}: {} on {} — {}",
+            env!("CARGO_PKG_VERSION"),
+            workload.name,
+            shown_url,
+            describe(&plan)
+        );
+    }
+    if let (Some((n, t)), true) = (prepared.loaded, live) {
         println!(
             "loaded {} records in {:.2}s ({} records/s)",
             console::thousands(n),
@@ -534,29 +578,40 @@ fn execute<T: Target>(target: T, setup: RunSetup) -> Result<ExitCode> {
         );
     }
 
-    let jsonl_path = out.with_extension("jsonl");
-    if let Some(dir) = jsonl_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("could not create folder '{}'", dir.display()))?;
-    }
-    let jsonl = std::fs::File::create(&jsonl_path)
-        .with_context(|| format!("could not create '{}'", jsonl_path.display()))?;
     let names: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
-    let total_time = plan.duration.map(|d| d + plan.warmup);
-    let mut live = Live::new(names.clone(), total_time, Some(jsonl));
+    let mut live_view = if live {
+        let jsonl_path = out.with_extension("jsonl");
+        if let Some(dir) = jsonl_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("could not create folder '{}'", dir.display()))?;
+        }
+        let jsonl = std::fs::File::create(&jsonl_path)
+            .with_context(|| format!("could not create '{}'", jsonl_path.display()))?;
+        let total_time = plan.duration.map(|d| d + plan.warmup);
+        Some(Live::new(names.clone(), total_time, Some(jsonl)))
+    } else {
+        None
+    };
+    let observer: &mut dyn engine::Observer = match &mut live_view {
+        Some(view) => view,
+        None => &mut Quiet,
+    };
     let n_ops = ops.len();
     let data_run = engine::run(
-        Arc::new(target),
+        target,
         Arc::new(ops.clone()),
         &plan,
         Slots {
             seq: workload.seq_slots,
             capture: workload.capture_slots,
+            seq_offset,
         },
-        &mut live,
+        observer,
     )
     .with_context(|| format!("target {shown_url}"))?;
-    live.finish();
+    if let Some(view) = &mut live_view {
+        view.finish();
+    }
 
     let measured_s = data_run.measured.as_secs_f64();
     let full: Vec<&engine::IntervalData> = data_run
@@ -604,6 +659,8 @@ fn execute<T: Target>(target: T, setup: RunSetup) -> Result<ExitCode> {
             notes.push(format!("{late} operations started late against the schedule; their waiting is in the latency figures"));
         }
     }
+    let latency_modes = modes::find(&all.latency);
+    notes.extend(latency_modes.note());
 
     let result = RunResult {
         schema_version: result::SCHEMA_VERSION,
@@ -650,17 +707,10 @@ fn execute<T: Target>(target: T, setup: RunSetup) -> Result<ExitCode> {
             .iter()
             .map(|i| result::IntervalRecord::of(i, &names))
             .collect(),
+        latency_modes: Some(latency_modes),
         notes,
     };
-    let bytes = serde_json::to_vec_pretty(&result)?;
-    result::write_atomic(&out, &bytes)?;
-    print!("{}", console::summary(&result));
-    println!("result: {}", out.display());
-    Ok(if data_run.interrupted {
-        ExitCode::from(130)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(result)
 }
 
 fn native_record(op: &NativeOp) -> serde_json::Value {

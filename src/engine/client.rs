@@ -80,6 +80,7 @@ impl<'a> Chooser<'a> {
             rng: SmallRng::seed_from_u64(mix_seed(seed, client)),
             gen: GenState {
                 captures: vec![Vec::new(); slots.capture],
+                offset: slots.seq_offset,
                 ..GenState::new(client, clients, slots.seq)
             },
             key: String::new(),

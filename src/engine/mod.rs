@@ -247,6 +247,8 @@ pub fn prepare<T: Target>(
 pub struct Slots {
     pub seq: usize,
     pub capture: usize,
+    /// Where every `seq` generator starts (0, except in the later batches of a growth study).
+    pub seq_offset: u64,
 }
 
 /// Remove loadrig's namespace from the target; returns how many objects went.

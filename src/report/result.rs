@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::modes::LatencyModes;
 use crate::engine::IntervalData;
 use crate::stats::{encode_hist, LatencySummary, OpCounters, SeriesSummary};
 use crate::targets::ErrorClass;
@@ -40,6 +41,10 @@ pub struct RunResult {
     pub operations: Vec<OpResult>,
     pub total: OpResult,
     pub intervals: Vec<IntervalRecord>,
+    /// Clusters in the latency distribution of all operations together, and whether they
+    /// repeat at a period (seed 001); null before this field existed.
+    #[serde(default)]
+    pub latency_modes: Option<LatencyModes>,
     pub notes: Vec<String>,
 }
 

@@ -72,6 +72,8 @@ pub struct GenState {
     pub client: u64,
     pub stride: u64,
     pub counters: Vec<u64>,
+    /// Added to every `seq` number: a growth study continues its sequences batch after batch.
+    pub offset: u64,
     /// Values captured by transaction steps, by capture slot.
     pub captures: Vec<Vec<u8>>,
 }
@@ -82,6 +84,7 @@ impl GenState {
             client,
             stride: stride.max(1),
             counters: vec![0; seq_slots],
+            offset: 0,
             captures: Vec::new(),
         }
     }
@@ -218,7 +221,7 @@ fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
         Part::Seq { start, slot } => {
             let n = st.counters[*slot];
             st.counters[*slot] += 1;
-            start + st.client + n * st.stride
+            start + st.offset + st.client + n * st.stride
         }
         Part::Uniform { lo, hi } => rng.random_range(*lo..*hi),
         Part::Zipf { lo, dist } => lo + dist.sample(rng) as u64 - 1,

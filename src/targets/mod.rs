@@ -239,7 +239,7 @@ impl TargetUrl {
 pub const SCHEMES: &[(&str, &str)] = &[
     ("noop://", "does nothing: measures the harness itself"),
     (
-        "sleep://?latency=DIST&stall=D@T[/P]",
+        "sleep://?latency=DIST&stall=D@T[/P]&usl=S,K&growth=KIND:C&capacity=R",
         "simulated server with a known latency distribution: the ground truth for tests",
     ),
     (

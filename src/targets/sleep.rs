@@ -12,7 +12,24 @@
 //! sleep://?latency=1ms&stall=500ms@2s                freeze 500 ms at 2 s after opening
 //! sleep://?latency=1ms&stall=100ms@1s/5s             ... and again every 5 s
 //! sleep://?latency=1ms&errors=0.01                   1 % of operations fail (class other)
+//! sleep://?latency=5ms&usl=0.05,0.002                 slower with more sessions (below)
+//! sleep://?latency=0ms&growth=linear:2us              puts slower with more records (below)
+//! sleep://?latency=1ms&capacity=500                   one server, at most 500 ops/s (below)
 //! ```
+//!
+//! The scaling models, the ground truth of the sweep tests (docs/scaling.md):
+//!
+//! - `usl=σ,κ`: a drawn latency L is stretched to L·(1 + σ(N−1) + κN(N−1)), N being the
+//!   sessions open when the operation starts. A closed loop of N clients with persistent
+//!   connections then has N sessions open, each finishing 1/(L·D(N)) ops/s, so its
+//!   throughput is the Universal Scalability Law X(N) = λN/D(N) with λ = 1/mean(L).
+//! - `growth=KIND:COST`: every `kv.put` (data load included) costs COST·f(n) more, n being
+//!   the puts this target has already taken: f = 1 for `const`, log2(1+n) for `log`, n for
+//!   `linear`. A batch of B puts from n stored records takes about B·COST·f(n + B/2) more.
+//! - `capacity=R`: a single server shared by all sessions serves one operation at a time
+//!   for 1/R each, first come first served; an operation waits for its turn, is served,
+//!   then takes its drawn latency. Below R nothing waits; above R the queue, and with it the
+//!   latency, grows without bound while throughput stays at R.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -78,6 +95,52 @@ impl Stall {
     }
 }
 
+/// How the cost of a put grows with the puts already taken (`growth=KIND:COST`).
+#[derive(Debug, Clone, Copy)]
+enum Growth {
+    Const(Duration),
+    Log(Duration),
+    Linear(Duration),
+}
+
+impl Growth {
+    /// The extra cost of a put when `n` puts came before it.
+    fn extra(self, n: u64) -> Duration {
+        match self {
+            Growth::Const(c) => c,
+            Growth::Log(c) => c.mul_f64((n as f64).ln_1p() / std::f64::consts::LN_2),
+            Growth::Linear(c) => c.saturating_mul(n.min(u32::MAX as u64) as u32),
+        }
+    }
+}
+
+/// One first-come-first-served server with a fixed service time (`capacity=R`).
+#[derive(Debug)]
+struct Server {
+    service: Duration,
+    /// When the server is next free, in ns since the target opened.
+    free_at: AtomicU64,
+}
+
+impl Server {
+    /// Queue an operation that arrives at `arrival` (ns since opening); returns when its
+    /// service ends.
+    fn serve(&self, arrival: u64) -> u64 {
+        let service = self.service.as_nanos() as u64;
+        let mut free = self.free_at.load(Ordering::Relaxed);
+        loop {
+            let end = free.max(arrival) + service;
+            match self
+                .free_at
+                .compare_exchange_weak(free, end, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return end,
+                Err(now) => free = now,
+            }
+        }
+    }
+}
+
 /// The simulated server, shared by all sessions.
 struct Model {
     components: Vec<(f64, Dist)>,
@@ -85,6 +148,14 @@ struct Model {
     stall: Option<Stall>,
     error_rate: f64,
     opened: Instant,
+    /// `usl=σ,κ`.
+    usl: Option<(f64, f64)>,
+    growth: Option<Growth>,
+    server: Option<Server>,
+    /// Sessions open now (the N of the USL model).
+    open: AtomicU64,
+    /// Puts taken so far (the n of the growth model).
+    puts: AtomicU64,
 }
 
 pub struct Sleep {
@@ -94,7 +165,7 @@ pub struct Sleep {
 
 impl Sleep {
     pub fn open(url: &TargetUrl) -> Result<Sleep, InputError> {
-        url.check_options(&["latency", "stall", "errors"])?;
+        url.check_options(&["latency", "stall", "errors", "usl", "growth", "capacity"])?;
         let latency = url
             .options
             .get("latency")
@@ -117,6 +188,7 @@ impl Sleep {
             },
             None => 0.0,
         };
+        let option = |name: &str| url.options.get(name).map(String::as_str);
         Ok(Sleep {
             model: Arc::new(Model {
                 total_weight: components.iter().map(|(w, _)| w).sum(),
@@ -124,6 +196,11 @@ impl Sleep {
                 stall,
                 error_rate,
                 opened: Instant::now(),
+                usl: option("usl").map(parse_usl).transpose()?,
+                growth: option("growth").map(parse_growth).transpose()?,
+                server: option("capacity").map(parse_capacity).transpose()?,
+                open: AtomicU64::new(0),
+                puts: AtomicU64::new(0),
             }),
             sessions: AtomicU64::new(0),
         })
@@ -213,9 +290,62 @@ fn parse_stall(text: &str) -> Result<Stall, InputError> {
     Ok(stall)
 }
 
+fn parse_usl(text: &str) -> Result<(f64, f64), InputError> {
+    let bad = || {
+        InputError::new(format!(
+            "sleep:// usl '{text}': expected SIGMA,KAPPA, two numbers from 0 to 1"
+        ))
+        .help("for example usl=0.05,0.002 (contention 5 %, coherency 0.2 %)")
+    };
+    let (s, k) = text.split_once(',').ok_or_else(bad)?;
+    let p = |v: &str| {
+        v.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| (0.0..=1.0).contains(x))
+            .ok_or_else(bad)
+    };
+    Ok((p(s)?, p(k)?))
+}
+
+fn parse_growth(text: &str) -> Result<Growth, InputError> {
+    let bad = || {
+        InputError::new(format!(
+            "sleep:// growth '{text}': expected KIND:COST with KIND const, log or linear"
+        ))
+        .help("for example growth=linear:2us (each put 2 µs slower per record already stored)")
+    };
+    let (kind, cost) = text.split_once(':').ok_or_else(bad)?;
+    let cost = duration::parse(cost.trim(), "sleep:// growth").map_err(|_| bad())?;
+    match kind.trim() {
+        "const" => Ok(Growth::Const(cost)),
+        "log" => Ok(Growth::Log(cost)),
+        "linear" => Ok(Growth::Linear(cost)),
+        _ => Err(bad()),
+    }
+}
+
+fn parse_capacity(text: &str) -> Result<Server, InputError> {
+    match text.trim().parse::<f64>() {
+        Ok(r) if r > 0.0 && r.is_finite() && r <= 1e9 => Ok(Server {
+            service: Duration::from_secs_f64(1.0 / r),
+            free_at: AtomicU64::new(0),
+        }),
+        _ => Err(InputError::new(format!(
+            "sleep:// capacity '{text}': expected operations per second above zero, like 500"
+        ))),
+    }
+}
+
 pub struct SleepSession {
     model: Arc<Model>,
     rng: SmallRng,
+}
+
+impl Drop for SleepSession {
+    fn drop(&mut self) {
+        self.model.open.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Target for Sleep {
@@ -232,6 +362,7 @@ impl Target for Sleep {
 
     fn connect(&self) -> impl Future<Output = Result<SleepSession, OpError>> {
         let n = self.sessions.fetch_add(1, Ordering::Relaxed);
+        self.model.open.fetch_add(1, Ordering::Relaxed);
         std::future::ready(Ok(SleepSession {
             model: Arc::clone(&self.model),
             rng: SmallRng::seed_from_u64(0x5eed_0000 + n),
@@ -240,7 +371,7 @@ impl Target for Sleep {
 }
 
 impl Session for SleepSession {
-    fn execute(&mut self, _op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>> {
+    fn execute(&mut self, op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>> {
         let t = &*self.model;
         let start = Instant::now();
         let mut pick = self.rng.random_range(0.0..t.total_weight);
@@ -252,7 +383,18 @@ impl Session for SleepSession {
             }
             pick -= w;
         }
+        if let Some((sigma, kappa)) = t.usl {
+            let n = t.open.load(Ordering::Relaxed).max(1) as f64;
+            d = d.mul_f64(1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0));
+        }
+        if let (Some(g), Op::Put { .. }) = (t.growth, op) {
+            d += g.extra(t.puts.fetch_add(1, Ordering::Relaxed));
+        }
         let s = start - t.opened;
+        if let Some(server) = &t.server {
+            let served = server.serve(s.as_nanos() as u64);
+            d += Duration::from_nanos(served).saturating_sub(s);
+        }
         let end = match t.stall {
             Some(stall) => stall.end(s, d),
             None => s + d,
@@ -305,5 +447,45 @@ mod tests {
         assert!(parse_mixture("x*1ms").is_err());
         assert!(parse_stall("100ms@1s/50ms").is_err());
         assert!(parse_stall("100ms@1s/5s").is_ok());
+        assert_eq!(parse_usl("0.05, 0.002").unwrap(), (0.05, 0.002));
+        assert!(parse_usl("0.05").is_err() && parse_usl("2,0").is_err());
+        assert!(matches!(parse_growth("log:1ms"), Ok(Growth::Log(_))));
+        assert!(parse_growth("cubic:1ms").is_err() && parse_growth("linear").is_err());
+        assert!(parse_capacity("0").is_err() && parse_capacity("500").is_ok());
+    }
+
+    #[test]
+    fn growth_cost_follows_its_kind() {
+        let us = Duration::from_micros(1);
+        assert_eq!(Growth::Const(us).extra(1000), us);
+        assert_eq!(Growth::Linear(us).extra(1000), 1000 * us);
+        assert_eq!(Growth::Log(us).extra(1023), 10 * us);
+    }
+
+    #[test]
+    fn server_queues_arrivals_beyond_its_capacity() {
+        // 1000 ops/s: 1 ms of service each, first come first served.
+        let s = parse_capacity("1000").unwrap();
+        let ms = 1_000_000;
+        assert_eq!(s.serve(0), ms);
+        assert_eq!(s.serve(0), 2 * ms, "the second waits for the first");
+        assert_eq!(s.serve(10 * ms), 11 * ms, "an idle server serves at once");
+    }
+
+    #[test]
+    fn usl_latency_grows_with_open_sessions() {
+        // Fixed 1 ms, σ = 0.5, κ = 0: with 3 sessions open, 1 ms · (1 + 0.5·2) = 2 ms.
+        let url = TargetUrl::parse("sleep://?latency=1ms&usl=0.5,0").unwrap();
+        let target = Sleep::open(&url).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let mut sessions: Vec<SleepSession> = (0..3)
+            .map(|_| rt.block_on(target.connect()).unwrap())
+            .collect();
+        assert_eq!(target.model.open.load(Ordering::Relaxed), 3);
+        let t = Instant::now();
+        rt.block_on(sessions[0].execute(&Op::Nop)).unwrap();
+        assert!(t.elapsed() >= 2 * MS);
+        sessions.truncate(1);
+        assert_eq!(target.model.open.load(Ordering::Relaxed), 1);
     }
 }
