@@ -19,6 +19,10 @@ pub struct Cli {
 pub enum Command {
     /// Run a workload (a file or a built-in name) and write its result file.
     Run(Box<RunArgs>),
+    /// Run a workload at several values of one setting and fit the model that explains the
+    /// curve: `--vary clients=1,2,4,8` (USL), `--vary rate=… --slo 'p99 < 50ms'` (knee),
+    /// `--growth-batch 1000 --growth-limit 50000` (complexity class).
+    Sweep(Box<SweepArgs>),
     /// List the built-in workloads and the target kinds.
     List,
     /// Remove everything loadrig created on a target (its loadrig_ namespace) and nothing else.
@@ -34,7 +38,7 @@ pub enum Command {
     },
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// A workload file (.toml) or a built-in workload name (`loadrig list`).
     pub workload: String,
@@ -114,6 +118,41 @@ pub struct RunArgs {
     /// Do not load the workload's [data]: reuse what an earlier run loaded.
     #[arg(long)]
     pub skip_load: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The load of every point, as for `loadrig run`; --out names the sweep file.
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// What to vary: clients, rate, or a workload parameter, over a list (clients=1,2,4,8)
+    /// or a range (records=0..50000:5000; rate=100..2000 with --find-max).
+    #[arg(long, value_name = "NAME=VALUES")]
+    pub vary: Option<String>,
+
+    /// Run every point this many times (default 1); the models use every run.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub repeat: u32,
+
+    /// A latency objective each point is judged by, e.g. 'p99 < 50ms'; on a rate sweep
+    /// the highest rate that meets it (and completes 95 % of its arrivals) is the knee.
+    #[arg(long, value_name = "OBJECTIVE")]
+    pub slo: Option<String>,
+
+    /// Rate sweeps: narrow in on the knee between the range's ends instead of a grid
+    /// (needs --vary rate=LOW..HIGH and --slo).
+    #[arg(long)]
+    pub find_max: bool,
+
+    /// Growth study: run the workload in batches of B operations against one target and
+    /// time each batch against the records already stored (needs --growth-limit).
+    #[arg(long, value_name = "B")]
+    pub growth_batch: Option<u64>,
+
+    /// Growth study: stop once this many records are stored.
+    #[arg(long, value_name = "RECORDS")]
+    pub growth_limit: Option<u64>,
 }
 
 #[cfg(test)]

@@ -1,6 +1,10 @@
 //! The glue between the command line and the library: resolve flags against the workload,
 //! validate everything before anything is written, pick the target type, run, write.
 
+mod sweep;
+
+pub use sweep::sweep;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
@@ -550,11 +554,17 @@ fn execute<T: Target>(target: Arc<T>, setup: RunSetup, view: View) -> Result<Run
     let bar = (live && data.is_some() && std::io::stderr().is_terminal())
         .then(|| ProgressBar::new(data.map_or(0, |d| d.count)));
     check_families(&ops, &workload.setup, target.families(), &kind)?;
-    let prepared = engine::prepare(&*target, &workload.setup, data, plan.seed, &mut |done, _| {
-        if let Some(b) = &bar {
-            b.set_position(done)
-        }
-    })
+    let prepared = engine::prepare(
+        &*target,
+        &workload.setup,
+        data,
+        plan.seed,
+        &mut |done, _| {
+            if let Some(b) = &bar {
+                b.set_position(done)
+            }
+        },
+    )
     .with_context(|| format!("target {shown_url}"))?;
     if let Some(b) = bar {
         b.finish_and_clear();

@@ -26,6 +26,7 @@ use std::process::ExitCode;
 pub fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         cli::Command::Run(args) => commands::run(&args),
+        cli::Command::Sweep(args) => commands::sweep(&args),
         cli::Command::List => commands::list(),
         cli::Command::Cleanup { target } => commands::cleanup(&target),
         cli::Command::Init { name } => commands::init(&name),

@@ -477,7 +477,9 @@ mod tests {
         // Fixed 1 ms, σ = 0.5, κ = 0: with 3 sessions open, 1 ms · (1 + 0.5·2) = 2 ms.
         let url = TargetUrl::parse("sleep://?latency=1ms&usl=0.5,0").unwrap();
         let target = Sleep::open(&url).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         let mut sessions: Vec<SleepSession> = (0..3)
             .map(|_| rt.block_on(target.connect()).unwrap())
             .collect();
