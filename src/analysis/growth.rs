@@ -13,7 +13,9 @@
 //!   calls the sharded layout "O(1) up to 5×10⁵ files" for exactly this reason, since a
 //!   growth too small to matter in the range studied is no growth for the reader.
 //!
-//! Otherwise the class is O(1). The fit quality is the chosen model's residual spread: a
+//! Otherwise the class is O(1). Among growing classes whose AICc lies within 2 of the best,
+//! the lowest is chosen (the smaller claim of growth, for the same reason), and the others
+//! are named as fitting nearly as well: over a short range O(n) and O(n log n) often do. The fit quality is the chosen model's residual spread: a
 //! series with residuals above 10 % of its mean is marked poor.
 //!
 //! Single batches far slower than the model are set aside and reported (seed 003's "22
@@ -124,6 +126,8 @@ pub struct GrowthFit {
     pub points: usize,
     /// The n of every batch set aside as an outlier.
     pub outliers: Vec<f64>,
+    /// Other classes whose fit is nearly as good (AICc within 2 of the chosen one's).
+    pub also_fits: Vec<Class>,
     /// Every candidate, for the reader who wants to see the ranking.
     pub candidates: Vec<Candidate>,
 }
@@ -199,14 +203,19 @@ fn rank(points: &[(f64, f64)]) -> (Vec<Candidate>, Candidate, f64) {
             0.0
         }
     };
-    let best_growth = candidates
+    let growing: Vec<&Candidate> = candidates
         .iter()
         .filter(|c| c.class != Class::Constant && c.slope > 0.0 && c.aicc.is_some())
-        .min_by(|a, b| {
-            a.aicc
-                .unwrap_or(f64::INFINITY)
-                .total_cmp(&b.aicc.unwrap_or(f64::INFINITY))
-        });
+        .collect();
+    let best_aicc = growing
+        .iter()
+        .filter_map(|c| c.aicc)
+        .fold(f64::INFINITY, f64::min);
+    // Class::ALL is in order of growth, so the first within reach is the lowest.
+    let best_growth = growing
+        .iter()
+        .find(|c| c.aicc.is_some_and(|a| a <= best_aicc + MIN_AICC_GAIN))
+        .copied();
     let change_over_range = best_growth.map_or(0.0, change);
     let chosen = match (best_growth, constant.aicc) {
         (Some(g), Some(c0))
@@ -278,6 +287,15 @@ pub fn classify(points: &[(f64, f64)]) -> GrowthFit {
     outliers.sort_by(f64::total_cmp);
     let ts: Vec<f64> = points.iter().map(|p| p.1).collect();
     let ns: Vec<f64> = points.iter().map(|p| p.0).collect();
+    let also_fits = match chosen.aicc {
+        Some(a) if chosen.class != Class::Constant => candidates
+            .iter()
+            .filter(|c| c.class != chosen.class && c.class != Class::Constant && c.slope > 0.0)
+            .filter(|c| c.aicc.is_some_and(|b| (b - a).abs() <= MIN_AICC_GAIN))
+            .map(|c| c.class)
+            .collect(),
+        _ => Vec::new(),
+    };
 
     let rel = relative_rmse(&ts, chosen.rss);
     let (verdict, reason) = if points.len() < MIN_POINTS {
@@ -322,6 +340,7 @@ pub fn classify(points: &[(f64, f64)]) -> GrowthFit {
         change_over_range,
         points: points.len(),
         outliers,
+        also_fits,
         candidates,
     }
 }
@@ -364,6 +383,21 @@ mod tests {
             let c = classify(&series(|n| 0.1 + 1e-6 * n * n.ln_1p(), seed));
             assert_eq!(c.class, Class::NLogN, "{c:?}");
         }
+    }
+
+    #[test]
+    fn near_ties_go_to_the_lower_class_and_are_named() {
+        // Over 1000..2000, n·ln(1+n) is nearly a straight line: data exactly linear must not
+        // be called O(n log n), and O(n log n) is named as fitting nearly as well.
+        let pts: Vec<(f64, f64)> = (0..10)
+            .map(|k| {
+                let n = 1000.0 + 100.0 * k as f64;
+                (n, 0.1 + 1e-4 * n + if k % 2 == 0 { 1e-3 } else { -1e-3 })
+            })
+            .collect();
+        let c = classify(&pts);
+        assert_eq!(c.class, Class::Linear, "{c:?}");
+        assert_eq!(c.also_fits, vec![Class::NLogN], "{c:?}");
     }
 
     #[test]

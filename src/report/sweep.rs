@@ -359,6 +359,14 @@ pub fn summary(r: &SweepResult) -> String {
                 f.change_over_range * 100.0
             );
         }
+        if !f.also_fits.is_empty() {
+            let names: Vec<&str> = f.also_fits.iter().map(|c| c.name()).collect();
+            let _ = writeln!(
+                out,
+                "  {} fits nearly as well (AICc within 2): more batches or a longer range would tell them apart",
+                names.join(" and ")
+            );
+        }
         if !f.outliers.is_empty() {
             let at: Vec<String> = f.outliers.iter().map(|n| format!("{n:.0}")).collect();
             let _ = writeln!(
