@@ -23,10 +23,14 @@
 //!    `offset + k·P` for whole k ≤ 10, first with offset 0 (k ≥ 1: "every 100 ms") and then
 //!    with the fastest mode as the offset (k ≥ 0: "100 ms after the usual 3 ms"). Candidate
 //!    periods are the modes and their differences divided by 1 to 10; the largest period
-//!    that puts every mode within 4 % of a period from its multiple, each on its own k, with
-//!    the multiples filling at least two thirds of their span (three modes at k = 0, 1, 3 but
-//!    not at 0, 1, 5: with loose multiples almost any three numbers fit some lattice), wins,
-//!    and is then refined by least squares over the modes.
+//!    that puts every mode within 4 % of a period from its multiple, each on its own k, wins,
+//!    and is then refined by least squares over the modes. Three guards keep evenly spaced
+//!    clusters that are not delays (say the 10, 13 and 17 µs of three kinds of operation)
+//!    from being called periodic: the multiples must fill at least two thirds of their
+//!    span (k = 0, 1, 3 but not 0, 1, 5), a lattice from zero must start at k ≤ 2, and a
+//!    period on top of an offset must be at least as long as the offset: the delays of
+//!    seed 001 (100 ms on top of 3 ms), timer ticks and flush intervals all dwarf the
+//!    latency they delay.
 
 use serde::{Deserialize, Serialize};
 
@@ -313,8 +317,10 @@ pub fn period(modes: &[f64]) -> Option<Period> {
             }
             ks.push(k as u32);
         }
-        let span = ks.last().copied().unwrap_or(0) - ks.first().copied().unwrap_or(0) + 1;
-        (3 * ks.len() as u32 >= 2 * span).then_some(ks)
+        let (k_lo, k_hi) = (ks[0], ks[ks.len() - 1]);
+        let filled = 3 * ks.len() as u32 >= 2 * (k_hi - k_lo + 1);
+        let starts_low = offset > 0.0 || k_lo <= 2;
+        (filled && starts_low && p >= offset).then_some(ks)
     };
     for (offset, min_k) in [(0.0, 1), (first, 0)] {
         let bases: Vec<f64> = if offset == 0.0 {
@@ -463,5 +469,12 @@ mod tests {
         );
         assert!(period(&[100.0, 200.0]).is_none());
         assert!(period(&[100.0, 173.0, 411.0]).is_none());
+        // Evenly spaced, but the spacing is shorter than the latency it would delay.
+        assert!(period(&[10_000.0, 13_300.0, 16_700.0]).is_none());
+        assert!(period(&[300.0, 400.0, 500.0]).is_none());
+        assert!(
+            period(&[200.0, 300.0, 400.0]).is_some(),
+            "2P, 3P, 4P from zero"
+        );
     }
 }

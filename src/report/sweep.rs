@@ -344,12 +344,16 @@ pub fn summary(r: &SweepResult) -> String {
             }
         }
         if f.class == Class::Constant {
-            let _ = writeln!(
-                out,
-                "; residuals {:.1}%; the best growing model changes {:+.0}% over the range",
-                f.relative_rmse * 100.0,
-                f.change_over_range * 100.0
-            );
+            let _ = write!(out, "; residuals {:.1}%", f.relative_rmse * 100.0);
+            if f.change_over_range > 0.0 {
+                let _ = writeln!(
+                    out,
+                    "; the best growing model would change it {:+.0}% over the range",
+                    f.change_over_range * 100.0
+                );
+            } else {
+                let _ = writeln!(out, "; no growing model fits better");
+            }
         } else {
             let _ = writeln!(
                 out,
