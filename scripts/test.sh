@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as README.md states it and .ci/run calls it.
-# Checks formatting and lints, then runs every test (unit and integration).
+# Checks formatting and lints, starts throwaway servers on free loopback ports
+# (scripts/services.sh: PostgreSQL, MariaDB, Redis, OpenLDAP, nginx), runs every
+# test with LOADRIG_REQUIRE_ALL=1 (so no server test may skip), and stops the servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,4 +14,12 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
+cargo build --locked --all-targets
+
+export LOADRIG_SERVICES_DIR=${LOADRIG_SERVICES_DIR:-$(mktemp -d /tmp/loadrig-test-services.XXXXXX)}
+trap 'scripts/services.sh down || true' EXIT
+scripts/services.sh up
+eval "$(scripts/services.sh env)"
+export LOADRIG_REQUIRE_ALL=1
+
 cargo test --locked --all-targets
