@@ -16,7 +16,8 @@ cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo build --locked --all-targets
 
-export LOADRIG_SERVICES_DIR=${LOADRIG_SERVICES_DIR:-$(mktemp -d /tmp/loadrig-test-services.XXXXXX)}
+# A state dir of our own (services.sh creates it), so parallel runs never share servers.
+export LOADRIG_SERVICES_DIR=${LOADRIG_SERVICES_DIR:-/tmp/loadrig-test-services-$$}
 trap 'scripts/services.sh down || true' EXIT
 scripts/services.sh up
 eval "$(scripts/services.sh env)"
