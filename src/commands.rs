@@ -22,7 +22,7 @@ use crate::spec::{
 };
 use crate::stats::OpCounters;
 use crate::targets::{
-    self, fs::Fs, noop::Noop, redact, sleep::Sleep, sqlite::Sqlite, Target, TargetUrl,
+    self, expand_env, fs::Fs, noop::Noop, redact, sleep::Sleep, sqlite::Sqlite, Target, TargetUrl,
 };
 
 /// Everything `run` resolved, ready to execute.
@@ -388,32 +388,6 @@ fn check_clients(n: u64, flag: &str) -> Result<(), InputError> {
         return Err(InputError::new(format!("{flag} {n}: expected 1 to 10000")));
     }
     Ok(())
-}
-
-/// Replace `${VAR}` with the environment variable VAR (credentials stay out of files).
-pub fn expand_env(text: &str) -> Result<String, InputError> {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let Some(len) = rest[start + 2..].find('}') else {
-            return Err(InputError::new(format!(
-                "unclosed '${{' in target '{}'",
-                redact(text)
-            )));
-        };
-        let name = &rest[start + 2..start + 2 + len];
-        let value = std::env::var(name).map_err(|_| {
-            InputError::new(format!(
-                "the target refers to ${{{name}}}, which is not set"
-            ))
-            .help(format!("export {name}=... first"))
-        })?;
-        out.push_str(&value);
-        rest = &rest[start + 3 + len..];
-    }
-    out.push_str(rest);
-    Ok(out)
 }
 
 fn default_out(workload: &str) -> PathBuf {
