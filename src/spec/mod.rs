@@ -32,6 +32,9 @@ struct WorkloadFile {
     data: Option<DataSection>,
     #[serde(default, rename = "op")]
     ops: Vec<Spanned<OpSection>>,
+    /// Thresholds checked at the end of a run, like `--check` (see analysis::checks).
+    #[serde(default)]
+    checks: Vec<Spanned<String>>,
 }
 
 /// `[load]`: defaults for the load flags of `loadrig run`.
@@ -142,6 +145,16 @@ pub struct Workload {
     pub ops: Vec<OpSpec>,
     /// How many `seq` generators the ops use (one counter each per client).
     pub seq_slots: usize,
+    /// The `checks = [...]` array, each with its place in the file for error messages.
+    pub checks: Vec<CheckSource>,
+}
+
+/// One threshold from the workload file, parsed by `analysis::checks` when the run starts.
+#[derive(Debug, Clone)]
+pub struct CheckSource {
+    pub text: String,
+    /// `file:line:column` of the string.
+    pub location: String,
 }
 
 /// Where a piece of the source is, for error messages.
@@ -304,6 +317,14 @@ pub fn compile(
         data,
         ops,
         seq_slots,
+        checks: file
+            .checks
+            .iter()
+            .map(|c| CheckSource {
+                text: c.get_ref().clone(),
+                location: source.in_string(&c.span(), 0),
+            })
+            .collect(),
     })
 }
 
