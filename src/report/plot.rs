@@ -449,8 +449,8 @@ pub fn latency_over_time(runs: &[RunView], op: &str) -> Result<String> {
                     .legend(move |(x, y)| {
                         DashedPathElement::new(
                             vec![(x, y), (x + 18, y)],
-                            size as i32,
-                            gap as i32,
+                            size,
+                            gap,
                             c.stroke_width(width),
                         )
                     });
