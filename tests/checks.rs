@@ -15,7 +15,7 @@ const RUN: [&str; 8] = [
     "50ms",
 ];
 
-fn run_with(d: &Dir, extra: &[&str]) -> Vec<String> {
+fn run_with(extra: &[&str]) -> Vec<String> {
     let mut args: Vec<&str> = RUN.to_vec();
     args.extend_from_slice(&["-o", "r.json"]);
     args.extend_from_slice(extra);
@@ -29,19 +29,16 @@ fn args(v: &[String]) -> Vec<&str> {
 #[test]
 fn passing_checks_exit_0_and_are_printed() {
     let d = Dir::new();
-    let a = run_with(
-        &d,
-        &[
-            "--check",
-            "nop.p99 < 1s",
-            "--check",
-            "errors < 0.1%",
-            "--check",
-            "throughput > 10/s",
-            "--check",
-            "total.max <= 10s",
-        ],
-    );
+    let a = run_with(&[
+        "--check",
+        "nop.p99 < 1s",
+        "--check",
+        "errors < 0.1%",
+        "--check",
+        "throughput > 10/s",
+        "--check",
+        "total.max <= 10s",
+    ]);
     let (out, _) = d.code(0, &args(&a));
     assert!(out.contains("check passed: nop.p99 < 1s  (p99 = "), "{out}");
     assert!(
@@ -55,10 +52,7 @@ fn passing_checks_exit_0_and_are_printed() {
 #[test]
 fn a_failing_check_exits_1_after_writing_the_result() {
     let d = Dir::new();
-    let a = run_with(
-        &d,
-        &["--check", "p50 < 10us", "--check", "throughput > 1000000/s"],
-    );
+    let a = run_with(&["--check", "p50 < 10us", "--check", "throughput > 1000000/s"]);
     let (out, _) = d.code(1, &args(&a));
     assert!(out.contains("check FAILED: p50 < 10us  (p50 = "), "{out}");
     assert!(
@@ -104,7 +98,7 @@ fn malformed_checks_exit_2_before_anything_runs() {
         ("read.p99 < 1ms", "has no operation 'read'"),
     ] {
         let d = Dir::new();
-        let a = run_with(&d, &["--check", check]);
+        let a = run_with(&["--check", check]);
         let (out, err) = d.code(2, &args(&a));
         assert!(err.contains(fragment), "{check}: {err}");
         assert!(err.contains(&format!("check '{check}'")), "{check}: {err}");

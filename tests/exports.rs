@@ -84,7 +84,7 @@ fn csv_columns_and_rows_match_the_result_file() {
     for op in &r.operations {
         let ok: u64 = rows
             .iter()
-            .filter(|x| &x[col("operation")] == op.name && &x[col("warmup")] == "false")
+            .filter(|x| x[col("operation")] == op.name && &x[col("warmup")] == "false")
             .map(|x| x[col("ok")].parse::<u64>().unwrap())
             .sum();
         assert_eq!(ok, op.ok, "{}", op.name);
