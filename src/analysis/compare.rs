@@ -32,8 +32,9 @@
 //!   each run (pooled, clamped to 0..0.9): the AR(1) effective-sample-size correction
 //!   (as used for the t test by Zwiers & von Storch, 1995), applied here to ranks. Each
 //!   run's ρ is first corrected for the estimator's small-sample bias,
-//!   `E[r₁] ≈ ρ − (1 + 4ρ)/n` (Marriott & Pope, 1954). On simulated AR(1) series with
-//!   ρ up to 0.8 this keeps the false alarm rate at 5–9 % instead of up to 28 %.
+//!   `E[r₁] ≈ ρ − (1 + 4ρ)/n` (Marriott & Pope, 1954). On simulated AR(1) series (ρ up
+//!   to 0.8, 10 to 100 intervals per run) the false alarm rate at 5 % stayed within 5–9 %;
+//!   without the bias correction it reached 28 % (ρ = 0.8, 10 intervals).
 //! - **Percentile test**: the bootstrap itself; the two-sided p value is twice the share of
 //!   replicates on the far side of zero (the test dual to the percentile interval).
 //! - **Verdict**: *improved* or *regressed* only when the test is significant at 5 % *and*
