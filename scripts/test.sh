@@ -12,6 +12,18 @@ if ! command -v cargo >/dev/null; then
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
+# The HTML report test opens reports in headless Chromium through chromedriver.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+        apt-get update
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver
+    else
+        echo "chromium and chromedriver are missing and cannot be installed here (needs apt-get as root)" >&2
+    fi
+fi
+# Tests that need something from outside (a browser, a server) fail instead of skipping.
+export LOADRIG_REQUIRE_ALL=1
+
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo build --locked --all-targets
@@ -21,6 +33,5 @@ export LOADRIG_SERVICES_DIR=${LOADRIG_SERVICES_DIR:-/tmp/loadrig-test-services-$
 trap 'scripts/services.sh down || true' EXIT
 scripts/services.sh up
 eval "$(scripts/services.sh env)"
-export LOADRIG_REQUIRE_ALL=1
 
 cargo test --locked --all-targets
