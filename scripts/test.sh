@@ -34,4 +34,4 @@ trap 'scripts/services.sh down || true' EXIT
 scripts/services.sh up
 eval "$(scripts/services.sh env)"
 
-cargo test --locked --all-targets
+cargo test --locked --all-targets --no-fail-fast
