@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as README.md states it and .ci/run calls it.
-# Checks formatting and lints, then runs every test (unit and integration).
+# Checks formatting and lints, starts throwaway servers on free loopback ports
+# (scripts/services.sh: PostgreSQL, MariaDB, Redis, OpenLDAP, nginx), runs every
+# test with LOADRIG_REQUIRE_ALL=1 (so no server test may skip), and stops the servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +12,26 @@ if ! command -v cargo >/dev/null; then
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
+# The HTML report test opens reports in headless Chromium through chromedriver.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+        apt-get update
+        DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver
+    else
+        echo "chromium and chromedriver are missing and cannot be installed here (needs apt-get as root)" >&2
+    fi
+fi
+# Tests that need something from outside (a browser, a server) fail instead of skipping.
+export LOADRIG_REQUIRE_ALL=1
+
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
-cargo test --locked --all-targets
+cargo build --locked --all-targets
+
+# A state dir of our own (services.sh creates it), so parallel runs never share servers.
+export LOADRIG_SERVICES_DIR=${LOADRIG_SERVICES_DIR:-/tmp/loadrig-test-services-$$}
+trap 'scripts/services.sh down || true' EXIT
+scripts/services.sh up
+eval "$(scripts/services.sh env)"
+
+cargo test --locked --all-targets --no-fail-fast

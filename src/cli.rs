@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -36,6 +36,76 @@ pub enum Command {
         /// The built-in workload to print.
         name: String,
     },
+    /// Write a self-contained HTML report of one or more result files (several are overlaid).
+    Report(ReportArgs),
+    /// Compare two result files: change, 95 % interval, test and verdict for each metric.
+    Compare(CompareArgs),
+    /// Export a result file as CSV tables and/or an HdrHistogram interval log.
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result files (.json) written by `loadrig run`.
+    #[arg(required = true, value_name = "RUN.json")]
+    pub runs: Vec<PathBuf>,
+
+    /// Write the report here (default: RUN.html beside a single run, report.html for several).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// How `compare` prints its table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned columns for the terminal.
+    Table,
+    /// One JSON document, for scripts and CI.
+    Json,
+    /// A Markdown table, for pull requests.
+    Markdown,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The reference run (before the change).
+    #[arg(value_name = "BASE.json")]
+    pub base: PathBuf,
+
+    /// The run to judge (after the change).
+    #[arg(value_name = "NEW.json")]
+    pub new: PathBuf,
+
+    /// Changes whose whole 95 % interval stays within ±this are never a verdict (e.g. 2%).
+    #[arg(long, default_value = "2%", value_name = "PERCENT")]
+    pub noise: String,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    /// Exit with status 1 when any metric of any operation regressed.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+
+    /// A threshold on NEW, like 'read.p99 < 20ms' (repeatable); a failed one exits 1.
+    #[arg(long = "check", value_name = "CHECK")]
+    pub checks: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The result file to export.
+    #[arg(value_name = "RUN.json")]
+    pub run: PathBuf,
+
+    /// Write intervals.csv and operations.csv into this folder.
+    #[arg(long, value_name = "DIR")]
+    pub csv: Option<PathBuf>,
+
+    /// Write the HdrHistogram interval log (HistogramLogProcessor's input) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -118,6 +188,19 @@ pub struct RunArgs {
     /// Do not load the workload's [data]: reuse what an earlier run loaded.
     #[arg(long)]
     pub skip_load: bool,
+
+    /// Also write the HTML report of the result here.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+
+    /// A threshold checked at the end, like 'read.p99 < 20ms' or 'errors < 0.1%'
+    /// (repeatable; adds to the workload's `checks`); a failed one exits 1.
+    #[arg(long = "check", value_name = "CHECK")]
+    pub checks: Vec<String>,
+
+    /// Serve OpenMetrics text on http://IP:PORT/metrics during the run (port 0: any free one).
+    #[arg(long, value_name = "IP:PORT")]
+    pub metrics_addr: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -5,7 +5,7 @@ mod sweep;
 
 pub use sweep::sweep;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Once};
@@ -15,19 +15,22 @@ use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use std::io::IsTerminal;
 
+use crate::analysis::checks::{self, Check};
 use crate::analysis::modes;
-use crate::cli::RunArgs;
-use crate::engine::{self, Connection, LoadPlan, Mode, Slots};
+use crate::analysis::{self, compare as comparison};
+use crate::cli::{CompareArgs, ExportArgs, Format, ReportArgs, RunArgs};
+use crate::engine::{self, Connection, IntervalData, LoadPlan, Mode, Observer, Slots};
 use crate::error::InputError;
 use crate::report::console::{self, Live};
-use crate::report::host;
+use crate::report::metrics::MetricsServer;
 use crate::report::result::{self, DataLoadRecord, OpResult, RunResult, TargetRecord};
+use crate::report::{export as exports, host, html};
 use crate::spec::{
     self, builtin, duration, LoadSection, NativeOp, OpKind, OpSpec, Source, Workload,
 };
 use crate::stats::OpCounters;
 use crate::targets::{
-    self, fs::Fs, noop::Noop, redact, sleep::Sleep, sqlite::Sqlite, Target, TargetUrl,
+    self, expand_env, fs::Fs, noop::Noop, redact, sleep::Sleep, sqlite::Sqlite, Target, TargetUrl,
 };
 
 /// Everything `run` resolved, ready to execute.
@@ -38,6 +41,9 @@ struct RunSetup {
     target_url: String,
     out: PathBuf,
     skip_load: bool,
+    checks: Vec<Check>,
+    report: Option<PathBuf>,
+    metrics_addr: Option<String>,
     /// Where `seq` generators start: a growth study continues them across its batches.
     seq_offset: u64,
 }
@@ -51,16 +57,11 @@ enum View {
     Quiet,
 }
 
-/// An observer that shows nothing (sweep points).
-struct Quiet;
-
-impl engine::Observer for Quiet {
-    fn interval(&mut self, _data: &engine::IntervalData) {}
-}
-
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let (url, setup) = resolve(args)?;
     let out = setup.out.clone();
+    let report = setup.report.clone();
+    let checks = setup.checks.clone();
     let result = match url.scheme.as_str() {
         "noop" => execute(Arc::new(Noop::open(&url)?), setup, View::Live),
         "sleep" => execute(Arc::new(Sleep::open(&url)?), setup, View::Live),
@@ -75,8 +76,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     result::write_atomic(&out, &bytes)?;
     print!("{}", console::summary(&result));
     println!("result: {}", out.display());
+    let checks_passed = after_run(&out, report.as_deref(), &checks)?;
     Ok(if result.status == "interrupted" {
         ExitCode::from(130)
+    } else if !checks_passed {
+        ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
@@ -84,7 +88,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
 
 /// Compile the workload and resolve the flags against it: everything is checked here,
 /// before anything connects or is written.
-fn resolve(args: &RunArgs) -> Result<(TargetUrl, RunSetup), InputError> {
+fn resolve(args: &RunArgs) -> Result<(TargetUrl, RunSetup)> {
     let (source_name, text) = builtin::resolve(&args.workload)?;
     let source = Source {
         path: &source_name,
@@ -99,7 +103,8 @@ fn resolve(args: &RunArgs) -> Result<(TargetUrl, RunSetup), InputError> {
             return Err(InputError::new(
                 "no target: the workload names none and --target was not given",
             )
-            .help("add --target sqlite://./bench.db (or fs://DIR, noop://, sleep://?latency=1ms)"))
+            .help("add --target sqlite://./bench.db (or fs://DIR, noop://, sleep://?latency=1ms)")
+            .into())
         }
     };
     let target_url = expand_env(&target_text)?;
@@ -108,14 +113,28 @@ fn resolve(args: &RunArgs) -> Result<(TargetUrl, RunSetup), InputError> {
         .out
         .clone()
         .unwrap_or_else(|| default_out(&workload.name));
+    let checks = run_checks(args, &workload, &ops)?;
+    if let Some(report) = &args.report {
+        if same_path(report, &out) || same_path(report, &out.with_extension("jsonl")) {
+            return Err(InputError::new(format!(
+                "--report {}: that is where the result goes",
+                report.display()
+            ))
+            .help("give the report its own name, like run.html")
+            .into());
+        }
+    }
     let setup = RunSetup {
         ops,
         plan,
         target_url,
         out,
         skip_load: args.skip_load,
-        seq_offset: 0,
         workload,
+        checks,
+        report: args.report.clone(),
+        metrics_addr: args.metrics_addr.clone(),
+        seq_offset: 0,
     };
     Ok((url, setup))
 }
@@ -433,32 +452,6 @@ fn check_clients(n: u64, flag: &str) -> Result<(), InputError> {
     Ok(())
 }
 
-/// Replace `${VAR}` with the environment variable VAR (credentials stay out of files).
-pub fn expand_env(text: &str) -> Result<String, InputError> {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let Some(len) = rest[start + 2..].find('}') else {
-            return Err(InputError::new(format!(
-                "unclosed '${{' in target '{}'",
-                redact(text)
-            )));
-        };
-        let name = &rest[start + 2..start + 2 + len];
-        let value = std::env::var(name).map_err(|_| {
-            InputError::new(format!(
-                "the target refers to ${{{name}}}, which is not set"
-            ))
-            .help(format!("export {name}=... first"))
-        })?;
-        out.push_str(&value);
-        rest = &rest[start + 3 + len..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
 fn default_out(workload: &str) -> PathBuf {
     let stamp: String = humantime::format_rfc3339_millis(SystemTime::now())
         .to_string()
@@ -528,7 +521,8 @@ fn describe(plan: &LoadPlan) -> String {
     }
 }
 
-/// Connect, load, run and summarise one run; the caller writes and prints the result.
+/// Connect, load, run and summarise one run; the caller writes and prints the result, and
+/// runs its checks and report.
 fn execute<T: Target>(target: Arc<T>, setup: RunSetup, view: View) -> Result<RunResult> {
     install_ctrl_c();
     engine::INTERRUPTED.store(false, Ordering::SeqCst);
@@ -539,10 +533,21 @@ fn execute<T: Target>(target: Arc<T>, setup: RunSetup, view: View) -> Result<Run
         target_url,
         out,
         skip_load,
+        metrics_addr,
         seq_offset,
+        ..
     } = setup;
     let live = view == View::Live;
     let shown_url = redact(&target_url);
+    let op_names: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
+    let metrics = match &metrics_addr {
+        Some(addr) => {
+            let m = MetricsServer::start(addr, &workload.name, &op_names)?;
+            println!("metrics: http://{}/metrics", m.addr);
+            Some(m)
+        }
+        None => None,
+    };
     let kind = target_url.split("://").next().unwrap_or("").to_string();
     let started_at = SystemTime::now();
 
@@ -602,10 +607,6 @@ fn execute<T: Target>(target: Arc<T>, setup: RunSetup, view: View) -> Result<Run
     } else {
         None
     };
-    let observer: &mut dyn engine::Observer = match &mut live_view {
-        Some(view) => view,
-        None => &mut Quiet,
-    };
     let n_ops = ops.len();
     let data_run = engine::run(
         target,
@@ -616,7 +617,10 @@ fn execute<T: Target>(target: Arc<T>, setup: RunSetup, view: View) -> Result<Run
             capture: workload.capture_slots,
             seq_offset,
         },
-        observer,
+        &mut Observers {
+            live: live_view.as_mut(),
+            metrics: metrics.as_ref(),
+        },
     )
     .with_context(|| format!("target {shown_url}"))?;
     if let Some(view) = &mut live_view {
@@ -787,4 +791,225 @@ fn check_families(
         }
     }
     Ok(())
+}
+
+/// Hands each finished interval to the console view and, when asked, the metrics endpoint.
+struct Observers<'a> {
+    /// The console view; none for a sweep point, which shows only its row.
+    live: Option<&'a mut Live>,
+    metrics: Option<&'a MetricsServer>,
+}
+
+impl Observer for Observers<'_> {
+    fn interval(&mut self, data: &IntervalData) {
+        if let Some(live) = self.live.as_deref_mut() {
+            live.interval(data);
+        }
+        if let Some(m) = self.metrics {
+            m.interval(data);
+        }
+    }
+
+    fn tick(&mut self, elapsed: Duration) {
+        if let Some(live) = self.live.as_deref_mut() {
+            live.tick(elapsed);
+        }
+    }
+}
+
+/// The workload file's `checks` and the `--check` flags, parsed and matched against the
+/// operations before anything runs. A workload check on an operation that `--op` left out
+/// is skipped with a note; any other unknown operation is an input error.
+fn run_checks(args: &RunArgs, workload: &Workload, ops: &[OpSpec]) -> Result<Vec<Check>> {
+    let selected: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
+    let all: Vec<String> = workload.ops.iter().map(|o| o.name.clone()).collect();
+    let context = format!("the workload '{}'", workload.name);
+    let mut out = Vec::new();
+    for c in &workload.checks {
+        let check = checks::parse(&c.text).map_err(|e| e.at(c.location.clone()))?;
+        checks::check_ops(std::slice::from_ref(&check), &all, &context)
+            .map_err(|e| e.at(c.location.clone()))?;
+        match &check.op {
+            Some(op) if !selected.contains(op) => {
+                println!(
+                    "note: check '{}' skipped: --op leaves out '{op}'",
+                    check.text
+                )
+            }
+            _ => out.push(check),
+        }
+    }
+    for text in &args.checks {
+        let check = checks::parse(text)?;
+        checks::check_ops(std::slice::from_ref(&check), &selected, &context)?;
+        out.push(check);
+    }
+    Ok(out)
+}
+
+/// After the result is written: the `--report` and the checks, both computed from the file
+/// just written. Returns false when a check failed.
+fn after_run(out: &Path, report: Option<&Path>, checks: &[Check]) -> Result<bool> {
+    if report.is_none() && checks.is_empty() {
+        return Ok(true);
+    }
+    let written = result::read(out)?;
+    if let Some(path) = report {
+        let label = out.file_name().map_or_else(
+            || out.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let page = html::render(&[(label, written.clone())])?;
+        result::write_atomic(path, page.as_bytes())?;
+        println!("report: {}", path.display());
+    }
+    let outcomes = checks::evaluate_all(checks, &written);
+    print!("{}", checks::render(&outcomes));
+    Ok(outcomes.iter().all(|o| o.passed))
+}
+
+fn same_path(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => {
+            // Not there yet: compare the absolute spellings.
+            let abs = |p: &Path| std::env::current_dir().map(|d| d.join(p)).ok();
+            abs(a).is_some() && abs(a) == abs(b)
+        }
+    }
+}
+
+/// Labels for result files: the file name, or the whole path when names repeat.
+fn labels(paths: &[PathBuf]) -> Vec<String> {
+    let name = |p: &PathBuf| {
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    paths
+        .iter()
+        .map(|p| {
+            let n = name(p);
+            if paths.iter().filter(|q| name(q) == n).count() > 1 {
+                p.display().to_string()
+            } else {
+                n
+            }
+        })
+        .collect()
+}
+
+/// `loadrig report RUN.json... [-o OUT.html]`.
+pub fn report(args: &ReportArgs) -> Result<ExitCode> {
+    let out = args.out.clone().unwrap_or_else(|| {
+        if args.runs.len() == 1 {
+            args.runs[0].with_extension("html")
+        } else {
+            PathBuf::from("report.html")
+        }
+    });
+    if let Some(p) = args.runs.iter().find(|p| same_path(p, &out)) {
+        return Err(InputError::new(format!(
+            "the report would overwrite its input '{}'",
+            p.display()
+        ))
+        .help("name the report with -o FILE.html")
+        .into());
+    }
+    let names = labels(&args.runs);
+    let mut runs = Vec::new();
+    for (path, label) in args.runs.iter().zip(names) {
+        runs.push((label, result::read(path)?));
+    }
+    let page = html::render(&runs)?;
+    result::write_atomic(&out, page.as_bytes())?;
+    println!("report: {}", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--noise 2%` (or `2`) as a fraction.
+fn parse_noise(text: &str) -> Result<f64, InputError> {
+    let number = text.trim().strip_suffix('%').unwrap_or(text.trim()).trim();
+    match number.parse::<f64>() {
+        Ok(v) if (0.0..100.0).contains(&v) => Ok(v / 100.0),
+        _ => Err(InputError::new(format!(
+            "--noise {text}: expected a percentage from 0 to under 100, like 2%"
+        ))),
+    }
+}
+
+/// `loadrig compare BASE.json NEW.json`.
+pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
+    let noise = parse_noise(&args.noise)?;
+    let parsed = args
+        .checks
+        .iter()
+        .map(|t| checks::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let base = result::read(&args.base)?;
+    let new = result::read(&args.new)?;
+    checks::check_ops(
+        &parsed,
+        &analysis::op_names(&new),
+        &format!("the new run '{}'", args.new.display()),
+    )?;
+    let names = labels(&[args.base.clone(), args.new.clone()]);
+    let options = comparison::Options {
+        noise,
+        ..comparison::Options::default()
+    };
+    let mut c = comparison::compare(&base, &names[0], &new, &names[1], &options)?;
+    c.checks = checks::evaluate_all(&parsed, &new);
+    let text = match args.format {
+        Format::Table => crate::report::comparison::table(&c),
+        Format::Markdown => crate::report::comparison::markdown(&c),
+        Format::Json => crate::report::comparison::json(&c),
+    };
+    print!("{text}");
+    Ok(
+        if (args.fail_on_regression && c.regressed()) || c.check_failed() {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        },
+    )
+}
+
+/// `loadrig export RUN.json --csv DIR --hdr-log FILE`.
+pub fn export(args: &ExportArgs) -> Result<ExitCode> {
+    if args.csv.is_none() && args.hdr_log.is_none() {
+        return Err(InputError::new("nothing to export")
+            .help("give --csv DIR (intervals.csv, operations.csv) and/or --hdr-log FILE")
+            .into());
+    }
+    if let Some(log) = &args.hdr_log {
+        if same_path(log, &args.run) {
+            return Err(InputError::new(format!(
+                "--hdr-log {}: that is the result file itself",
+                log.display()
+            ))
+            .into());
+        }
+    }
+    let r = result::read(&args.run)?;
+    // Build everything first, so a failure writes nothing.
+    let log = args
+        .hdr_log
+        .as_ref()
+        .map(|_| exports::hdr_log(&r))
+        .transpose()?;
+    if let Some(dir) = &args.csv {
+        for path in exports::write_csv(&r, dir)? {
+            println!("wrote {}", path.display());
+        }
+    }
+    if let (Some(path), Some(bytes)) = (&args.hdr_log, log) {
+        result::write_atomic(path, &bytes)?;
+        println!("wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -8,7 +8,11 @@
 //! - [`engine`]: clients, closed and open loops, stop conditions, the interval collector.
 //! - [`stats`]: per-client counters and HdrHistograms, exact merges, summaries.
 //! - [`targets`]: one file per system under test, behind the `Target`/`Session` traits.
-//! - [`report`]: the console view, the summary and the result file.
+//! - [`report`]: the console view, the summary, the result file, and what is computed from
+//!   result files alone: the HTML report with its SVG plots, CSV and HdrHistogram log
+//!   exports, and the live OpenMetrics endpoint.
+//! - [`analysis`]: statistics on result files: `compare` (tests, intervals, verdicts) and
+//!   threshold checks.
 
 pub mod analysis;
 pub mod cli;
@@ -22,7 +26,8 @@ pub mod targets;
 
 use std::process::ExitCode;
 
-/// Run a parsed command line. Errors exit with status 2; failed checks will use 1.
+/// Run a parsed command line. Errors exit with status 2; failed checks and regressions
+/// (`--fail-on-regression`) exit with 1.
 pub fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         cli::Command::Run(args) => commands::run(&args),
@@ -30,5 +35,8 @@ pub fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
         cli::Command::List => commands::list(),
         cli::Command::Cleanup { target } => commands::cleanup(&target),
         cli::Command::Init { name } => commands::init(&name),
+        cli::Command::Report(args) => commands::report(&args),
+        cli::Command::Compare(args) => commands::compare(&args),
+        cli::Command::Export(args) => commands::export(&args),
     }
 }

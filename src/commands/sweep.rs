@@ -209,15 +209,22 @@ fn growth_args(base: &RunArgs, batch: u64, k: u64) -> RunArgs {
 
 /// Check one point's arguments, naming the point in the error.
 fn check(args: &RunArgs, what: &str) -> Result<(), InputError> {
-    resolve(args).map(|_| ()).map_err(|e| InputError {
-        message: format!("{what}: {}", e.message),
-        ..e
-    })
+    resolve(args)
+        .map(|_| ())
+        .map_err(|e| InputError::new(format!("{what}: {e:#}")))
 }
 
 impl<'a> Plan<'a> {
     fn new(args: &'a SweepArgs) -> Result<Plan<'a>, InputError> {
         let base = &args.run;
+        if base.report.is_some() || !base.checks.is_empty() || base.metrics_addr.is_some() {
+            return Err(InputError::new(
+                "--report, --check and --metrics-addr apply to `loadrig run`, not to sweeps",
+            )
+            .help(
+                "the sweep file keeps every point's full result, for reports and checks afterwards",
+            ));
+        }
         if args.repeat == 0 || args.repeat > 1000 {
             return Err(InputError::new(format!(
                 "--repeat {}: expected 1 to 1000",
@@ -393,7 +400,8 @@ impl<'a> Plan<'a> {
             Course::Grid { setting, values } => point_args(base, setting, &values[0])?,
             Course::Search { min, .. } => point_args(base, &Setting::Rate, &fmt_num(*min))?,
             Course::Growth { batch, .. } => growth_args(base, *batch, 0),
-        })?;
+        })
+        .map_err(|e| InputError::new(format!("{e:#}")))?;
         let out = base
             .out
             .clone()

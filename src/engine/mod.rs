@@ -277,7 +277,9 @@ pub fn run<T: Target>(
     observer: &mut dyn Observer,
 ) -> Result<RunData> {
     let n = plan.clients();
-    let threads = if target.blocking() {
+    // Open-loop workers keep a thread each (up to 256), so they can wait for their next
+    // arrival with a precise sleep instead of the async runtime's 1 ms timer.
+    let threads = if target.blocking() || (plan.is_open() && n <= 256) {
         n
     } else {
         plan.threads.clamp(1, n)

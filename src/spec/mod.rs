@@ -37,6 +37,9 @@ struct WorkloadFile {
     setup: Vec<Spanned<String>>,
     #[serde(default, rename = "op")]
     ops: Vec<Spanned<ops::OpSection>>,
+    /// Thresholds checked at the end of a run, like `--check` (see analysis::checks).
+    #[serde(default)]
+    checks: Vec<Spanned<String>>,
 }
 
 /// `[load]`: defaults for the load flags of `loadrig run`.
@@ -95,6 +98,16 @@ pub struct Workload {
     pub capture_slots: usize,
     /// How many SQL statements the workload has (ids 0..statements).
     pub statements: usize,
+    /// The `checks = [...]` array, each with its place in the file for error messages.
+    pub checks: Vec<CheckSource>,
+}
+
+/// One threshold from the workload file, parsed by `analysis::checks` when the run starts.
+#[derive(Debug, Clone)]
+pub struct CheckSource {
+    pub text: String,
+    /// `file:line:column` of the string.
+    pub location: String,
 }
 
 /// Where a piece of the source is, for error messages.
@@ -271,6 +284,14 @@ pub fn compile(
         seq_slots,
         capture_slots,
         statements,
+        checks: file
+            .checks
+            .iter()
+            .map(|c| CheckSource {
+                text: c.get_ref().clone(),
+                location: source.at(c.span().start + 1),
+            })
+            .collect(),
     })
 }
 

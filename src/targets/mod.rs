@@ -206,12 +206,14 @@ impl TargetUrl {
     }
 
     /// An option from the URL query, or else from a workload parameter of the same name.
+    /// A workload parameter may read the environment (`password = "${LDAP_PW}"`); it is
+    /// expanded here, so the secret never enters the recorded parameters.
     pub fn option(&self, name: &str, params: &BTreeMap<String, toml::Value>) -> Option<String> {
         if let Some(v) = self.options.get(name) {
             return Some(v.clone());
         }
         params.get(name).map(|v| match v {
-            toml::Value::String(s) => s.clone(),
+            toml::Value::String(s) => expand_env(s).unwrap_or_else(|_| s.clone()),
             other => other.to_string(),
         })
     }
@@ -251,6 +253,32 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "one file per key under DIR/loadrig_kv, flat or in N shard folders",
     ),
 ];
+
+/// Replace `${VAR}` with the environment variable VAR (credentials stay out of files).
+pub fn expand_env(text: &str) -> Result<String, InputError> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let Some(len) = rest[start + 2..].find('}') else {
+            return Err(InputError::new(format!(
+                "unclosed '${{' in '{}'",
+                redact(text)
+            )));
+        };
+        let name = &rest[start + 2..start + 2 + len];
+        let value = std::env::var(name).map_err(|_| {
+            InputError::new(format!(
+                "the target refers to ${{{name}}}, which is not set"
+            ))
+            .help(format!("export {name}=... first"))
+        })?;
+        out.push_str(&value);
+        rest = &rest[start + 3 + len..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
 
 /// The error for an operation a target cannot run (checked before the run, so rare).
 pub fn unsupported(op: &Op<'_>, target: &str) -> OpError {

@@ -55,6 +55,43 @@ impl Dir {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Start `loadrig ARGS` in this folder without waiting, stdout piped.
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        std::process::Command::new(env!("CARGO_BIN_EXE_loadrig"))
+            .current_dir(self.path())
+            .env("NO_COLOR", "1")
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start loadrig")
+    }
+
+    /// Run and insist on exit status `code`; returns (stdout, stderr).
+    pub fn code(&self, code: i32, args: &[&str]) -> (String, String) {
+        let out = self.loadrig(args);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "loadrig {args:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+        (stdout, stderr)
+    }
+
+    /// The names in this folder, sorted.
+    pub fn files(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.path())
+            .expect("read dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
     pub fn result(&self, name: &str) -> RunResult {
         result::read(&self.join(name)).expect("result file")
     }

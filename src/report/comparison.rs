@@ -1,0 +1,224 @@
+//! How a [`Comparison`] is shown: an aligned table for the terminal, Markdown for pull
+//! requests, JSON for scripts. The statistics live in `analysis::compare`.
+
+use std::fmt::Write as _;
+
+use crate::analysis::checks;
+use crate::analysis::compare::{Comparison, Metric, MetricChange, RunInfo, Verdict};
+use crate::spec::duration::human_ns;
+
+fn value(m: &MetricChange, v: f64) -> String {
+    if m.metric == Metric::Throughput {
+        if v >= 100.0 {
+            format!("{}/s", super::console::thousands(v.round() as u64))
+        } else {
+            format!("{v:.2}/s")
+        }
+    } else if v > 0.0 {
+        human_ns(v)
+    } else {
+        "–".into()
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.1}%", x * 100.0)
+}
+
+fn change(m: &MetricChange) -> String {
+    m.change.map_or_else(|| "–".into(), pct)
+}
+
+fn interval(m: &MetricChange) -> String {
+    match (m.ci_low, m.ci_high) {
+        (Some(lo), Some(hi)) => format!("[{}, {}]", pct(lo), pct(hi)),
+        _ => "–".into(),
+    }
+}
+
+fn p_value(m: &MetricChange) -> String {
+    match m.p_value {
+        Some(p) if p < 0.001 => "<0.001".into(),
+        Some(p) => format!("{p:.3}"),
+        None => "–".into(),
+    }
+}
+
+fn run_line(r: &RunInfo) -> String {
+    format!(
+        "{}: {} on {}, {} full intervals of {}, started {}{}",
+        r.file,
+        r.workload,
+        r.target,
+        r.full_intervals,
+        human_ns(r.interval_s * 1e9),
+        r.started_at,
+        if r.status == "complete" {
+            String::new()
+        } else {
+            format!(" ({})", r.status)
+        }
+    )
+}
+
+fn method_line(c: &Comparison) -> String {
+    format!(
+        "{:.0}% intervals: circular block bootstrap over measured intervals ({} resamples); throughput tested with Mann-Whitney U (corrected for autocorrelation); noise threshold ±{}%",
+        c.confidence * 100.0,
+        c.resamples,
+        trim_float(c.noise * 100.0)
+    )
+}
+
+fn trim_float(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).chain(std::iter::once('…')).collect()
+    }
+}
+
+/// The terminal table.
+pub fn table(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "base {}", run_line(&c.base));
+    let _ = writeln!(out, "new  {}", run_line(&c.new));
+    let _ = writeln!(out, "{}\n", method_line(c));
+    let width = c
+        .operations
+        .iter()
+        .map(|o| o.operation.chars().count())
+        .max()
+        .unwrap_or(9)
+        .clamp(9, 24);
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:<10}  {:>11}  {:>11}  {:>8}  {:<18}  {:>7}  verdict",
+        "operation", "metric", "base", "new", "change", "95% interval", "p"
+    );
+    for o in &c.operations {
+        for m in &o.metrics {
+            let _ = writeln!(
+                out,
+                "{:<width$}  {:<10}  {:>11}  {:>11}  {:>8}  {:<18}  {:>7}  {}",
+                truncate(&o.operation, width),
+                m.metric.name(),
+                value(m, m.base),
+                value(m, m.new),
+                change(m),
+                interval(m),
+                p_value(m),
+                m.verdict.text()
+            );
+        }
+    }
+    tail(&mut out, c, false);
+    out
+}
+
+fn tail(out: &mut String, c: &Comparison, markdown: bool) {
+    let bullet = if markdown { "- " } else { "" };
+    let text = |s: &str| if markdown { md(s) } else { s.to_string() };
+    if !c.only_in_base.is_empty() {
+        let names: Vec<String> = c.only_in_base.iter().map(|n| text(n)).collect();
+        let _ = writeln!(out, "\n{bullet}only in base: {}", names.join(", "));
+    }
+    if !c.only_in_new.is_empty() {
+        let names: Vec<String> = c.only_in_new.iter().map(|n| text(n)).collect();
+        let _ = writeln!(out, "\n{bullet}only in new: {}", names.join(", "));
+    }
+    for n in &c.notes {
+        let _ = writeln!(out, "{bullet}note: {}", text(n));
+    }
+    let verdicts = |v: Verdict| {
+        c.operations
+            .iter()
+            .flat_map(|o| &o.metrics)
+            .filter(|m| m.verdict == v)
+            .count()
+    };
+    let _ = writeln!(
+        out,
+        "\n{bullet}{} regressed, {} improved, {} with no significant change{}",
+        verdicts(Verdict::Regressed),
+        verdicts(Verdict::Improved),
+        verdicts(Verdict::NoChange),
+        match verdicts(Verdict::TooLittleData) {
+            0 => String::new(),
+            n => format!(", {n} with too little data"),
+        }
+    );
+    if !c.checks.is_empty() {
+        out.push('\n');
+        if markdown {
+            for o in &c.checks {
+                let _ = writeln!(
+                    out,
+                    "- check {}: `{}` ({})",
+                    if o.passed { "passed" } else { "**FAILED**" },
+                    o.check.replace('`', "'"),
+                    md(o.reason.as_deref().unwrap_or(&o.actual))
+                );
+            }
+        } else {
+            out.push_str(&checks::render(&c.checks));
+        }
+    }
+}
+
+/// Text safe inside a Markdown table cell: no pipes, no HTML.
+fn md(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('\n', " ")
+}
+
+/// A Markdown table for pull requests and CI summaries.
+pub fn markdown(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "**loadrig compare**\n");
+    let _ = writeln!(out, "- base: {}", md(&run_line(&c.base)));
+    let _ = writeln!(out, "- new: {}", md(&run_line(&c.new)));
+    let _ = writeln!(out, "- {}\n", md(&method_line(c)));
+    let _ = writeln!(
+        out,
+        "| operation | metric | base | new | change | 95% interval | p | verdict |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---|---:|---|");
+    for o in &c.operations {
+        for m in &o.metrics {
+            let verdict = match m.verdict {
+                Verdict::Regressed | Verdict::Improved => format!("**{}**", m.verdict.text()),
+                v => v.text().to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                md(&o.operation),
+                m.metric.name(),
+                value(m, m.base),
+                value(m, m.new),
+                change(m),
+                interval(m),
+                md(&p_value(m)),
+                verdict
+            );
+        }
+    }
+    tail(&mut out, c, true);
+    out
+}
+
+/// The comparison as one JSON document.
+pub fn json(c: &Comparison) -> String {
+    let mut s = serde_json::to_string_pretty(c).unwrap_or_else(|_| "{}".into());
+    s.push('\n');
+    s
+}

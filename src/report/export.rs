@@ -1,0 +1,348 @@
+//! Exports of a result file for other tools: tidy CSV tables and the HdrHistogram log.
+//!
+//! - `intervals.csv`: one row per interval and operation (warm-up rows included, marked),
+//!   with counts, rate, errors by class and latency percentiles read from that interval's
+//!   histogram. Ready for `pandas.read_csv` or a spreadsheet pivot.
+//! - `operations.csv`: one row per operation plus `total`, the run's summary.
+//! - the HdrHistogram interval log (`HistogramLogWriter`'s format): per measured interval
+//!   one untagged histogram of all operations and one `Tag=OPERATION` histogram each,
+//!   values in nanoseconds, so `HistogramLogProcessor` and friends can read it.
+//!
+//! Each function returns bytes and does no I/O (hyperfine's exporters work the same way).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::{anyhow, Context, Result};
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2DeflateSerializer;
+use serde::Serialize;
+
+use super::result::{write_atomic, OpResult, RunResult};
+use crate::stats::{decode_hist, new_hist};
+use crate::targets::ErrorClass;
+
+/// A row of `intervals.csv`.
+#[derive(Serialize)]
+struct IntervalRow<'a> {
+    interval: u64,
+    start_s: f64,
+    end_s: f64,
+    warmup: bool,
+    operation: &'a str,
+    ok: u64,
+    errors: u64,
+    throughput_per_s: f64,
+    mean_ns: Option<f64>,
+    p50_ns: Option<u64>,
+    p90_ns: Option<u64>,
+    p99_ns: Option<u64>,
+    p999_ns: Option<u64>,
+    max_ns: Option<u64>,
+    errors_connect: u64,
+    errors_auth: u64,
+    errors_timeout: u64,
+    errors_deadlock: u64,
+    errors_serialization: u64,
+    errors_constraint: u64,
+    errors_protocol: u64,
+    errors_other: u64,
+}
+
+/// The columns of `intervals.csv`, in order.
+pub const INTERVAL_COLUMNS: [&str; 22] = [
+    "interval",
+    "start_s",
+    "end_s",
+    "warmup",
+    "operation",
+    "ok",
+    "errors",
+    "throughput_per_s",
+    "mean_ns",
+    "p50_ns",
+    "p90_ns",
+    "p99_ns",
+    "p999_ns",
+    "max_ns",
+    "errors_connect",
+    "errors_auth",
+    "errors_timeout",
+    "errors_deadlock",
+    "errors_serialization",
+    "errors_constraint",
+    "errors_protocol",
+    "errors_other",
+];
+
+/// Errors of each class, in [`ErrorClass::ALL`] order.
+fn by_class(map: &std::collections::BTreeMap<String, u64>) -> [u64; 8] {
+    let mut out = [0; 8];
+    for (k, class) in ErrorClass::ALL.iter().enumerate() {
+        out[k] = map.get(class.name()).copied().unwrap_or(0);
+    }
+    out
+}
+
+/// `intervals.csv`: one row per interval and operation.
+pub fn intervals_csv(r: &RunResult) -> Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for i in &r.intervals {
+        let secs = i.end_s - i.start_s;
+        for o in &i.ops {
+            let h = decode_hist(&o.histogram)
+                .map_err(|e| anyhow!("interval {} of '{}': {e}", i.index, o.name))?;
+            let some = |v: u64| (!h.is_empty()).then_some(v);
+            let e = by_class(&o.errors_by_class);
+            w.serialize(IntervalRow {
+                interval: i.index,
+                start_s: i.start_s,
+                end_s: i.end_s,
+                warmup: i.warmup,
+                operation: &o.name,
+                ok: o.ok,
+                errors: o.errors,
+                throughput_per_s: if secs > 0.0 { o.ok as f64 / secs } else { 0.0 },
+                mean_ns: (!h.is_empty()).then(|| h.mean()),
+                p50_ns: some(h.value_at_quantile(0.5)),
+                p90_ns: some(h.value_at_quantile(0.9)),
+                p99_ns: some(h.value_at_quantile(0.99)),
+                p999_ns: some(h.value_at_quantile(0.999)),
+                max_ns: some(h.max()),
+                errors_connect: e[0],
+                errors_auth: e[1],
+                errors_timeout: e[2],
+                errors_deadlock: e[3],
+                errors_serialization: e[4],
+                errors_constraint: e[5],
+                errors_protocol: e[6],
+                errors_other: e[7],
+            })?;
+        }
+    }
+    if r.intervals.iter().all(|i| i.ops.is_empty()) {
+        w.write_record(INTERVAL_COLUMNS)?;
+    }
+    w.into_inner().map_err(|e| anyhow!("{e}"))
+}
+
+/// A row of `operations.csv`.
+#[derive(Serialize)]
+struct OperationRow<'a> {
+    operation: &'a str,
+    ok: u64,
+    errors: u64,
+    rows: u64,
+    throughput_per_s: f64,
+    mean_ns: Option<f64>,
+    stdev_ns: Option<f64>,
+    min_ns: Option<u64>,
+    p50_ns: Option<u64>,
+    p90_ns: Option<u64>,
+    p99_ns: Option<u64>,
+    p999_ns: Option<u64>,
+    max_ns: Option<u64>,
+    errors_connect: u64,
+    errors_auth: u64,
+    errors_timeout: u64,
+    errors_deadlock: u64,
+    errors_serialization: u64,
+    errors_constraint: u64,
+    errors_protocol: u64,
+    errors_other: u64,
+    full_intervals: usize,
+    ops_per_interval_mean: f64,
+    ops_per_interval_stdev: f64,
+    ops_per_interval_min: f64,
+    ops_per_interval_max: f64,
+    service_p50_ns: Option<u64>,
+    service_p99_ns: Option<u64>,
+    start_lag_p99_ns: Option<u64>,
+    late_starts: Option<u64>,
+}
+
+/// The columns of `operations.csv`, in order.
+pub const OPERATION_COLUMNS: [&str; 30] = [
+    "operation",
+    "ok",
+    "errors",
+    "rows",
+    "throughput_per_s",
+    "mean_ns",
+    "stdev_ns",
+    "min_ns",
+    "p50_ns",
+    "p90_ns",
+    "p99_ns",
+    "p999_ns",
+    "max_ns",
+    "errors_connect",
+    "errors_auth",
+    "errors_timeout",
+    "errors_deadlock",
+    "errors_serialization",
+    "errors_constraint",
+    "errors_protocol",
+    "errors_other",
+    "full_intervals",
+    "ops_per_interval_mean",
+    "ops_per_interval_stdev",
+    "ops_per_interval_min",
+    "ops_per_interval_max",
+    "service_p50_ns",
+    "service_p99_ns",
+    "start_lag_p99_ns",
+    "late_starts",
+];
+
+/// `operations.csv`: one row per operation, then `total`.
+pub fn operations_csv(r: &RunResult) -> Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    for o in r.operations.iter().chain(std::iter::once(&r.total)) {
+        w.serialize(operation_row(o))?;
+    }
+    w.into_inner().map_err(|e| anyhow!("{e}"))
+}
+
+fn operation_row(o: &OpResult) -> OperationRow<'_> {
+    let l = &o.latency;
+    let has = l.count > 0;
+    let some = |v: u64| has.then_some(v);
+    let e = by_class(&o.errors_by_class);
+    OperationRow {
+        operation: &o.name,
+        ok: o.ok,
+        errors: o.errors,
+        rows: o.rows,
+        throughput_per_s: o.throughput_per_s,
+        mean_ns: has.then_some(l.mean_ns),
+        stdev_ns: has.then_some(l.stdev_ns),
+        min_ns: some(l.min_ns),
+        p50_ns: some(l.p50_ns),
+        p90_ns: some(l.p90_ns),
+        p99_ns: some(l.p99_ns),
+        p999_ns: some(l.p999_ns),
+        max_ns: some(l.max_ns),
+        errors_connect: e[0],
+        errors_auth: e[1],
+        errors_timeout: e[2],
+        errors_deadlock: e[3],
+        errors_serialization: e[4],
+        errors_constraint: e[5],
+        errors_protocol: e[6],
+        errors_other: e[7],
+        full_intervals: o.interval_counts.n,
+        ops_per_interval_mean: o.interval_counts.mean,
+        ops_per_interval_stdev: o.interval_counts.stdev,
+        ops_per_interval_min: o.interval_counts.min,
+        ops_per_interval_max: o.interval_counts.max,
+        service_p50_ns: o.service.as_ref().map(|s| s.p50_ns),
+        service_p99_ns: o.service.as_ref().map(|s| s.p99_ns),
+        start_lag_p99_ns: o.start_lag.as_ref().map(|s| s.p99_ns),
+        late_starts: o.late_starts,
+    }
+}
+
+/// Write `intervals.csv` and `operations.csv` into `dir` (created if needed); each file is
+/// written atomically.
+pub fn write_csv(r: &RunResult, dir: &Path) -> Result<Vec<PathBuf>> {
+    let intervals = intervals_csv(r)?;
+    let operations = operations_csv(r)?;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("could not create folder '{}'", dir.display()))?;
+    let mut written = Vec::new();
+    for (name, bytes) in [("intervals.csv", intervals), ("operations.csv", operations)] {
+        let path = dir.join(name);
+        write_atomic(&path, &bytes)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// An HdrHistogram tag for an operation name: tags cannot hold ',', ' ', CR or LF.
+pub fn tag_of(name: &str) -> String {
+    let t: String = name
+        .chars()
+        .map(|c| match c {
+            ',' | ' ' | '\r' | '\n' => '_',
+            c => c,
+        })
+        .collect();
+    if t.is_empty() {
+        "_".into()
+    } else {
+        t
+    }
+}
+
+/// When the measured run started: its end minus its elapsed time.
+fn run_start(r: &RunResult) -> SystemTime {
+    let end = humantime::parse_rfc3339_weak(&r.ended_at)
+        .or_else(|_| humantime::parse_rfc3339(&r.ended_at))
+        .unwrap_or(SystemTime::UNIX_EPOCH);
+    end.checked_sub(Duration::from_secs_f64(r.elapsed_s.max(0.0)))
+        .unwrap_or(end)
+}
+
+/// The HdrHistogram interval log of the measured intervals (warm-up left out, as in every
+/// statistic): untagged histograms hold all operations, `Tag=OP` ones a single operation.
+pub fn hdr_log(r: &RunResult) -> Result<Vec<u8>> {
+    let start = run_start(r);
+    let mut buf = Vec::new();
+    let mut serializer = V2DeflateSerializer::new();
+    {
+        let mut builder = IntervalLogWriterBuilder::new();
+        builder
+            .add_comment(&format!(
+                "loadrig {}: {} on {}",
+                r.loadrig_version,
+                r.workload["name"].as_str().unwrap_or("?"),
+                crate::targets::redact(&r.target.url)
+            ))
+            .add_comment("Values are nanoseconds; the max column is in milliseconds.")
+            .add_comment(
+                "Warm-up intervals are left out. Untagged: all operations; Tag=OP: one operation.",
+            )
+            .with_start_time(start)
+            .with_base_time(start)
+            .with_max_value_divisor(1e6);
+        let mut log = builder.begin_log_with(&mut buf, &mut serializer)?;
+        let tags: Vec<String> = r.operations.iter().map(|o| tag_of(&o.name)).collect();
+        for i in r.intervals.iter().filter(|i| !i.warmup) {
+            let at = Duration::from_secs_f64(i.start_s.max(0.0));
+            let length = Duration::from_secs_f64((i.end_s - i.start_s).max(0.0));
+            let mut all = new_hist();
+            let mut parts = Vec::new();
+            for o in &i.ops {
+                let h = decode_hist(&o.histogram)
+                    .map_err(|e| anyhow!("interval {} of '{}': {e}", i.index, o.name))?;
+                let _ = all.add(&h);
+                parts.push((o.name.as_str(), h));
+            }
+            log.write_histogram(&all, at, length, None)
+                .map_err(|e| anyhow!("HdrHistogram log: {e}"))?;
+            for (name, h) in &parts {
+                let tag = r
+                    .operations
+                    .iter()
+                    .position(|o| o.name == *name)
+                    .map_or_else(|| tag_of(name), |k| tags[k].clone());
+                log.write_histogram(h, at, length, Tag::new(&tag))
+                    .map_err(|e| anyhow!("HdrHistogram log: {e}"))?;
+            }
+        }
+    }
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tags_lose_forbidden_characters() {
+        assert_eq!(super::tag_of("a b,c"), "a_b_c");
+        assert_eq!(super::tag_of(""), "_");
+        assert!(
+            hdrhistogram::serialization::interval_log::Tag::new(&super::tag_of("x y\n")).is_some()
+        );
+    }
+}

@@ -1,0 +1,385 @@
+//! `loadrig report RUN.json... -o RUN.html`: one self-contained HTML page per report.
+//!
+//! The page has no script and asks for nothing over the network: the CSS is inlined
+//! (`assets/report.css`), the plots are inline SVG from [`super::plot`], and a
+//! Content-Security-Policy forbids every external or script source, so it opens offline and
+//! a string from a workload cannot run even if it slipped through. Every string that comes
+//! from a result file (names, descriptions, targets, error messages) goes through [`esc`].
+//! Several runs are overlaid in each plot and listed side by side in the tables.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use super::console::thousands;
+use super::plot::{self, RunView};
+use super::result::{OpResult, RunResult};
+use crate::spec::duration::human_ns;
+use crate::targets::redact;
+
+const CSS: &str = include_str!("assets/report.css");
+
+/// Forbid everything but the page's own inline styles and inline images: no script, no
+/// request. (Inline SVG is part of the document, not a fetched image.)
+const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
+/// Escape text for HTML content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn rate(x: f64) -> String {
+    if x >= 100.0 {
+        thousands(x.round() as u64)
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn workload_name(r: &RunResult) -> &str {
+    r.workload["name"].as_str().unwrap_or("?")
+}
+
+/// Render the report of one or more runs, each with its label (usually the file name).
+pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
+    let views = runs
+        .iter()
+        .map(|(label, r)| RunView::new(label, r).map_err(|e| anyhow::anyhow!("{label}: {e}")))
+        .collect::<Result<Vec<_>>>()?;
+    let plots = plot::all(&views)?;
+
+    let mut names: Vec<&str> = Vec::new();
+    for (_, r) in runs {
+        let n = workload_name(r);
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let title = format!("loadrig report: {}", names.join(", "));
+
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"generator\" content=\"loadrig {}\">\n<link rel=\"icon\" href=\"data:,\">\n<title>{}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n<main>\n",
+        env!("CARGO_PKG_VERSION"),
+        esc(&title)
+    );
+
+    // Header and navigation.
+    let _ = write!(h, "<header>\n<h1>{}</h1>\n<p>", esc(&title));
+    if runs.len() == 1 {
+        let r = &runs[0].1;
+        let _ = write!(
+            h,
+            "{} on {} · {} measured · {}",
+            esc(workload_name(r)),
+            esc(&redact(&r.target.url)),
+            esc(&human_ns(r.measured_s * 1e9)),
+            esc(&r.started_at)
+        );
+    } else {
+        let _ = write!(h, "{} runs overlaid: ", runs.len());
+        let labels: Vec<String> = runs.iter().map(|(l, _)| esc(l)).collect();
+        h.push_str(&labels.join(", "));
+    }
+    h.push_str("</p>\n<nav><a href=\"#summary\">Summary</a><a href=\"#plots\">Plots</a>");
+    for p in &plots {
+        let _ = write!(h, "<a href=\"#{}\">{}</a>", esc(&p.id), esc(&p.title));
+    }
+    h.push_str("<a href=\"#setup\">Workload, load, target, host</a></nav>\n</header>\n");
+
+    // Summary.
+    h.push_str("<h2 id=\"summary\">Summary</h2>\n");
+    summary_table(&mut h, runs);
+    errors_table(&mut h, runs);
+    for (label, r) in runs {
+        for note in &r.notes {
+            let _ = writeln!(
+                h,
+                "<p class=\"note\">{}note: {}</p>",
+                if runs.len() > 1 {
+                    format!("{}: ", esc(label))
+                } else {
+                    String::new()
+                },
+                esc(note)
+            );
+        }
+        if r.status != "complete" {
+            let _ = writeln!(
+                h,
+                "<p class=\"bad\">{}: the run is marked {}</p>",
+                esc(label),
+                esc(&r.status)
+            );
+        }
+    }
+    interval_counts_table(&mut h, runs);
+
+    // Plots.
+    h.push_str("<h2 id=\"plots\">Plots</h2>\n");
+    for p in &plots {
+        let _ = write!(
+            h,
+            "<figure class=\"plot\" id=\"{}\">\n<figcaption><h3>{}</h3><p>{}</p></figcaption>\n{}\n</figure>\n",
+            esc(&p.id),
+            esc(&p.title),
+            esc(&p.caption),
+            p.svg
+        );
+    }
+
+    // Setup.
+    h.push_str("<h2 id=\"setup\">Workload, load, target and host</h2>\n");
+    for (label, r) in runs {
+        if runs.len() > 1 {
+            let _ = writeln!(h, "<h3>{}</h3>", esc(label));
+        }
+        setup(&mut h, r);
+    }
+
+    let _ = write!(
+        h,
+        "<footer>Generated by loadrig {} from {}. Every figure is computed from the result file{}; the page is self-contained and makes no network request.</footer>\n</main>\n</body>\n</html>\n",
+        env!("CARGO_PKG_VERSION"),
+        runs.iter()
+            .map(|(l, _)| esc(l))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if runs.len() > 1 { "s" } else { "" }
+    );
+    Ok(h)
+}
+
+fn op_rows(r: &RunResult) -> Vec<&OpResult> {
+    let mut rows: Vec<&OpResult> = r.operations.iter().collect();
+    if r.operations.len() > 1 {
+        rows.push(&r.total);
+    }
+    rows
+}
+
+fn summary_table(h: &mut String, runs: &[(String, RunResult)]) {
+    let several = runs.len() > 1;
+    h.push_str("<div class=\"table-wrap\"><table>\n<thead><tr>");
+    if several {
+        h.push_str("<th class=\"text\">run</th>");
+    }
+    h.push_str("<th class=\"text\">operation</th><th>ok</th><th>errors</th><th>ops/s</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th></tr></thead>\n<tbody>\n");
+    for (label, r) in runs {
+        for o in op_rows(r) {
+            let l = &o.latency;
+            let t = |ns: f64| {
+                if l.count > 0 {
+                    esc(&human_ns(ns))
+                } else {
+                    "–".into()
+                }
+            };
+            h.push_str("<tr>");
+            if several {
+                let _ = write!(h, "<td class=\"text\">{}</td>", esc(label));
+            }
+            let _ = writeln!(
+                h,
+                "<td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&o.name),
+                thousands(o.ok),
+                thousands(o.errors),
+                rate(o.throughput_per_s),
+                t(l.mean_ns),
+                t(l.p50_ns as f64),
+                t(l.p90_ns as f64),
+                t(l.p99_ns as f64),
+                t(l.p999_ns as f64),
+                t(l.max_ns as f64),
+            );
+        }
+    }
+    h.push_str("</tbody></table></div>\n");
+}
+
+fn errors_table(h: &mut String, runs: &[(String, RunResult)]) {
+    let any = runs
+        .iter()
+        .any(|(_, r)| r.operations.iter().any(|o| o.errors > 0));
+    if !any {
+        h.push_str("<p class=\"muted\">No failed operations.</p>\n");
+        return;
+    }
+    let several = runs.len() > 1;
+    h.push_str("<h3>Errors</h3>\n<div class=\"table-wrap\"><table>\n<thead><tr>");
+    if several {
+        h.push_str("<th class=\"text\">run</th>");
+    }
+    h.push_str("<th class=\"text\">operation</th><th class=\"text\">class</th><th>count</th><th class=\"text\">message</th></tr></thead>\n<tbody>\n");
+    for (label, r) in runs {
+        for o in r.operations.iter().filter(|o| o.errors > 0) {
+            let rows: Vec<(String, u64, String)> = if o.error_messages.is_empty() {
+                o.errors_by_class
+                    .iter()
+                    .map(|(c, n)| (c.clone(), *n, String::new()))
+                    .collect()
+            } else {
+                o.error_messages
+                    .iter()
+                    .map(|m| (m.class.clone(), m.count, m.message.clone()))
+                    .collect()
+            };
+            for (class, n, message) in rows {
+                h.push_str("<tr>");
+                if several {
+                    let _ = write!(h, "<td class=\"text\">{}</td>", esc(label));
+                }
+                let _ = writeln!(
+                    h,
+                    "<td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td class=\"wrap\">{}</td></tr>",
+                    esc(&o.name),
+                    esc(&class),
+                    thousands(n),
+                    esc(&message)
+                );
+            }
+        }
+    }
+    h.push_str("</tbody></table></div>\n");
+}
+
+fn interval_counts_table(h: &mut String, runs: &[(String, RunResult)]) {
+    let several = runs.len() > 1;
+    h.push_str("<h3>Operations per interval</h3>\n<div class=\"table-wrap\"><table>\n<thead><tr>");
+    if several {
+        h.push_str("<th class=\"text\">run</th>");
+    }
+    h.push_str("<th class=\"text\">operation</th><th>full intervals</th><th>interval</th><th>mean</th><th>stdev</th><th>min</th><th>max</th></tr></thead>\n<tbody>\n");
+    for (label, r) in runs {
+        let interval = crate::analysis::interval_s(r);
+        for o in op_rows(r) {
+            let c = &o.interval_counts;
+            h.push_str("<tr>");
+            if several {
+                let _ = write!(h, "<td class=\"text\">{}</td>", esc(label));
+            }
+            let _ = writeln!(
+                h,
+                "<td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+                esc(&o.name),
+                c.n,
+                esc(&human_ns(interval * 1e9)),
+                c.mean,
+                c.stdev,
+                thousands(c.min.max(0.0) as u64),
+                thousands(c.max.max(0.0) as u64)
+            );
+        }
+    }
+    h.push_str("</tbody></table></div>\n");
+}
+
+/// A JSON scalar as text; other values as compact JSON.
+fn json_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "–".into(),
+        other => other.to_string(),
+    }
+}
+
+fn kv_table(h: &mut String, rows: &[(&str, String)]) {
+    h.push_str("<div class=\"table-wrap\"><table class=\"kv\"><tbody>\n");
+    for (k, v) in rows {
+        let _ = writeln!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+    }
+    h.push_str("</tbody></table></div>\n");
+}
+
+fn setup(h: &mut String, r: &RunResult) {
+    let w = &r.workload;
+    let mut rows: Vec<(&str, String)> = vec![
+        ("workload", json_text(&w["name"])),
+        ("description", json_text(&w["description"])),
+        ("source", json_text(&w["source"])),
+        ("target", redact(&r.target.url)),
+        ("target kind", r.target.kind.clone()),
+        (
+            "server version",
+            r.target
+                .server_version
+                .clone()
+                .unwrap_or_else(|| "–".into()),
+        ),
+        ("status", r.status.clone()),
+        ("started", r.started_at.clone()),
+        ("ended", r.ended_at.clone()),
+        ("elapsed", human_ns(r.elapsed_s * 1e9)),
+        ("measured", human_ns(r.measured_s * 1e9)),
+        ("missed starts", thousands(r.missed_starts)),
+        ("loadrig", r.loadrig_version.clone()),
+    ];
+    if let Some(d) = &r.data_load {
+        rows.push((
+            "data load",
+            if d.skipped {
+                format!("{} records, reused (--skip-load)", thousands(d.records))
+            } else {
+                format!(
+                    "{} records in {:.2}s ({} records/s)",
+                    thousands(d.records),
+                    d.seconds,
+                    thousands(d.records_per_s as u64)
+                )
+            },
+        ));
+    }
+    kv_table(h, &rows);
+
+    h.push_str("<h3>Load</h3>\n");
+    let load: Vec<(String, String)> = match &r.load {
+        serde_json::Value::Object(m) => m.iter().map(|(k, v)| (k.clone(), json_text(v))).collect(),
+        other => vec![("load".into(), json_text(other))],
+    };
+    let load_rows: Vec<(&str, String)> =
+        load.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    kv_table(h, &load_rows);
+
+    h.push_str("<h3>Host</h3>\n");
+    kv_table(
+        h,
+        &[
+            ("CPU", r.host.cpu_model.clone()),
+            ("cores", r.host.cores.to_string()),
+            ("OS", r.host.os.clone()),
+            ("kernel", r.host.kernel.clone()),
+            ("architecture", r.host.arch.clone()),
+        ],
+    );
+
+    h.push_str("<h3>Resolved workload</h3>\n");
+    let text = serde_json::to_string_pretty(&r.workload).unwrap_or_default();
+    let _ = writeln!(h, "<pre>{}</pre>", esc(&text));
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn escapes_markup_and_quotes() {
+        assert_eq!(
+            super::esc("<script>alert('x')</script> & \"y\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;y&quot;"
+        );
+    }
+}

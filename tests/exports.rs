@@ -1,0 +1,295 @@
+//! Exports: CSV tables and the HdrHistogram log match the result file; the OpenMetrics
+//! endpoint answers during a run with counters that only grow.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use common::Dir;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::serialization::Deserializer;
+use loadrig::report::export::{INTERVAL_COLUMNS, OPERATION_COLUMNS};
+
+const TWO_OPS: &str = r#"name = "two, ops"
+target = "sleep://?latency=uniform(200us..600us)&errors=0.05"
+
+[[op]]
+name = "read it"
+weight = 3
+nop = {}
+
+[[op]]
+name = "write"
+nop = {}
+"#;
+
+fn two_op_run(d: &Dir) {
+    d.write("w.toml", TWO_OPS);
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--clients",
+        "2",
+        "--samples",
+        "6",
+        "--interval",
+        "50ms",
+        "--warmup",
+        "100ms",
+        "-o",
+        "r.json",
+    ]);
+}
+
+#[test]
+fn csv_columns_and_rows_match_the_result_file() {
+    let d = Dir::new();
+    two_op_run(&d);
+    let r = d.result("r.json");
+    let out = d.ok(&["export", "r.json", "--csv", "csv"]);
+    assert!(
+        out.contains("intervals.csv") && out.contains("operations.csv"),
+        "{out}"
+    );
+
+    let mut rd = csv::Reader::from_path(d.join("csv/intervals.csv")).unwrap();
+    let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(header, INTERVAL_COLUMNS);
+    let rows: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
+    assert_eq!(rows.len(), r.intervals.len() * r.operations.len());
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    for (row, (i, o)) in rows.iter().zip(
+        r.intervals
+            .iter()
+            .flat_map(|i| i.ops.iter().map(move |o| (i, o))),
+    ) {
+        assert_eq!(row[col("interval")].parse::<u64>().unwrap(), i.index);
+        assert_eq!(&row[col("operation")], o.name);
+        assert_eq!(row[col("ok")].parse::<u64>().unwrap(), o.ok);
+        assert_eq!(row[col("errors")].parse::<u64>().unwrap(), o.errors);
+        assert_eq!(
+            row[col("errors_other")].parse::<u64>().unwrap(),
+            o.errors_by_class.get("other").copied().unwrap_or(0)
+        );
+        assert_eq!(&row[col("warmup")], if i.warmup { "true" } else { "false" });
+        if o.ok > 0 {
+            assert_eq!(row[col("p50_ns")].parse::<u64>().unwrap(), o.p50_ns);
+            assert_eq!(row[col("p99_ns")].parse::<u64>().unwrap(), o.p99_ns);
+            assert_eq!(row[col("max_ns")].parse::<u64>().unwrap(), o.max_ns);
+        }
+    }
+    // Measured rows add up to the summary.
+    for op in &r.operations {
+        let ok: u64 = rows
+            .iter()
+            .filter(|x| x[col("operation")] == op.name && &x[col("warmup")] == "false")
+            .map(|x| x[col("ok")].parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(ok, op.ok, "{}", op.name);
+    }
+
+    let mut rd = csv::Reader::from_path(d.join("csv/operations.csv")).unwrap();
+    let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(header, OPERATION_COLUMNS);
+    let rows: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
+    assert_eq!(rows.len(), r.operations.len() + 1);
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    for (row, op) in rows.iter().zip(r.operations.iter().chain([&r.total])) {
+        assert_eq!(&row[col("operation")], op.name);
+        assert_eq!(row[col("ok")].parse::<u64>().unwrap(), op.ok);
+        assert_eq!(row[col("errors")].parse::<u64>().unwrap(), op.errors);
+        assert_eq!(
+            row[col("p99_ns")].parse::<u64>().unwrap(),
+            op.latency.p99_ns
+        );
+        assert_eq!(
+            row[col("full_intervals")].parse::<usize>().unwrap(),
+            op.interval_counts.n
+        );
+        assert_eq!(
+            &row[col("service_p50_ns")],
+            "",
+            "closed loop: no service time"
+        );
+    }
+}
+
+#[test]
+fn hdr_log_decodes_to_the_same_counts() {
+    let d = Dir::new();
+    two_op_run(&d);
+    let r = d.result("r.json");
+    d.ok(&["export", "r.json", "--hdr-log", "r.hlog"]);
+    let log = std::fs::read(d.join("r.hlog")).unwrap();
+    let text = String::from_utf8_lossy(&log);
+    assert!(text.contains("#[StartTime: "), "{text}");
+    assert!(text.contains("#[BaseTime: "), "{text}");
+
+    let mut untagged = 0u64;
+    let mut intervals = 0usize;
+    let mut per_tag = std::collections::BTreeMap::<String, u64>::new();
+    for entry in IntervalLogIterator::new(&log) {
+        if let LogEntry::Interval(h) = entry.expect("log parses") {
+            let bytes = base64::Engine::decode(
+                &base64::engine::general_purpose::STANDARD,
+                h.encoded_histogram(),
+            )
+            .unwrap();
+            let hist: hdrhistogram::Histogram<u64> = Deserializer::new()
+                .deserialize(&mut bytes.as_slice())
+                .unwrap();
+            match h.tag() {
+                None => {
+                    untagged += hist.len();
+                    intervals += 1;
+                }
+                Some(t) => *per_tag.entry(t.as_str().to_string()).or_default() += hist.len(),
+            }
+        }
+    }
+    assert_eq!(untagged, r.total.ok);
+    assert_eq!(intervals, r.intervals.iter().filter(|i| !i.warmup).count());
+    assert_eq!(per_tag.get("read_it"), Some(&r.operations[0].ok));
+    assert_eq!(per_tag.get("write"), Some(&r.operations[1].ok));
+}
+
+#[test]
+fn export_needs_something_to_do_and_a_result_file() {
+    let d = Dir::new();
+    let (_, err) = d.code(2, &["export", "nothing.json", "--csv", "out"]);
+    assert!(err.contains("could not read 'nothing.json'"), "{err}");
+    d.ok(&["run", "noop", "--ops", "50", "-o", "r.json"]);
+    let (_, err) = d.code(2, &["export", "r.json"]);
+    assert!(err.contains("nothing to export"), "{err}");
+    assert!(!d.join("out").exists());
+}
+
+/// GET `path` from `addr`; returns (status line, headers, body).
+fn get(addr: &str, path: &str) -> (String, String, String) {
+    let mut s = TcpStream::connect(addr).expect("connect to the metrics endpoint");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("HTTP response");
+    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+    (status.to_string(), headers.to_string(), body.to_string())
+}
+
+fn counter(body: &str, name: &str) -> u64 {
+    body.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} missing in\n{body}"))
+}
+
+#[test]
+fn metrics_endpoint_answers_during_a_run_with_growing_counters() {
+    let d = Dir::new();
+    let mut child = d.spawn(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=1ms",
+        "--samples",
+        "30",
+        "--interval",
+        "100ms",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "-o",
+        "r.json",
+    ]);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("a metrics line").unwrap();
+        if let Some(rest) = line.strip_prefix("metrics: http://") {
+            break rest.trim_end_matches("/metrics").to_string();
+        }
+    };
+    // Keep reading stdout so the run never blocks on a full pipe.
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while seen.len() < 8 && Instant::now() < deadline {
+        let (status, headers, body) = get(&addr, "/metrics");
+        assert!(status.contains("200"), "{status}");
+        assert!(
+            headers.contains("application/openmetrics-text; version=1.0.0"),
+            "{headers}"
+        );
+        assert!(body.ends_with("# EOF\n"), "{body}");
+        assert!(
+            body.contains("# TYPE loadrig_latency_seconds summary"),
+            "{body}"
+        );
+        assert!(
+            body.contains("loadrig_errors_total{op=\"nop\",class=\"timeout\"} 0"),
+            "{body}"
+        );
+        seen.push((
+            counter(&body, "loadrig_operations_total{op=\"nop\"}"),
+            counter(&body, "loadrig_latency_seconds_count{op=\"nop\"}"),
+            counter(&body, "loadrig_intervals_total"),
+        ));
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let (status, _, _) = get(&addr, "/elsewhere");
+    assert!(status.contains("404"), "{status}");
+
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let printed = rest.join().unwrap();
+    assert!(
+        printed.iter().any(|l| l.starts_with("result: ")),
+        "{printed:?}"
+    );
+
+    assert!(seen.len() >= 4, "scraped {} times", seen.len());
+    for pair in seen.windows(2) {
+        assert!(pair[0].0 <= pair[1].0, "operations went down: {seen:?}");
+        assert!(pair[0].1 <= pair[1].1, "latency count went down: {seen:?}");
+        assert!(pair[0].2 <= pair[1].2, "intervals went down: {seen:?}");
+    }
+    let (first, last) = (seen[0], seen[seen.len() - 1]);
+    assert!(last.0 > first.0, "operations grew during the run: {seen:?}");
+    assert!(last.0 <= d.result("r.json").total.ok);
+}
+
+#[test]
+fn a_busy_metrics_port_is_an_input_error() {
+    let d = Dir::new();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "noop",
+            "--ops",
+            "10",
+            "-o",
+            "r.json",
+            "--metrics-addr",
+            &addr,
+        ],
+    );
+    assert!(err.contains("cannot listen there"), "{err}");
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "noop",
+            "--ops",
+            "10",
+            "-o",
+            "r.json",
+            "--metrics-addr",
+            "localhost",
+        ],
+    );
+    assert!(err.contains("expected IP:PORT"), "{err}");
+    assert!(d.files().is_empty(), "{:?}", d.files());
+}
