@@ -17,8 +17,9 @@ fn sweep_file(d: &Dir, name: &str) -> SweepResult {
 fn usl_sweep_recovers_contention_and_coherency() {
     // Truth: latency 5 ms stretched by 1 + σ(N−1) + κN(N−1) with σ = 0.1, κ = 0.005, so
     // λ = 200 ops/s and N* = √(0.9/0.005) ≈ 13.4. Every operation also pays the harness's
-    // own overhead ε, which scales λ, σ and κ down by 1/(1 + λε), a few per cent here.
-    // Tolerances: λ within 10 %, σ within ±0.03, κ within 25 %, N* within 20 %.
+    // own overhead ε, which scales λ, σ and κ down by 1/(1 + λε): a few per cent, up to about
+    // 13 % on a machine loaded six times over.
+    // Tolerances: λ within 15 %, σ within ±0.03, κ within 25 %, N* within 20 %.
     let d = Dir::new();
     let out = d.ok(&[
         "sweep",
@@ -36,7 +37,7 @@ fn usl_sweep_recovers_contention_and_coherency() {
     let u = s.models.usl.as_ref().expect("a USL model");
     let f = &u.fit;
     assert_eq!(f.verdict, Verdict::Good, "{f:?}\n{out}");
-    assert!((f.lambda / 200.0 - 1.0).abs() < 0.10, "λ {f:?}");
+    assert!((f.lambda / 200.0 - 1.0).abs() < 0.15, "λ {f:?}");
     assert!((f.sigma - 0.1).abs() < 0.03, "σ {f:?}");
     assert!((f.kappa / 0.005 - 1.0).abs() < 0.25, "κ {f:?}");
     let n_star = (0.9f64 / 0.005).sqrt();
@@ -61,8 +62,10 @@ fn usl_sweep_recovers_contention_and_coherency() {
     assert!(u.curve.iter().all(|c| c.y > 0.0));
 }
 
-/// A growth study of `limit` records in batches of 100 on a sleep target with `growth`.
-fn growth_study(growth: &str, limit: &str) -> SweepResult {
+/// A growth study of 750 records in batches of 50 on a sleep target with `growth`. The costs
+/// are chosen so the signal (tenths of a second per batch) dwarfs what a busy machine adds to
+/// each operation's wake-up.
+fn growth_study(growth: &str) -> SweepResult {
     let d = Dir::new();
     let workload = d.write("put.toml", PUT_ONLY);
     let target = format!("sleep://?latency=0ms&growth={growth}");
@@ -72,9 +75,9 @@ fn growth_study(growth: &str, limit: &str) -> SweepResult {
         "--target",
         &target,
         "--growth-batch",
-        "100",
+        "50",
         "--growth-limit",
-        limit,
+        "750",
         "-o",
         "g.json",
     ]);
@@ -83,31 +86,31 @@ fn growth_study(growth: &str, limit: &str) -> SweepResult {
 
 #[test]
 fn growth_constant_cost_is_o1() {
-    let s = growth_study("const:1ms", "1500");
+    let s = growth_study("const:4ms");
     let g = s.models.growth.expect("a growth model");
     assert_eq!(g.fit.class, Class::Constant, "{:?}", g.fit);
     let stored: Vec<Option<u64>> = s.points.iter().map(|p| p.stored_before).collect();
-    assert_eq!(stored, (0..15).map(|k| Some(k * 100)).collect::<Vec<_>>());
+    assert_eq!(stored, (0..15).map(|k| Some(k * 50)).collect::<Vec<_>>());
 }
 
 #[test]
 fn growth_logarithmic_cost_is_olog() {
-    // Truth: a batch of 100 puts from n records costs 100 · 200 µs · log2(1+n) more, a slope
-    // of 100 · 200 µs / ln 2 ≈ 0.0289 s per unit of ln(1+n). Tolerance: 30 %.
-    let s = growth_study("log:200us", "1500");
+    // Truth: a batch of 50 puts from n records costs 50 · 1 ms · log2(1+n) more, a slope of
+    // 50 · 1 ms / ln 2 ≈ 0.0721 s per unit of ln(1+n). Tolerance: 30 %.
+    let s = growth_study("log:1ms");
     let g = s.models.growth.expect("a growth model");
     assert_eq!(g.fit.class, Class::Log, "{:?}", g.fit);
-    assert!((g.fit.slope / 0.02885 - 1.0).abs() < 0.3, "{:?}", g.fit);
+    assert!((g.fit.slope / 0.07213 - 1.0).abs() < 0.3, "{:?}", g.fit);
 }
 
 #[test]
 fn growth_linear_cost_is_on() {
-    // Truth: a batch of 100 puts costs 100 · 2 µs = 0.2 ms more per record stored.
+    // Truth: a batch of 50 puts costs 50 · 10 µs = 0.5 ms more per record stored.
     // Tolerance: 20 %.
-    let s = growth_study("linear:2us", "1500");
+    let s = growth_study("linear:10us");
     let g = s.models.growth.expect("a growth model");
     assert_eq!(g.fit.class, Class::Linear, "{:?}", g.fit);
-    assert!((g.fit.slope / 2e-4 - 1.0).abs() < 0.2, "{:?}", g.fit);
+    assert!((g.fit.slope / 5e-4 - 1.0).abs() < 0.2, "{:?}", g.fit);
     assert!(!g.curve.is_empty());
 }
 
@@ -157,7 +160,8 @@ fn walk(dir: &std::path::Path) -> usize {
 
 #[test]
 fn delays_at_multiples_of_100ms_are_reported_periodic() {
-    // Tolerance: three modes within 3 % of 100, 200 and 300 ms; the period within 3 % of 100 ms.
+    // Tolerance: three modes within 5 % of 100, 200 and 300 ms (a busy machine delays every
+    // wake-up a little), the period within 3 % of 100 ms.
     let d = Dir::new();
     let out = d.ok(&[
         "run",
@@ -176,7 +180,7 @@ fn delays_at_multiples_of_100ms_are_reported_periodic() {
     assert_eq!(m.shape, "multimodal");
     assert_eq!(m.modes.len(), 3, "{m:?}");
     for (mode, at) in m.modes.iter().zip([100e6, 200e6, 300e6]) {
-        assert!((mode.at_ns / at - 1.0).abs() < 0.03, "{m:?}");
+        assert!((mode.at_ns / at - 1.0).abs() < 0.05, "{m:?}");
     }
     let p = m.periodic.expect("periodic");
     assert!((p.period_ns / 100e6 - 1.0).abs() < 0.03, "{p:?}");

@@ -13,9 +13,11 @@
 //!   calls the sharded layout "O(1) up to 5×10⁵ files" for exactly this reason, since a
 //!   growth too small to matter in the range studied is no growth for the reader.
 //!
-//! Otherwise the class is O(1). Among growing classes whose AICc lies within 2 of the best,
-//! the lowest is chosen (the smaller claim of growth, for the same reason), and the others
-//! are named as fitting nearly as well: over a short range O(n) and O(n log n) often do. The fit quality is the chosen model's residual spread: a
+//! Otherwise the class is O(1). A higher growing class must beat every lower one by more than
+//! 10 in AICc (Burnham & Anderson §2.6: beyond 10 the weaker model has essentially no
+//! support): claiming worse growth takes strong evidence, and over a short range O(n) and
+//! O(n log n) are hard to tell apart. The lowest class within 10 of the best is chosen, and
+//! the higher ones within reach are named as not ruled out. The fit quality is the chosen model's residual spread: a
 //! series with residuals above 10 % of its mean is marked poor.
 //!
 //! Single batches far slower than the model are set aside and reported (seed 003's "22
@@ -39,6 +41,8 @@ pub const MIN_POINTS: usize = 5;
 const MIN_CHANGE: f64 = 0.10;
 /// AICc advantage a growing model needs over the constant one.
 const MIN_AICC_GAIN: f64 = 2.0;
+/// AICc advantage a higher growing class needs over a lower one.
+const CLASS_AICC_GAIN: f64 = 10.0;
 /// Residuals above this fraction of the mean batch time make the fit poor.
 const GOOD_RMSE: f64 = 0.10;
 /// Outliers: modified z-score and relative distance from the running median.
@@ -47,7 +51,8 @@ const OUTLIER_REL: f64 = 0.10;
 /// More outliers than this fraction of the batches means scatter, not spikes: none is set aside.
 const MAX_OUTLIERS: f64 = 0.2;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// In order of growth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Class {
     #[serde(rename = "O(1)")]
     Constant,
@@ -126,7 +131,7 @@ pub struct GrowthFit {
     pub points: usize,
     /// The n of every batch set aside as an outlier.
     pub outliers: Vec<f64>,
-    /// Other classes whose fit is nearly as good (AICc within 2 of the chosen one's).
+    /// Higher classes not ruled out (AICc within 10 of the chosen one's).
     pub also_fits: Vec<Class>,
     /// Every candidate, for the reader who wants to see the ranking.
     pub candidates: Vec<Candidate>,
@@ -214,7 +219,7 @@ fn rank(points: &[(f64, f64)]) -> (Vec<Candidate>, Candidate, f64) {
     // Class::ALL is in order of growth, so the first within reach is the lowest.
     let best_growth = growing
         .iter()
-        .find(|c| c.aicc.is_some_and(|a| a <= best_aicc + MIN_AICC_GAIN))
+        .find(|c| c.aicc.is_some_and(|a| a <= best_aicc + CLASS_AICC_GAIN))
         .copied();
     let change_over_range = best_growth.map_or(0.0, change);
     let chosen = match (best_growth, constant.aicc) {
@@ -290,8 +295,8 @@ pub fn classify(points: &[(f64, f64)]) -> GrowthFit {
     let also_fits = match chosen.aicc {
         Some(a) if chosen.class != Class::Constant => candidates
             .iter()
-            .filter(|c| c.class != chosen.class && c.class != Class::Constant && c.slope > 0.0)
-            .filter(|c| c.aicc.is_some_and(|b| (b - a).abs() <= MIN_AICC_GAIN))
+            .filter(|c| c.class > chosen.class && c.slope > 0.0)
+            .filter(|c| c.aicc.is_some_and(|b| b - a <= CLASS_AICC_GAIN))
             .map(|c| c.class)
             .collect(),
         _ => Vec::new(),
@@ -351,15 +356,21 @@ mod tests {
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 
-    /// Batches of 1000 up to 50,000 records, as in seed 003, with 3 % multiplicative noise.
-    fn series(f: impl Fn(f64) -> f64, seed: u64) -> Vec<(f64, f64)> {
+    /// Batches of 1000 up to 50,000 records, as in seed 003, with multiplicative noise
+    /// uniform within ±`noise`.
+    fn noisy(f: impl Fn(f64) -> f64, seed: u64, noise: f64) -> Vec<(f64, f64)> {
         let mut rng = SmallRng::seed_from_u64(seed);
         (0..50)
             .map(|k| {
                 let n = 500.0 + 1000.0 * k as f64;
-                (n, f(n) * (1.0 + rng.random_range(-0.03..0.03)))
+                (n, f(n) * (1.0 + rng.random_range(-noise..noise)))
             })
             .collect()
+    }
+
+    /// … with ±3 % noise.
+    fn series(f: impl Fn(f64) -> f64, seed: u64) -> Vec<(f64, f64)> {
+        noisy(f, seed, 0.03)
     }
 
     #[test]
@@ -380,15 +391,22 @@ mod tests {
             let (lo, hi) = c.slope_ci95.unwrap();
             assert!(lo < c.slope && c.slope < hi);
 
-            let c = classify(&series(|n| 0.1 + 1e-6 * n * n.ln_1p(), seed));
+            // O(n log n) is told from O(n) with ±1 % noise; with ±3 % it may only be named.
+            let c = classify(&noisy(|n| 0.1 + 1e-6 * n * n.ln_1p(), seed, 0.01));
             assert_eq!(c.class, Class::NLogN, "{c:?}");
+            let c = classify(&series(|n| 0.1 + 1e-6 * n * n.ln_1p(), seed));
+            assert!(
+                c.class == Class::NLogN
+                    || (c.class == Class::Linear && c.also_fits == vec![Class::NLogN]),
+                "{c:?}"
+            );
         }
     }
 
     #[test]
     fn near_ties_go_to_the_lower_class_and_are_named() {
         // Over 1000..2000, n·ln(1+n) is nearly a straight line: data exactly linear must not
-        // be called O(n log n), and O(n log n) is named as fitting nearly as well.
+        // be called O(n log n), and O(n log n) is named as not ruled out.
         let pts: Vec<(f64, f64)> = (0..10)
             .map(|k| {
                 let n = 1000.0 + 100.0 * k as f64;

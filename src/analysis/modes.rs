@@ -20,17 +20,19 @@
 //!    basin, between the valleys on either side); smaller ones merge into a neighbour.
 //!    Its place is the density's maximum, its share the mass of its basin.
 //! 4. Periodicity, with three modes or more: the modes are tested against a lattice
-//!    `offset + k·P` for whole k ≤ 10, first with offset 0 (k ≥ 1: "every 100 ms") and then
-//!    with the fastest mode as the offset (k ≥ 0: "100 ms after the usual 3 ms"). Candidate
-//!    periods are the modes and their differences divided by 1 to 10; the largest period
-//!    that puts every mode within 4 % of a period from its multiple, each on its own k, wins,
-//!    and is then refined by least squares over the modes. Three guards keep evenly spaced
-//!    clusters that are not delays (say the 10, 13 and 17 µs of three kinds of operation)
-//!    from being called periodic: the multiples must fill at least two thirds of their
-//!    span (k = 0, 1, 3 but not 0, 1, 5), a lattice from zero must start at k ≤ 2, and a
-//!    period on top of an offset must be at least as long as the offset: the delays of
-//!    seed 001 (100 ms on top of 3 ms), timer ticks and flush intervals all dwarf the
-//!    latency they delay.
+//!    `offset + k·P` for whole k ≤ 10, the model of seed 001's delays: a base latency below
+//!    the period plus 0, 1, 2 … periods. First with offset 0 (k ≥ 1: "every 100 ms"), with
+//!    candidate periods the modes divided by 1 to 10; then with the offset the fastest mode
+//!    leaves below the period, if it is at most half the period (k ≥ 0: "every 100 ms after
+//!    3 ms"), with candidate periods the
+//!    differences between modes divided by 1 to 10. The largest period that puts every mode
+//!    within 4 % of a period from its multiple, each on its own k, wins, and is then refined
+//!    by least squares over the modes; the offset is kept only if it brings the modes closer
+//!    to their lattice by more than 1 % of the period. Two guards keep evenly spaced clusters that are not
+//!    delays (say the 10, 13 and 17 µs of three kinds of operation: k = 3, 4, 5) from being
+//!    called periodic: the lattice must start at k ≤ 2, and the multiples must fill at least
+//!    two thirds of their span (k = 0, 1, 3 but not 0, 1, 5, since with loose multiples
+//!    almost any three numbers fit some lattice).
 
 use serde::{Deserialize, Serialize};
 
@@ -303,57 +305,77 @@ pub fn period(modes: &[f64]) -> Option<Period> {
     if modes.len() < 3 {
         return None;
     }
-    let first = modes[0];
-    let fits = |offset: f64, p: f64, min_k: u32| -> Option<Vec<u32>> {
-        let mut ks = Vec::new();
+    let fits = |p: f64, offset: f64| -> Option<Vec<u32>> {
+        let mut ks: Vec<u32> = Vec::new();
         for &m in modes {
             let r = (m - offset) / p;
             let k = r.round();
-            if k < min_k as f64 || k > MAX_MULTIPLE as f64 || (r - k).abs() > PERIOD_TOLERANCE {
+            if k < 0.0 || k > MAX_MULTIPLE as f64 || (r - k).abs() > PERIOD_TOLERANCE {
                 return None;
             }
-            if ks.last().is_some_and(|&last| last == k as u32) {
+            if ks.last().is_some_and(|&last| last >= k as u32) {
                 return None;
             }
             ks.push(k as u32);
         }
         let (k_lo, k_hi) = (ks[0], ks[ks.len() - 1]);
         let filled = 3 * ks.len() as u32 >= 2 * (k_hi - k_lo + 1);
-        let starts_low = offset > 0.0 || k_lo <= 2;
-        (filled && starts_low && p >= offset).then_some(ks)
+        (filled && k_lo <= 2 && (offset > 0.0 || k_lo >= 1)).then_some(ks)
     };
-    for (offset, min_k) in [(0.0, 1), (first, 0)] {
-        let bases: Vec<f64> = if offset == 0.0 {
-            modes.to_vec()
-        } else {
-            modes[1..].iter().map(|m| m - first).collect()
-        };
-        let mut candidates: Vec<f64> = bases
+    let divided = |bases: Vec<f64>| -> Vec<f64> {
+        let mut c: Vec<f64> = bases
             .iter()
             .flat_map(|&b| (1..=MAX_MULTIPLE).map(move |j| b / j as f64))
             .filter(|p| *p > 0.0)
             .collect();
-        candidates.sort_by(|a, b| b.total_cmp(a));
-        if let Some((p, ks)) = candidates
+        c.sort_by(|a, b| b.total_cmp(a));
+        c
+    };
+    let from_zero = divided(modes.to_vec())
+        .into_iter()
+        .find_map(|p| fits(p, 0.0).map(|ks| (ks, 0.0)));
+    let with_offset = || {
+        divided(modes[1..].iter().map(|m| m - modes[0]).collect())
+            .into_iter()
+            .find_map(|p| {
+                let offset = modes[0] - (modes[0] / p).floor() * p;
+                // A base latency well below the period, as delays on top of it have.
+                (offset <= p / 2.0)
+                    .then(|| fits(p, offset).map(|ks| (ks, offset)))
+                    .flatten()
+            })
+    };
+    // Refine each lattice by least squares; keep its rms residual.
+    let refine = |(ks, offset): (Vec<u32>, f64)| -> Option<(Period, f64)> {
+        let kf: Vec<f64> = ks.iter().map(|&k| k as f64).collect();
+        let (period_ns, offset_ns) = if offset == 0.0 {
+            let num: f64 = kf.iter().zip(modes).map(|(k, m)| k * m).sum();
+            let den: f64 = kf.iter().map(|k| k * k).sum();
+            (num / den, 0.0)
+        } else {
+            let l = line(&kf, modes)?;
+            (l.slope, l.intercept.max(0.0))
+        };
+        let rms = (kf
             .iter()
-            .find_map(|&p| fits(offset, p, min_k).map(|ks| (p, ks)))
-        {
-            let kf: Vec<f64> = ks.iter().map(|&k| k as f64).collect();
-            let (period_ns, offset_ns) = if offset == 0.0 {
-                let num: f64 = kf.iter().zip(modes).map(|(k, m)| k * m).sum();
-                let den: f64 = kf.iter().map(|k| k * k).sum();
-                (num / den, 0.0)
-            } else {
-                line(&kf, modes).map_or((p, offset), |l| (l.slope, l.intercept))
-            };
-            return Some(Period {
-                period_ns,
-                offset_ns,
-                multiples: ks,
-            });
-        }
+            .zip(modes)
+            .map(|(k, m)| (m - offset_ns - k * period_ns).powi(2))
+            .sum::<f64>()
+            / modes.len() as f64)
+            .sqrt();
+        let p = Period {
+            period_ns,
+            offset_ns,
+            multiples: ks,
+        };
+        Some((p, rms))
+    };
+    match (from_zero.and_then(refine), with_offset().and_then(refine)) {
+        // The offset earns its place only if it fits clearly better: by 1 % of the period.
+        (Some((_, zr)), Some((o, or))) if zr - or > 0.01 * o.period_ns => Some(o),
+        (Some((z, _)), _) => Some(z),
+        (None, o) => o.map(|(o, _)| o),
     }
-    None
 }
 
 #[cfg(test)]
@@ -476,5 +498,9 @@ mod tests {
             period(&[200.0, 300.0, 400.0]).is_some(),
             "2P, 3P, 4P from zero"
         );
+        // Every cluster a little late (a busy machine): 100 ms delays on top of 6 ms.
+        let p = period(&[106.0, 206.0, 306.0]).unwrap();
+        assert_eq!(p.multiples, vec![1, 2, 3]);
+        assert!((p.period_ns - 100.0).abs() < 1e-9 && (p.offset_ns - 6.0).abs() < 1e-9);
     }
 }

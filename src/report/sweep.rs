@@ -367,7 +367,7 @@ pub fn summary(r: &SweepResult) -> String {
             let names: Vec<&str> = f.also_fits.iter().map(|c| c.name()).collect();
             let _ = writeln!(
                 out,
-                "  {} fits nearly as well (AICc within 2): more batches or a longer range would tell them apart",
+                "  {} not ruled out (AICc within 10): more batches or a longer range would tell",
                 names.join(" and ")
             );
         }
