@@ -3,6 +3,13 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // `loadrig ... | head`: when the reader goes away, end quietly as other Unix tools do,
+    // instead of panicking inside println!.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = loadrig::cli::Cli::parse();
     match loadrig::run(cli) {
         Ok(code) => code,
