@@ -187,10 +187,7 @@ pub fn prepare<T: Target>(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Prepared> {
     runtime()?.block_on(async {
-        let mut session = target
-            .connect()
-            .await
-            .map_err(|e| anyhow!("{}", e.message))?;
+        let mut session = connect(target).await?;
         session
             .setup()
             .await
@@ -251,13 +248,15 @@ pub struct Slots {
     pub seq_offset: u64,
 }
 
+/// One session outside the measured run (setup, data load, cleanup).
+async fn connect<T: Target>(target: &T) -> Result<T::Session> {
+    target.connect().await.map_err(|e| anyhow!("{}", e.message))
+}
+
 /// Remove loadrig's namespace from the target; returns how many objects went.
 pub fn cleanup<T: Target>(target: &T) -> Result<u64> {
     runtime()?.block_on(async {
-        let mut session = target
-            .connect()
-            .await
-            .map_err(|e| anyhow!("{}", e.message))?;
+        let mut session = connect(target).await?;
         session
             .cleanup()
             .await

@@ -27,7 +27,8 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-fn rate(x: f64) -> String {
+/// Operations per second: grouped digits from 100 up, two decimals below.
+pub fn rate(x: f64) -> String {
     if x >= 100.0 {
         thousands(x.round() as u64)
     } else {
@@ -255,7 +256,8 @@ pub fn summary(r: &RunResult) -> String {
     out
 }
 
-fn truncate(s: &str, n: usize) -> String {
+/// At most `n` characters, with an ellipsis when cut.
+pub fn truncate(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_string()
     } else {

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::console::thousands;
+use super::console::{rate, thousands};
 use super::plot::{self, RunView};
 use super::result::{OpResult, RunResult};
 use crate::spec::duration::human_ns;
@@ -37,14 +37,6 @@ pub fn esc(s: &str) -> String {
         }
     }
     out
-}
-
-fn rate(x: f64) -> String {
-    if x >= 100.0 {
-        thousands(x.round() as u64)
-    } else {
-        format!("{x:.2}")
-    }
 }
 
 fn workload_name(r: &RunResult) -> &str {

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::console::thousands;
+use super::console::{thousands, truncate};
 use super::result::RunResult;
 use crate::analysis::fit::Verdict;
 use crate::analysis::growth::{Class, GrowthFit};
@@ -388,12 +388,4 @@ pub fn summary(r: &SweepResult) -> String {
         let _ = writeln!(out, "note: {note}");
     }
     out
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        s.chars().take(n - 1).chain(std::iter::once('…')).collect()
-    }
 }
