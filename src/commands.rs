@@ -73,6 +73,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         "sleep" => execute(Sleep::open(&url)?, setup),
         "sqlite" => execute(Sqlite::open(&url)?, setup),
         "fs" => execute(Fs::open(&url, &setup.workload.params)?, setup),
+        "postgres" | "postgresql" => execute(targets::postgres::Postgres::open(&url)?, setup),
+        "mysql" | "mariadb" => execute(targets::mysql::Mysql::open(&url)?, setup),
         other => Err(unknown_scheme(other).into()),
     }
 }
@@ -87,6 +89,8 @@ pub fn cleanup(target: &str) -> Result<ExitCode> {
         "sleep" => engine::cleanup(&Sleep::open(&url)?),
         "sqlite" => engine::cleanup(&Sqlite::open(&url)?),
         "fs" => engine::cleanup(&Fs::open(&url, &no_params)?),
+        "postgres" | "postgresql" => engine::cleanup(&targets::postgres::Postgres::open(&url)?),
+        "mysql" | "mariadb" => engine::cleanup(&targets::mysql::Mysql::open(&url)?),
         other => return Err(unknown_scheme(other).into()),
     }
     .with_context(|| format!("target {shown}"))?;

@@ -4,8 +4,11 @@
 //! Every target implements the `kv` operations so backends compare on the same work, and
 //! keeps what it creates inside its own namespace (`loadrig_` tables, a `loadrig_kv` folder).
 
+pub mod endpoint;
 pub mod fs;
+pub mod mysql;
 pub mod noop;
+pub mod postgres;
 pub mod sleep;
 pub mod sqlite;
 
@@ -249,6 +252,14 @@ pub const SCHEMES: &[(&str, &str)] = &[
     (
         "fs://DIR[?shards=N&sync=none|each|batch]",
         "one file per key under DIR/loadrig_kv, flat or in N shard folders",
+    ),
+    (
+        "postgres://USER:PASSWORD@HOST:PORT/DB",
+        "PostgreSQL (tokio-postgres), table loadrig_kv, native sql",
+    ),
+    (
+        "mysql://USER:PASSWORD@HOST:PORT/DB",
+        "MySQL or MariaDB (mysql_async), table loadrig_kv, native sql",
     ),
 ];
 
