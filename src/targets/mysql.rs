@@ -59,7 +59,6 @@ const LOAD_CHUNK_BYTES: usize = 1 << 20;
 pub struct Mysql {
     opts: Opts,
     timeout: Duration,
-    shown: String,
 }
 
 impl Mysql {
@@ -90,7 +89,6 @@ impl Mysql {
         Ok(Mysql {
             opts: opts.into(),
             timeout,
-            shown: ep.shown,
         })
     }
 }
@@ -127,14 +125,13 @@ impl Target for Mysql {
                     err.class = ErrorClass::Connect;
                 }
                 err.message = format!(
-                    "{} ({}): cannot connect to {}: {}",
+                    "{} ({}): {}",
                     if err.class == ErrorClass::Auth {
                         "authentication failed"
                     } else {
                         "connection failed"
                     },
                     err.class.name(),
-                    self.shown,
                     err.message
                 );
                 Err(err)
@@ -142,8 +139,8 @@ impl Target for Mysql {
             Err(_) => Err(OpError::new(
                 ErrorClass::Connect,
                 format!(
-                    "connection failed (connect): {} did not complete the handshake within {:?} (option connect_timeout)",
-                    self.shown, self.timeout
+                    "connection failed (connect): no complete handshake within {:?} (option connect_timeout)",
+                    self.timeout
                 ),
             )),
         }
@@ -175,6 +172,7 @@ fn classify(e: &mysql_async::Error) -> OpError {
     let message = match e {
         E::Server(s) => format!("{} ({}): {}", s.code, s.state, s.message),
         E::Driver(DriverError::UnexpectedPacket { .. }) => "unexpected packet".to_string(),
+        E::Io(mysql_async::IoError::Io(io)) => format!("I/O error: {io}"),
         other => other.to_string(),
     };
     OpError::new(class, message)

@@ -62,7 +62,6 @@ const DELETE: usize = 3;
 pub struct Postgres {
     config: Config,
     timeout: Duration,
-    shown: String,
 }
 
 impl Postgres {
@@ -90,11 +89,7 @@ impl Postgres {
         if let Some(p) = &ep.password {
             config.password(p.as_bytes());
         }
-        Ok(Postgres {
-            config,
-            timeout,
-            shown: ep.shown,
-        })
+        Ok(Postgres { config, timeout })
     }
 }
 
@@ -128,14 +123,13 @@ impl Target for Postgres {
                     err.class = ErrorClass::Connect;
                 }
                 err.message = format!(
-                    "{} ({}): cannot connect to {}: {}",
+                    "{} ({}): {}",
                     if err.class == ErrorClass::Auth {
                         "authentication failed"
                     } else {
                         "connection failed"
                     },
                     err.class.name(),
-                    self.shown,
                     err.message
                 );
                 return Err(err);
@@ -144,8 +138,8 @@ impl Target for Postgres {
                 return Err(OpError::new(
                     ErrorClass::Connect,
                     format!(
-                        "connection failed (connect): {} did not complete the handshake within {:?} (option connect_timeout)",
-                        self.shown, self.timeout
+                        "connection failed (connect): no complete handshake within {:?} (option connect_timeout)",
+                        self.timeout
                     ),
                 ))
             }
