@@ -394,7 +394,7 @@ impl Session for MysqlSession {
     async fn server_version(&mut self) -> Option<String> {
         let v: String = self.conn.query_first("SELECT VERSION()").await.ok()??;
         Some(if v.contains("MariaDB") {
-            format!("MariaDB {v}")
+            format!("MariaDB {}", v.replacen("-MariaDB", "", 1))
         } else {
             format!("MySQL {v}")
         })
