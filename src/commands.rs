@@ -29,9 +29,7 @@ use crate::spec::{
     self, builtin, duration, LoadSection, NativeOp, OpKind, OpSpec, Source, Workload,
 };
 use crate::stats::OpCounters;
-use crate::targets::{
-    self, expand_env, fs::Fs, noop::Noop, redact, sleep::Sleep, sqlite::Sqlite, Target, TargetUrl,
-};
+use crate::targets::{self, expand_env, redact, with_target_type, Params, Target, TargetUrl};
 
 /// Everything `run` resolved, ready to execute.
 struct RunSetup {
@@ -62,16 +60,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let out = setup.out.clone();
     let report = setup.report.clone();
     let checks = setup.checks.clone();
-    let result = match url.scheme.as_str() {
-        "noop" => execute(Arc::new(Noop::open(&url)?), setup, View::Live),
-        "sleep" => execute(Arc::new(Sleep::open(&url)?), setup, View::Live),
-        "sqlite" => execute(Arc::new(Sqlite::open(&url)?), setup, View::Live),
-        "fs" => {
-            let fs = Fs::open(&url, &setup.workload.params)?;
-            execute(Arc::new(fs), setup, View::Live)
-        }
-        other => Err(unknown_scheme(other).into()),
-    }?;
+    let result = with_target_type!(url.scheme.as_str(), T => {
+        let target = T::from_url(&url, &setup.workload.params)?;
+        execute(Arc::new(target), setup, View::Live)
+    })?;
     let bytes = serde_json::to_vec_pretty(&result)?;
     result::write_atomic(&out, &bytes)?;
     print!("{}", console::summary(&result));
@@ -142,32 +134,17 @@ fn resolve(args: &RunArgs) -> Result<(TargetUrl, RunSetup)> {
 /// `loadrig cleanup --target URL`: drop loadrig's namespace on the target, nothing else.
 pub fn cleanup(target: &str) -> Result<ExitCode> {
     let url = TargetUrl::parse(&expand_env(target)?)?;
-    let no_params = Default::default();
     let shown = redact(target);
-    let removed = match url.scheme.as_str() {
-        "noop" => engine::cleanup(&Noop::open(&url)?),
-        "sleep" => engine::cleanup(&Sleep::open(&url)?),
-        "sqlite" => engine::cleanup(&Sqlite::open(&url)?),
-        "fs" => engine::cleanup(&Fs::open(&url, &no_params)?),
-        other => return Err(unknown_scheme(other).into()),
-    }
+    let no_params = Params::new();
+    let removed = with_target_type!(url.scheme.as_str(), T => {
+        engine::cleanup(&T::from_url(&url, &no_params)?)
+    })
     .with_context(|| format!("target {shown}"))?;
     println!(
         "removed {} loadrig object(s) from {shown}",
         console::thousands(removed)
     );
     Ok(ExitCode::SUCCESS)
-}
-
-fn unknown_scheme(scheme: &str) -> InputError {
-    InputError::new(format!("unknown target scheme '{scheme}://'")).help(format!(
-        "known targets: {}",
-        targets::SCHEMES
-            .iter()
-            .map(|(s, _)| s.split("://").next().unwrap_or(s))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
 }
 
 pub fn list() -> Result<ExitCode> {

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use anyhow::Result;
 
-use super::{default_out, describe, execute, resolve, unknown_scheme, RunSetup, View};
+use super::{default_out, describe, execute, resolve, RunSetup, View};
 use crate::analysis::knee::{self, Search, Slo};
 use crate::analysis::{growth, usl};
 use crate::cli::{RunArgs, SweepArgs};
@@ -22,7 +22,7 @@ use crate::report::sweep::{
     self, GrowthModel, GrowthSpec, KneeModel, Models, SweepPoint, SweepResult, UslModel, VaryRecord,
 };
 use crate::spec::{self, builtin, OpKind, Source, Workload};
-use crate::targets::{fs::Fs, noop::Noop, redact, sleep::Sleep, sqlite::Sqlite, Target, TargetUrl};
+use crate::targets::{redact, with_target_type, Target, TargetUrl};
 
 /// At most this many points in one grid.
 const MAX_POINTS: usize = 1000;
@@ -78,13 +78,8 @@ struct Plan<'a> {
 
 pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     let plan = Plan::new(args)?;
-    match plan.url.scheme.as_str() {
-        "noop" => plan.run(|url, _| Noop::open(url)),
-        "sleep" => plan.run(|url, _| Sleep::open(url)),
-        "sqlite" => plan.run(|url, _| Sqlite::open(url)),
-        "fs" => plan.run(|url, w| Fs::open(url, &w.params)),
-        other => Err(unknown_scheme(other).into()),
-    }
+    let scheme = plan.url.scheme.clone();
+    with_target_type!(scheme.as_str(), T => plan.run(|url, w| T::from_url(url, &w.params)))
 }
 
 /// Parse `NAME=VALUES`: a list `a,b,c`, a range `a..b:step` (both ends included), or with

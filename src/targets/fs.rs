@@ -13,7 +13,7 @@ use std::future::{ready, Future};
 use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::{ErrorClass, Op, OpError, Outcome, Session, Target, TargetUrl};
+use super::{ErrorClass, Op, OpError, Outcome, Params, Session, Target, TargetUrl};
 use crate::error::InputError;
 
 /// The folder under DIR that holds everything this target creates.
@@ -106,6 +106,10 @@ fn io_error(path: &Path, e: std::io::Error) -> OpError {
 }
 
 impl Target for Fs {
+    fn from_url(url: &TargetUrl, params: &Params) -> Result<Self, InputError> {
+        Self::open(url, params)
+    }
+
     type Session = FsSession;
 
     fn blocking(&self) -> bool {

@@ -4,8 +4,11 @@
 //! Every target implements the `kv` operations so backends compare on the same work, and
 //! keeps what it creates inside its own namespace (`loadrig_` tables, a `loadrig_kv` folder).
 
+pub mod endpoint;
 pub mod fs;
+pub mod mysql;
 pub mod noop;
+pub mod postgres;
 pub mod sleep;
 pub mod sqlite;
 
@@ -125,6 +128,11 @@ pub enum Op<'a> {
 /// A configured system under test. Shared by all clients; each client opens its own session.
 pub trait Target: Send + Sync + 'static {
     type Session: Session;
+    /// Build the target from its URL; options may also come from workload parameters
+    /// of the same name (see [`TargetUrl::option`]). Checks only: nothing connects yet.
+    fn from_url(url: &TargetUrl, params: &Params) -> Result<Self, InputError>
+    where
+        Self: Sized;
     /// The native operation families it runs ("sql", "redis", "ldap", "http").
     fn families(&self) -> &'static [&'static str] {
         &[]
@@ -171,6 +179,58 @@ pub trait Session {
             Ok(())
         }
     }
+}
+
+/// Workload parameters, which may also carry target options.
+pub type Params = BTreeMap<String, toml::Value>;
+
+/// Evaluate `$body` with `$T` naming the target type for the URL scheme `$scheme`: the one
+/// place that maps schemes to types, shared by `run`, `sweep` and `cleanup`, so the engine
+/// stays monomorphised per target. An unknown scheme is an input error.
+macro_rules! with_target_type {
+    ($scheme:expr, $T:ident => $body:expr) => {
+        match $scheme {
+            "noop" => {
+                type $T = $crate::targets::noop::Noop;
+                $body
+            }
+            "sleep" => {
+                type $T = $crate::targets::sleep::Sleep;
+                $body
+            }
+            "sqlite" => {
+                type $T = $crate::targets::sqlite::Sqlite;
+                $body
+            }
+            "fs" => {
+                type $T = $crate::targets::fs::Fs;
+                $body
+            }
+            "postgres" | "postgresql" => {
+                type $T = $crate::targets::postgres::Postgres;
+                $body
+            }
+            "mysql" | "mariadb" => {
+                type $T = $crate::targets::mysql::Mysql;
+                $body
+            }
+            other => Err($crate::targets::unknown_scheme(other).into()),
+        }
+    };
+}
+
+pub(crate) use with_target_type;
+
+/// The error for a URL scheme no target answers to.
+pub fn unknown_scheme(scheme: &str) -> InputError {
+    InputError::new(format!("unknown target scheme '{scheme}://'")).help(format!(
+        "known targets: {}",
+        SCHEMES
+            .iter()
+            .map(|(s, _)| s.split("://").next().unwrap_or(s))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }
 
 /// A target address split into scheme, location and query options.
@@ -251,6 +311,14 @@ pub const SCHEMES: &[(&str, &str)] = &[
     (
         "fs://DIR[?shards=N&sync=none|each|batch]",
         "one file per key under DIR/loadrig_kv, flat or in N shard folders",
+    ),
+    (
+        "postgres://USER:PASSWORD@HOST:PORT/DB",
+        "PostgreSQL (tokio-postgres), table loadrig_kv, native sql",
+    ),
+    (
+        "mysql://USER:PASSWORD@HOST:PORT/DB",
+        "MySQL or MariaDB (mysql_async), table loadrig_kv, native sql",
     ),
 ];
 

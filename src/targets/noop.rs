@@ -2,7 +2,7 @@
 
 use std::future::{ready, Future};
 
-use super::{Op, OpError, Outcome, Session, Target, TargetUrl};
+use super::{Op, OpError, Outcome, Params, Session, Target, TargetUrl};
 use crate::error::InputError;
 
 pub struct Noop;
@@ -17,6 +17,10 @@ impl Noop {
 pub struct NoopSession;
 
 impl Target for Noop {
+    fn from_url(url: &TargetUrl, _params: &Params) -> Result<Self, InputError> {
+        Self::open(url)
+    }
+
     type Session = NoopSession;
 
     fn blocking(&self) -> bool {

@@ -40,7 +40,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp};
 
-use super::{ErrorClass, Op, OpError, Outcome, Session, Target, TargetUrl};
+use super::{ErrorClass, Op, OpError, Outcome, Params, Session, Target, TargetUrl};
 use crate::engine::pace;
 use crate::error::InputError;
 use crate::spec::duration;
@@ -349,6 +349,10 @@ impl Drop for SleepSession {
 }
 
 impl Target for Sleep {
+    fn from_url(url: &TargetUrl, _params: &Params) -> Result<Self, InputError> {
+        Self::open(url)
+    }
+
     type Session = SleepSession;
 
     fn blocking(&self) -> bool {

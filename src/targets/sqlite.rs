@@ -13,7 +13,7 @@ use std::time::Duration;
 use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
-use super::{ErrorClass, Op, OpError, Outcome, Session, Target, TargetUrl};
+use super::{ErrorClass, Op, OpError, Outcome, Params, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::spec::NativeOp;
 
@@ -66,6 +66,10 @@ pub struct SqliteSession {
 }
 
 impl Target for Sqlite {
+    fn from_url(url: &TargetUrl, _params: &Params) -> Result<Self, InputError> {
+        Self::open(url)
+    }
+
     type Session = SqliteSession;
 
     fn blocking(&self) -> bool {

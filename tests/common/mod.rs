@@ -109,3 +109,22 @@ size = 100
 name = "put"
 kv.put = { key = "r{seq}", value = "{bytes size}" }
 "#;
+
+/// The URL of a throwaway server from the environment (`scripts/services.sh env`), or
+/// `None` with a visible "skipped" when it is not set. With `LOADRIG_REQUIRE_ALL=1` (the
+/// README's test command) a missing server fails the test instead.
+pub fn server_url(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            if std::env::var("LOADRIG_REQUIRE_ALL").as_deref() == Ok("1") {
+                panic!(
+                    "{var} not set, and LOADRIG_REQUIRE_ALL=1 requires every server: \
+                     scripts/services.sh up, then eval \"$(scripts/services.sh env)\""
+                );
+            }
+            eprintln!("skipped: {var} not set");
+            None
+        }
+    }
+}

@@ -1,0 +1,460 @@
+//! `mysql://USER:PASSWORD@HOST:PORT/DB`: MySQL or MariaDB through mysql_async, plain TCP
+//! (no TLS, no compression; the server's socket file is never used instead of TCP).
+//!
+//! - Options: `connect_timeout` (default 5 s, a duration or plain seconds) bounds the TCP
+//!   connect and the whole handshake. The database in the path is required.
+//! - kv operations use `loadrig_kv (k VARCHAR(255) PRIMARY KEY, v LONGBLOB NOT NULL)`,
+//!   created by setup: put is an upsert (`ON DUPLICATE KEY UPDATE`, counted as one row),
+//!   get reads the value (rows 1 or 0), update and delete count the rows they matched
+//!   (the connection sets CLIENT_FOUND_ROWS, so an update to the same value counts, as on
+//!   PostgreSQL; this applies to native statements too).
+//! - Native `sql` statements are prepared once per session, on first use, and cached by
+//!   their workload-wide number. Arguments are bound as strings (bytes); the server
+//!   converts them to the column types. Rows are the rows returned, or for statements that
+//!   return none the rows affected. `capture` takes the first row's values as text (NULL
+//!   as empty, numbers in decimal, dates as `YYYY-MM-DD hh:mm:ss[.ffffff]`, blobs raw).
+//! - Transactions: BEGIN / COMMIT / ROLLBACK. Data loading: multi-row
+//!   `INSERT ... ON DUPLICATE KEY UPDATE`, so loading the same keys again replaces them.
+//! - Cleanup drops every base table of the current database whose name starts with
+//!   `loadrig_`.
+//! - `authenticate` sends COM_CHANGE_USER with the URL's user and password (a full
+//!   re-authentication on the open connection; the server forgets prepared statements,
+//!   so they are prepared again on next use).
+//!
+//! Errors: 1213 → deadlock, 1205 (lock wait timeout), 1969 and 3024 (statement time
+//! limit) → timeout, SQLSTATE 23xxx (1062 duplicate key, 1451/1452 foreign keys, ...) →
+//! constraint, 1045 and SQLSTATE 28xxx → auth, 1040, 1053, 1927, SQLSTATE 08xxx, a closed
+//! connection and I/O errors (the client's 2002/2003/2006/2013) → connect, so the engine
+//! reconnects; malformed packets → protocol; everything else → other. Messages never
+//! contain the password.
+
+use std::fmt::Write as _;
+use std::future::Future;
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{ChangeUserOpts, Conn, DriverError, Opts, OptsBuilder, Params, Statement, Value};
+
+use super::endpoint::Endpoint;
+use super::{unsupported, ErrorClass, Op, OpError, Outcome, Session, Target, TargetUrl};
+use crate::error::InputError;
+use crate::spec::NativeOp;
+
+const CREATE_KV: &str =
+    "CREATE TABLE IF NOT EXISTS loadrig_kv (k VARCHAR(255) PRIMARY KEY, v LONGBLOB NOT NULL)";
+const KV_SQL: [&str; 4] = [
+    "INSERT INTO loadrig_kv (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)",
+    "SELECT v FROM loadrig_kv WHERE k = ?",
+    "UPDATE loadrig_kv SET v = ? WHERE k = ?",
+    "DELETE FROM loadrig_kv WHERE k = ?",
+];
+const PUT: usize = 0;
+const GET: usize = 1;
+const UPDATE: usize = 2;
+const DELETE: usize = 3;
+/// SQL text per data-loading statement: well under the server's max_allowed_packet.
+const LOAD_CHUNK_BYTES: usize = 1 << 20;
+
+/// A MySQL or MariaDB server and how to log in to it.
+pub struct Mysql {
+    opts: Opts,
+    timeout: Duration,
+}
+
+impl Mysql {
+    pub fn open(url: &TargetUrl) -> Result<Mysql, InputError> {
+        url.check_options(&["connect_timeout"])?;
+        let ep = Endpoint::parse(url)?;
+        let timeout = Endpoint::connect_timeout(url, Duration::from_secs(5))?;
+        if ep.path.is_empty() {
+            return Err(InputError::new(format!(
+                "{}: no database; write mysql://USER:PASSWORD@HOST:PORT/DATABASE",
+                ep.shown
+            )));
+        }
+        let opts = OptsBuilder::default()
+            .ip_or_hostname(ep.host.clone())
+            .tcp_port(ep.port.unwrap_or(3306))
+            .user(ep.user.clone())
+            .pass(ep.password.clone())
+            .db_name(Some(ep.path.clone()))
+            // Our own per-session cache holds the statements for the session's life.
+            .stmt_cache_size(0)
+            // Stay on TCP, and skip the settings query the driver would send on connect.
+            .prefer_socket(false)
+            .max_allowed_packet(Some(64 << 20))
+            .wait_timeout(Some(28_800))
+            .tcp_nodelay(true)
+            .client_found_rows(true);
+        Ok(Mysql {
+            opts: opts.into(),
+            timeout,
+        })
+    }
+}
+
+/// One connection and the statements prepared on it.
+pub struct MysqlSession {
+    conn: Conn,
+    kv: [Option<Statement>; 4],
+    /// Native statements by their workload-wide number; `None` until first used.
+    sql: Vec<Option<Statement>>,
+}
+
+impl Target for Mysql {
+    fn from_url(url: &TargetUrl, _params: &super::Params) -> Result<Self, InputError> {
+        Self::open(url)
+    }
+
+    type Session = MysqlSession;
+
+    fn blocking(&self) -> bool {
+        false
+    }
+
+    fn families(&self) -> &'static [&'static str] {
+        &["sql"]
+    }
+
+    async fn connect(&self) -> Result<MysqlSession, OpError> {
+        match tokio::time::timeout(self.timeout, Conn::new(self.opts.clone())).await {
+            Ok(Ok(conn)) => Ok(MysqlSession {
+                conn,
+                kv: Default::default(),
+                sql: Vec::new(),
+            }),
+            Ok(Err(e)) => {
+                let mut err = classify(&e);
+                if err.class != ErrorClass::Auth {
+                    err.class = ErrorClass::Connect;
+                }
+                err.message = format!(
+                    "{} ({}): {}",
+                    if err.class == ErrorClass::Auth {
+                        "authentication failed"
+                    } else {
+                        "connection failed"
+                    },
+                    err.class.name(),
+                    err.message
+                );
+                Err(err)
+            }
+            Err(_) => Err(OpError::new(
+                ErrorClass::Connect,
+                format!(
+                    "connection failed (connect): no complete handshake within {:?} (option connect_timeout)",
+                    self.timeout
+                ),
+            )),
+        }
+    }
+}
+
+/// Map a driver error to a class and a message.
+fn classify(e: &mysql_async::Error) -> OpError {
+    use mysql_async::Error as E;
+    let class = match e {
+        E::Server(s) => match s.code {
+            1213 => ErrorClass::Deadlock,
+            1205 | 1969 | 3024 => ErrorClass::Timeout,
+            1045 => ErrorClass::Auth,
+            1040 | 1053 | 1927 => ErrorClass::Connect,
+            _ if s.state.starts_with("23") => ErrorClass::Constraint,
+            _ if s.state.starts_with("28") => ErrorClass::Auth,
+            _ if s.state.starts_with("08") => ErrorClass::Connect,
+            _ => ErrorClass::Other,
+        },
+        E::Io(_) | E::Driver(DriverError::ConnectionClosed) => ErrorClass::Connect,
+        E::Driver(
+            DriverError::PacketOutOfOrder
+            | DriverError::UnexpectedPacket { .. }
+            | DriverError::PacketTooLarge,
+        ) => ErrorClass::Protocol,
+        _ => ErrorClass::Other,
+    };
+    let message = match e {
+        E::Server(s) => format!("{} ({}): {}", s.code, s.state, s.message),
+        E::Driver(DriverError::UnexpectedPacket { .. }) => "unexpected packet".to_string(),
+        E::Io(mysql_async::IoError::Io(io)) => format!("I/O error: {io}"),
+        other => other.to_string(),
+    };
+    OpError::new(class, message)
+}
+
+fn cl(e: mysql_async::Error) -> OpError {
+    classify(&e)
+}
+
+/// The text of a value as the server would print it.
+fn to_text(v: &Value) -> Vec<u8> {
+    match v {
+        Value::NULL => Vec::new(),
+        Value::Bytes(b) => b.clone(),
+        Value::Int(i) => i.to_string().into_bytes(),
+        Value::UInt(u) => u.to_string().into_bytes(),
+        Value::Float(f) => f.to_string().into_bytes(),
+        Value::Double(d) => d.to_string().into_bytes(),
+        Value::Date(y, mo, d, h, mi, s, us) => {
+            let mut t = format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}");
+            if *us > 0 {
+                let _ = write!(t, ".{us:06}");
+            }
+            t.into_bytes()
+        }
+        Value::Time(neg, days, h, mi, s, us) => {
+            let hours = *days * 24 + u32::from(*h);
+            let mut t = format!("{}{hours:02}:{mi:02}:{s:02}", if *neg { "-" } else { "" });
+            if *us > 0 {
+                let _ = write!(t, ".{us:06}");
+            }
+            t.into_bytes()
+        }
+    }
+}
+
+fn params(args: &[&[u8]]) -> Params {
+    if args.is_empty() {
+        Params::Empty
+    } else {
+        Params::Positional(args.iter().map(|a| Value::Bytes(a.to_vec())).collect())
+    }
+}
+
+impl MysqlSession {
+    async fn statement(&mut self, which: usize) -> Result<Statement, OpError> {
+        if let Some(st) = &self.kv[which] {
+            return Ok(st.clone());
+        }
+        let st = self.conn.prep(KV_SQL[which]).await.map_err(cl)?;
+        self.kv[which] = Some(st.clone());
+        Ok(st)
+    }
+
+    async fn kv(&mut self, which: usize, args: &[&[u8]]) -> Result<u64, OpError> {
+        let st = self.statement(which).await?;
+        if which == GET {
+            let mut result = self.conn.exec_iter(&st, params(args)).await.map_err(cl)?;
+            let mut n = 0;
+            while result.next().await.map_err(cl)?.is_some() {
+                n += 1;
+            }
+            result.drop_result().await.map_err(cl)?;
+            Ok(n)
+        } else {
+            self.conn.exec_drop(&st, params(args)).await.map_err(cl)?;
+            Ok(if which == PUT {
+                1
+            } else {
+                self.conn.affected_rows()
+            })
+        }
+    }
+
+    async fn native(
+        &mut self,
+        id: usize,
+        query: &str,
+        args: &[Vec<u8>],
+        capture: bool,
+    ) -> Result<Outcome, OpError> {
+        if self.sql.len() <= id {
+            self.sql.resize(id + 1, None);
+        }
+        let st = match &self.sql[id] {
+            Some(st) => st.clone(),
+            None => {
+                let st = self.conn.prep(query).await.map_err(cl)?;
+                self.sql[id] = Some(st.clone());
+                st
+            }
+        };
+        if usize::from(st.num_params()) != args.len() {
+            return Err(OpError::new(
+                ErrorClass::Other,
+                format!(
+                    "the query has {} parameter(s) but the operation gives {}: {query}",
+                    st.num_params(),
+                    args.len()
+                ),
+            ));
+        }
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let mut result = self.conn.exec_iter(&st, params(&args)).await.map_err(cl)?;
+        let mut out = Outcome::default();
+        if result.columns_ref().is_empty() {
+            out.rows = result.affected_rows();
+        } else {
+            while let Some(row) = result.next().await.map_err(cl)? {
+                if capture && out.rows == 0 {
+                    out.captured = (0..row.len())
+                        .map(|c| row.as_ref(c).map_or_else(Vec::new, to_text))
+                        .collect();
+                }
+                out.rows += 1;
+            }
+        }
+        result.drop_result().await.map_err(cl)?;
+        Ok(out)
+    }
+
+    async fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
+        let rows = match *op {
+            Op::Nop => 0,
+            Op::Put { key, value } => self.kv(PUT, &[key.as_bytes(), value]).await?,
+            Op::Get { key } => self.kv(GET, &[key.as_bytes()]).await?,
+            Op::Update { key, value } => self.kv(UPDATE, &[value, key.as_bytes()]).await?,
+            Op::Delete { key } => self.kv(DELETE, &[key.as_bytes()]).await?,
+            Op::Native {
+                op: NativeOp::Sql { id, query, .. },
+                args,
+                capture,
+            } => return self.native(*id, query, args, capture).await,
+            Op::Native { .. } => return Err(unsupported(op, "mysql://")),
+            Op::Begin => return self.text("BEGIN").await,
+            Op::Commit => return self.text("COMMIT").await,
+            Op::Rollback => return self.text("ROLLBACK").await,
+        };
+        Ok(Outcome::rows(rows))
+    }
+
+    async fn text(&mut self, sql: &str) -> Result<Outcome, OpError> {
+        self.conn.query_drop(sql).await.map_err(cl)?;
+        Ok(Outcome::default())
+    }
+
+    /// Multi-row upserts of at most [`LOAD_CHUNK_BYTES`] of SQL each, keys and values as
+    /// hex literals (no escaping questions, any bytes).
+    async fn insert_batch(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
+        const HEAD: &str = "INSERT INTO loadrig_kv (k, v) VALUES ";
+        const TAIL: &str = " ON DUPLICATE KEY UPDATE v = VALUES(v)";
+        let mut sql = String::with_capacity(LOAD_CHUNK_BYTES + 4096);
+        let mut rows = 0;
+        for (k, v) in records {
+            if rows == 0 {
+                sql.clear();
+                sql.push_str(HEAD);
+            } else {
+                sql.push(',');
+            }
+            sql.push_str("(X'");
+            hex(&mut sql, k.as_bytes());
+            sql.push_str("',X'");
+            hex(&mut sql, v);
+            sql.push_str("')");
+            rows += 1;
+            if sql.len() >= LOAD_CHUNK_BYTES {
+                sql.push_str(TAIL);
+                self.conn.query_drop(sql.as_str()).await.map_err(cl)?;
+                rows = 0;
+            }
+        }
+        if rows > 0 {
+            sql.push_str(TAIL);
+            self.conn.query_drop(sql.as_str()).await.map_err(cl)?;
+        }
+        Ok(())
+    }
+
+    async fn drop_namespace(&mut self) -> Result<u64, OpError> {
+        let names: Vec<String> = self
+            .conn
+            .query(
+                "SELECT table_name FROM information_schema.tables \
+                 WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE' \
+                 AND table_name LIKE 'loadrig|_%' ESCAPE '|' ORDER BY 1",
+            )
+            .await
+            .map_err(cl)?;
+        if names.is_empty() {
+            return Ok(0);
+        }
+        // One statement, so references between loadrig tables do not matter.
+        let list: Vec<String> = names
+            .iter()
+            .map(|n| format!("`{}`", n.replace('`', "``")))
+            .collect();
+        self.conn
+            .query_drop(format!("DROP TABLE {}", list.join(", ")))
+            .await
+            .map_err(cl)?;
+        Ok(names.len() as u64)
+    }
+}
+
+fn hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
+    }
+}
+
+impl Session for MysqlSession {
+    async fn setup(&mut self) -> Result<(), OpError> {
+        self.conn.query_drop(CREATE_KV).await.map_err(cl)
+    }
+
+    async fn server_version(&mut self) -> Option<String> {
+        let v: String = self.conn.query_first("SELECT VERSION()").await.ok()??;
+        Some(if v.contains("MariaDB") {
+            format!("MariaDB {}", v.replacen("-MariaDB", "", 1))
+        } else {
+            format!("MySQL {v}")
+        })
+    }
+
+    fn execute(&mut self, op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>> {
+        self.run(op)
+    }
+
+    async fn authenticate(&mut self) -> Result<Outcome, OpError> {
+        // The server drops this session's prepared statements on COM_CHANGE_USER.
+        self.kv = Default::default();
+        self.sql.clear();
+        self.conn
+            .change_user(ChangeUserOpts::default())
+            .await
+            .map_err(cl)?;
+        Ok(Outcome::rows(1))
+    }
+
+    async fn cleanup(&mut self) -> Result<u64, OpError> {
+        self.drop_namespace().await
+    }
+
+    async fn load(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
+        self.insert_batch(records).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_read_as_text() {
+        assert_eq!(to_text(&Value::NULL), b"");
+        assert_eq!(to_text(&Value::Int(-3)), b"-3");
+        assert_eq!(
+            to_text(&Value::Date(2024, 2, 9, 7, 5, 3, 0)),
+            b"2024-02-09 07:05:03"
+        );
+        assert_eq!(
+            to_text(&Value::Time(true, 1, 2, 3, 4, 500)),
+            b"-26:03:04.000500"
+        );
+        let mut s = String::new();
+        hex(&mut s, b"\x00\xffA");
+        assert_eq!(s, "00ff41");
+    }
+
+    #[test]
+    fn a_database_is_required_and_options_are_checked() {
+        let url = TargetUrl::parse("mysql://u:secret@127.0.0.1:3306").unwrap();
+        let e = Mysql::open(&url).err().unwrap();
+        assert!(e.message.contains("no database") && !e.message.contains("secret"));
+        let url = TargetUrl::parse("mysql://u:p@127.0.0.1/db?sslmode=off").unwrap();
+        assert!(Mysql::open(&url).is_err());
+    }
+}
