@@ -22,7 +22,8 @@ use crate::spec::{
 };
 use crate::stats::OpCounters;
 use crate::targets::{
-    self, fs::Fs, noop::Noop, redact, sleep::Sleep, sqlite::Sqlite, Target, TargetUrl,
+    self, fs::Fs, http::Http, ldap::Ldap, noop::Noop, redact, redis::Redis, sleep::Sleep,
+    sqlite::Sqlite, Target, TargetUrl,
 };
 
 /// Everything `run` resolved, ready to execute.
@@ -73,6 +74,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         "sleep" => execute(Sleep::open(&url)?, setup),
         "sqlite" => execute(Sqlite::open(&url)?, setup),
         "fs" => execute(Fs::open(&url, &setup.workload.params)?, setup),
+        "redis" => execute(Redis::open(&url)?, setup),
+        "http" => execute(Http::open(&url, &setup.workload.params)?, setup),
+        "ldap" => execute(Ldap::open(&url, &setup.workload.params)?, setup),
         other => Err(unknown_scheme(other).into()),
     }
 }
@@ -87,6 +91,9 @@ pub fn cleanup(target: &str) -> Result<ExitCode> {
         "sleep" => engine::cleanup(&Sleep::open(&url)?),
         "sqlite" => engine::cleanup(&Sqlite::open(&url)?),
         "fs" => engine::cleanup(&Fs::open(&url, &no_params)?),
+        "redis" => engine::cleanup(&Redis::open(&url)?),
+        "http" => engine::cleanup(&Http::open(&url, &no_params)?),
+        "ldap" => engine::cleanup(&Ldap::open(&url, &no_params)?),
         other => return Err(unknown_scheme(other).into()),
     }
     .with_context(|| format!("target {shown}"))?;

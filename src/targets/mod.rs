@@ -5,7 +5,10 @@
 //! keeps what it creates inside its own namespace (`loadrig_` tables, a `loadrig_kv` folder).
 
 pub mod fs;
+pub mod http;
+pub mod ldap;
 pub mod noop;
+pub mod redis;
 pub mod sleep;
 pub mod sqlite;
 
@@ -249,6 +252,18 @@ pub const SCHEMES: &[(&str, &str)] = &[
     (
         "fs://DIR[?shards=N&sync=none|each|batch]",
         "one file per key under DIR/loadrig_kv, flat or in N shard folders",
+    ),
+    (
+        "redis://[:PASSWORD@]HOST[:PORT][/DB]",
+        "Redis: keys loadrig:KEY, native command arrays, MULTI/EXEC transactions",
+    ),
+    (
+        "http://HOST[:PORT][/PREFIX][?kv_path=/dav/loadrig]",
+        "HTTP/1.1 keep-alive: native requests; kv as WebDAV resources under kv_path",
+    ),
+    (
+        "ldap://HOST[:PORT]?bind_dn=DN&password=PW&base=DN",
+        "LDAP: kv as entries under ou=loadrig,BASE; native search, bind, add, modify, delete",
     ),
 ];
 
