@@ -72,3 +72,20 @@ size = 100
 name = "put"
 kv.put = { key = "r{seq}", value = "{bytes size}" }
 "#;
+
+/// The value of a server variable set by `scripts/services.sh env`, or `None` after printing
+/// "skipped: VAR not set". With `LOADRIG_REQUIRE_ALL=1` (the README test command) a
+/// missing variable fails the test instead, so CI never passes by skipping.
+pub fn server_url(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ => {
+            assert!(
+                std::env::var("LOADRIG_REQUIRE_ALL").as_deref() != Ok("1"),
+                "{var} is not set and LOADRIG_REQUIRE_ALL=1: start the servers with scripts/services.sh up and eval \"$(scripts/services.sh env)\""
+            );
+            println!("skipped: {var} not set");
+            None
+        }
+    }
+}
