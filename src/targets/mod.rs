@@ -258,11 +258,11 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "Redis: keys loadrig:KEY, native command arrays, MULTI/EXEC transactions",
     ),
     (
-        "http://HOST[:PORT][/PREFIX][?kv_path=/dav/loadrig]",
+        "http://HOST[:PORT][/PREFIX][?kv_path=P]",
         "HTTP/1.1 keep-alive: native requests; kv as WebDAV resources under kv_path",
     ),
     (
-        "ldap://HOST[:PORT]?bind_dn=DN&password=PW&base=DN",
+        "ldap://HOST[:PORT]?bind_dn=&password=&base=",
         "LDAP: kv as entries under ou=loadrig,BASE; native search, bind, add, modify, delete",
     ),
 ];
