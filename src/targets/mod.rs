@@ -6,9 +6,12 @@
 
 pub mod endpoint;
 pub mod fs;
+pub mod http;
+pub mod ldap;
 pub mod mysql;
 pub mod noop;
 pub mod postgres;
+pub mod redis;
 pub mod sleep;
 pub mod sqlite;
 
@@ -214,6 +217,18 @@ macro_rules! with_target_type {
                 type $T = $crate::targets::mysql::Mysql;
                 $body
             }
+            "redis" => {
+                type $T = $crate::targets::redis::Redis;
+                $body
+            }
+            "http" => {
+                type $T = $crate::targets::http::Http;
+                $body
+            }
+            "ldap" => {
+                type $T = $crate::targets::ldap::Ldap;
+                $body
+            }
             other => Err($crate::targets::unknown_scheme(other).into()),
         }
     };
@@ -319,6 +334,18 @@ pub const SCHEMES: &[(&str, &str)] = &[
     (
         "mysql://USER:PASSWORD@HOST:PORT/DB",
         "MySQL or MariaDB (mysql_async), table loadrig_kv, native sql",
+    ),
+    (
+        "redis://[:PASSWORD@]HOST[:PORT][/DB]",
+        "Redis: keys loadrig:KEY, native command arrays, MULTI/EXEC transactions",
+    ),
+    (
+        "http://HOST[:PORT][/PREFIX][?kv_path=P]",
+        "HTTP/1.1 keep-alive: native requests; kv as WebDAV resources under kv_path",
+    ),
+    (
+        "ldap://HOST[:PORT]?bind_dn=&password=&base=",
+        "LDAP: kv as entries under ou=loadrig,BASE; native search, bind, add, modify, delete",
     ),
 ];
 

@@ -1,0 +1,722 @@
+//! `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`: Redis, one plain TCP connection per client.
+//!
+//! - kv operations work on keys `loadrig:KEY`: put = `SET`, get = `GET` (rows 1 when the key
+//!   exists), update = `SET … XX` (rows 0 when it does not), delete = `DEL` (rows = keys
+//!   removed). Keys without the `loadrig:` prefix are never written by kv operations.
+//! - native `redis = ["CMD", "arg", …]` sends the rendered arguments as one command. Rows:
+//!   0 for a nil reply, the number of elements for an array, 1 otherwise. `capture` takes
+//!   the reply's values as bytes: a scalar is one value, an array gives its elements in
+//!   order (so one capture name takes the first), integers as decimal text, nil as empty.
+//! - `tx` steps run between `MULTI` and `EXEC` (rollback = `DISCARD`). Queued steps count
+//!   0 rows and capture nothing (Redis answers them only at `EXEC`); an `EXEC` that returns
+//!   nil (a `WATCH`ed key changed) fails with class `serialization`, and an error inside the
+//!   `EXEC` reply fails the transaction with class `other`.
+//! - `authenticate` sends `AUTH` again; `connect` opens a connection, `AUTH`, `SELECT`.
+//! - `load` pipelines one `SET` per record, one write per batch. `cleanup` walks
+//!   `SCAN MATCH loadrig:*` and `UNLINK`s what it finds; it returns the keys removed.
+//! - The server version comes from `INFO server` (`redis_version`).
+//!
+//! The `redis` crate parses the URL (user, password, database) and decodes the replies
+//! that are read in full (captures, `INFO`, `SCAN`, `EXEC`). Everything else stays on the
+//! client's own buffers: commands are written into one reusable buffer and sent with one
+//! write, and a small RESP framer in this file finds where a reply ends in the reusable
+//! read buffer, so a `GET` or `SET` allocates nothing. There is no multiplexer task between
+//! the client and its socket (`aio::MultiplexedConnection` costs a channel hop, a oneshot and
+//! an owned reply per command).
+//!
+//! Errors: refused, reset or closed connections and I/O failures → `connect` (the engine
+//! reconnects); `NOAUTH`, `WRONGPASS`, `NOPERM` → `auth`; an `EXEC` aborted by `WATCH` →
+//! `serialization`; a reply that is not RESP → `protocol`; every other server error
+//! (`WRONGTYPE`, `OOM`, `ERR …`) → `other`, with the server's text. Connecting (TCP, `AUTH`,
+//! `SELECT`) must finish within 5 s.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ::redis::{IntoConnectionInfo, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::{ErrorClass, Op, OpError, Outcome, Session, Target, TargetUrl};
+use crate::error::InputError;
+use crate::spec::NativeOp;
+
+/// Every key a kv operation touches starts with this; cleanup removes exactly these.
+pub const PREFIX: &str = "loadrig:";
+/// How long connecting (TCP handshake, AUTH, SELECT) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Keys asked for per SCAN step, and so at most per UNLINK, during cleanup.
+const SCAN_COUNT: &str = "1000";
+
+/// What every session needs to log in.
+struct Login {
+    addrs: Vec<SocketAddr>,
+    /// HOST:PORT as given, for messages (never the password).
+    shown: String,
+    username: Option<String>,
+    password: Option<String>,
+    db: i64,
+}
+
+pub struct Redis {
+    login: Arc<Login>,
+}
+
+impl Redis {
+    pub fn open(url: &TargetUrl) -> Result<Redis, InputError> {
+        url.check_options(&[])?;
+        let shape =
+            "expected redis://[:PASSWORD@]HOST[:PORT][/DB], like redis://:secret@127.0.0.1:6379/0";
+        let info = format!("redis://{}", url.location)
+            .as_str()
+            .into_connection_info()
+            // The crate's message may quote the URL, password and all: say only what is wrong.
+            .map_err(|_| InputError::new(format!("not a Redis URL: {shape}")))?;
+        let (host, port) = match info.addr() {
+            ::redis::ConnectionAddr::Tcp(host, port) => (host.clone(), *port),
+            _ => return Err(InputError::new(format!("not a Redis TCP URL: {shape}"))),
+        };
+        let shown = format!("{host}:{port}");
+        let addrs: Vec<SocketAddr> =
+            std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
+                .map_err(|e| InputError::new(format!("redis:// cannot resolve {shown}: {e}")))?
+                .collect();
+        if addrs.is_empty() {
+            return Err(InputError::new(format!(
+                "redis:// {shown} resolves to no address"
+            )));
+        }
+        let settings = info.redis_settings();
+        Ok(Redis {
+            login: Arc::new(Login {
+                addrs,
+                shown,
+                username: settings.username().map(str::to_string),
+                password: settings.password().map(str::to_string),
+                db: settings.db(),
+            }),
+        })
+    }
+}
+
+impl Target for Redis {
+    fn from_url(url: &TargetUrl, _params: &super::Params) -> Result<Self, InputError> {
+        Self::open(url)
+    }
+
+    type Session = RedisSession;
+
+    fn blocking(&self) -> bool {
+        false
+    }
+
+    fn families(&self) -> &'static [&'static str] {
+        &["redis"]
+    }
+
+    fn connect(&self) -> impl Future<Output = Result<RedisSession, OpError>> {
+        let login = Arc::clone(&self.login);
+        async move {
+            let shown = login.shown.clone();
+            match tokio::time::timeout(CONNECT_TIMEOUT, RedisSession::open(login)).await {
+                Ok(result) => result,
+                Err(_) => Err(OpError::new(
+                    ErrorClass::Connect,
+                    format!(
+                        "no answer from {shown} within {} s",
+                        CONNECT_TIMEOUT.as_secs()
+                    ),
+                )),
+            }
+        }
+    }
+}
+
+/// One client's connection with its reusable buffers.
+pub struct RedisSession {
+    stream: TcpStream,
+    login: Arc<Login>,
+    /// The command (or pipeline) being sent.
+    out: Vec<u8>,
+    /// Replies as read; `inbuf.len()` is its capacity, bytes `pos..filled` are unread.
+    inbuf: Vec<u8>,
+    pos: usize,
+    filled: usize,
+    /// Between MULTI and EXEC/DISCARD.
+    in_tx: bool,
+}
+
+fn io_error(what: &str, e: std::io::Error) -> OpError {
+    OpError::new(ErrorClass::Connect, format!("{what}: {e}"))
+}
+
+fn protocol(message: impl Into<String>) -> OpError {
+    OpError::new(ErrorClass::Protocol, message)
+}
+
+/// A server error line (without the leading '-') as an operation error.
+fn server_error(line: &[u8]) -> OpError {
+    let text = String::from_utf8_lossy(line);
+    let code = text.split(' ').next().unwrap_or("");
+    let class = match code {
+        "NOAUTH" | "WRONGPASS" | "NOPERM" => ErrorClass::Auth,
+        _ => ErrorClass::Other,
+    };
+    let message = if class == ErrorClass::Auth {
+        format!("authentication failed: {text}")
+    } else {
+        text.into_owned()
+    };
+    OpError::new(class, message)
+}
+
+/// The head of one reply.
+#[derive(Debug, PartialEq, Eq)]
+enum Reply<'a> {
+    Status(&'a [u8]),
+    Int(i64),
+    Bulk(Option<&'a [u8]>),
+    Array(Option<usize>),
+    /// RESP3 types this client never asks for, counted as one value.
+    Other,
+}
+
+impl RedisSession {
+    async fn open(login: Arc<Login>) -> Result<RedisSession, OpError> {
+        let mut last = None;
+        let mut stream = None;
+        for addr in &login.addrs {
+            match TcpStream::connect(addr).await {
+                Ok(s) => {
+                    stream = Some(s);
+                    break;
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let stream = match (stream, last) {
+            (Some(s), _) => s,
+            (None, e) => {
+                return Err(OpError::new(
+                    ErrorClass::Connect,
+                    format!(
+                        "cannot connect to {}: {}",
+                        login.shown,
+                        e.map_or_else(|| "no address".to_string(), |e| e.to_string())
+                    ),
+                ))
+            }
+        };
+        // Requests are small and answered one by one: never wait to coalesce them.
+        stream
+            .set_nodelay(true)
+            .map_err(|e| io_error(&login.shown, e))?;
+        let mut session = RedisSession {
+            stream,
+            login,
+            out: Vec::with_capacity(256),
+            inbuf: vec![0; 16 * 1024],
+            pos: 0,
+            filled: 0,
+            in_tx: false,
+        };
+        if session.login.password.is_some() {
+            session.auth().await?;
+        }
+        if session.login.db != 0 {
+            let db = session.login.db.to_string();
+            session.command(&[b"SELECT", db.as_bytes()]).await?;
+        }
+        Ok(session)
+    }
+
+    async fn auth(&mut self) -> Result<(), OpError> {
+        let login = Arc::clone(&self.login);
+        let Some(password) = login.password.as_deref() else {
+            return Err(OpError::new(
+                ErrorClass::Auth,
+                "the target URL has no password to authenticate with",
+            ));
+        };
+        let result = match login.username.as_deref().filter(|u| !u.is_empty()) {
+            Some(user) => {
+                self.command(&[b"AUTH", user.as_bytes(), password.as_bytes()])
+                    .await
+            }
+            None => self.command(&[b"AUTH", password.as_bytes()]).await,
+        };
+        match result {
+            Ok(_) => Ok(()),
+            // "ERR invalid password" (Redis before 6) or any refusal of AUTH is about auth.
+            Err(mut e) => {
+                if e.class == ErrorClass::Other {
+                    e.class = ErrorClass::Auth;
+                    e.message = format!("authentication failed: {}", e.message);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Send `out` and read one reply; returns where it lies in `inbuf`.
+    async fn roundtrip(&mut self) -> Result<Range<usize>, OpError> {
+        self.send().await?;
+        self.read_reply().await
+    }
+
+    async fn send(&mut self) -> Result<(), OpError> {
+        if self.pos == self.filled {
+            self.pos = 0;
+            self.filled = 0;
+        }
+        let RedisSession {
+            stream, out, login, ..
+        } = self;
+        stream
+            .write_all(out)
+            .await
+            .map_err(|e| io_error(&login.shown, e))
+    }
+
+    /// Read until one whole reply is buffered; returns its range and moves past it.
+    async fn read_reply(&mut self) -> Result<Range<usize>, OpError> {
+        loop {
+            match frame_len(&self.inbuf[self.pos..self.filled]) {
+                Ok(Some(n)) => {
+                    let range = self.pos..self.pos + n;
+                    self.pos += n;
+                    return Ok(range);
+                }
+                Ok(None) => {}
+                Err(e) => return Err(protocol(format!("malformed reply from Redis: {e}"))),
+            }
+            if self.filled == self.inbuf.len() {
+                if self.pos > 0 {
+                    self.inbuf.copy_within(self.pos..self.filled, 0);
+                    self.filled -= self.pos;
+                    self.pos = 0;
+                } else {
+                    let grown = self.inbuf.len() * 2;
+                    self.inbuf.resize(grown, 0);
+                }
+            }
+            let n = self
+                .stream
+                .read(&mut self.inbuf[self.filled..])
+                .await
+                .map_err(|e| io_error(&self.login.shown, e))?;
+            if n == 0 {
+                return Err(OpError::new(
+                    ErrorClass::Connect,
+                    format!("{} closed the connection", self.login.shown),
+                ));
+            }
+            self.filled += n;
+        }
+    }
+
+    /// Send one command and return its reply's range; server errors become `Err`.
+    async fn command(&mut self, args: &[&[u8]]) -> Result<Range<usize>, OpError> {
+        self.out.clear();
+        push_header(&mut self.out, b'*', args.len());
+        for a in args {
+            push_bulk(&mut self.out, a);
+        }
+        let range = self.roundtrip().await?;
+        head(&self.inbuf[range.clone()])?;
+        Ok(range)
+    }
+
+    /// Decode a whole reply with the redis crate.
+    fn value(&self, range: Range<usize>) -> Result<Value, OpError> {
+        ::redis::parse_redis_value(&self.inbuf[range])
+            .map_err(|e| protocol(format!("malformed reply from Redis: {e}")))
+    }
+
+    /// A kv command on `loadrig:KEY`, with an optional value and trailing word.
+    fn kv_command(&mut self, verb: &[u8], key: &str, value: Option<&[u8]>, tail: Option<&[u8]>) {
+        let out = &mut self.out;
+        out.clear();
+        push_header(
+            out,
+            b'*',
+            2 + usize::from(value.is_some()) + usize::from(tail.is_some()),
+        );
+        push_bulk(out, verb);
+        push_header(out, b'$', PREFIX.len() + key.len());
+        out.extend_from_slice(PREFIX.as_bytes());
+        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        if let Some(v) = value {
+            push_bulk(out, v);
+        }
+        if let Some(t) = tail {
+            push_bulk(out, t);
+        }
+    }
+
+    /// Rows for a plain reply: 0 for nil, elements of an array, else 1; `QUEUED` is 0.
+    fn rows_of(&self, range: Range<usize>) -> Result<u64, OpError> {
+        Ok(match head(&self.inbuf[range])? {
+            Reply::Status(b"QUEUED") => 0,
+            Reply::Bulk(None) | Reply::Array(None) => 0,
+            Reply::Array(Some(n)) => n as u64,
+            _ => 1,
+        })
+    }
+
+    async fn native(&mut self, args: &[Vec<u8>], capture: bool) -> Result<Outcome, OpError> {
+        self.out.clear();
+        push_header(&mut self.out, b'*', args.len());
+        for a in args {
+            push_bulk(&mut self.out, a);
+        }
+        let range = self.roundtrip().await?;
+        let rows = self.rows_of(range.clone())?;
+        let mut out = Outcome::rows(rows);
+        if capture && !self.in_tx {
+            match self.value(range)? {
+                Value::Array(items) | Value::Set(items) => {
+                    out.captured = items.into_iter().map(value_bytes).collect()
+                }
+                v => out.captured.push(value_bytes(v)),
+            }
+        }
+        Ok(out)
+    }
+
+    async fn exec(&mut self) -> Result<Outcome, OpError> {
+        self.in_tx = false;
+        let range = self.command(&[b"EXEC"]).await?;
+        match self.value(range)? {
+            Value::Nil => Err(OpError::new(
+                ErrorClass::Serialization,
+                "EXEC aborted: a WATCHed key changed",
+            )),
+            Value::Array(items) => {
+                for item in &items {
+                    if let Value::ServerError(e) = item {
+                        return Err(OpError::new(
+                            ErrorClass::Other,
+                            format!(
+                                "in EXEC: {}",
+                                e.details().map_or_else(
+                                    || e.code().to_string(),
+                                    |d| format!("{} {d}", e.code())
+                                )
+                            ),
+                        ));
+                    }
+                }
+                Ok(Outcome::rows(items.len() as u64))
+            }
+            _ => Ok(Outcome::rows(0)),
+        }
+    }
+
+    async fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
+        let (verb, key, value, tail): KvParts<'_> = match *op {
+            Op::Nop => return Ok(Outcome::rows(0)),
+            Op::Put { key, value } => (b"SET", key, Some(value), None),
+            Op::Get { key } => (b"GET", key, None, None),
+            Op::Update { key, value } => (b"SET", key, Some(value), Some(b"XX")),
+            Op::Delete { key } => (b"DEL", key, None, None),
+            Op::Native {
+                op: NativeOp::Redis { .. },
+                args,
+                capture,
+            } => return self.native(args, capture).await,
+            Op::Native { .. } => return Err(super::unsupported(op, "redis://")),
+            Op::Begin => {
+                self.command(&[b"MULTI"]).await?;
+                self.in_tx = true;
+                return Ok(Outcome::rows(0));
+            }
+            Op::Commit => return self.exec().await,
+            Op::Rollback => {
+                if self.in_tx {
+                    self.in_tx = false;
+                    self.command(&[b"DISCARD"]).await?;
+                }
+                return Ok(Outcome::rows(0));
+            }
+        };
+        self.kv_command(verb, key, value, tail);
+        let range = self.roundtrip().await?;
+        let rows = match head(&self.inbuf[range])? {
+            Reply::Int(n) => n.max(0) as u64,
+            Reply::Status(b"QUEUED") | Reply::Bulk(None) | Reply::Array(None) => 0,
+            _ => 1,
+        };
+        Ok(Outcome::rows(rows))
+    }
+}
+
+/// A kv command: verb, key, value, trailing word.
+type KvParts<'a> = (
+    &'static [u8],
+    &'a str,
+    Option<&'a [u8]>,
+    Option<&'static [u8]>,
+);
+
+/// A reply value as bytes, the way a capture stores it.
+fn value_bytes(v: Value) -> Vec<u8> {
+    match v {
+        Value::Nil => Vec::new(),
+        Value::Int(i) => i.to_string().into_bytes(),
+        Value::BulkString(b) => b,
+        Value::SimpleString(s) => s.into_bytes(),
+        Value::Okay => b"OK".to_vec(),
+        Value::Double(d) => d.to_string().into_bytes(),
+        Value::Boolean(b) => (if b { "1" } else { "0" }).as_bytes().to_vec(),
+        Value::VerbatimString { text, .. } => text.into_bytes(),
+        Value::Array(mut items) | Value::Set(mut items) if !items.is_empty() => {
+            value_bytes(items.swap_remove(0))
+        }
+        other => format!("{other:?}").into_bytes(),
+    }
+}
+
+impl Session for RedisSession {
+    /// Check that commands are accepted (a server that wants a password says NOAUTH here).
+    async fn setup(&mut self) -> Result<(), OpError> {
+        self.command(&[b"PING"]).await.map(|_| ())
+    }
+
+    async fn server_version(&mut self) -> Option<String> {
+        let range = self.command(&[b"INFO", b"server"]).await.ok()?;
+        let Ok(Value::BulkString(info)) = self.value(range) else {
+            return None;
+        };
+        let info = String::from_utf8_lossy(&info);
+        info.lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .map(|v| format!("Redis {}", v.trim()))
+    }
+
+    fn execute(&mut self, op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>> {
+        self.run(op)
+    }
+
+    async fn authenticate(&mut self) -> Result<Outcome, OpError> {
+        self.auth().await.map(|()| Outcome::rows(1))
+    }
+
+    /// One pipeline per batch: every SET is written at once, then every reply read.
+    async fn load(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
+        let mut pipeline = std::mem::take(&mut self.out);
+        pipeline.clear();
+        for (key, value) in records {
+            self.kv_command(b"SET", key, Some(value), None);
+            pipeline.extend_from_slice(&self.out);
+        }
+        self.out = pipeline;
+        self.send().await?;
+        let mut first_error = None;
+        for _ in records {
+            let range = self.read_reply().await?;
+            if let Err(e) = head(&self.inbuf[range]) {
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// `SCAN MATCH loadrig:*` and `UNLINK` each batch found; returns the keys removed.
+    async fn cleanup(&mut self) -> Result<u64, OpError> {
+        let pattern = format!("{PREFIX}*");
+        let mut cursor = b"0".to_vec();
+        let mut removed = 0u64;
+        loop {
+            let range = self
+                .command(&[
+                    b"SCAN",
+                    &cursor,
+                    b"MATCH",
+                    pattern.as_bytes(),
+                    b"COUNT",
+                    SCAN_COUNT.as_bytes(),
+                ])
+                .await?;
+            let (next, keys) = match self.value(range)? {
+                Value::Array(mut parts) if parts.len() == 2 => {
+                    let keys = parts.pop();
+                    let next = parts.pop();
+                    match (next, keys) {
+                        (Some(Value::BulkString(next)), Some(Value::Array(keys))) => (next, keys),
+                        _ => return Err(protocol("unexpected SCAN reply")),
+                    }
+                }
+                _ => return Err(protocol("unexpected SCAN reply")),
+            };
+            let keys: Vec<Vec<u8>> = keys
+                .into_iter()
+                .filter_map(|k| match k {
+                    Value::BulkString(k) if k.starts_with(PREFIX.as_bytes()) => Some(k),
+                    _ => None,
+                })
+                .collect();
+            if !keys.is_empty() {
+                let mut args: Vec<&[u8]> = vec![b"UNLINK"];
+                args.extend(keys.iter().map(Vec::as_slice));
+                let range = self.command(&args).await?;
+                if let Reply::Int(n) = head(&self.inbuf[range])? {
+                    removed += n.max(0) as u64;
+                }
+            }
+            if next == b"0" {
+                return Ok(removed);
+            }
+            cursor = next;
+        }
+    }
+}
+
+/// Append `*N\r\n` or `$N\r\n`.
+fn push_header(out: &mut Vec<u8>, kind: u8, n: usize) {
+    out.push(kind);
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn push_bulk(out: &mut Vec<u8>, arg: &[u8]) {
+    push_header(out, b'$', arg.len());
+    out.extend_from_slice(arg);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The line at the start of `buf` (without CRLF) and the length including CRLF.
+fn line(buf: &[u8]) -> Option<(&[u8], usize)> {
+    let end = buf.windows(2).position(|w| w == b"\r\n")?;
+    Some((&buf[..end], end + 2))
+}
+
+fn number(text: &[u8]) -> Result<i64, String> {
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| format!("bad length '{}'", String::from_utf8_lossy(text)))
+}
+
+/// The length of the first complete reply in `buf`, `None` if more bytes are needed.
+fn frame_len(buf: &[u8]) -> Result<Option<usize>, String> {
+    let mut at = 0;
+    // Values still to read: nested aggregates add their elements.
+    let mut pending: u64 = 1;
+    while pending > 0 {
+        let Some((text, n)) = line(&buf[at..]) else {
+            return Ok(None);
+        };
+        let Some((&kind, rest)) = text.split_first() else {
+            return Err("empty line".into());
+        };
+        at += n;
+        pending -= 1;
+        match kind {
+            b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => {}
+            b'$' | b'!' | b'=' => {
+                let len = number(rest)?;
+                if len >= 0 {
+                    let end = at + len as usize + 2;
+                    if buf.len() < end {
+                        return Ok(None);
+                    }
+                    at = end;
+                }
+            }
+            b'*' | b'~' | b'>' => pending += number(rest)?.max(0) as u64,
+            b'%' | b'|' => pending += 2 * number(rest)?.max(0) as u64,
+            other => return Err(format!("unknown reply type '{}'", other as char)),
+        }
+    }
+    Ok(Some(at))
+}
+
+/// What a complete reply is, at a glance; server errors become `Err`.
+fn head(frame: &[u8]) -> Result<Reply<'_>, OpError> {
+    let Some((text, n)) = line(frame) else {
+        return Err(protocol("truncated reply"));
+    };
+    let Some((&kind, rest)) = text.split_first() else {
+        return Err(protocol("empty reply"));
+    };
+    Ok(match kind {
+        b'+' => Reply::Status(rest),
+        b'-' => return Err(server_error(rest)),
+        b':' => Reply::Int(number(rest).map_err(protocol)?),
+        b'$' => {
+            let len = number(rest).map_err(protocol)?;
+            if len < 0 {
+                Reply::Bulk(None)
+            } else {
+                Reply::Bulk(frame.get(n..n + len as usize))
+            }
+        }
+        b'*' => {
+            let len = number(rest).map_err(protocol)?;
+            Reply::Array((len >= 0).then_some(len as usize))
+        }
+        b'_' => Reply::Bulk(None),
+        _ => Reply::Other,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_end_where_the_reply_ends() {
+        assert_eq!(frame_len(b"+OK\r\n"), Ok(Some(5)));
+        assert_eq!(frame_len(b"+OK\r"), Ok(None));
+        assert_eq!(frame_len(b"$3\r\nabc\r\n+OK\r\n"), Ok(Some(9)));
+        assert_eq!(frame_len(b"$3\r\nab"), Ok(None));
+        assert_eq!(frame_len(b"$-1\r\n"), Ok(Some(5)));
+        assert_eq!(
+            frame_len(b"*2\r\n$1\r\n0\r\n*1\r\n$3\r\nabc\r\n"),
+            Ok(Some(24))
+        );
+        assert_eq!(frame_len(b"*2\r\n$1\r\n0\r\n*1\r\n$3\r\nab"), Ok(None));
+        assert_eq!(frame_len(b"*-1\r\n"), Ok(Some(5)));
+        assert!(frame_len(b"?x\r\n").is_err());
+    }
+
+    #[test]
+    fn heads_and_errors() {
+        assert_eq!(head(b"$3\r\nabc\r\n").unwrap(), Reply::Bulk(Some(b"abc")));
+        assert_eq!(head(b":42\r\n").unwrap(), Reply::Int(42));
+        let e = head(b"-WRONGPASS invalid username-password pair\r\n").unwrap_err();
+        assert_eq!(e.class, ErrorClass::Auth);
+        assert!(e.message.contains("authentication"));
+        assert_eq!(head(b"-ERR x\r\n").unwrap_err().class, ErrorClass::Other);
+    }
+
+    #[test]
+    fn encodes_kv_commands_with_the_prefix() {
+        let mut out = Vec::new();
+        push_header(&mut out, b'*', 2);
+        push_bulk(&mut out, b"GET");
+        assert_eq!(out, b"*2\r\n$3\r\nGET\r\n");
+        let mut big = Vec::new();
+        push_header(&mut big, b'$', 1234567);
+        assert_eq!(big, b"$1234567\r\n");
+    }
+}
