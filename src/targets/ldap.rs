@@ -129,16 +129,7 @@ impl Target for Ldap {
         let dir = Arc::clone(&self.dir);
         async move {
             let shown = dir.shown.clone();
-            match tokio::time::timeout(CONNECT_TIMEOUT, LdapSession::open(dir)).await {
-                Ok(result) => result,
-                Err(_) => Err(OpError::new(
-                    ErrorClass::Connect,
-                    format!(
-                        "no answer from {shown} within {} s",
-                        CONNECT_TIMEOUT.as_secs()
-                    ),
-                )),
-            }
+            super::connect_within(CONNECT_TIMEOUT, &shown, LdapSession::open(dir)).await
         }
     }
 }

@@ -375,6 +375,21 @@ pub fn expand_env(text: &str) -> Result<String, InputError> {
     Ok(out)
 }
 
+/// Bound a connection attempt, naming the target (already redacted) when it takes too long.
+pub async fn connect_within<S>(
+    limit: std::time::Duration,
+    shown: &str,
+    connecting: impl Future<Output = Result<S, OpError>>,
+) -> Result<S, OpError> {
+    match tokio::time::timeout(limit, connecting).await {
+        Ok(result) => result,
+        Err(_) => Err(OpError::new(
+            ErrorClass::Connect,
+            format!("no answer from {shown} within {} s", limit.as_secs()),
+        )),
+    }
+}
+
 /// The error for an operation a target cannot run (checked before the run, so rare).
 pub fn unsupported(op: &Op<'_>, target: &str) -> OpError {
     let what = match op {

@@ -121,16 +121,7 @@ impl Target for Redis {
         let login = Arc::clone(&self.login);
         async move {
             let shown = login.shown.clone();
-            match tokio::time::timeout(CONNECT_TIMEOUT, RedisSession::open(login)).await {
-                Ok(result) => result,
-                Err(_) => Err(OpError::new(
-                    ErrorClass::Connect,
-                    format!(
-                        "no answer from {shown} within {} s",
-                        CONNECT_TIMEOUT.as_secs()
-                    ),
-                )),
-            }
+            super::connect_within(CONNECT_TIMEOUT, &shown, RedisSession::open(login)).await
         }
     }
 }
