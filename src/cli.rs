@@ -46,7 +46,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Result files (.json) written by `loadrig run`.
+    /// Result files (.json) written by `loadrig run`, or one sweep file of `loadrig sweep`.
     #[arg(required = true, value_name = "RUN.json")]
     pub runs: Vec<PathBuf>,
 

@@ -898,14 +898,40 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode> {
         .into());
     }
     let names = labels(&args.runs);
-    let mut runs = Vec::new();
-    for (path, label) in args.runs.iter().zip(names) {
-        runs.push((label, result::read(path)?));
-    }
-    let page = html::render(&runs)?;
+    let sweeps: Vec<&PathBuf> = args.runs.iter().filter(|p| is_sweep(p)).collect();
+    let page = if let Some(first) = sweeps.first() {
+        if args.runs.len() > 1 {
+            return Err(InputError::new(format!(
+                "'{}' is a sweep file: a sweep is reported alone",
+                first.display()
+            ))
+            .help("loadrig report SWEEP.json -o SWEEP.html")
+            .into());
+        }
+        html::render_sweep(&names[0], &crate::report::sweep::read(first)?)?
+    } else {
+        let mut runs = Vec::new();
+        for (path, label) in args.runs.iter().zip(names) {
+            runs.push((label, result::read(path)?));
+        }
+        html::render(&runs)?
+    };
     result::write_atomic(&out, page.as_bytes())?;
     println!("report: {}", out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether a file is a sweep file (`"kind": "sweep"`) rather than a run result; false for
+/// anything unreadable, which the run reader then reports.
+fn is_sweep(path: &Path) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        kind: Option<String>,
+    }
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Kind>(&t).ok())
+        .is_some_and(|k| k.kind.as_deref() == Some("sweep"))
 }
 
 /// `--noise 2%` (or `2`) as a fraction.

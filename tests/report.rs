@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::Dir;
+use common::{Dir, PUT_ONLY};
 use serde_json::{json, Value};
 
 const TWO_OPS: &str = r#"name = "read-write"
@@ -382,7 +382,7 @@ impl Drop for Browser {
 }
 
 /// Check one page as the browser shows it; returns the page's text.
-fn check_page(b: &Browser, path: &Path, plots: usize) -> String {
+fn check_page(b: &Browser, path: &Path, plots: usize, min_tables: usize) -> String {
     // Reading a log drains it: start each page with empty ones (the browser's own start
     // page loads chrome:// resources before ours).
     b.log("performance");
@@ -403,7 +403,7 @@ fn check_page(b: &Browser, path: &Path, plots: usize) -> String {
     assert_eq!(n("figure.plot svg"), plots, "every plot has its SVG");
     assert_eq!(n("svg"), plots, "no other SVG");
     assert_eq!(n("table"), n("table"));
-    assert!(n("table") >= 4, "summary, counts, setup tables");
+    assert!(n("table") >= min_tables, "summary, counts, setup tables");
     // Each SVG is laid out with a real size and holds drawn shapes.
     let drawn = b.eval(
         "return Array.from(document.querySelectorAll('figure.plot svg')).every(s => \
@@ -472,7 +472,7 @@ fn reports_render_offline_in_headless_chromium() {
     let (rw, hostile, both) = make_reports(&d);
     let Some(b) = Browser::start() else { return };
 
-    let text = check_page(&b, &rw, plots_for(2));
+    let text = check_page(&b, &rw, plots_for(2), 4);
     assert!(text.contains("Throughput per interval"));
     assert!(text.contains("read") && text.contains("write"));
     let artifact = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -483,7 +483,7 @@ fn reports_render_offline_in_headless_chromium() {
     eprintln!("screenshot: {}", artifact.display());
 
     // The hostile names render as text, and nothing ran.
-    let text = check_page(&b, &hostile, plots_for(1));
+    let text = check_page(&b, &hostile, plots_for(1), 4);
     assert!(text.contains("<script>alert(1)</script>"), "{text}");
     assert!(text.contains("<img src=x onerror=alert(2)>"), "{text}");
     assert_eq!(
@@ -491,6 +491,173 @@ fn reports_render_offline_in_headless_chromium() {
         0
     );
 
-    let text = check_page(&b, &both, plots_for(1));
+    let text = check_page(&b, &both, plots_for(1), 4);
     assert!(text.contains("a.json") && text.contains("b.json"));
+}
+
+/// A clients sweep reported afterwards, and a growth study with its report written by
+/// `loadrig sweep --report`.
+fn make_sweep_reports(d: &Dir) -> (PathBuf, PathBuf) {
+    d.ok(&[
+        "sweep",
+        "noop",
+        "--target",
+        "sleep://?latency=5ms&usl=0.1,0.005",
+        "--vary",
+        "clients=1,2,4,8",
+        "--duration",
+        "300ms",
+        "--interval",
+        "100ms",
+        "-o",
+        "sweep.json",
+    ]);
+    let out = d.ok(&["report", "sweep.json", "-o", "s.html"]);
+    assert!(out.contains("report: s.html"), "{out}");
+    d.write("put.toml", PUT_ONLY);
+    let out = d.ok(&[
+        "sweep",
+        "put.toml",
+        "--target",
+        "sleep://?latency=0ms&growth=linear:20us",
+        "--growth-batch",
+        "50",
+        "--growth-limit",
+        "300",
+        "-o",
+        "g.json",
+        "--report",
+        "g.html",
+    ]);
+    assert!(out.contains("report: g.html"), "{out}");
+    (d.join("s.html"), d.join("g.html"))
+}
+
+#[test]
+fn sweep_reports_plot_the_points_and_the_models() {
+    let d = Dir::new();
+    let (s, g) = make_sweep_reports(&d);
+
+    // Clients sweep: throughput (with the USL curve) and latency against clients.
+    let html = std::fs::read_to_string(&s).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("Content-Security-Policy\" content=\"default-src 'none'"));
+    no_external_references(&html);
+    assert_eq!(count(&html, "<figure class=\"plot\""), 2);
+    assert_eq!(count(&html, "<svg"), 2);
+    assert!(
+        html.contains("Throughput against clients") && html.contains("Latency against clients")
+    );
+    assert_eq!(count(&html, "<tbody>"), 3, "points, sweep, host");
+    // Four points in the table.
+    let points = html.split("id=\"points\"").nth(1).unwrap();
+    let points = &points[..points.find("</table>").unwrap()];
+    assert_eq!(count(points, "<tr><td>"), 4, "{points}");
+    // The model in the console's words, in the summary and under the throughput plot.
+    let sweep = loadrig::report::sweep::read(&d.join("sweep.json")).unwrap();
+    let usl = sweep.models.usl.as_ref().expect("a USL model");
+    if usl.curve.is_empty() {
+        assert!(count(&html, "USL fit: ") >= 2, "the verdict is given");
+    } else {
+        assert!(count(&html, "USL fit: λ") >= 2, "the parameters are given");
+        assert!(html.contains("σ") && html.contains("κ") && html.contains("R²"));
+        assert!(
+            html.contains("USL fit (R²"),
+            "the curve is in the plot's legend"
+        );
+    }
+
+    // Growth study: the growth plot and its class.
+    let html = std::fs::read_to_string(&g).unwrap();
+    no_external_references(&html);
+    assert_eq!(count(&html, "<figure class=\"plot\""), 3);
+    assert_eq!(count(&html, "<svg"), 3);
+    assert!(html.contains("id=\"growth\""));
+    assert!(html.contains("Time per batch against records stored"));
+    let study = loadrig::report::sweep::read(&d.join("g.json")).unwrap();
+    let class = study
+        .models
+        .growth
+        .expect("a growth model")
+        .fit
+        .class
+        .name();
+    assert!(
+        html.contains(&format!("): {class} per batch of 50")),
+        "summary"
+    );
+    assert!(
+        html.contains(&format!("{class} fit: ")),
+        "the plot's legend"
+    );
+
+    // A sweep is reported alone, and its report is not the sweep file.
+    d.ok(&["run", "noop", "--ops", "20", "-o", "r.json"]);
+    let (_, err) = d.code(2, &["report", "r.json", "sweep.json", "-o", "x.html"]);
+    assert!(err.contains("a sweep is reported alone"), "{err}");
+    assert!(!d.join("x.html").exists());
+    let (_, err) = d.code(
+        2,
+        &[
+            "sweep",
+            "noop",
+            "--target",
+            "sleep://?latency=1ms",
+            "--vary",
+            "clients=1,2",
+            "--ops",
+            "10",
+            "-o",
+            "t.json",
+            "--report",
+            "t.json",
+        ],
+    );
+    assert!(err.contains("where the sweep file goes"), "{err}");
+}
+
+#[test]
+fn run_report_names_the_latency_modes() {
+    let d = Dir::new();
+    d.ok(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=0.34*100ms,0.33*200ms,0.33*300ms",
+        "--clients",
+        "20",
+        "--duration",
+        "1500ms",
+        "-o",
+        "m.json",
+        "--report",
+        "m.html",
+    ]);
+    let r = d.result("m.json");
+    let m = r.latency_modes.expect("latency modes");
+    assert!(m.modes.len() > 1, "{m:?}");
+    let html = std::fs::read_to_string(d.join("m.html")).unwrap();
+    assert_eq!(count(&html, "<p class=\"modes\">latency modes at "), 1);
+    assert!(
+        html.contains(" — periodic, every ")
+            || html.contains(" — not periodic")
+            || html.contains(" — two clusters")
+    );
+    assert!(
+        !html.contains("note: latency modes"),
+        "said once, not again as a note"
+    );
+}
+
+#[test]
+fn sweep_reports_render_offline_in_headless_chromium() {
+    let d = Dir::new();
+    let (s, g) = make_sweep_reports(&d);
+    let Some(b) = Browser::start() else { return };
+    let text = check_page(&b, &s, 2, 3);
+    assert!(text.contains("Throughput against clients"));
+    assert!(text.contains("USL fit"));
+    let text = check_page(&b, &g, 3, 3);
+    assert!(text.contains("Time per batch against records stored"));
+    assert!(text.contains("growth ("));
 }

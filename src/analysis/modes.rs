@@ -92,7 +92,30 @@ impl LatencyModes {
             .iter()
             .map(|m| format!("{} ({:.0}%)", human_ns(m.at_ns), m.share * 100.0))
             .collect();
-        let verdict = match &self.periodic {
+        Some(format!(
+            "latency modes at {}: {}",
+            list.join(", "),
+            self.verdict()
+        ))
+    }
+
+    /// The report's line, when there is more than one mode:
+    /// "latency modes at 100.00ms, 200.00ms, 300.00ms — periodic, every 100.00ms".
+    pub fn summary_line(&self) -> Option<String> {
+        if self.modes.len() < 2 {
+            return None;
+        }
+        let at: Vec<String> = self.modes.iter().map(|m| human_ns(m.at_ns)).collect();
+        Some(format!(
+            "latency modes at {} — {}",
+            at.join(", "),
+            self.verdict()
+        ))
+    }
+
+    /// Periodic (with its period), not periodic, or two clusters.
+    fn verdict(&self) -> String {
+        match &self.periodic {
             Some(p) if p.offset_ns > 0.0 => format!(
                 "periodic, every {} after {}",
                 human_ns(p.period_ns),
@@ -101,8 +124,7 @@ impl LatencyModes {
             Some(p) => format!("periodic, every {}", human_ns(p.period_ns)),
             None if self.modes.len() >= 3 => "not periodic".to_string(),
             None => "two clusters".to_string(),
-        };
-        Some(format!("latency modes at {}: {verdict}", list.join(", ")))
+        }
     }
 }
 
@@ -384,6 +406,33 @@ mod tests {
     use crate::stats::new_hist;
     use rand::rngs::SmallRng;
     use rand::SeedableRng;
+
+    #[test]
+    fn summary_line_lists_the_modes_and_the_verdict() {
+        let mode = |ms: f64| Mode {
+            at_ns: ms * 1e6,
+            share: 1.0 / 3.0,
+        };
+        let mut m = LatencyModes {
+            shape: "multimodal".into(),
+            samples: 300,
+            bandwidth: 0.1,
+            modes: vec![mode(100.0), mode(200.0), mode(300.0)],
+            periodic: Some(Period {
+                period_ns: 100e6,
+                offset_ns: 0.0,
+                multiples: vec![1, 2, 3],
+            }),
+        };
+        assert_eq!(
+            m.summary_line().unwrap(),
+            "latency modes at 100.00ms, 200.00ms, 300.00ms — periodic, every 100.00ms"
+        );
+        assert!(m.note().unwrap().ends_with(": periodic, every 100.00ms"));
+        m.modes.truncate(1);
+        m.periodic = None;
+        assert_eq!(m.summary_line(), None);
+    }
     use rand_distr::{Distribution, LogNormal, Normal};
 
     const MS: f64 = 1e6;

@@ -11,12 +11,13 @@ use std::time::SystemTime;
 
 use anyhow::Result;
 
-use super::{default_out, describe, execute, resolve, RunSetup, View};
+use super::{default_out, describe, execute, resolve, same_path, RunSetup, View};
 use crate::analysis::knee::{self, Search, Slo};
 use crate::analysis::{growth, usl};
 use crate::cli::{RunArgs, SweepArgs};
 use crate::engine::{self, Mode};
 use crate::error::InputError;
+use crate::report::html;
 use crate::report::result::{self, RunResult};
 use crate::report::sweep::{
     self, GrowthModel, GrowthSpec, KneeModel, Models, SweepPoint, SweepResult, UslModel, VaryRecord,
@@ -163,6 +164,8 @@ fn fmt_num(x: f64) -> String {
 /// The run arguments of one grid point.
 fn point_args(base: &RunArgs, setting: &Setting, value: &str) -> Result<RunArgs, InputError> {
     let mut a = base.clone();
+    // The sweep's report is the sweep's, written at its end.
+    a.report = None;
     let number = || {
         value.parse::<f64>().ok().ok_or_else(|| {
             InputError::new(format!(
@@ -194,6 +197,7 @@ fn point_args(base: &RunArgs, setting: &Setting, value: &str) -> Result<RunArgs,
 /// loaded by the first batch only.
 fn growth_args(base: &RunArgs, batch: u64, k: u64) -> RunArgs {
     let mut a = base.clone();
+    a.report = None;
     a.ops = Some(batch);
     a.duration = None;
     a.samples = None;
@@ -212,9 +216,9 @@ fn check(args: &RunArgs, what: &str) -> Result<(), InputError> {
 impl<'a> Plan<'a> {
     fn new(args: &'a SweepArgs) -> Result<Plan<'a>, InputError> {
         let base = &args.run;
-        if base.report.is_some() || !base.checks.is_empty() || base.metrics_addr.is_some() {
+        if !base.checks.is_empty() || base.metrics_addr.is_some() {
             return Err(InputError::new(
-                "--report, --check and --metrics-addr apply to `loadrig run`, not to sweeps",
+                "--check and --metrics-addr apply to `loadrig run`, not to sweeps",
             )
             .help(
                 "the sweep file keeps every point's full result, for reports and checks afterwards",
@@ -401,6 +405,15 @@ impl<'a> Plan<'a> {
             .out
             .clone()
             .unwrap_or_else(|| default_out(&format!("{}-sweep", workload.name)));
+        if let Some(report) = &base.report {
+            if same_path(report, &out) {
+                return Err(InputError::new(format!(
+                    "--report {}: that is where the sweep file goes",
+                    report.display()
+                ))
+                .help("give the report its own name, like sweep.html"));
+            }
+        }
         let record = SweepResult {
             schema_version: sweep::SCHEMA_VERSION,
             kind: "sweep".to_string(),
@@ -600,6 +613,15 @@ impl<'a> Plan<'a> {
         s.write()?;
         print!("\n{}", sweep::summary(&s.record));
         println!("sweep result: {}", s.out.display());
+        if let Some(report) = &base.report {
+            let label = s.out.file_name().map_or_else(
+                || s.out.display().to_string(),
+                |n| n.to_string_lossy().into(),
+            );
+            let page = html::render_sweep(&label, &s.record)?;
+            result::write_atomic(report, page.as_bytes())?;
+            println!("report: {}", report.display());
+        }
         Ok(if interrupted {
             ExitCode::from(130)
         } else {

@@ -17,6 +17,9 @@ use super::result::{OpResult, RunResult};
 use crate::spec::duration::human_ns;
 use crate::targets::redact;
 
+mod sweep;
+pub use sweep::render_sweep;
+
 const CSS: &str = include_str!("assets/report.css");
 
 /// Forbid everything but the page's own inline styles and inline images: no script, no
@@ -99,7 +102,22 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
     summary_table(&mut h, runs);
     errors_table(&mut h, runs);
     for (label, r) in runs {
-        for note in &r.notes {
+        let modes = r.latency_modes.as_ref();
+        if let Some(line) = modes.and_then(|m| m.summary_line()) {
+            let _ = writeln!(
+                h,
+                "<p class=\"modes\">{}{}</p>",
+                if runs.len() > 1 {
+                    format!("{}: ", esc(label))
+                } else {
+                    String::new()
+                },
+                esc(&line)
+            );
+        }
+        // The modes' note says the same as the line above.
+        let modes_note = modes.and_then(|m| m.note());
+        for note in r.notes.iter().filter(|n| Some(*n) != modes_note.as_ref()) {
             let _ = writeln!(
                 h,
                 "<p class=\"note\">{}note: {}</p>",

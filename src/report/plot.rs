@@ -836,6 +836,8 @@ pub fn errors(runs: &[RunView]) -> Result<String> {
     })
 }
 
+pub mod sweep;
+
 #[cfg(test)]
 mod tests {
     use super::*;
