@@ -153,7 +153,7 @@ impl FsSession {
             Sync::None => {}
             Sync::Each => file.sync_data().map_err(|e| io_error(&path, e))?,
             Sync::Batch(n) => {
-                if self.writes % n == 0 {
+                if self.writes.is_multiple_of(n) {
                     sync_file_system(&file).map_err(|e| io_error(&path, e))?;
                 }
             }
