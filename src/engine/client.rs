@@ -8,7 +8,11 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+/// The hot loop's clock: quanta reads the CPU's time-stamp counter (a few ns) where the
+/// kernel's clock_gettime costs 20-30 ns on this kind of VM; calibrated once per process.
+use quanta::Instant;
 
 use rand::distr::weighted::WeightedIndex;
 use rand::distr::Distribution;
@@ -31,7 +35,10 @@ pub struct ClientCtx<'a> {
     pub timeline: Timeline,
     pub slots: Slots,
     pub stop: &'a AtomicBool,
-    pub t0: Instant,
+    /// The start of the run on the engine's clock (std), for the collector's records.
+    pub t0: std::time::Instant,
+    /// The same moment on the hot loop's clock.
+    pub q0: Instant,
     pub tx: Sender<Msg>,
     /// The client has its thread to itself, so it may wait with a precise blocking sleep.
     pub exclusive: bool,
@@ -40,11 +47,17 @@ pub struct ClientCtx<'a> {
 impl ClientCtx<'_> {
     /// Wait until `t`: precisely on a thread of our own, on the runtime's timer otherwise.
     pub async fn wait_until(&self, t: Instant) {
+        let t = self.t0 + t.saturating_duration_since(self.q0);
         if self.exclusive {
             pace::sleep_until(t);
         } else {
             tokio::time::sleep_until(t.into()).await;
         }
+    }
+
+    /// A moment on the hot loop's clock that is `d` after the start of the run.
+    pub fn at(&self, d: Duration) -> Instant {
+        self.q0 + d
     }
 }
 
@@ -161,7 +174,7 @@ impl<'a> Intervals<'a> {
             ctx,
             counters: fresh(ctx.ops.len()),
             current: 0,
-            next_boundary: ctx.t0 + ctx.timeline.end_of(0),
+            next_boundary: ctx.at(ctx.timeline.end_of(0)),
             last: ctx.timeline.last().unwrap_or(u64::MAX),
         }
     }
@@ -170,7 +183,10 @@ impl<'a> Intervals<'a> {
     #[inline]
     fn roll(&mut self, now: Instant) {
         if now >= self.next_boundary && self.current < self.last {
-            let next = self.ctx.timeline.index_of(now - self.ctx.t0);
+            let next = self
+                .ctx
+                .timeline
+                .index_of(now.saturating_duration_since(self.ctx.q0));
             let counters = std::mem::replace(&mut self.counters, fresh(self.ctx.ops.len()));
             let _ = self.ctx.tx.send(Msg::Interval {
                 client: self.ctx.id,
@@ -179,7 +195,7 @@ impl<'a> Intervals<'a> {
                 next,
             });
             self.current = next;
-            self.next_boundary = self.ctx.t0 + self.ctx.timeline.end_of(next);
+            self.next_boundary = self.ctx.at(self.ctx.timeline.end_of(next));
         }
     }
 
@@ -192,7 +208,7 @@ impl<'a> Intervals<'a> {
             client: self.ctx.id,
             index: self.current,
             counters: self.counters,
-            end: end.saturating_duration_since(self.ctx.t0),
+            end: end.saturating_duration_since(self.ctx.q0),
             missed,
         });
     }
@@ -391,7 +407,7 @@ pub async fn run<T: Target>(target: &T, session: Option<T::Session>, ctx: &Clien
         .plan
         .ops
         .map(|n| n / clients + u64::from((ctx.id as u64) < n % clients));
-    let deadline = ctx.timeline.deadline.map(|d| ctx.t0 + d);
+    let deadline = ctx.timeline.deadline.map(|d| ctx.at(d));
     match ctx.plan.mode {
         Mode::Closed { think, .. } => closed(&mut worker, ctx, quota, deadline, think).await,
         Mode::Open { .. } => open(&mut worker, ctx, quota, deadline).await,
@@ -463,7 +479,7 @@ async fn open<T: Target>(
             _ => Duration::from_secs_f64(1.0 / per_worker),
         }
     };
-    let mut intended = ctx.t0
+    let mut intended = ctx.q0
         + if poisson {
             gap()
         } else {

@@ -334,6 +334,8 @@ pub fn run<T: Target>(
                         return;
                     }
                     let Some(&t0) = t0_cell.get() else { return };
+                    // The start on the hot loop's clock: now, less the time since t0.
+                    let q0 = quanta::Instant::now() - t0.elapsed();
                     let exclusive = ids.len() == 1;
                     let clients = ids.iter().zip(sessions).map(|(&id, session)| {
                         let ctx = ClientCtx {
@@ -344,6 +346,7 @@ pub fn run<T: Target>(
                             slots,
                             stop: &stop,
                             t0,
+                            q0,
                             tx: tx.clone(),
                             exclusive,
                         };
