@@ -35,9 +35,7 @@ pub struct ClientCtx<'a> {
     pub timeline: Timeline,
     pub slots: Slots,
     pub stop: &'a AtomicBool,
-    /// The start of the run on the engine's clock (std), for the collector's records.
-    pub t0: std::time::Instant,
-    /// The same moment on the hot loop's clock.
+    /// The start of the run, on the hot loop's clock.
     pub q0: Instant,
     pub tx: Sender<Msg>,
     /// The client has its thread to itself, so it may wait with a precise blocking sleep.
@@ -47,11 +45,10 @@ pub struct ClientCtx<'a> {
 impl ClientCtx<'_> {
     /// Wait until `t`: precisely on a thread of our own, on the runtime's timer otherwise.
     pub async fn wait_until(&self, t: Instant) {
-        let t = self.t0 + t.saturating_duration_since(self.q0);
         if self.exclusive {
             pace::sleep_until(t);
         } else {
-            tokio::time::sleep_until(t.into()).await;
+            tokio::time::sleep(t.saturating_duration_since(Instant::now())).await;
         }
     }
 

@@ -345,7 +345,6 @@ pub fn run<T: Target>(
                             timeline,
                             slots,
                             stop: &stop,
-                            t0,
                             q0,
                             tx: tx.clone(),
                             exclusive,

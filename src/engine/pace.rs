@@ -3,7 +3,11 @@
 //! Client threads lower their timer slack to 1 µs (Linux), so `nanosleep` wakes within
 //! microseconds instead of the default 50 µs; the last few microseconds are spun.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// The hot loop's clock (the CPU's time-stamp counter): schedules and waits use one clock,
+// so they cannot drift apart.
+use quanta::Instant;
 
 /// Below this, spinning is cheaper and more precise than asking the kernel to wake us.
 const SPIN_BELOW: Duration = Duration::from_micros(20);

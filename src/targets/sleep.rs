@@ -34,7 +34,10 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// The same clock as the engine's hot loop and pacing, so simulated latencies line up.
+use quanta::Instant;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
