@@ -30,7 +30,7 @@ cargo build --locked --all-targets
 
 # A state dir of our own (services.sh creates it), so parallel runs never share servers.
 export LOADRIG_SERVICES_DIR=${LOADRIG_SERVICES_DIR:-/tmp/loadrig-test-services-$$}
-trap 'scripts/services.sh down || true' EXIT
+trap 'scripts/services.sh down || true; rm -f "$LOADRIG_SERVICES_DIR.lock"' EXIT
 scripts/services.sh up
 eval "$(scripts/services.sh env)"
 
