@@ -39,42 +39,13 @@ fn http_url() -> Option<String> {
     server_url("LOADRIG_HTTP_URL")
 }
 
-const MIXED: &str = r#"
-name = "mixed"
-[data]
-count = 600
-key = "k{seq}"
-value = "{bytes 100}"
-batch = 100
-[[op]]
-name = "get"
-weight = 4
-kv.get = { key = "k{uniform 300..600}" }
-[[op]]
-name = "put"
-weight = 2
-kv.put = { key = "n{seq}", value = "{bytes 50}" }
-[[op]]
-name = "update"
-weight = 1
-kv.update = { key = "k{seq 300}", value = "{bytes 70}" }
-[[op]]
-name = "delete"
-weight = 1
-kv.delete = { key = "k{seq}" }
-[[op]]
-name = "missing"
-weight = 1
-kv.get = { key = "absent{seq}" }
-"#;
-
 #[test]
 fn load_and_mixed_kv_leave_exactly_the_expected_resources() {
     let Some(base) = http_url() else { return };
     let target = format!("{base}?kv_path=/dav/loadrig-mixed");
     request(&base, "DELETE", "/dav/loadrig-mixed/", b"");
     let d = Dir::new();
-    d.write("w.toml", MIXED);
+    d.write("w.toml", &common::mixed_kv(600, 100, true));
     d.ok(&[
         "run",
         "w.toml",

@@ -163,40 +163,11 @@ fn no_secret(s: &Server, d: &Dir, out: &std::process::Output, result: Option<&st
     }
 }
 
-const MIXED: &str = r#"
-name = "mixed"
-[data]
-count = 400
-key = "k{seq}"
-value = "{bytes 100}"
-batch = 64
-[[op]]
-name = "get"
-weight = 4
-kv.get = { key = "k{uniform 200..400}" }
-[[op]]
-name = "put"
-weight = 2
-kv.put = { key = "n{seq}", value = "{bytes 50}" }
-[[op]]
-name = "update"
-weight = 1
-kv.update = { key = "k{seq 200}", value = "{bytes 70}" }
-[[op]]
-name = "delete"
-weight = 1
-kv.delete = { key = "k{seq}" }
-[[op]]
-name = "missing"
-weight = 1
-kv.get = { key = "absent{seq}" }
-"#;
-
 #[test]
 fn load_and_mixed_kv_leave_exactly_the_expected_entries() {
     let Some(s) = Server::get("kv") else { return };
     let d = Dir::new();
-    d.write("w.toml", MIXED);
+    d.write("w.toml", &common::mixed_kv(400, 64, true));
     let out = d.loadrig(&[
         "run",
         "w.toml",

@@ -57,37 +57,12 @@ fn no_secret(d: &Dir, out: &std::process::Output, result: Option<&str>) {
     }
 }
 
-const MIXED: &str = r#"
-name = "mixed"
-[data]
-count = 2000
-key = "k{seq}"
-value = "{bytes 100}"
-batch = 500
-[[op]]
-name = "get"
-weight = 4
-kv.get = { key = "k{uniform 1000..2000}" }
-[[op]]
-name = "put"
-weight = 2
-kv.put = { key = "n{seq}", value = "{bytes 50}" }
-[[op]]
-name = "update"
-weight = 1
-kv.update = { key = "k{seq 1000}", value = "{bytes 70}" }
-[[op]]
-name = "delete"
-weight = 1
-kv.delete = { key = "k{seq}" }
-"#;
-
 #[test]
 fn load_and_mixed_kv_leave_exactly_the_expected_keys() {
     let Some(url) = url_with_db(1) else { return };
     let mut c = fresh(&url);
     let d = Dir::new();
-    d.write("w.toml", MIXED);
+    d.write("w.toml", &common::mixed_kv(2000, 500, false));
     let out = d.loadrig(&[
         "run",
         "w.toml",

@@ -128,3 +128,46 @@ pub fn server_url(var: &str) -> Option<String> {
         }
     }
 }
+
+/// The mixed kv workload the server tests share: `records` loaded (keys `k0..`), then gets
+/// of the upper half, new puts (`n0..`), updates of the upper half from its start, deletes
+/// from `k0` up, and with `missing` also gets of keys that never exist (`absent0..`).
+pub fn mixed_kv(records: u64, batch: u64, missing: bool) -> String {
+    let half = records / 2;
+    let mut text = format!(
+        r#"
+name = "mixed"
+[data]
+count = {records}
+key = "k{{seq}}"
+value = "{{bytes 100}}"
+batch = {batch}
+[[op]]
+name = "get"
+weight = 4
+kv.get = {{ key = "k{{uniform {half}..{records}}}" }}
+[[op]]
+name = "put"
+weight = 2
+kv.put = {{ key = "n{{seq}}", value = "{{bytes 50}}" }}
+[[op]]
+name = "update"
+weight = 1
+kv.update = {{ key = "k{{seq {half}}}", value = "{{bytes 70}}" }}
+[[op]]
+name = "delete"
+weight = 1
+kv.delete = {{ key = "k{{seq}}" }}
+"#
+    );
+    if missing {
+        text.push_str(
+            r#"[[op]]
+name = "missing"
+weight = 1
+kv.get = { key = "absent{seq}" }
+"#,
+        );
+    }
+    text
+}
