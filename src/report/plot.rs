@@ -224,9 +224,12 @@ macro_rules! mesh {
 
 macro_rules! legend {
     ($chart:expr) => {
+        legend!($chart, SeriesLabelPosition::UpperRight)
+    };
+    ($chart:expr, $position:expr) => {
         $chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position($position)
             .background_style(WHITE.mix(0.85))
             .border_style(GRID_BOLD)
             .label_font((FONT, 12))
@@ -667,13 +670,7 @@ pub fn spectrum(runs: &[RunView]) -> Result<String> {
                     PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
                 });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(GRID_BOLD)
-            .label_font((FONT, 12))
-            .draw()?;
+        legend!(chart, SeriesLabelPosition::UpperLeft);
         Ok(())
     })
 }

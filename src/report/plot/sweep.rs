@@ -334,13 +334,7 @@ pub fn growth(s: &SweepResult) -> Result<Option<String>> {
             )?;
             marker_legend!(s, color(3), "set aside as outliers".to_string());
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(GRID_BOLD)
-            .label_font((FONT, 12))
-            .draw()?;
+        legend!(chart, SeriesLabelPosition::UpperLeft);
         Ok(())
     })
     .map(Some)
