@@ -153,6 +153,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "persistent|per-op")]
     pub connection: Option<String>,
 
+    /// Give up on an operation that takes longer than this: it counts as a `timeout` error
+    /// and its connection is replaced (overrides the workload's `op_timeout`).
+    #[arg(long, value_name = "DURATION")]
+    pub op_timeout: Option<String>,
+
     /// Threads shared by the clients of a network target (default: one per core).
     #[arg(long, value_name = "N")]
     pub threads: Option<u64>,

@@ -88,7 +88,7 @@ fn resolve(args: &RunArgs) -> Result<(TargetUrl, RunSetup)> {
     };
     let workload = spec::compile(&source, &args.set)?;
     let ops = select_ops(&workload, &args.only_ops)?;
-    let plan = resolve_plan(args, &workload.load, &source)?;
+    let plan = resolve_plan(args, &workload.load, workload.op_timeout, &source)?;
     let target_text = match (&args.target, &workload.target) {
         (Some(t), _) | (None, Some(t)) => t.clone(),
         (None, None) => {
@@ -231,6 +231,7 @@ fn pick_duration(
 fn resolve_plan(
     args: &RunArgs,
     load: &LoadSection,
+    op_timeout: Option<Duration>,
     source: &Source<'_>,
 ) -> Result<LoadPlan, InputError> {
     if args.rate.is_some() && args.clients.is_some() {
@@ -406,6 +407,13 @@ fn resolve_plan(
             .help("per-op opens (and authenticates) a new connection inside every operation"))
         }
     };
+    let op_timeout = match &args.op_timeout {
+        Some(t) => Some(spec::positive(
+            duration::parse(t, "--op-timeout")?,
+            "--op-timeout",
+        )?),
+        None => op_timeout,
+    };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let threads = args.threads.or(load.threads).unwrap_or(cores);
     check_clients(threads, "--threads")?;
@@ -418,6 +426,7 @@ fn resolve_plan(
         warmup,
         seed,
         connection,
+        op_timeout,
         threads: threads as usize,
     })
 }

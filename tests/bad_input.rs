@@ -232,6 +232,30 @@ fn cases() -> Vec<Case> {
             vec!["--duration: 'ten' is not a duration", "30s"],
         ),
         (
+            "zero op timeout",
+            None,
+            vec!["--op-timeout", "0s"],
+            vec!["--op-timeout must be above zero"],
+        ),
+        (
+            "bad op timeout",
+            None,
+            vec!["--op-timeout", "soon"],
+            vec!["--op-timeout: 'soon' is not a duration", "500ms"],
+        ),
+        (
+            "bad workload op_timeout",
+            with("target = \"noop://\"\n", "target = \"noop://\"\nop_timeout = \"abc\"\n"),
+            vec![],
+            vec!["w.toml:3:14", "op_timeout: 'abc' is not a duration"],
+        ),
+        (
+            "zero workload op_timeout",
+            with("target = \"noop://\"\n", "target = \"noop://\"\nop_timeout = \"0ms\"\n"),
+            vec![],
+            vec!["w.toml:3:14", "op_timeout must be above zero"],
+        ),
+        (
             "zero clients",
             None,
             vec!["--clients", "0"],

@@ -242,6 +242,44 @@ fn errors_are_counted_by_class_and_the_run_goes_on() {
 }
 
 #[test]
+fn operations_over_the_op_timeout_fail_as_timeout_and_the_flag_wins() {
+    // The sleep target blocks its thread: each 300 ms operation is judged when it ends.
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        "name = \"w\"\nop_timeout = \"100ms\"\n[[op]]\nname = \"nap\"\nnop = {}\n",
+    );
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "w.toml",
+            "--target",
+            "sleep://?latency=300ms",
+            "--ops",
+            "3",
+            "-o",
+            "r.json",
+        ];
+        args.extend(extra);
+        d.ok(&args);
+        d.result("r.json")
+    };
+    let r = run(&[]);
+    assert_eq!((r.total.ok, r.total.errors), (0, 3));
+    assert_eq!(r.total.errors_by_class["timeout"], 3);
+    assert_eq!(
+        r.total.error_messages[0].message,
+        "no answer within 100ms (op timeout)"
+    );
+    // Each timed-out session is replaced before the next operation.
+    assert_eq!(r.total.reconnects, 2);
+    assert_eq!(r.load["op_timeout"], 0.1);
+    let r = run(&["--op-timeout", "2s"]);
+    assert_eq!((r.total.ok, r.total.errors), (3, 0));
+    assert_eq!(r.load["op_timeout"], 2.0);
+}
+
+#[test]
 fn weighted_mix_follows_the_weights() {
     let d = Dir::new();
     d.write(

@@ -342,3 +342,49 @@ fn cleanup_removes_only_loadrig_keys() {
     let out = d.loadrig(&["cleanup", "--target", &url]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("removed 0 loadrig object(s)"));
 }
+
+#[test]
+fn an_operation_over_the_op_timeout_fails_as_timeout_and_its_connection_is_replaced() {
+    // Odd lists hold an element, even ones never do: BLPOP on an even list would wait 3 s,
+    // so with a 200 ms limit exactly the even operations time out, and the odd ones that
+    // follow each succeed on a new connection.
+    let Some(url) = url_with_db(6) else { return };
+    let mut c = fresh(&url);
+    for n in [1, 3, 5] {
+        redis::cmd("RPUSH")
+            .arg(format!("loadrig:q{n}"))
+            .arg("x")
+            .exec(&mut c)
+            .unwrap();
+    }
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        "name = \"block\"\n[[op]]\nname = \"pop\"\nredis = [\"BLPOP\", \"loadrig:q{seq}\", \"3\"]\n",
+    );
+    let out = d.loadrig(&[
+        "run",
+        "w.toml",
+        "--target",
+        &url,
+        "--ops",
+        "6",
+        "--op-timeout",
+        "200ms",
+        "-o",
+        "r.json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    no_secret(&d, &out, Some("r.json"));
+    let r = d.result("r.json");
+    assert_eq!((r.total.ok, r.total.errors), (3, 3));
+    assert_eq!(r.total.errors_by_class["timeout"], 3);
+    assert_eq!(r.total.reconnects, 3);
+    assert_eq!(r.total.rows, 6, "each BLPOP that answered gave key and value");
+    let left: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(left, 0, "the odd lists were popped");
+}

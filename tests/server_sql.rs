@@ -694,3 +694,37 @@ fn lost_connections(db: &Db) {
 fn a_lost_connection_is_class_connect_and_reconnected() {
     both(lost_connections);
 }
+
+fn op_timeouts(db: &Db) {
+    // Even operations sleep 3 s, odd ones answer at once: with a 200 ms limit exactly the
+    // even ones fail as timeout, and each odd one that follows succeeds on a new connection.
+    let query = if db.pg {
+        "SELECT pg_sleep(CASE WHEN $1::int % 2 = 0 THEN 3 ELSE 0 END)"
+    } else {
+        "SELECT SLEEP(IF(? % 2 = 0, 3, 0))"
+    };
+    let d = Dir::new();
+    d.write(
+        "t.toml",
+        &format!(
+            "name = \"t\"\n[[op]]\nname = \"nap\"\nsql = {{ query = \"{query}\", params = [\"{{seq}}\"] }}\n"
+        ),
+    );
+    let r = db.run(
+        &d,
+        &["run", "t.toml", "--ops", "6", "--op-timeout", "200ms"],
+    );
+    assert_eq!((r.total.ok, r.total.errors), (3, 3));
+    assert_eq!(r.total.errors_by_class["timeout"], 3);
+    assert_eq!(
+        r.total.error_messages[0].message,
+        "no answer within 200ms (op timeout)"
+    );
+    assert_eq!(r.total.reconnects, 3);
+    assert_eq!(r.load["op_timeout"], 0.2);
+}
+
+#[test]
+fn an_operation_over_the_op_timeout_fails_as_timeout_and_the_run_goes_on() {
+    both(op_timeouts);
+}

@@ -234,8 +234,34 @@ const RECONNECT_FIRST: Duration = Duration::from_millis(10);
 const RECONNECT_MAX: Duration = Duration::from_secs(1);
 
 impl<'a, T: Target> Worker<'a, T> {
-    /// Run operation `i` in full: connecting first if needed, transactions, retries.
+    /// Run operation `i` in full, within the operation time limit if there is one.
     async fn perform(&mut self, i: usize, ctx: &ClientCtx<'_>) -> Result<Outcome, OpError> {
+        let Some(limit) = ctx.plan.op_timeout else {
+            return self.complete(i, ctx).await;
+        };
+        let answered = if self.target.blocking() {
+            // A blocking operation cannot be interrupted: it is judged when it ends.
+            let start = Instant::now();
+            let result = self.complete(i, ctx).await;
+            (start.elapsed() <= limit).then_some(result)
+        } else {
+            tokio::time::timeout(limit, self.complete(i, ctx)).await.ok()
+        };
+        answered.unwrap_or_else(|| {
+            // The session's protocol state is unknown: replace it before the next operation.
+            self.session = None;
+            Err(OpError::new(
+                ErrorClass::Timeout,
+                format!(
+                    "no answer within {} (op timeout)",
+                    humantime::format_duration(limit)
+                ),
+            ))
+        })
+    }
+
+    /// Run operation `i` in full: connecting first if needed, transactions, retries.
+    async fn complete(&mut self, i: usize, ctx: &ClientCtx<'_>) -> Result<Outcome, OpError> {
         if self.session.is_none() {
             if let Some(at) = self.next_connect {
                 ctx.wait_until(at).await;
@@ -359,13 +385,17 @@ fn record(c: &mut OpCounters, result: Result<Outcome, OpError>, latency: Duratio
 }
 
 /// Run operation `i` on `worker`. The common case (one plain operation, no retry policy,
-/// an open persistent session) is written out in place so it compiles into the client
-/// loop; everything else goes through [`Worker::perform`].
+/// no time limit, an open persistent session) is written out in place so it compiles into
+/// the client loop; everything else goes through [`Worker::perform`].
 macro_rules! perform {
     ($worker:expr, $i:expr, $ctx:expr) => {{
         let w = &mut *$worker;
         let spec = &w.chooser.ops[$i];
-        if w.session.is_some() && spec.retry.is_none() && spec.kind.is_plain() {
+        if w.session.is_some()
+            && spec.retry.is_none()
+            && spec.kind.is_plain()
+            && $ctx.plan.op_timeout.is_none()
+        {
             let Worker { session, chooser, .. } = w;
             match session.as_mut() {
                 Some(s) => {

@@ -68,6 +68,9 @@ pub struct LoadPlan {
     pub warmup: Duration,
     pub seed: u64,
     pub connection: Connection,
+    /// An operation still unanswered after this fails as `timeout`; its session is replaced.
+    #[serde(with = "opt_secs")]
+    pub op_timeout: Option<Duration>,
     /// Threads shared by the clients of an async target.
     pub threads: usize,
 }

@@ -11,6 +11,7 @@ pub mod template;
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -27,6 +28,8 @@ struct WorkloadFile {
     #[serde(default)]
     description: String,
     target: Option<Spanned<String>>,
+    /// The default of `--op-timeout`: an operation that takes longer fails as `timeout`.
+    op_timeout: Option<Spanned<String>>,
     #[serde(default)]
     params: BTreeMap<String, Spanned<toml::Value>>,
     #[serde(default)]
@@ -86,6 +89,8 @@ pub struct Workload {
     pub description: String,
     pub source_name: String,
     pub target: Option<String>,
+    /// `op_timeout`, checked: above zero.
+    pub op_timeout: Option<Duration>,
     pub params: BTreeMap<String, toml::Value>,
     pub load: LoadSection,
     pub data: Option<DataSpec>,
@@ -271,11 +276,21 @@ pub fn compile(
         None => None,
     };
 
+    let op_timeout = match &file.op_timeout {
+        Some(t) => Some(
+            duration::parse(t.get_ref(), "op_timeout")
+                .and_then(|d| positive(d, "op_timeout"))
+                .map_err(|e| e.at(source.at(t.span().start)))?,
+        ),
+        None => None,
+    };
+
     Ok(Workload {
         name: file.name,
         description: file.description,
         source_name: source.path.to_string(),
         target: file.target.map(|t| t.into_inner()),
+        op_timeout,
         params,
         load: file.load,
         data,
@@ -293,6 +308,15 @@ pub fn compile(
             })
             .collect(),
     })
+}
+
+/// An operation time limit must be above zero (`0s` would fail every operation).
+pub fn positive(d: Duration, what: &str) -> Result<Duration, InputError> {
+    if d.is_zero() {
+        return Err(InputError::new(format!("{what} must be above zero"))
+            .help("for example 5s, or leave it out for no limit"));
+    }
+    Ok(d)
 }
 
 fn type_name(v: &toml::Value) -> &'static str {

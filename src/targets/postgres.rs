@@ -100,6 +100,15 @@ pub struct PgSession {
     kv: [Option<Statement>; 4],
     /// Native statements by their workload-wide number; `None` until first used.
     sql: Vec<Option<Statement>>,
+    /// The connection's I/O task.
+    io: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for PgSession {
+    /// Close the socket at once, even with a reply still due (an operation that timed out).
+    fn drop(&mut self) {
+        self.io.abort();
+    }
 }
 
 impl Target for Postgres {
@@ -150,13 +159,14 @@ impl Target for Postgres {
         };
         // The connection's I/O half: it ends when the client is dropped or the server
         // goes away (then every call on the client fails as closed).
-        tokio::spawn(async move {
+        let io = tokio::spawn(async move {
             let _ = connection.await;
         });
         Ok(PgSession {
             client,
             kv: Default::default(),
             sql: Vec::new(),
+            io,
         })
     }
 }
