@@ -728,3 +728,53 @@ fn op_timeouts(db: &Db) {
 fn an_operation_over_the_op_timeout_fails_as_timeout_and_the_run_goes_on() {
     both(op_timeouts);
 }
+
+#[test]
+fn mysql_binds_number_generators_as_numbers_and_text_as_bytes() {
+    let Some(db) = Db::mysql() else { return };
+    // Bound as a string, 7 would compare as text ('7' = '7.0' is false) and divide as a
+    // double (3.5); bound as an integer it compares as a number and divides exactly (3.5000).
+    let d = Dir::new();
+    d.write(
+        "b.toml",
+        r#"
+name = "binds"
+setup = ["CREATE TABLE IF NOT EXISTS loadrig_bind (name VARCHAR(20) PRIMARY KEY, v VARCHAR(40), n BIGINT)"]
+[params]
+seven = 7
+half = 0.5
+[[op]]
+name = "bind"
+tx = [
+  { sql = { query = "INSERT INTO loadrig_bind VALUES ('int eq', ? = '7.0', NULL)", params = ["{uniform 7..8}"] } },
+  { sql = { query = "INSERT INTO loadrig_bind VALUES ('int div', ? / 2, NULL)", params = ["{seven}"] } },
+  { sql = { query = "INSERT INTO loadrig_bind VALUES ('float eq', ? = '0.50', NULL)", params = ["{half}"] } },
+  { sql = { query = "INSERT INTO loadrig_bind VALUES ('text eq', ? = '7.0', NULL)", params = ["7"] } },
+  { sql = { query = "INSERT INTO loadrig_bind VALUES ('text div', ? / 2, NULL)", params = ["7"] } },
+  { sql = { query = "INSERT INTO loadrig_bind VALUES ('seq', ? + 0, ?)", params = ["{seq 41}", "{seq 41}"] } },
+]
+"#,
+    );
+    let r = db.run(&d, &["run", "b.toml", "--ops", "1"]);
+    assert_eq!((r.total.ok, r.total.errors), (1, 0), "{:?}", r.total.error_messages);
+    let mut rows = db.query("SELECT name, v, COALESCE(n, '') FROM loadrig_bind ORDER BY name");
+    // Decimal division keeps at least div_precision_increment (4) digits: MySQL shows
+    // 3.5000, MariaDB's prepared statements more.
+    let div = rows[1][1].clone();
+    assert!(
+        div.starts_with("3.5000") && div.trim_end_matches('0') == "3.5",
+        "{div}"
+    );
+    rows[1][1] = "decimal 3.5".into();
+    assert_eq!(
+        rows,
+        [
+            ["float eq", "1", ""],
+            ["int div", "decimal 3.5", ""],
+            ["int eq", "1", ""],
+            ["seq", "41", "41"],
+            ["text div", "3.5", ""],
+            ["text eq", "0", ""],
+        ]
+    );
+}

@@ -18,7 +18,7 @@ use toml::Spanned;
 
 use crate::error::{line_col, InputError};
 pub use ops::{NativeOp, OpKind, OpSpec, Retry, Scope, Step};
-pub use template::{GenState, Template};
+pub use template::{GenState, Template, ValueKind};
 
 /// A workload file as written.
 #[derive(Debug, Deserialize)]

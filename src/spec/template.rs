@@ -64,6 +64,19 @@ enum Part {
 pub struct Template {
     source: String,
     parts: Vec<Part>,
+    kind: ValueKind,
+}
+
+/// What a template's expansions are, so a driver can bind them with their own type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// One number generator (`{seq}`, `{uniform ..}`, `{zipf ..}`, `{client}`) or one
+    /// integer parameter, alone.
+    Integer,
+    /// One float parameter, alone.
+    Float,
+    /// Anything else: literal text, strings, bytes, captures, mixtures.
+    Bytes,
 }
 
 /// Per-client generator state: its number, the client count, and one counter per `seq`.
@@ -109,6 +122,7 @@ impl Template {
     ) -> Result<Template, TemplateError> {
         let mut parts = Vec::new();
         let mut literal = String::new();
+        let mut kind = ValueKind::Bytes;
         let bytes = source.as_bytes();
         let mut i = 0;
         while i < bytes.len() {
@@ -131,6 +145,9 @@ impl Template {
                     parts.push(Part::Literal(std::mem::take(&mut literal)));
                 }
                 parts.push(compile_expr(expr, i + 1, params, captures, seq_slots)?);
+                if i == 0 && len + 2 == source.len() {
+                    kind = expr_kind(&parts[0], expr, params);
+                }
                 i += len + 2;
             } else if c == b'}' {
                 return err(i, "unmatched '}': write '}}' for a literal brace");
@@ -146,11 +163,16 @@ impl Template {
         Ok(Template {
             source: source.to_string(),
             parts,
+            kind,
         })
     }
 
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    pub fn kind(&self) -> ValueKind {
+        self.kind
     }
 
     /// True if the template produces raw bytes, which a key cannot hold.
@@ -344,6 +366,21 @@ fn compile_expr(
     }
 }
 
+/// The kind of a template that is the single expression `expr`, compiled into `part`.
+fn expr_kind(part: &Part, expr: &str, params: &BTreeMap<String, toml::Value>) -> ValueKind {
+    match part {
+        Part::Seq { .. } | Part::Uniform { .. } | Part::Zipf { .. } | Part::Client => {
+            ValueKind::Integer
+        }
+        Part::Literal(_) => match params.get(expr.trim()) {
+            Some(toml::Value::Integer(_)) => ValueKind::Integer,
+            Some(toml::Value::Float(_)) => ValueKind::Float,
+            _ => ValueKind::Bytes,
+        },
+        _ => ValueKind::Bytes,
+    }
+}
+
 fn param_list(params: &BTreeMap<String, toml::Value>) -> String {
     if params.is_empty() {
         String::new()
@@ -502,6 +539,20 @@ mod tests {
         assert!(e.message.contains("unknown generator"));
         assert!(Template::compile("{seq", &params(), &mut slots).is_err());
         assert!(Template::compile("{uniform 9..3}", &params(), &mut slots).is_err());
+    }
+
+    #[test]
+    fn a_lone_number_generator_or_number_parameter_has_a_number_kind() {
+        let mut p = params();
+        p.insert("ratio".into(), toml::Value::Float(0.5));
+        let kind = |src: &str| Template::compile(src, &p, &mut 0).unwrap().kind();
+        for src in ["{seq}", "{seq 5}", "{uniform 1..9}", "{zipf 1..9}", "{client}", "{records}"] {
+            assert_eq!(kind(src), ValueKind::Integer, "{src}");
+        }
+        assert_eq!(kind("{ratio}"), ValueKind::Float);
+        for src in ["7", "k{seq}", "{seq} ", "{name}", "{string 3}", "{choice 1|2}", "{{seq}}"] {
+            assert_eq!(kind(src), ValueKind::Bytes, "{src}");
+        }
     }
 
     #[test]

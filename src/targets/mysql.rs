@@ -9,8 +9,10 @@
 //!   (the connection sets CLIENT_FOUND_ROWS, so an update to the same value counts, as on
 //!   PostgreSQL; this applies to native statements too).
 //! - Native `sql` statements are prepared once per session, on first use, and cached by
-//!   their workload-wide number. Arguments are bound as strings (bytes); the server
-//!   converts them to the column types. Rows are the rows returned, or for statements that
+//!   their workload-wide number. An argument that is one number generator or one number
+//!   parameter alone (`{seq}`, `{uniform 1..9}`, `{records}`) is bound as an integer (a
+//!   float parameter as a double); every other argument as bytes, which the server
+//!   converts to the column types. Rows are the rows returned, or for statements that
 //!   return none the rows affected. `capture` takes the first row's values as text (NULL
 //!   as empty, numbers in decimal, dates as `YYYY-MM-DD hh:mm:ss[.ffffff]`, blobs raw).
 //! - Transactions: BEGIN / COMMIT / ROLLBACK. Data loading: multi-row
@@ -38,7 +40,7 @@ use mysql_async::{ChangeUserOpts, Conn, DriverError, Opts, OptsBuilder, Params, 
 use super::endpoint::Endpoint;
 use super::{unsupported, ErrorClass, Op, OpError, Outcome, Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::spec::NativeOp;
+use crate::spec::{NativeOp, Template, ValueKind};
 
 const CREATE_KV: &str =
     "CREATE TABLE IF NOT EXISTS loadrig_kv (k VARCHAR(255) PRIMARY KEY, v LONGBLOB NOT NULL)";
@@ -221,6 +223,27 @@ fn params(args: &[&[u8]]) -> Params {
     }
 }
 
+/// A native argument with the type its template produces: integers and floats as numbers
+/// (so `? / 2` is exact decimal division and `? = '7.0'` compares numbers), the rest as
+/// bytes for the server to convert.
+fn typed(arg: &[u8], kind: ValueKind) -> Value {
+    let text = std::str::from_utf8(arg).ok();
+    match kind {
+        ValueKind::Integer => match text.and_then(|t| t.parse::<i64>().ok()) {
+            Some(i) => Value::Int(i),
+            None => match text.and_then(|t| t.parse::<u64>().ok()) {
+                Some(u) => Value::UInt(u),
+                None => Value::Bytes(arg.to_vec()),
+            },
+        },
+        ValueKind::Float => match text.and_then(|t| t.parse::<f64>().ok()) {
+            Some(f) => Value::Double(f),
+            None => Value::Bytes(arg.to_vec()),
+        },
+        ValueKind::Bytes => Value::Bytes(arg.to_vec()),
+    }
+}
+
 impl MysqlSession {
     async fn statement(&mut self, which: usize) -> Result<Statement, OpError> {
         if let Some(st) = &self.kv[which] {
@@ -255,6 +278,7 @@ impl MysqlSession {
         &mut self,
         id: usize,
         query: &str,
+        templates: &[Template],
         args: &[Vec<u8>],
         capture: bool,
     ) -> Result<Outcome, OpError> {
@@ -279,8 +303,17 @@ impl MysqlSession {
                 ),
             ));
         }
-        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-        let mut result = self.conn.exec_iter(&st, params(&args)).await.map_err(cl)?;
+        let params = if args.is_empty() {
+            Params::Empty
+        } else {
+            Params::Positional(
+                args.iter()
+                    .zip(templates)
+                    .map(|(a, t)| typed(a, t.kind()))
+                    .collect(),
+            )
+        };
+        let mut result = self.conn.exec_iter(&st, params).await.map_err(cl)?;
         let mut out = Outcome::default();
         if result.columns_ref().is_empty() {
             out.rows = result.affected_rows();
@@ -306,10 +339,10 @@ impl MysqlSession {
             Op::Update { key, value } => self.kv(UPDATE, &[value, key.as_bytes()]).await?,
             Op::Delete { key } => self.kv(DELETE, &[key.as_bytes()]).await?,
             Op::Native {
-                op: NativeOp::Sql { id, query, .. },
+                op: NativeOp::Sql { id, query, params },
                 args,
                 capture,
-            } => return self.native(*id, query, args, capture).await,
+            } => return self.native(*id, query, params, args, capture).await,
             Op::Native { .. } => return Err(unsupported(op, "mysql://")),
             Op::Begin => return self.text("BEGIN").await,
             Op::Commit => return self.text("COMMIT").await,
@@ -444,6 +477,13 @@ mod tests {
             to_text(&Value::Time(true, 1, 2, 3, 4, 500)),
             b"-26:03:04.000500"
         );
+        assert_eq!(typed(b"-7", ValueKind::Integer), Value::Int(-7));
+        assert_eq!(
+            typed(b"18446744073709551615", ValueKind::Integer),
+            Value::UInt(u64::MAX)
+        );
+        assert_eq!(typed(b"0.5", ValueKind::Float), Value::Double(0.5));
+        assert_eq!(typed(b"7", ValueKind::Bytes), Value::Bytes(b"7".to_vec()));
         let mut s = String::new();
         hex(&mut s, b"\x00\xffA");
         assert_eq!(s, "00ff41");
