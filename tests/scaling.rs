@@ -286,6 +286,14 @@ fn varying_a_parameter_the_workload_lacks_is_an_input_error() {
             "--find-max needs an objective",
         ),
         (vec!["--vary", "clients=1,2", "--clients", "2"], "keep one"),
+        (
+            vec!["--vary", "rate=1..5", "--slo", "p99 > 5ms"],
+            "--slo 'p99 > 5ms': an objective is an upper bound",
+        ),
+        (
+            vec!["--vary", "rate=1..5", "--slo", "p99 < 5"],
+            "--slo 'p99 < 5': '5' has no unit",
+        ),
         (vec!["--growth-batch", "10"], "--growth-limit"),
         (vec![], "sweep needs something to vary"),
     ] {

@@ -9,20 +9,23 @@
 //!
 //! Operation names may contain anything except a line break, so the operator is the last
 //! `<` or `>` of the text and the metric is what follows the last dot before it.
+//! `loadrig sweep --slo` parses its objective with the same grammar (`analysis::knee::Slo`).
 //! Checks are parsed before anything runs (a malformed one is an input error, exit 2) and
 //! evaluated on the result file's figures (a failed one exits 1).
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::TOTAL;
 use crate::error::InputError;
 use crate::report::result::{OpResult, RunResult};
 use crate::spec::duration::human_ns;
+use crate::stats::LatencySummary;
 
 /// A latency figure of the summary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LatencyStat {
     P50,
     P90,
@@ -30,6 +33,20 @@ pub enum LatencyStat {
     P999,
     Max,
     Mean,
+}
+
+impl LatencyStat {
+    /// This figure of a latency summary, in ns.
+    pub fn of(self, l: &LatencySummary) -> f64 {
+        match self {
+            LatencyStat::P50 => l.p50_ns as f64,
+            LatencyStat::P90 => l.p90_ns as f64,
+            LatencyStat::P99 => l.p99_ns as f64,
+            LatencyStat::P999 => l.p999_ns as f64,
+            LatencyStat::Max => l.max_ns as f64,
+            LatencyStat::Mean => l.mean_ns,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +57,7 @@ pub enum CheckMetric {
 }
 
 impl CheckMetric {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             CheckMetric::Latency(LatencyStat::P50) => "p50",
             CheckMetric::Latency(LatencyStat::P90) => "p90",
@@ -117,13 +134,18 @@ const HELP: &str = "write [OPERATION.]METRIC OP VALUE, like 'read.p99 < 20ms', '
 
 /// Parse one check; the error names the check and says what is wrong.
 pub fn parse(text: &str) -> Result<Check, InputError> {
+    parse_or_why(text)
+        .map_err(|why| InputError::new(format!("check '{}': {why}", text.trim())).help(HELP))
+}
+
+/// Parse one check, or say why it is not one (the caller names it: a check, an objective).
+pub fn parse_or_why(text: &str) -> Result<Check, String> {
     let text = text.trim();
-    let bad = |why: String| InputError::new(format!("check '{text}': {why}")).help(HELP);
     if text.contains('\n') {
-        return Err(bad("a check is one line".into()));
+        return Err("a check is one line".into());
     }
     let Some(at) = text.rfind(['<', '>']) else {
-        return Err(bad("no comparison operator (<, <=, > or >=)".into()));
+        return Err("no comparison operator (<, <=, > or >=)".into());
     };
     let greater = text[at..].starts_with('>');
     let or_equal = text[at + 1..].starts_with('=');
@@ -136,10 +158,10 @@ pub fn parse(text: &str) -> Result<Check, InputError> {
     let lhs = text[..at].trim();
     let rhs = text[at + 1 + usize::from(or_equal)..].trim();
     if lhs.is_empty() {
-        return Err(bad("nothing to check before the operator".into()));
+        return Err("nothing to check before the operator".into());
     }
     if rhs.is_empty() {
-        return Err(bad("no value after the operator".into()));
+        return Err("no value after the operator".into());
     }
 
     // `OP.METRIC`, `METRIC`, or `OP.p99.9`.
@@ -151,19 +173,19 @@ pub fn parse(text: &str) -> Result<Check, InputError> {
         match lhs.rsplit_once('.') {
             Some((op, word)) => match CheckMetric::parse(word.trim()) {
                 Some(m) => (Some(op.trim()), m),
-                None => return Err(bad(format!("unknown metric '{}'", word.trim()))),
+                None => return Err(format!("unknown metric '{}'", word.trim())),
             },
-            None => return Err(bad(format!("unknown metric '{lhs}'"))),
+            None => return Err(format!("unknown metric '{lhs}'")),
         }
     };
     let op = match op {
-        Some("") => return Err(bad("the operation name before '.' is empty".into())),
+        Some("") => return Err("the operation name before '.' is empty".into()),
         Some(TOTAL) | None => None,
         Some(name) => Some(name.to_string()),
     };
 
     let (limit, percent) = match metric {
-        CheckMetric::Latency(_) => (parse_duration_ns(rhs).map_err(bad)?, false),
+        CheckMetric::Latency(_) => (parse_duration_ns(rhs)?, false),
         CheckMetric::Throughput => {
             let number = rhs
                 .strip_suffix("ops/s")
@@ -172,9 +194,9 @@ pub fn parse(text: &str) -> Result<Check, InputError> {
                 .trim();
             (
                 parse_number(number).map_err(|_| {
-                    bad(format!(
+                    format!(
                         "throughput '{rhs}' is not a rate: write operations per second, like 5000/s"
-                    ))
+                    )
                 })?,
                 false,
             )
@@ -182,17 +204,17 @@ pub fn parse(text: &str) -> Result<Check, InputError> {
         CheckMetric::Errors => match rhs.strip_suffix('%') {
             Some(p) => {
                 let v = parse_number(p.trim())
-                    .map_err(|_| bad(format!("errors '{rhs}' is not a percentage, like 0.1%")))?;
+                    .map_err(|_| format!("errors '{rhs}' is not a percentage, like 0.1%"))?;
                 if v > 100.0 {
-                    return Err(bad(format!("errors '{rhs}': a percentage is at most 100%")));
+                    return Err(format!("errors '{rhs}': a percentage is at most 100%"));
                 }
                 (v, true)
             }
             None => (
                 parse_number(rhs).map_err(|_| {
-                    bad(format!(
+                    format!(
                         "errors '{rhs}' is neither a count (like 10) nor a percentage (like 0.1%)"
-                    ))
+                    )
                 })?,
                 false,
             ),
@@ -302,18 +324,10 @@ pub fn evaluate(c: &Check, r: &RunResult) -> Outcome {
     };
     let (actual, shown) = match c.metric {
         CheckMetric::Latency(stat) => {
-            let l = &o.latency;
-            if l.count == 0 {
+            if o.latency.count == 0 {
                 return fail("no successful operations, so no latency".into());
             }
-            let v = match stat {
-                LatencyStat::P50 => l.p50_ns as f64,
-                LatencyStat::P90 => l.p90_ns as f64,
-                LatencyStat::P99 => l.p99_ns as f64,
-                LatencyStat::P999 => l.p999_ns as f64,
-                LatencyStat::Max => l.max_ns as f64,
-                LatencyStat::Mean => l.mean_ns,
-            };
+            let v = stat.of(&o.latency);
             (v, format!("{} = {}", c.metric.name(), human_ns(v)))
         }
         CheckMetric::Throughput => (

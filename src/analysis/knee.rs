@@ -14,8 +14,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::checks::{self, CheckMetric, Cmp, LatencyStat};
 use crate::error::InputError;
-use crate::spec::duration;
 use crate::stats::LatencySummary;
 
 /// At least this fraction of the offered rate must complete for the rate to be sustained.
@@ -25,74 +25,60 @@ pub const PRECISION: f64 = 0.03;
 /// … or after this many runs.
 pub const MAX_STEPS: usize = 12;
 
-/// Which latency figure an objective constrains.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    Mean,
-    P50,
-    P90,
-    P99,
-    P999,
-    Max,
-}
-
-/// A latency objective such as `p99 < 50ms`.
+/// A latency objective such as `p99 < 50ms`: a check (see [`checks`]) on a latency figure
+/// of all operations together, bounded from above.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slo {
     /// As the user wrote it.
     pub text: String,
-    pub metric: Metric,
+    pub metric: LatencyStat,
     pub threshold_ns: u64,
     /// `<=` rather than `<`.
     pub inclusive: bool,
 }
 
 impl Slo {
+    /// Parse with the checks' grammar, then keep to what an objective can be.
     pub fn parse(text: &str) -> Result<Slo, InputError> {
-        let bad = |why: &str| {
-            InputError::new(format!("--slo '{text}': {why}"))
+        let bad = |why: String| {
+            InputError::new(format!("--slo '{}': {why}", text.trim()))
                 .help("write METRIC < DURATION, e.g. --slo 'p99 < 50ms'; metrics: mean, p50, p90, p99, p99.9, max")
         };
-        let (left, right, inclusive) = if let Some((l, r)) = text.split_once("<=") {
-            (l, r, true)
-        } else if let Some((l, r)) = text.split_once('<') {
-            (l, r, false)
-        } else {
-            return Err(bad("expected '<' or '<='"));
+        let check = checks::parse_or_why(text).map_err(bad)?;
+        let CheckMetric::Latency(metric) = check.metric else {
+            return Err(bad(format!(
+                "'{}' is not a latency figure: an objective bounds one",
+                check.metric.name()
+            )));
         };
-        let metric = match left.trim().to_ascii_lowercase().as_str() {
-            "mean" => Metric::Mean,
-            "p50" | "median" => Metric::P50,
-            "p90" => Metric::P90,
-            "p99" => Metric::P99,
-            "p99.9" | "p999" => Metric::P999,
-            "max" => Metric::Max,
-            other => return Err(bad(&format!("unknown metric '{other}'"))),
+        if let Some(op) = &check.op {
+            return Err(bad(format!(
+                "an objective covers all operations together, not '{op}' alone"
+            )));
+        }
+        let inclusive = match check.cmp {
+            Cmp::Lt => false,
+            Cmp::Le => true,
+            Cmp::Gt | Cmp::Ge => {
+                return Err(bad(
+                    "an objective is an upper bound on latency: use < or <=".into(),
+                ))
+            }
         };
-        let threshold = duration::parse(right.trim(), "--slo")
-            .map_err(|_| bad(&format!("'{}' is not a duration", right.trim())))?;
-        if threshold.is_zero() {
-            return Err(bad("the limit must be above zero"));
+        if check.limit < 1.0 {
+            return Err(bad("the limit must be above zero".into()));
         }
         Ok(Slo {
-            text: text.trim().to_string(),
+            text: check.text,
             metric,
-            threshold_ns: threshold.as_nanos().min(u64::MAX as u128) as u64,
+            threshold_ns: check.limit.min(u64::MAX as f64) as u64,
             inclusive,
         })
     }
 
     /// The constrained figure of a latency summary, in ns.
     pub fn value(&self, l: &LatencySummary) -> f64 {
-        match self.metric {
-            Metric::Mean => l.mean_ns,
-            Metric::P50 => l.p50_ns as f64,
-            Metric::P90 => l.p90_ns as f64,
-            Metric::P99 => l.p99_ns as f64,
-            Metric::P999 => l.p999_ns as f64,
-            Metric::Max => l.max_ns as f64,
-        }
+        self.metric.of(l)
     }
 
     /// Whether the objective holds (never on a run without a successful operation).
@@ -220,13 +206,26 @@ mod tests {
         let s = Slo::parse("p99 < 50ms").unwrap();
         assert_eq!(
             (s.metric, s.threshold_ns, s.inclusive),
-            (Metric::P99, 50_000_000, false)
+            (LatencyStat::P99, 50_000_000, false)
         );
         let s = Slo::parse(" p99.9<=1s ").unwrap();
-        assert_eq!((s.metric, s.inclusive), (Metric::P999, true));
-        for bad in ["p99 50ms", "p42 < 1ms", "p99 < soon", "max < 0ms"] {
-            let e = Slo::parse(bad).unwrap_err();
-            assert!(e.to_string().contains("--slo"), "{e}");
+        assert_eq!((s.metric, s.inclusive), (LatencyStat::P999, true));
+        assert_eq!(s.text, "p99.9<=1s");
+        let s = Slo::parse("total.mean < 250us").unwrap();
+        assert_eq!((s.metric, s.threshold_ns), (LatencyStat::Mean, 250_000));
+        for (bad, why) in [
+            ("p99 50ms", "no comparison operator"),
+            ("p42 < 1ms", "unknown metric 'p42'"),
+            ("p99 < soon", "'soon' is not a duration"),
+            ("p99 < 5", "has no unit"),
+            ("max < 0ms", "above zero"),
+            ("p99 > 5ms", "upper bound"),
+            ("throughput < 5/s", "not a latency figure"),
+            ("read.p99 < 5ms", "not 'read' alone"),
+        ] {
+            let e = Slo::parse(bad).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("--slo '{bad}': ")), "{e}");
+            assert!(e.contains(why), "{bad}: {e}");
         }
     }
 
