@@ -256,6 +256,33 @@ fn cases() -> Vec<Case> {
             vec!["w.toml:3:14", "op_timeout must be above zero"],
         ),
         (
+            "capture on an ldap add",
+            with(
+                "kv.get = { key = \"k{uniform 0..records}\" }",
+                "ldap.add = { dn = \"cn=x\", attrs = { cn = \"x\" } }\ncapture = [\"a\"]",
+            ),
+            vec![],
+            vec!["w.toml:10:11", "capture applies to sql, redis and ldap.search"],
+        ),
+        (
+            "ldap capture beyond the attributes",
+            with(
+                "kv.get = { key = \"k{uniform 0..records}\" }",
+                "ldap.search = { base = \"dc=x\", attrs = [\"cn\"] }\ncapture = [\"dn\", \"cn\", \"mail\"]",
+            ),
+            vec![],
+            vec!["w.toml:10:11", "3 name(s) for 2 value(s)"],
+        ),
+        (
+            "ldap bind in a tx",
+            with(
+                "kv.get = { key = \"k{uniform 0..records}\" }",
+                "tx = [ { ldap.bind = { dn = \"cn=x\", password = \"p\" } } ]",
+            ),
+            vec![],
+            vec!["w.toml:9:8", "ldap.bind cannot be a tx step"],
+        ),
+        (
             "zero clients",
             None,
             vec!["--clients", "0"],

@@ -456,3 +456,101 @@ fn cleanup_removes_only_the_loadrig_subtree() {
     let out = d.loadrig(&["cleanup", "--target", &s.target()]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("removed 0 loadrig object(s)"));
 }
+
+#[test]
+fn a_transaction_searches_then_modifies_with_the_captured_dn_and_value() {
+    let Some(s) = Server::get("txn") else {
+        return;
+    };
+    let base = s.base.clone();
+    let mut ldif = String::new();
+    for n in 0..4 {
+        ldif.push_str(&format!(
+            "dn: cn=u{n},{base}\nobjectClass: inetOrgPerson\ncn: u{n}\nsn: before\nmail: u{n}@example.org\n\n"
+        ));
+    }
+    s.add(&ldif);
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"
+name = "txn"
+[params]
+dir = "-"
+[[op]]
+name = "copy"
+tx = [
+  { ldap.search = { base = "{dir}", scope = "one", filter = "(cn=u{seq})", attrs = ["mail", "title"] }, capture = ["who", "mail", "title"] },
+  { ldap.modify = { dn = "{who}", replace = { description = "was {mail}{title}" } } },
+]
+[[op]]
+name = "all-or-nothing"
+tx = [
+  { ldap.modify = { dn = "cn=u0,{dir}", replace = { sn = "changed" } } },
+  { ldap.add = { dn = "cn=u1,{dir}", attrs = { objectClass = "inetOrgPerson", cn = "u1", sn = "again" } } },
+]
+"#,
+    );
+    let run = |op: &str, ops: &str| {
+        let out = d.loadrig(&[
+            "run",
+            "w.toml",
+            "--target",
+            &s.target(),
+            "--set",
+            &format!("dir={base}"),
+            "--op",
+            op,
+            "--ops",
+            ops,
+            "-o",
+            "r.json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        no_secret(&s, &d, &out, Some("r.json"));
+        d.result("r.json")
+    };
+    let values = |attr: &str| -> Vec<String> {
+        s.tool(
+            "ldapsearch",
+            &["-LLL", "-o", "ldif-wrap=no", "-b", &base, "-s", "one", "(cn=u*)", attr],
+            None,
+        )
+        .lines()
+        .filter_map(|l| l.strip_prefix(&format!("{attr}: ")).map(str::to_string))
+        .collect()
+    };
+    let r = run("copy", "4");
+    assert_eq!(
+        (r.total.ok, r.total.errors),
+        (4, 0),
+        "{:?}",
+        r.total.error_messages
+    );
+    // A search (1 entry) and a modify (1 entry) per transaction.
+    assert_eq!(r.total.rows, 8);
+    let mut copied = values("description");
+    copied.sort();
+    assert_eq!(
+        copied,
+        (0..4)
+            .map(|n| format!("was u{n}@example.org"))
+            .collect::<Vec<_>>(),
+        "each entry, found by the search, got its own mail; the absent title is empty"
+    );
+    // The add of an existing entry fails the transaction, so the modify before it is
+    // never applied either.
+    let r = run("all-or-nothing", "1");
+    assert_eq!((r.total.ok, r.total.errors), (0, 1));
+    assert_eq!(
+        r.total.errors_by_class.get("constraint"),
+        Some(&1),
+        "{:?}",
+        r.total.error_messages
+    );
+    assert_eq!(values("sn"), ["before"; 4]);
+}

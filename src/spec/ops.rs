@@ -69,6 +69,7 @@ pub(super) struct SqlArgsRef<'a> {
 struct StepSection {
     sql: Option<Spanned<SqlArgs>>,
     redis: Option<Spanned<Vec<Spanned<String>>>>,
+    ldap: Option<LdapSection>,
     capture: Option<Spanned<Vec<String>>>,
 }
 
@@ -336,6 +337,8 @@ pub struct OpSpec {
     pub retry: Option<Retry>,
 }
 
+const CAPTURES: &str = "capture applies to sql, redis and ldap.search operations and tx steps";
+
 /// Capture names as written, with their place in the file.
 type CaptureNames = (Vec<String>, Range<usize>);
 
@@ -441,17 +444,11 @@ impl OpCompiler<'_> {
         };
         if let Some((names, cspan)) = capture {
             match &mut kind {
-                OpKind::Native(step)
-                    if matches!(step.op, NativeOp::Sql { .. } | NativeOp::Redis { .. }) =>
-                {
+                OpKind::Native(step) => {
+                    self.check_capture(&step.op, &names, &cspan)?;
                     step.capture = self.slots(&names);
                 }
-                _ => {
-                    return Err(self.source.error(
-                        cspan,
-                        "capture applies to sql and redis operations and tx steps",
-                    ))
-                }
+                _ => return Err(self.source.error(cspan, CAPTURES)),
             }
         }
         let retry = match &op.retry {
@@ -464,6 +461,29 @@ impl OpCompiler<'_> {
             kind,
             retry,
         })
+    }
+
+    /// Only operations that return values capture, and an LDAP search no more values than
+    /// it returns (its DN, then one per listed attribute).
+    fn check_capture(
+        &self,
+        op: &NativeOp,
+        names: &[String],
+        span: &Range<usize>,
+    ) -> Result<(), InputError> {
+        match op {
+            NativeOp::Sql { .. } | NativeOp::Redis { .. } => Ok(()),
+            NativeOp::LdapSearch { attrs, .. } if names.len() <= 1 + attrs.len() => Ok(()),
+            NativeOp::LdapSearch { attrs, .. } => Err(self.source.error(
+                span.clone(),
+                format!(
+                    "ldap.search captures the first entry's DN, then one value per listed attribute: {} name(s) for {} value(s)",
+                    names.len(),
+                    1 + attrs.len()
+                ),
+            )),
+            _ => Err(self.source.error(span.clone(), CAPTURES)),
+        }
     }
 
     fn slots(&mut self, names: &[String]) -> Vec<usize> {
@@ -726,15 +746,29 @@ impl OpCompiler<'_> {
         let mut steps = Vec::new();
         for step in tx.get_ref() {
             let s = step.get_ref();
-            let mut ops = self.natives(s.sql.as_ref(), s.redis.as_ref(), None, None, &visible)?;
+            let mut ops = self.natives(
+                s.sql.as_ref(),
+                s.redis.as_ref(),
+                s.ldap.as_ref(),
+                None,
+                &visible,
+            )?;
             if ops.len() != 1 {
-                return Err(self
-                    .source
-                    .error(step.span(), "each tx step has exactly one of sql or redis"));
+                return Err(self.source.error(
+                    step.span(),
+                    "each tx step has exactly one of sql, redis or ldap.search, ldap.add, ldap.modify, ldap.delete",
+                ));
             }
             let op = ops.remove(0);
+            if let NativeOp::LdapBind { .. } = op {
+                return Err(self.source.error(
+                    step.span(),
+                    "ldap.bind cannot be a tx step: a bind ends an LDAP transaction",
+                ));
+            }
             let capture = match self.capture_names(&s.capture)? {
-                Some((names, _)) => {
+                Some((names, cspan)) => {
+                    self.check_capture(&op, &names, &cspan)?;
                     let slots = self.slots(&names);
                     visible.extend(names.into_iter().zip(slots.iter().copied()));
                     slots
@@ -747,7 +781,7 @@ impl OpCompiler<'_> {
         if families.windows(2).any(|w| w[0] != w[1]) {
             return Err(self.source.error(
                 tx.span(),
-                "a tx runs on one system: its steps are all sql or all redis",
+                "a tx runs on one system: its steps are all sql, all redis or all ldap",
             ));
         }
         Ok(OpKind::Tx(steps))

@@ -13,8 +13,8 @@
 //!   entry); update = modify-replace (rows 0 when absent); delete (rows 0 when absent).
 //!   The setup creates `ou=loadrig,BASE` if it is missing (a session that may not write
 //!   there is left to fail on its writes).
-//! - native `ldap.search` (rows = entries returned; with `capture`, the first value of the
-//!   first listed attribute of the first entry, or its DN when no attributes are listed),
+//! - native `ldap.search` (rows = entries returned; with `capture`, the first entry's DN,
+//!   then the first value of each listed attribute in `attrs` order, empty when absent),
 //!   `ldap.bind` (the session then runs as that DN), `ldap.add`, `ldap.modify` (replace)
 //!   and `ldap.delete`; a missing entry (noSuchObject, 32) gives rows 0 for search,
 //!   modify and delete, and is an error for add (missing parent).
@@ -26,7 +26,10 @@
 //!   the number of entries removed (the `ou` included); nothing outside it is touched.
 //! - The server version: `vendorName`/`vendorVersion` from the root DSE when present,
 //!   else "OpenLDAP" for an `OpenLDAProotDSE`, with the highest `supportedLDAPVersion`.
-//! - No `tx`.
+//! - `tx` is an LDAP transaction (RFC 5805, OpenLDAP 2.5+ with back-mdb): Start
+//!   Transaction, each add, modify and delete step sent with the transaction's control (the
+//!   server applies them together at the end, or none), End Transaction to commit or abort.
+//!   Searches run outside it: they see what is committed, not the transaction's own changes.
 //!
 //! Errors: result codes 49 (invalidCredentials), 50 (insufficientAccessRights), 48, 8 and
 //! 13 → `auth`; 3 (timeLimitExceeded) → `timeout`; 68 (entryAlreadyExists), 19 and 20 →
@@ -40,6 +43,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ldap3::controls::TxnSpec;
+use ldap3::exop::{EndTxn, StartTxn};
 use ldap3::{Ldap as Conn, LdapConnAsync, LdapConnSettings, LdapError, LdapResult, Mod, Scope};
 use tokio::task::JoinHandle;
 
@@ -138,6 +143,8 @@ pub struct LdapSession {
     conn: Conn,
     driver: JoinHandle<()>,
     dir: Arc<Directory>,
+    /// The identifier of the open transaction, between `Begin` and its end.
+    txn: Option<String>,
 }
 
 impl Drop for LdapSession {
@@ -285,7 +292,12 @@ impl LdapSession {
         let driver = tokio::spawn(async move {
             let _ = driver.drive().await;
         });
-        let mut session = LdapSession { conn, driver, dir };
+        let mut session = LdapSession {
+            conn,
+            driver,
+            dir,
+            txn: None,
+        };
         if session.dir.bind_dn.is_some() {
             session.bind().await?;
         }
@@ -359,20 +371,63 @@ impl LdapSession {
         let mut out = Outcome::rows(entries.len() as u64);
         if capture {
             if let Some(first) = entries.into_iter().next() {
-                let (dn, values) = entry_parts(first).ok_or_else(|| {
+                let (dn, mut values) = entry_parts(first).ok_or_else(|| {
                     OpError::new(ErrorClass::Protocol, "malformed search result entry")
                 })?;
-                let value = match attrs.first() {
-                    None => Some(dn),
-                    Some(wanted) => values
-                        .into_iter()
+                out.captured.push(dn);
+                for wanted in attrs {
+                    let value = values
+                        .iter_mut()
                         .find(|(name, _)| name.eq_ignore_ascii_case(wanted))
-                        .and_then(|(_, v)| v.into_iter().next()),
-                };
-                out.captured.push(value.unwrap_or_default());
+                        .and_then(|(_, v)| (!v.is_empty()).then(|| v.swap_remove(0)));
+                    out.captured.push(value.unwrap_or_default());
+                }
             }
         }
         Ok(out)
+    }
+
+    /// Send the next update inside the open transaction, if there is one.
+    fn in_txn(&mut self) {
+        if let Some(txn_id) = &self.txn {
+            self.conn.with_controls(TxnSpec { txn_id });
+        }
+    }
+
+    async fn begin(&mut self) -> Result<Outcome, OpError> {
+        let ldap3::result::ExopResult(exop, result) = self
+            .conn
+            .extended(StartTxn)
+            .await
+            .map_err(|e| error(&self.dir.shown, e))?;
+        if result.rc != 0 {
+            return Err(result_error(&result));
+        }
+        // Parsed here: ldap3's own parser panics on an identifier that is not UTF-8.
+        let id = exop.val.and_then(|v| String::from_utf8(v).ok());
+        self.txn = Some(id.ok_or_else(|| {
+            OpError::new(ErrorClass::Protocol, "no usable transaction identifier in the reply")
+        })?);
+        Ok(Outcome::default())
+    }
+
+    /// End the open transaction: commit or abort (nothing to do when none is open).
+    async fn end(&mut self, commit: bool) -> Result<Outcome, OpError> {
+        let Some(txn_id) = self.txn.take() else {
+            return Ok(Outcome::default());
+        };
+        let ldap3::result::ExopResult(_, result) = self
+            .conn
+            .extended(EndTxn {
+                txn_id: &txn_id,
+                commit,
+            })
+            .await
+            .map_err(|e| error(&self.dir.shown, e))?;
+        if result.rc != 0 {
+            return Err(result_error(&result));
+        }
+        Ok(Outcome::default())
     }
 
     async fn native(
@@ -412,6 +467,7 @@ impl LdapSession {
                     sets.push((name.as_bytes(), set));
                 }
                 let dn = arg(0)?;
+                self.in_txn();
                 let result = if matches!(op, NativeOp::LdapAdd { .. }) {
                     self.conn.add(dn, sets).await
                 } else {
@@ -422,7 +478,9 @@ impl LdapSession {
                 rows_of(&shown, result, 1, false).map(Outcome::rows)
             }
             NativeOp::LdapDelete { .. } => {
-                let result = self.conn.delete(arg(0)?).await;
+                let dn = arg(0)?;
+                self.in_txn();
+                let result = self.conn.delete(dn).await;
                 rows_of(&shown, result, 1, true).map(Outcome::rows)
             }
             _ => Err(OpError::new(
@@ -461,7 +519,9 @@ impl LdapSession {
                 args,
                 capture,
             } => return self.native(native, args, capture).await,
-            Op::Begin | Op::Commit | Op::Rollback => return Err(super::unsupported(op, "ldap://")),
+            Op::Begin => return self.begin().await,
+            Op::Commit => return self.end(true).await,
+            Op::Rollback => return self.end(false).await,
         };
         Ok(Outcome::rows(rows))
     }
