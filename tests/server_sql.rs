@@ -756,7 +756,12 @@ tx = [
 "#,
     );
     let r = db.run(&d, &["run", "b.toml", "--ops", "1"]);
-    assert_eq!((r.total.ok, r.total.errors), (1, 0), "{:?}", r.total.error_messages);
+    assert_eq!(
+        (r.total.ok, r.total.errors),
+        (1, 0),
+        "{:?}",
+        r.total.error_messages
+    );
     let mut rows = db.query("SELECT name, v, COALESCE(n, '') FROM loadrig_bind ORDER BY name");
     // Decimal division keeps at least div_precision_increment (4) digits: MySQL shows
     // 3.5000, MariaDB's prepared statements more.
@@ -777,4 +782,189 @@ tx = [
             ["text eq", "0", ""],
         ]
     );
+}
+
+#[test]
+fn postgres_captures_give_the_text_the_server_prints() {
+    let Some(db) = Db::pg() else { return };
+    // Each column is captured, written back into a text column, and compared with the
+    // server's own text of the same value.
+    let columns: &[(&str, &str, [&str; 3])] = &[
+        ("b", "bool", ["true", "false", "NULL"]),
+        ("i2", "int2", ["'-32768'", "7", "NULL"]),
+        ("i4", "int4", ["2147483647", "-1", "NULL"]),
+        ("i8", "int8", ["'-9223372036854775808'", "0", "NULL"]),
+        ("f4", "real", ["1234567", "0.1", "'-Infinity'"]),
+        ("f8", "float8", ["0.1", "1e15", "'NaN'"]),
+        ("f8b", "float8", ["0.00001", "-0.0", "123456789012345"]),
+        ("n", "numeric", ["12345.6789", "-0.000100", "'NaN'"]),
+        (
+            "d",
+            "date",
+            ["'2024-02-29'", "'0044-03-15 BC'", "'infinity'"],
+        ),
+        (
+            "t",
+            "time",
+            ["'23:59:59.999999'", "'00:00:00'", "'12:30:00.5'"],
+        ),
+        (
+            "tz",
+            "timetz",
+            ["'12:00:00+05:30'", "'01:02:03-08'", "'00:00:00.25+00'"],
+        ),
+        (
+            "ts",
+            "timestamp",
+            [
+                "'2024-02-29 13:45:06.5'",
+                "'0001-01-01 00:00:00 BC'",
+                "'-infinity'",
+            ],
+        ),
+        (
+            "tstz",
+            "timestamptz",
+            [
+                "'2024-02-29 13:45:06.123456+00'",
+                "'1969-12-31 23:59:59+02'",
+                "'infinity'",
+            ],
+        ),
+        (
+            "iv",
+            "interval",
+            [
+                "'1 year 2 mons 3 days 04:05:06.789'",
+                "'-1 days +02:00:00'",
+                "'-00:00:01.5'",
+            ],
+        ),
+        (
+            "u",
+            "uuid",
+            [
+                "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'",
+                "'00000000-0000-0000-0000-000000000000'",
+                "NULL",
+            ],
+        ),
+        ("j", "json", [r#"'{"a": [1, 2]}'"#, "'null'", "NULL"]),
+        (
+            "jb",
+            "jsonb",
+            [r#"'{"b": 1, "a": "x y"}'"#, "'[1, 2.50]'", "NULL"],
+        ),
+        (
+            "ia",
+            "int[]",
+            ["'{1,2,NULL}'", "'{{1,2},{3,4}}'", "'[0:1]={7,8}'"],
+        ),
+        (
+            "ta",
+            "text[]",
+            [
+                r#"'{"a b","",NULL,"q\"x",plain,"null"}'"#,
+                "'{}'",
+                r#"'{"\\x"}'"#,
+            ],
+        ),
+        (
+            "fa",
+            "float8[]",
+            ["'{1e15,0.00001,-0,NaN,-Infinity}'", "'{1.5}'", "NULL"],
+        ),
+        ("da", "date[]", ["'{2024-01-01,infinity}'", "NULL", "NULL"]),
+        (
+            "tsa",
+            "timestamptz[]",
+            [r#"'{"2024-01-01 00:00:00+00"}'"#, "NULL", "NULL"],
+        ),
+        (
+            "iva",
+            "interval[]",
+            [r#"'{"1 day","00:00:00"}'"#, "NULL", "NULL"],
+        ),
+        ("ba", "bytea[]", [r#"'{"\\x0102"}'"#, "NULL", "NULL"]),
+    ];
+    let names: Vec<&str> = columns.iter().map(|c| c.0).collect();
+    let create = format!(
+        "CREATE TABLE IF NOT EXISTS loadrig_types (id int PRIMARY KEY, {})",
+        columns
+            .iter()
+            .map(|(n, t, _)| format!("{n} {t}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let back = format!(
+        "CREATE TABLE IF NOT EXISTS loadrig_back (id int PRIMARY KEY, {})",
+        names
+            .iter()
+            .map(|n| format!("{n} text"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    db.exec(&create);
+    db.exec(&back);
+    for row in 0..3 {
+        db.exec(&format!(
+            "INSERT INTO loadrig_types VALUES ({row}, {})",
+            columns
+                .iter()
+                .map(|(_, t, v)| format!("{}::{t}", v[row]))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let list = names.join(", ");
+    let placeholders: Vec<String> = (2..names.len() + 2).map(|i| format!("${i}")).collect();
+    let captures: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    let params: Vec<String> = names.iter().map(|n| format!("\"{{{n}}}\"")).collect();
+    let d = Dir::new();
+    d.write(
+        "c.toml",
+        &format!(
+            r#"
+name = "captures"
+[[op]]
+name = "copy"
+tx = [
+  {{ sql = {{ query = "SELECT {list} FROM loadrig_types WHERE id = $1", params = ["{{seq}}"] }}, capture = [{}] }},
+  {{ sql = {{ query = "INSERT INTO loadrig_back (id, {list}) VALUES ($1, {})", params = ["{{seq}}", {}] }} }},
+]
+"#,
+            captures.join(", "),
+            placeholders.join(", "),
+            params.join(", ")
+        ),
+    );
+    let r = db.run(&d, &["run", "c.toml", "--ops", "3"]);
+    assert_eq!(
+        (r.total.ok, r.total.errors),
+        (3, 0),
+        "{:?}",
+        r.total.error_messages
+    );
+    // A NULL is captured as empty text.
+    let texts = |sql: String| -> Vec<Vec<String>> {
+        db.query(&sql)
+            .into_iter()
+            .map(|row| {
+                row.into_iter()
+                    .map(|v| if v == "NULL" { String::new() } else { v })
+                    .collect()
+            })
+            .collect()
+    };
+    // The server's own text for each value: its output functions, as the simple query
+    // protocol returns them and psql prints them (`::text` agrees, except that it spells
+    // booleans true/false).
+    let server = texts(format!("SELECT {list} FROM loadrig_types ORDER BY id"));
+    let captured = texts(format!("SELECT {list} FROM loadrig_back ORDER BY id"));
+    for (row, (s, c)) in server.iter().zip(&captured).enumerate() {
+        for (k, name) in names.iter().enumerate() {
+            assert_eq!(c[k], s[k], "row {row}, column {name}");
+        }
+    }
+    assert_eq!(captured.len(), 3);
 }

@@ -13,9 +13,11 @@
 //!   as text for the server to parse. An empty argument binds NULL for non-text types. A
 //!   value that does not parse fails the operation (class other) naming the parameter.
 //!   Rows are the rows returned, or for statements that return none the rows affected.
-//!   `capture` takes the first row's values as text (NULL as empty; bytea raw; types
-//!   without a text rendering here arrive in PostgreSQL's binary form: cast them with
-//!   `::text` in the query). A parameterless statement the server cannot prepare (several
+//!   `capture` takes the first row's values as the server's output functions print them
+//!   (psql's text), rendered here from the binary results: NULL as empty, bytea raw; dates
+//!   and times for the session's DateStyle ISO, IntervalStyle postgres and, for
+//!   timestamptz, a UTC TimeZone; another type or setting fails the operation, saying to
+//!   cast the column with `::text`. A parameterless statement the server cannot prepare (several
 //!   commands in one string, as setup statements may be) runs as a simple query.
 //! - Transactions: BEGIN / COMMIT / ROLLBACK. Data loading: binary COPY into a temporary
 //!   table, then one upsert into `loadrig_kv`, so loading the same keys again replaces them.
@@ -37,7 +39,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
-use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
+use tokio_postgres::types::{FromSql, IsNull, Kind, ToSql, Type};
 use tokio_postgres::{Client, Config, NoTls, SimpleQueryMessage, Statement};
 
 use super::endpoint::Endpoint;
@@ -102,6 +104,7 @@ pub struct PgSession {
     sql: Vec<Option<Statement>>,
     /// The connection's I/O task.
     io: tokio::task::JoinHandle<()>,
+    styles: Styles,
 }
 
 impl Drop for PgSession {
@@ -159,6 +162,12 @@ impl Target for Postgres {
         };
         // The connection's I/O half: it ends when the client is dropped or the server
         // goes away (then every call on the client fails as closed).
+        let setting = |name: &str| connection.parameter(name).unwrap_or_default().to_string();
+        let styles = Styles {
+            timezone: setting("TimeZone"),
+            datestyle: setting("DateStyle"),
+            intervalstyle: setting("IntervalStyle"),
+        };
         let io = tokio::spawn(async move {
             let _ = connection.await;
         });
@@ -167,6 +176,7 @@ impl Target for Postgres {
             kv: Default::default(),
             sql: Vec::new(),
             io,
+            styles,
         })
     }
 }
@@ -339,22 +349,96 @@ impl<'a> FromSql<'a> for RawValue<'a> {
     }
 }
 
-/// The text form of a binary column value (what psql would show), where known.
-fn to_text(ty: &Type, raw: &[u8]) -> Vec<u8> {
-    fn be<const N: usize>(raw: &[u8]) -> Option<[u8; N]> {
-        raw.try_into().ok()
+/// The session settings that decide how dates and times print, as the server reported them
+/// when the connection opened.
+#[derive(Debug, Clone, Default)]
+struct Styles {
+    timezone: String,
+    datestyle: String,
+    intervalstyle: String,
+}
+
+impl Styles {
+    fn utc(&self) -> bool {
+        let tz = self.timezone.to_ascii_lowercase();
+        let tz = tz.strip_prefix("etc/").unwrap_or(&tz);
+        [
+            "utc",
+            "uct",
+            "gmt",
+            "gmt0",
+            "gmt+0",
+            "gmt-0",
+            "z",
+            "zulu",
+            "universal",
+            "greenwich",
+        ]
+        .contains(&tz)
     }
-    let text = match *ty {
-        Type::BOOL => Some(if raw == [1] { "t" } else { "f" }.to_string()),
-        Type::INT2 => be(raw).map(|b| i16::from_be_bytes(b).to_string()),
-        Type::INT4 => be(raw).map(|b| i32::from_be_bytes(b).to_string()),
-        Type::INT8 => be(raw).map(|b| i64::from_be_bytes(b).to_string()),
-        Type::OID => be(raw).map(|b| u32::from_be_bytes(b).to_string()),
-        Type::FLOAT4 => be(raw).map(|b| f32::from_be_bytes(b).to_string()),
-        Type::FLOAT8 => be(raw).map(|b| f64::from_be_bytes(b).to_string()),
-        Type::NUMERIC => numeric_text(raw),
-        Type::UUID => be::<16>(raw).map(|b| {
-            let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+}
+
+type Rendered = Result<Vec<u8>, String>;
+
+/// A column value, sent in binary, as the text the server prints for it (psql's output);
+/// bytea stays raw. A type rendered here in no exact way is an error saying so.
+fn to_text(ty: &Type, raw: &[u8], st: &Styles) -> Rendered {
+    match ty.kind() {
+        Kind::Array(member) => return array_text(member, raw, st).map(String::into_bytes),
+        Kind::Domain(base) => return to_text(base, raw, st),
+        Kind::Enum(_) => return Ok(raw.to_vec()),
+        Kind::Simple => {}
+        _ => return Err(format!("type {} has no text rendering here", ty.name())),
+    }
+    if *ty == Type::BYTEA || is_text_type(ty) || [Type::JSON, Type::XML, Type::CHAR].contains(ty) {
+        return Ok(raw.to_vec());
+    }
+    scalar_text(ty, raw, st).map(String::into_bytes)
+}
+
+fn scalar_text(ty: &Type, raw: &[u8], st: &Styles) -> Result<String, String> {
+    let malformed = || format!("malformed {} value", ty.name());
+    let be = |n: usize| -> Result<&[u8], String> {
+        raw.get(..n)
+            .filter(|_| raw.len() == n)
+            .ok_or_else(malformed)
+    };
+    let int = |n: usize| -> Result<i64, String> {
+        let b = be(n)?;
+        Ok(b.iter().fold(i64::from(b[0] as i8) >> 8, |acc, x| {
+            (acc << 8) | i64::from(*x)
+        }))
+    };
+    let dates = || {
+        if st.datestyle.starts_with("ISO") {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} prints by DateStyle, which is '{}' in this session (loadrig renders ISO)",
+                ty.name(),
+                st.datestyle
+            ))
+        }
+    };
+    Ok(match *ty {
+        Type::BOOL => if be(1)? == [1] { "t" } else { "f" }.to_string(),
+        Type::INT2 => int(2)?.to_string(),
+        Type::INT4 => int(4)?.to_string(),
+        Type::INT8 => int(8)?.to_string(),
+        Type::OID => (int(4)? as u32).to_string(),
+        Type::FLOAT4 => float_text(
+            f64::from(f32::from_bits(int(4)? as u32)),
+            &format!("{:e}", f32::from_bits(int(4)? as u32)),
+            6,
+        ),
+        Type::FLOAT8 => float_text(
+            f64::from_bits(int(8)? as u64),
+            &format!("{:e}", f64::from_bits(int(8)? as u64)),
+            15,
+        ),
+        Type::NUMERIC => numeric_text(raw).ok_or_else(malformed)?,
+        Type::UUID => {
+            let hex: String = be(16)?.iter().map(|x| format!("{x:02x}")).collect();
             format!(
                 "{}-{}-{}-{}-{}",
                 &hex[..8],
@@ -363,12 +447,287 @@ fn to_text(ty: &Type, raw: &[u8]) -> Vec<u8> {
                 &hex[16..20],
                 &hex[20..]
             )
-        }),
+        }
         // jsonb's binary form is a version byte, then the text.
-        Type::JSONB if raw.first() == Some(&1) => return raw[1..].to_vec(),
-        _ => None,
+        Type::JSONB if raw.first() == Some(&1) => String::from_utf8_lossy(&raw[1..]).into_owned(),
+        Type::DATE => {
+            dates()?;
+            match int(4)? {
+                d if d == i64::from(i32::MAX) => "infinity".into(),
+                d if d == i64::from(i32::MIN) => "-infinity".into(),
+                d => date_text(d),
+            }
+        }
+        Type::TIME => time_text(int(8)?),
+        Type::TIMETZ => {
+            let (us, zone) = (
+                i64::from_be_bytes(be(12)?[..8].try_into().map_err(|_| malformed())?),
+                i32::from_be_bytes(raw[8..].try_into().map_err(|_| malformed())?),
+            );
+            // The zone is stored in seconds west of Greenwich.
+            time_text(us) + &offset_text(-i64::from(zone))
+        }
+        Type::TIMESTAMP | Type::TIMESTAMPTZ => {
+            dates()?;
+            let zone = if *ty == Type::TIMESTAMPTZ {
+                if !st.utc() {
+                    return Err(format!(
+                        "timestamptz prints in the session's TimeZone, which is '{}' (loadrig renders UTC only)",
+                        st.timezone
+                    ));
+                }
+                "+00"
+            } else {
+                ""
+            };
+            match int(8)? {
+                i64::MAX => "infinity".into(),
+                i64::MIN => "-infinity".into(),
+                us => {
+                    const DAY: i64 = 86_400_000_000;
+                    // ` BC` goes after the time and zone.
+                    let date = date_text(us.div_euclid(DAY));
+                    let (ymd, bc) = date.split_at(date.find(' ').unwrap_or(date.len()));
+                    format!("{ymd} {}{zone}{bc}", time_text(us.rem_euclid(DAY)))
+                }
+            }
+        }
+        Type::INTERVAL => {
+            if st.intervalstyle != "postgres" {
+                return Err(format!(
+                    "interval prints by IntervalStyle, which is '{}' in this session (loadrig renders postgres)",
+                    st.intervalstyle
+                ));
+            }
+            be(16)?;
+            let word = |i: usize, n: usize| {
+                i64::from_be_bytes({
+                    let mut b = [if raw[i] & 0x80 != 0 { 0xff } else { 0 }; 8];
+                    b[8 - n..].copy_from_slice(&raw[i..i + n]);
+                    b
+                })
+            };
+            interval_text(word(0, 8), word(8, 4), word(12, 4))
+        }
+        _ => return Err(format!("type {} has no text rendering here", ty.name())),
+    })
+}
+
+/// A float as PostgreSQL prints it (extra_float_digits 1, the default): the shortest text
+/// that reads back exactly, in exponent form when the decimal exponent is below -4 or at
+/// least `digits` (15 for float8, 6 for float4). `sci` is Rust's shortest `{:e}` form.
+fn float_text(v: f64, sci: &str, digits: i32) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    let (sign, sci) = match sci.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", sci),
     };
-    text.map_or_else(|| raw.to_vec(), String::into_bytes)
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let d: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let body = if (-4..digits).contains(&exp) {
+        if exp < 0 {
+            format!("0.{}{d}", "0".repeat((-exp - 1) as usize))
+        } else if d.len() <= exp as usize + 1 {
+            format!("{d}{}", "0".repeat(exp as usize + 1 - d.len()))
+        } else {
+            format!("{}.{}", &d[..=exp as usize], &d[exp as usize + 1..])
+        }
+    } else {
+        let rest = if d.len() > 1 {
+            format!(".{}", &d[1..])
+        } else {
+            String::new()
+        };
+        let esign = if exp < 0 { '-' } else { '+' };
+        format!("{}{rest}e{esign}{:02}", &d[..1], exp.abs())
+    };
+    format!("{sign}{body}")
+}
+
+/// Days since 2000-01-01 as `YYYY-MM-DD`, with ` BC` for years before 1 (proleptic
+/// Gregorian, as PostgreSQL counts).
+fn date_text(days: i64) -> String {
+    // Howard Hinnant's civil_from_days, from 1970-01-01.
+    let z = days + 10_957 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    if year <= 0 {
+        format!("{:04}-{month:02}-{day:02} BC", 1 - year)
+    } else {
+        format!("{year:04}-{month:02}-{day:02}")
+    }
+}
+
+/// Microseconds as `HH:MM:SS` with the fraction, trailing zeros dropped; negative for
+/// interval parts.
+fn time_text(us: i64) -> String {
+    let sign = if us < 0 { "-" } else { "" };
+    let us = us.unsigned_abs();
+    let secs = us / 1_000_000;
+    format!(
+        "{sign}{:02}:{:02}:{:02}{}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        fraction(us % 1_000_000)
+    )
+}
+
+fn fraction(us: u64) -> String {
+    if us == 0 {
+        String::new()
+    } else {
+        format!(".{us:06}").trim_end_matches('0').to_string()
+    }
+}
+
+/// A UTC offset in seconds as `+HH`, `+HH:MM` or `+HH:MM:SS`.
+fn offset_text(secs: i64) -> String {
+    let sign = if secs < 0 { '-' } else { '+' };
+    let s = secs.unsigned_abs();
+    let mut out = format!("{sign}{:02}", s / 3600);
+    if !s.is_multiple_of(3600) {
+        out.push_str(&format!(":{:02}", s / 60 % 60));
+    }
+    if !s.is_multiple_of(60) {
+        out.push_str(&format!(":{:02}", s % 60));
+    }
+    out
+}
+
+/// An interval in IntervalStyle postgres: `1 year 2 mons -3 days +04:05:06.5`.
+fn interval_text(us: i64, days: i64, months: i64) -> String {
+    let mut out = String::new();
+    // Each part after a negative one carries an explicit sign, as PostgreSQL writes them.
+    let mut before = false;
+    for (n, unit) in [(months / 12, "year"), (months % 12, "mon"), (days, "day")] {
+        if n != 0 {
+            let plus = if before && n > 0 { "+" } else { "" };
+            let s = if n == 1 { "" } else { "s" };
+            let space = if out.is_empty() { "" } else { " " };
+            out.push_str(&format!("{space}{plus}{n} {unit}{s}"));
+            before = n < 0;
+        }
+    }
+    if out.is_empty() || us != 0 {
+        let space = if out.is_empty() { "" } else { " " };
+        let plus = if before && us >= 0 { "+" } else { "" };
+        out.push_str(&format!("{space}{plus}{}", time_text(us)));
+    }
+    out
+}
+
+/// A binary array as PostgreSQL's text: `{1,2,NULL}`, `{{1,2},{3,4}}`, `[0:1]={7,8}`.
+fn array_text(member: &Type, raw: &[u8], st: &Styles) -> Result<String, String> {
+    let malformed = || "malformed array value".to_string();
+    let mut at = 0;
+    let mut word = || -> Result<i32, String> {
+        let b = raw.get(at..at + 4).ok_or_else(malformed)?;
+        at += 4;
+        Ok(i32::from_be_bytes(b.try_into().map_err(|_| malformed())?))
+    };
+    let ndim = usize::try_from(word()?).map_err(|_| malformed())?;
+    word()?; // has nulls
+    word()?; // element type, known from the column
+    let mut dims = Vec::with_capacity(ndim);
+    for _ in 0..ndim {
+        let (len, lower) = (word()?, word()?);
+        dims.push((usize::try_from(len).map_err(|_| malformed())?, lower));
+    }
+    if ndim == 0 {
+        return Ok("{}".into());
+    }
+    let mut out = String::new();
+    if dims.iter().any(|&(_, lower)| lower != 1) {
+        for &(len, lower) in &dims {
+            out.push_str(&format!("[{lower}:{}]", i64::from(lower) + len as i64 - 1));
+        }
+        out.push('=');
+    }
+    let total: usize = dims.iter().map(|d| d.0).product();
+    let mut pos = 4 * (3 + 2 * ndim);
+    for i in 0..total {
+        // Open a brace for every dimension that starts here, close for every one that ends.
+        let mut stride = total;
+        for &(len, _) in &dims {
+            stride /= len.max(1);
+            if i % (stride * len) == 0 {
+                out.push('{');
+            }
+        }
+        let len = i32::from_be_bytes(
+            raw.get(pos..pos + 4)
+                .ok_or_else(malformed)?
+                .try_into()
+                .map_err(|_| malformed())?,
+        );
+        pos += 4;
+        if len < 0 {
+            out.push_str("NULL");
+        } else {
+            let bytes = raw.get(pos..pos + len as usize).ok_or_else(malformed)?;
+            pos += len as usize;
+            let text = if *member == Type::BYTEA {
+                let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                format!("\\x{hex}")
+            } else {
+                String::from_utf8(to_text(member, bytes, st)?).map_err(|_| malformed())?
+            };
+            quote_element(&text, &mut out);
+        }
+        let mut stride = 1;
+        let mut ends = 0;
+        for &(len, _) in dims.iter().rev() {
+            stride *= len;
+            if (i + 1) % stride == 0 {
+                ends += 1;
+            } else {
+                break;
+            }
+        }
+        out.push_str(&"}".repeat(ends));
+        if i + 1 < total {
+            out.push(',');
+        }
+    }
+    Ok(out)
+}
+
+/// An array element, in double quotes when it is empty, NULL, or holds a character that
+/// has a meaning in array text.
+fn quote_element(text: &str, out: &mut String) {
+    let needs = text.is_empty()
+        || text.eq_ignore_ascii_case("null")
+        || text.chars().any(|c| {
+            matches!(
+                c,
+                '"' | '\\' | '{' | '}' | ',' | ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c'
+            )
+        });
+    if !needs {
+        out.push_str(text);
+        return;
+    }
+    out.push('"');
+    for c in text.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
 }
 
 /// NUMERIC's binary form (base-10000 digits) as decimal text.
@@ -524,11 +883,20 @@ impl PgSession {
                     let value = row
                         .try_get::<_, RawValue<'_>>(c)
                         .map_err(|e| classify(&e))?;
-                    out.captured.push(
-                        value
-                            .0
-                            .map_or_else(Vec::new, |raw| to_text(column.type_(), raw)),
-                    );
+                    let text = match value.0 {
+                        Some(raw) => to_text(column.type_(), raw, &self.styles).map_err(|why| {
+                            OpError::new(
+                                ErrorClass::Other,
+                                format!(
+                                    "cannot capture column '{}': {why}; cast it in the query ({}::text)",
+                                    column.name(),
+                                    column.name()
+                                ),
+                            )
+                        })?,
+                        None => Vec::new(),
+                    };
+                    out.captured.push(text);
                 }
             }
             out.rows += 1;
@@ -789,10 +1157,67 @@ mod tests {
 
     #[test]
     fn binary_values_read_as_text() {
-        assert_eq!(to_text(&Type::INT8, &(-7i64).to_be_bytes()), b"-7");
-        assert_eq!(to_text(&Type::BOOL, &[1]), b"t");
-        assert_eq!(to_text(&Type::FLOAT8, &2.5f64.to_be_bytes()), b"2.5");
-        assert_eq!(to_text(&Type::TEXT, b"abc"), b"abc");
-        assert_eq!(to_text(&Type::JSONB, b"\x01{}"), b"{}");
+        let st = Styles {
+            timezone: "Etc/UTC".into(),
+            datestyle: "ISO, MDY".into(),
+            intervalstyle: "postgres".into(),
+        };
+        let text =
+            |ty: &Type, raw: &[u8]| String::from_utf8(to_text(ty, raw, &st).unwrap()).unwrap();
+        assert_eq!(text(&Type::INT8, &(-7i64).to_be_bytes()), "-7");
+        assert_eq!(text(&Type::INT2, &(-2i16).to_be_bytes()), "-2");
+        assert_eq!(text(&Type::BOOL, &[1]), "t");
+        assert_eq!(text(&Type::FLOAT8, &2.5f64.to_be_bytes()), "2.5");
+        assert_eq!(text(&Type::TEXT, b"abc"), "abc");
+        assert_eq!(text(&Type::JSONB, b"\x01{}"), "{}");
+        assert_eq!(text(&Type::DATE, &(-1i32).to_be_bytes()), "1999-12-31");
+        assert_eq!(
+            text(&Type::TIMESTAMP, &1_500_000i64.to_be_bytes()),
+            "2000-01-01 00:00:01.5"
+        );
+        assert_eq!(
+            text(&Type::TIMESTAMPTZ, &0i64.to_be_bytes()),
+            "2000-01-01 00:00:00+00"
+        );
+        let mut iv = 3_723_000_000i64.to_be_bytes().to_vec();
+        iv.extend((-1i32).to_be_bytes());
+        iv.extend(14i32.to_be_bytes());
+        assert_eq!(
+            text(&Type::INTERVAL, &iv),
+            "1 year 2 mons -1 days +01:02:03"
+        );
+        let berlin = Styles {
+            timezone: "Europe/Berlin".into(),
+            ..st.clone()
+        };
+        let e = to_text(&Type::TIMESTAMPTZ, &0i64.to_be_bytes(), &berlin).unwrap_err();
+        assert!(e.contains("'Europe/Berlin'"), "{e}");
+        assert!(to_text(&Type::POINT, &[0; 16], &st).is_err());
+    }
+
+    #[test]
+    fn floats_print_as_postgresql_does() {
+        let f8 = |v: f64| float_text(v, &format!("{v:e}"), 15);
+        assert_eq!(f8(0.1), "0.1");
+        assert_eq!(f8(1e15), "1e+15");
+        assert_eq!(f8(123456789012345.0), "123456789012345");
+        assert_eq!(f8(0.0001), "0.0001");
+        assert_eq!(f8(0.00001), "1e-05");
+        assert_eq!(f8(-0.0), "-0");
+        assert_eq!(f8(1.5e-300), "1.5e-300");
+        assert_eq!(f8(f64::NEG_INFINITY), "-Infinity");
+        let f4 = |v: f32| float_text(f64::from(v), &format!("{v:e}"), 6);
+        assert_eq!(f4(123456.0), "123456");
+        assert_eq!(f4(1234567.0), "1.234567e+06");
+        assert_eq!(f4(0.1), "0.1");
+    }
+
+    #[test]
+    fn dates_count_from_2000_in_the_proleptic_gregorian_calendar() {
+        assert_eq!(date_text(0), "2000-01-01");
+        assert_eq!(date_text(-730_119), "0001-01-01");
+        assert_eq!(date_text(-730_120), "0001-12-31 BC");
+        assert_eq!(date_text(-730_486), "0002-12-31 BC");
+        assert_eq!(date_text(8_460), "2023-03-01");
     }
 }
