@@ -517,7 +517,17 @@ tx = [
     let values = |attr: &str| -> Vec<String> {
         s.tool(
             "ldapsearch",
-            &["-LLL", "-o", "ldif-wrap=no", "-b", &base, "-s", "one", "(cn=u*)", attr],
+            &[
+                "-LLL",
+                "-o",
+                "ldif-wrap=no",
+                "-b",
+                &base,
+                "-s",
+                "one",
+                "(cn=u*)",
+                attr,
+            ],
             None,
         )
         .lines()

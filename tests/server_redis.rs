@@ -384,7 +384,10 @@ fn an_operation_over_the_op_timeout_fails_as_timeout_and_its_connection_is_repla
     assert_eq!((r.total.ok, r.total.errors), (3, 3));
     assert_eq!(r.total.errors_by_class["timeout"], 3);
     assert_eq!(r.total.reconnects, 3);
-    assert_eq!(r.total.rows, 6, "each BLPOP that answered gave key and value");
+    assert_eq!(
+        r.total.rows, 6,
+        "each BLPOP that answered gave key and value"
+    );
     let left: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
     assert_eq!(left, 0, "the odd lists were popped");
 }

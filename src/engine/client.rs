@@ -245,7 +245,9 @@ impl<'a, T: Target> Worker<'a, T> {
             let result = self.complete(i, ctx).await;
             (start.elapsed() <= limit).then_some(result)
         } else {
-            tokio::time::timeout(limit, self.complete(i, ctx)).await.ok()
+            tokio::time::timeout(limit, self.complete(i, ctx))
+                .await
+                .ok()
         };
         answered.unwrap_or_else(|| {
             // The session's protocol state is unknown: replace it before the next operation.

@@ -546,11 +546,26 @@ mod tests {
         let mut p = params();
         p.insert("ratio".into(), toml::Value::Float(0.5));
         let kind = |src: &str| Template::compile(src, &p, &mut 0).unwrap().kind();
-        for src in ["{seq}", "{seq 5}", "{uniform 1..9}", "{zipf 1..9}", "{client}", "{records}"] {
+        for src in [
+            "{seq}",
+            "{seq 5}",
+            "{uniform 1..9}",
+            "{zipf 1..9}",
+            "{client}",
+            "{records}",
+        ] {
             assert_eq!(kind(src), ValueKind::Integer, "{src}");
         }
         assert_eq!(kind("{ratio}"), ValueKind::Float);
-        for src in ["7", "k{seq}", "{seq} ", "{name}", "{string 3}", "{choice 1|2}", "{{seq}}"] {
+        for src in [
+            "7",
+            "k{seq}",
+            "{seq} ",
+            "{name}",
+            "{string 3}",
+            "{choice 1|2}",
+            "{{seq}}",
+        ] {
             assert_eq!(kind(src), ValueKind::Bytes, "{src}");
         }
     }

@@ -406,7 +406,10 @@ impl LdapSession {
         // Parsed here: ldap3's own parser panics on an identifier that is not UTF-8.
         let id = exop.val.and_then(|v| String::from_utf8(v).ok());
         self.txn = Some(id.ok_or_else(|| {
-            OpError::new(ErrorClass::Protocol, "no usable transaction identifier in the reply")
+            OpError::new(
+                ErrorClass::Protocol,
+                "no usable transaction identifier in the reply",
+            )
         })?);
         Ok(Outcome::default())
     }
