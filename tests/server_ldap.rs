@@ -167,6 +167,34 @@ impl Drop for Server {
     }
 }
 
+impl Server {
+    /// `loadrig run w.toml --op OP --ops N` on this test's subtree (`{dir}` in the
+    /// workload), which must succeed without showing the password; its result.
+    fn run_op(
+        &self,
+        d: &Dir,
+        op: &str,
+        ops: &str,
+        extra: &[&str],
+    ) -> loadrig::report::result::RunResult {
+        let dir = format!("dir={}", self.base);
+        let target = self.target();
+        let mut args = vec![
+            "run", "w.toml", "--target", &target, "--set", &dir, "--op", op,
+        ];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--ops", ops, "-o", "r.json"]);
+        let out = d.loadrig(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        no_secret(self, d, &out, Some("r.json"));
+        d.result("r.json")
+    }
+}
+
 fn no_secret(s: &Server, d: &Dir, out: &std::process::Output, result: Option<&str>) {
     assert!(s.password.len() >= 8);
     for text in [&out.stdout, &out.stderr] {
@@ -276,31 +304,7 @@ ldap.delete = { dn = "cn=u{seq},{dir}" }
 "#,
     );
     let base = s.base.clone();
-    let run = |op: &str, ops: &str| {
-        let out = d.loadrig(&[
-            "run",
-            "w.toml",
-            "--target",
-            &s.target(),
-            "--set",
-            &format!("dir={base}"),
-            "--op",
-            op,
-            "--clients",
-            "2",
-            "--ops",
-            ops,
-            "-o",
-            "r.json",
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        no_secret(&s, &d, &out, Some("r.json"));
-        d.result("r.json")
-    };
+    let run = |op: &str, ops: &str| s.run_op(&d, op, ops, &["--clients", "2"]);
     let r = run("add", "50");
     assert_eq!((r.total.ok, r.total.errors, r.total.rows), (50, 0, 50));
     assert_eq!(s.entries(&base, "sn").len(), 50);
@@ -509,29 +513,7 @@ tx = [
 ]
 "#,
     );
-    let run = |op: &str, ops: &str| {
-        let out = d.loadrig(&[
-            "run",
-            "w.toml",
-            "--target",
-            &s.target(),
-            "--set",
-            &format!("dir={base}"),
-            "--op",
-            op,
-            "--ops",
-            ops,
-            "-o",
-            "r.json",
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        no_secret(&s, &d, &out, Some("r.json"));
-        d.result("r.json")
-    };
+    let run = |op: &str, ops: &str| s.run_op(&d, op, ops, &[]);
     let values = |attr: &str| -> Vec<String> {
         s.tool(
             "ldapsearch",
