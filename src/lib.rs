@@ -23,6 +23,7 @@ pub mod report;
 pub mod spec;
 pub mod stats;
 pub mod targets;
+pub mod vocab;
 
 use std::process::ExitCode;
 

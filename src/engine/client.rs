@@ -25,7 +25,8 @@ use super::timeline::Timeline;
 use super::{Connection, LoadPlan, Mode, Msg, Slots};
 use crate::spec::{GenState, OpKind, OpSpec, Step};
 use crate::stats::OpCounters;
-use crate::targets::{ErrorClass, Op, OpError, Outcome, Session, Target};
+use crate::targets::{Session, Target};
+use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
 /// Everything a client needs, borrowed from the engine for the run.
 pub struct ClientCtx<'a> {

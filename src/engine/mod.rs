@@ -23,7 +23,8 @@ use serde::Serialize;
 
 use crate::spec::{DataSpec, GenState, NativeOp, OpSpec};
 use crate::stats::OpCounters;
-use crate::targets::{Op, OpError, Session, Target};
+use crate::targets::{Session, Target};
+use crate::vocab::{Op, OpError};
 use client::ClientCtx;
 use timeline::Timeline;
 
@@ -312,7 +313,7 @@ pub fn run<T: Target>(
                     Err(e) => {
                         for &id in &ids {
                             let error =
-                                OpError::new(crate::targets::ErrorClass::Other, e.to_string());
+                                OpError::new(crate::vocab::ErrorClass::Other, e.to_string());
                             let _ = tx.send(Msg::Ready {
                                 client: id,
                                 result: Err(error),

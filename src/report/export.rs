@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::result::{write_atomic, OpResult, RunResult};
 use crate::stats::{decode_hist, new_hist};
-use crate::targets::ErrorClass;
+use crate::vocab::ErrorClass;
 
 /// A row of `intervals.csv`.
 #[derive(Serialize)]

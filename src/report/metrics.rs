@@ -23,7 +23,7 @@ use std::time::Duration;
 use crate::engine::{IntervalData, Observer};
 use crate::error::InputError;
 use crate::stats::OpCounters;
-use crate::targets::ErrorClass;
+use crate::vocab::ErrorClass;
 
 /// What the endpoint shows, updated after each interval.
 struct State {

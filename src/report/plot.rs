@@ -19,7 +19,7 @@ use plotters::prelude::*;
 use super::result::RunResult;
 use crate::analysis::full_intervals;
 use crate::stats::{decode_hist, Hist};
-use crate::targets::ErrorClass;
+use crate::vocab::ErrorClass;
 
 const W: u32 = 960;
 const H: u32 = 380;

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::modes::LatencyModes;
 use crate::engine::IntervalData;
 use crate::stats::{encode_hist, LatencySummary, OpCounters, SeriesSummary};
-use crate::targets::ErrorClass;
+use crate::vocab::ErrorClass;
 
 pub const SCHEMA_VERSION: u32 = 1;
 

@@ -15,7 +15,7 @@ use toml::Spanned;
 use super::template::Template;
 use super::{duration, Source};
 use crate::error::InputError;
-use crate::targets::ErrorClass;
+use crate::vocab::ErrorClass;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -8,7 +8,7 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer}
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::targets::{ErrorClass, OpError};
+use crate::vocab::{ErrorClass, OpError};
 
 pub type Hist = Histogram<u64>;
 

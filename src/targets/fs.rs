@@ -13,8 +13,9 @@ use std::future::{ready, Future};
 use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::{ErrorClass, Op, OpError, Outcome, Params, Session, Target, TargetUrl};
+use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
+use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
 /// The folder under DIR that holds everything this target creates.
 pub const NAMESPACE: &str = "loadrig_kv";

@@ -48,9 +48,10 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::{ErrorClass, Op, OpError, Outcome, Session, Target, TargetUrl};
+use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::spec::NativeOp;
+use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -48,9 +48,10 @@ use ldap3::exop::{EndTxn, StartTxn};
 use ldap3::{Ldap as Conn, LdapConnAsync, LdapConnSettings, LdapError, LdapResult, Mod, Scope};
 use tokio::task::JoinHandle;
 
-use super::{ErrorClass, Op, OpError, Outcome, Session, Target, TargetUrl};
+use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::spec::{self, NativeOp};
+use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
 /// How long connecting and the first bind may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -38,9 +38,10 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{ChangeUserOpts, Conn, DriverError, Opts, OptsBuilder, Params, Statement, Value};
 
 use super::endpoint::Endpoint;
-use super::{unsupported, ErrorClass, Op, OpError, Outcome, Session, Target, TargetUrl};
+use super::{unsupported, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::spec::{NativeOp, Template, ValueKind};
+use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
 const CREATE_KV: &str =
     "CREATE TABLE IF NOT EXISTS loadrig_kv (k VARCHAR(255) PRIMARY KEY, v LONGBLOB NOT NULL)";

@@ -2,8 +2,9 @@
 
 use std::future::{ready, Future};
 
-use super::{Op, OpError, Outcome, Params, Session, Target, TargetUrl};
+use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
+use crate::vocab::{Op, OpError, Outcome};
 
 pub struct Noop;
 

@@ -43,9 +43,10 @@ use tokio_postgres::types::{FromSql, IsNull, Kind, ToSql, Type};
 use tokio_postgres::{Client, Config, NoTls, SimpleQueryMessage, Statement};
 
 use super::endpoint::Endpoint;
-use super::{unsupported, ErrorClass, Op, OpError, Outcome, Params, Session, Target, TargetUrl};
+use super::{unsupported, Params, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::spec::NativeOp;
+use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
 const CREATE_KV: &str =
     "CREATE TABLE IF NOT EXISTS loadrig_kv (k VARCHAR(255) PRIMARY KEY, v BYTEA NOT NULL)";

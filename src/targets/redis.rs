@@ -40,9 +40,10 @@ use ::redis::{IntoConnectionInfo, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::{ErrorClass, Op, OpError, Outcome, Session, Target, TargetUrl};
+use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::spec::NativeOp;
+use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
 /// Every key a kv operation touches starts with this; cleanup removes exactly these.
 pub const PREFIX: &str = "loadrig:";

@@ -43,10 +43,11 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp};
 
-use super::{ErrorClass, Op, OpError, Outcome, Params, Session, Target, TargetUrl};
+use super::{Params, Session, Target, TargetUrl};
 use crate::engine::pace;
 use crate::error::InputError;
 use crate::spec::duration;
+use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
 /// One component of the latency distribution.
 #[derive(Debug, Clone)]

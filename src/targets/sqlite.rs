@@ -13,9 +13,10 @@ use std::time::Duration;
 use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
-use super::{ErrorClass, Op, OpError, Outcome, Params, Session, Target, TargetUrl};
+use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::spec::NativeOp;
+use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
 pub const TABLE: &str = "loadrig_kv";
 
