@@ -23,12 +23,9 @@ use crate::engine::{self, Connection, IntervalData, LoadPlan, Mode, Observer, Sl
 use crate::error::InputError;
 use crate::report::console::{self, Live};
 use crate::report::metrics::MetricsServer;
-use crate::report::result::{self, DataLoadRecord, OpResult, RunResult, TargetRecord};
 use crate::report::{export as exports, host, html};
-use crate::spec::{
-    self, builtin, duration, LoadSection, NativeOp, OpKind, OpSpec, Source, Workload,
-};
-use crate::stats::OpCounters;
+use crate::result::{self, RunFacts, RunResult, RunStatus};
+use crate::spec::{self, builtin, duration, LoadSection, NativeOp, OpSpec, Source, Workload};
 use crate::targets::{self, expand_env, redact, with_target_type, Params, Target, TargetUrl};
 
 /// Everything `run` resolved, ready to execute.
@@ -69,7 +66,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     print!("{}", console::summary(&result));
     println!("result: {}", out.display());
     let checks_passed = after_run(&out, report.as_deref(), &checks)?;
-    Ok(if result.status == "interrupted" {
+    Ok(if result.status == RunStatus::Interrupted {
         ExitCode::from(130)
     } else if !checks_passed {
         ExitCode::from(1)
@@ -579,7 +576,6 @@ fn execute<T: Target>(target: Arc<T>, setup: RunSetup, view: View) -> Result<Run
         );
     }
 
-    let names: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
     let mut live_view = if live {
         let jsonl_path = out.with_extension("jsonl");
         if let Some(dir) = jsonl_path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -589,11 +585,10 @@ fn execute<T: Target>(target: Arc<T>, setup: RunSetup, view: View) -> Result<Run
         let jsonl = std::fs::File::create(&jsonl_path)
             .with_context(|| format!("could not create '{}'", jsonl_path.display()))?;
         let total_time = plan.duration.map(|d| d + plan.warmup);
-        Some(Live::new(names.clone(), total_time, Some(jsonl)))
+        Some(Live::new(op_names, total_time, Some(jsonl)))
     } else {
         None
     };
-    let n_ops = ops.len();
     let data_run = engine::run(
         target,
         Arc::new(ops.clone()),
@@ -613,145 +608,19 @@ fn execute<T: Target>(target: Arc<T>, setup: RunSetup, view: View) -> Result<Run
         view.finish();
     }
 
-    let measured_s = data_run.measured.as_secs_f64();
-    let full: Vec<&engine::IntervalData> = data_run
-        .intervals
-        .iter()
-        .filter(|i| !i.warmup && (i.end - i.start) >= plan.interval)
-        .collect();
-    let counts = |k: Option<usize>| -> Vec<f64> {
-        full.iter()
-            .map(|i| match k {
-                Some(k) => i.ops[k].ok as f64,
-                None => i.ops.iter().map(|c| c.ok).sum::<u64>() as f64,
-            })
-            .collect()
-    };
-    let operations: Vec<OpResult> = (0..n_ops)
-        .map(|k| {
-            OpResult::of(
-                &names[k],
-                &data_run.totals[k],
-                measured_s,
-                &counts(Some(k)),
-                plan.is_open(),
-            )
-        })
-        .collect();
-    let mut all = OpCounters::default();
-    for c in &data_run.totals {
-        all.merge(c);
-    }
-    let total = OpResult::of("total", &all, measured_s, &counts(None), plan.is_open());
-
-    let mut notes = Vec::new();
-    if data_run.interrupted {
-        notes.push("interrupted by Ctrl-C: the figures cover the run until then".to_string());
-    }
-    if data_run.abandoned > 0 {
-        notes.push(format!("{} client(s) were still in an operation when the run ended; those operations are not counted", data_run.abandoned));
-    }
-    if data_run.missed > 0 {
-        notes.push(format!("{} scheduled arrivals never started: the target (or --max-in-flight) could not keep up with the rate", data_run.missed));
-    }
-    if let (Some(late), true) = (total.late_starts, plan.is_open()) {
-        if late > 0 {
-            notes.push(format!("{late} operations started late against the schedule; their waiting is in the latency figures"));
-        }
-    }
-    let latency_modes = modes::find(&all.latency);
-    notes.extend(latency_modes.note());
-
-    let result = RunResult {
-        schema_version: result::SCHEMA_VERSION,
-        loadrig_version: env!("CARGO_PKG_VERSION").to_string(),
-        status: if data_run.interrupted {
-            "interrupted"
-        } else {
-            "complete"
-        }
-        .to_string(),
-        workload: workload_record(&workload, &ops),
-        load: serde_json::to_value(&plan)?,
-        target: TargetRecord {
-            url: shown_url,
-            kind,
-            server_version: prepared.server_version,
+    Ok(RunResult::build(
+        RunFacts {
+            workload: &workload,
+            ops: &ops,
+            plan: &plan,
+            target_url: shown_url,
+            prepared,
+            host: host::facts(),
+            started_at,
         },
-        host: host::facts(),
-        started_at: humantime::format_rfc3339_millis(started_at).to_string(),
-        ended_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
-        elapsed_s: data_run.elapsed.as_secs_f64(),
-        measured_s,
-        data_load: match (&workload.data, prepared.loaded) {
-            (_, Some((n, t))) => Some(DataLoadRecord {
-                records: n,
-                seconds: t.as_secs_f64(),
-                records_per_s: n as f64 / t.as_secs_f64().max(1e-9),
-                skipped: false,
-            }),
-            (Some(d), None) => Some(DataLoadRecord {
-                records: d.count,
-                seconds: 0.0,
-                records_per_s: 0.0,
-                skipped: true,
-            }),
-            (None, None) => None,
-        },
-        missed_starts: data_run.missed,
-        abandoned_clients: data_run.abandoned,
-        operations,
-        total,
-        intervals: data_run
-            .intervals
-            .iter()
-            .map(|i| result::IntervalRecord::of(i, &names))
-            .collect(),
-        latency_modes: Some(latency_modes),
-        notes,
-    };
-    Ok(result)
-}
-
-fn native_record(op: &NativeOp) -> serde_json::Value {
-    let args: Vec<&str> = op.templates().iter().map(|t| t.source()).collect();
-    match op {
-        NativeOp::Sql { query, .. } => serde_json::json!({"sql": query, "params": args}),
-        _ => serde_json::json!({"kind": op.label(), "args": args}),
-    }
-}
-
-fn workload_record(w: &Workload, ops: &[OpSpec]) -> serde_json::Value {
-    let args = |k: &OpKind| -> serde_json::Value {
-        match k {
-            OpKind::Nop | OpKind::Connect | OpKind::Authenticate => serde_json::json!({}),
-            OpKind::Put { key, value } | OpKind::Update { key, value } => {
-                serde_json::json!({"key": key.source(), "value": value.source()})
-            }
-            OpKind::Get { key } | OpKind::Delete { key } => {
-                serde_json::json!({"key": key.source()})
-            }
-            OpKind::Native(step) => native_record(&step.op),
-            OpKind::Tx(steps) => {
-                serde_json::json!({"steps": steps.iter().map(|s| native_record(&s.op)).collect::<Vec<_>>()})
-            }
-        }
-    };
-    serde_json::json!({
-        "name": w.name,
-        "description": w.description,
-        "source": w.source_name,
-        "params": serde_json::to_value(&w.params).unwrap_or_default(),
-        "setup": w.setup.iter().map(native_record).collect::<Vec<_>>(),
-        "data": w.data.as_ref().map(|d| serde_json::json!({"count": d.count, "key": d.key.source(), "value": d.value.source(), "batch": d.batch})),
-        "ops": ops.iter().map(|o| serde_json::json!({
-            "name": o.name,
-            "weight": o.weight,
-            "kind": o.kind.label(),
-            "args": args(&o.kind),
-            "retry": o.retry.as_ref().map(|r| serde_json::json!({"on": r.on.iter().map(|c| c.name()).collect::<Vec<_>>(), "max": r.max, "backoff_s": r.backoff.as_secs_f64()})),
-        })).collect::<Vec<_>>(),
-    })
+        &data_run,
+        modes::find,
+    ))
 }
 
 /// Every native operation must be one the target runs; say which does not, before the run.
@@ -917,7 +786,7 @@ pub fn report(args: &ReportArgs) -> Result<ExitCode> {
             .help("loadrig report SWEEP.json -o SWEEP.html")
             .into());
         }
-        html::render_sweep(&names[0], &crate::report::sweep::read(first)?)?
+        html::render_sweep(&names[0], &result::sweep::read(first)?)?
     } else {
         let mut runs = Vec::new();
         for (path, label) in args.runs.iter().zip(names) {

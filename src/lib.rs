@@ -8,9 +8,11 @@
 //! - [`engine`]: clients, closed and open loops, stop conditions, the interval collector.
 //! - [`stats`]: per-client counters and HdrHistograms, exact merges, summaries.
 //! - [`targets`]: one file per system under test, behind the `Target`/`Session` traits.
-//! - [`report`]: the console view, the summary, the result file, and what is computed from
-//!   result files alone: the HTML report with its SVG plots, CSV and HdrHistogram log
-//!   exports, and the live OpenMetrics endpoint.
+//! - [`result`]: the run file and the sweep file, the contract every output reads, with
+//!   their JSON Schemas in docs/schema/.
+//! - [`report`]: the console view, the summary, and what is computed from result files
+//!   alone: the HTML report with its SVG plots, CSV and HdrHistogram log exports, and the
+//!   live OpenMetrics endpoint.
 //! - [`analysis`]: statistics on result files: `compare` (tests, intervals, verdicts) and
 //!   threshold checks.
 
@@ -20,6 +22,7 @@ pub mod commands;
 pub mod engine;
 pub mod error;
 pub mod report;
+pub mod result;
 pub mod spec;
 pub mod stats;
 pub mod targets;

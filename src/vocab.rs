@@ -1,12 +1,24 @@
 //! The vocabulary every layer shares: an operation as a target receives it ([`Op`]), what
 //! it did ([`Outcome`]), and how it failed ([`OpError`], [`ErrorClass`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::spec::NativeOp;
 
 /// Why an operation failed, so the engine can count failures by class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorClass {
     Connect,

@@ -3,6 +3,7 @@
 mod common;
 
 use common::Dir;
+use loadrig::result::RunStatus;
 
 const RUN: [&str; 8] = [
     "run",
@@ -60,7 +61,7 @@ fn a_failing_check_exits_1_after_writing_the_result() {
         "{out}"
     );
     assert!(out.contains("checks: 0 passed, 2 failed"), "{out}");
-    assert_eq!(d.result("r.json").status, "complete");
+    assert_eq!(d.result("r.json").status, RunStatus::Complete);
 }
 
 #[test]

@@ -379,7 +379,7 @@ fn sql_transactions_pass_captured_values_between_steps() {
     let r = d.result("r.json");
     assert_eq!(r.total.ok, 200);
     assert_eq!(r.total.errors, 0);
-    assert_eq!(r.workload["ops"][0]["kind"], "tx");
+    assert_eq!(r.workload.ops[0].kind, "tx");
 }
 
 #[test]
@@ -479,7 +479,7 @@ fn per_op_connections_and_connect_operations_run() {
     ]);
     let r = d.result("c.json");
     assert_eq!(r.total.ok, 30);
-    assert_eq!(r.workload["ops"][0]["kind"], "connect");
+    assert_eq!(r.workload.ops[0].kind, "connect");
 }
 
 #[test]

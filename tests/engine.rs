@@ -3,7 +3,8 @@
 mod common;
 
 use common::Dir;
-use loadrig::stats::decode_hist;
+use loadrig::result::RunStatus;
+use loadrig::vocab::ErrorClass;
 
 #[test]
 fn ops_stop_condition_gives_exact_counts_across_clients() {
@@ -25,7 +26,7 @@ fn ops_stop_condition_gives_exact_counts_across_clients() {
     assert_eq!(r.operations[0].ok, 1000);
     let in_intervals: u64 = r.intervals.iter().filter(|i| !i.warmup).map(|i| i.ok).sum();
     assert_eq!(in_intervals, 1000);
-    assert_eq!(r.status, "complete");
+    assert_eq!(r.status, RunStatus::Complete);
 }
 
 #[test]
@@ -237,7 +238,7 @@ fn errors_are_counted_by_class_and_the_run_goes_on() {
         "about half fail: {}",
         op.errors
     );
-    assert_eq!(op.errors_by_class["other"], op.errors);
+    assert_eq!(op.errors_by_class[&ErrorClass::Other], op.errors);
     assert_eq!(op.error_messages[0].message, "injected error");
 }
 
@@ -266,17 +267,17 @@ fn operations_over_the_op_timeout_fail_as_timeout_and_the_flag_wins() {
     };
     let r = run(&[]);
     assert_eq!((r.total.ok, r.total.errors), (0, 3));
-    assert_eq!(r.total.errors_by_class["timeout"], 3);
+    assert_eq!(r.total.errors_by_class[&ErrorClass::Timeout], 3);
     assert_eq!(
         r.total.error_messages[0].message,
         "no answer within 100ms (op timeout)"
     );
     // Each timed-out session is replaced before the next operation.
     assert_eq!(r.total.reconnects, 2);
-    assert_eq!(r.load["op_timeout"], 0.1);
+    assert_eq!(r.load.op_timeout.map(|t| t.as_secs_f64()), Some(0.1));
     let r = run(&["--op-timeout", "2s"]);
     assert_eq!((r.total.ok, r.total.errors), (3, 0));
-    assert_eq!(r.load["op_timeout"], 2.0);
+    assert_eq!(r.load.op_timeout.map(|t| t.as_secs_f64()), Some(2.0));
 }
 
 #[test]
@@ -329,10 +330,10 @@ fn histograms_decode_to_the_counts() {
         "r.json",
     ]);
     let r = d.result("r.json");
-    assert_eq!(decode_hist(&r.total.histogram).unwrap().len(), 500);
+    assert_eq!(r.total.histogram.decode().unwrap().len(), 500);
     for i in &r.intervals {
         for op in &i.ops {
-            assert_eq!(decode_hist(&op.histogram).unwrap().len(), op.ok);
+            assert_eq!(op.histogram.decode().unwrap().len(), op.ok);
         }
     }
 }

@@ -10,7 +10,68 @@ use std::time::{Duration, Instant};
 use common::Dir;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
-use loadrig::report::export::{INTERVAL_COLUMNS, OPERATION_COLUMNS};
+use loadrig::report::export::{interval_columns, operation_columns};
+use loadrig::vocab::ErrorClass;
+
+/// The columns of `intervals.csv`, in order.
+const INTERVAL_COLUMNS: [&str; 22] = [
+    "interval",
+    "start_s",
+    "end_s",
+    "warmup",
+    "operation",
+    "ok",
+    "errors",
+    "throughput_per_s",
+    "mean_ns",
+    "p50_ns",
+    "p90_ns",
+    "p99_ns",
+    "p999_ns",
+    "max_ns",
+    "errors_connect",
+    "errors_auth",
+    "errors_timeout",
+    "errors_deadlock",
+    "errors_serialization",
+    "errors_constraint",
+    "errors_protocol",
+    "errors_other",
+];
+
+/// The columns of `operations.csv`, in order.
+const OPERATION_COLUMNS: [&str; 30] = [
+    "operation",
+    "ok",
+    "errors",
+    "rows",
+    "throughput_per_s",
+    "mean_ns",
+    "stdev_ns",
+    "min_ns",
+    "p50_ns",
+    "p90_ns",
+    "p99_ns",
+    "p999_ns",
+    "max_ns",
+    "errors_connect",
+    "errors_auth",
+    "errors_timeout",
+    "errors_deadlock",
+    "errors_serialization",
+    "errors_constraint",
+    "errors_protocol",
+    "errors_other",
+    "full_intervals",
+    "ops_per_interval_mean",
+    "ops_per_interval_stdev",
+    "ops_per_interval_min",
+    "ops_per_interval_max",
+    "service_p50_ns",
+    "service_p99_ns",
+    "start_lag_p99_ns",
+    "late_starts",
+];
 
 const TWO_OPS: &str = r#"name = "two, ops"
 target = "sleep://?latency=uniform(200us..600us)&errors=0.05"
@@ -57,6 +118,7 @@ fn csv_columns_and_rows_match_the_result_file() {
     let mut rd = csv::Reader::from_path(d.join("csv/intervals.csv")).unwrap();
     let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
     assert_eq!(header, INTERVAL_COLUMNS);
+    assert_eq!(header, interval_columns());
     let rows: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
     assert_eq!(rows.len(), r.intervals.len() * r.operations.len());
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();
@@ -71,7 +133,10 @@ fn csv_columns_and_rows_match_the_result_file() {
         assert_eq!(row[col("errors")].parse::<u64>().unwrap(), o.errors);
         assert_eq!(
             row[col("errors_other")].parse::<u64>().unwrap(),
-            o.errors_by_class.get("other").copied().unwrap_or(0)
+            o.errors_by_class
+                .get(&ErrorClass::Other)
+                .copied()
+                .unwrap_or(0)
         );
         assert_eq!(&row[col("warmup")], if i.warmup { "true" } else { "false" });
         if o.ok > 0 {
@@ -93,6 +158,7 @@ fn csv_columns_and_rows_match_the_result_file() {
     let mut rd = csv::Reader::from_path(d.join("csv/operations.csv")).unwrap();
     let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
     assert_eq!(header, OPERATION_COLUMNS);
+    assert_eq!(header, operation_columns());
     let rows: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
     assert_eq!(rows.len(), r.operations.len() + 1);
     let col = |name: &str| header.iter().position(|h| h == name).unwrap();

@@ -554,7 +554,7 @@ fn sweep_reports_plot_the_points_and_the_models() {
     let points = &points[..points.find("</table>").unwrap()];
     assert_eq!(count(points, "<tr><td>"), 4, "{points}");
     // The model in the console's words, in the summary and under the throughput plot.
-    let sweep = loadrig::report::sweep::read(&d.join("sweep.json")).unwrap();
+    let sweep = loadrig::result::sweep::read(&d.join("sweep.json")).unwrap();
     let usl = sweep.models.usl.as_ref().expect("a USL model");
     if usl.curve.is_empty() {
         assert!(count(&html, "USL fit: ") >= 2, "the verdict is given");
@@ -574,7 +574,7 @@ fn sweep_reports_plot_the_points_and_the_models() {
     assert_eq!(count(&html, "<svg"), 3);
     assert!(html.contains("id=\"growth\""));
     assert!(html.contains("Time per batch against records stored"));
-    let study = loadrig::report::sweep::read(&d.join("g.json")).unwrap();
+    let study = loadrig::result::sweep::read(&d.join("g.json")).unwrap();
     let class = study
         .models
         .growth

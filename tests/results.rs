@@ -5,7 +5,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::Dir;
-use loadrig::report::result::{IntervalRecord, RunResult};
+use loadrig::engine::Mode;
+use loadrig::result::{IntervalRecord, RunResult, RunStatus};
 
 #[test]
 fn result_round_trips_through_the_schema_types() {
@@ -27,8 +28,8 @@ fn result_round_trips_through_the_schema_types() {
     let typed: RunResult = serde_json::from_value(original.clone()).unwrap();
     assert_eq!(serde_json::to_value(&typed).unwrap(), original);
     assert_eq!(typed.schema_version, 1);
-    assert_eq!(typed.workload["name"], "noop");
-    assert_eq!(typed.load["mode"], "closed");
+    assert_eq!(typed.workload.name, "noop");
+    assert!(matches!(typed.load.mode, Mode::Closed { .. }));
     assert_eq!(typed.target.kind, "sleep");
     assert!(typed.host.cores >= 1);
     assert!(!typed.loadrig_version.is_empty());
@@ -158,7 +159,7 @@ fn ctrl_c_writes_a_valid_interrupted_result() {
     );
     assert_eq!(status.code(), Some(130));
     let r = d.result("r.json");
-    assert_eq!(r.status, "interrupted");
+    assert_eq!(r.status, RunStatus::Interrupted);
     assert!(r.total.ok > 100);
     assert!(
         r.measured_s > 1.0 && r.measured_s < 10.0,

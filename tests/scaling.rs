@@ -5,9 +5,9 @@
 mod common;
 
 use common::{Dir, PUT_ONLY};
-use loadrig::analysis::fit::Verdict;
-use loadrig::analysis::growth::Class;
-use loadrig::report::sweep::{self, SweepResult};
+use loadrig::engine::Mode;
+use loadrig::result::models::{Class, Verdict};
+use loadrig::result::sweep::{self, SweepResult, SweepStatus};
 
 fn sweep_file(d: &Dir, name: &str) -> SweepResult {
     sweep::read(&d.join(name)).expect("sweep file")
@@ -46,7 +46,7 @@ fn usl_sweep_recovers_contention_and_coherency() {
     assert!(out.contains("peak at N*"), "{out}");
 
     // The file holds what a plot needs: every point with its full result, and the curve.
-    assert_eq!(s.status, "complete");
+    assert_eq!(s.status, SweepStatus::Complete);
     assert_eq!(
         (s.vary.name.as_str(), s.vary.kind.as_str()),
         ("clients", "clients")
@@ -54,9 +54,11 @@ fn usl_sweep_recovers_contention_and_coherency() {
     assert_eq!(s.points.len(), 7);
     for (p, n) in s.points.iter().zip([1, 2, 4, 8, 12, 16, 24]) {
         assert_eq!(p.x, Some(n as f64));
-        assert_eq!(p.result.load["clients"], n);
+        assert!(
+            matches!(p.result.load.mode, Mode::Closed { clients, .. } if clients == n as usize)
+        );
         assert_eq!(p.ok, p.result.total.ok);
-        assert!(!p.result.total.histogram.is_empty());
+        assert!(!p.result.total.histogram.as_str().is_empty());
     }
     assert_eq!(u.curve.len(), 100);
     assert!(u.curve.iter().all(|c| c.y > 0.0));

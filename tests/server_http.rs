@@ -8,6 +8,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 
 use common::{server_url, Dir};
+use loadrig::vocab::ErrorClass;
 
 /// One request on a fresh connection (not loadrig's client): status and body length.
 fn request(base: &str, method: &str, path: &str, body: &[u8]) -> (u16, usize) {
@@ -148,20 +149,23 @@ http = { method = "PUT", path = "/dav/loadrig-native/f{seq}", headers = { "X-Tes
     let missing = op("missing");
     assert_eq!(missing.ok, 0);
     assert!(missing.errors > 0);
-    assert_eq!(missing.errors_by_class.get("other"), Some(&missing.errors));
+    assert_eq!(
+        missing.errors_by_class.get(&ErrorClass::Other),
+        Some(&missing.errors)
+    );
     assert_eq!(
         missing.error_messages[0].message,
         "expected 200, got 404 Not Found"
     );
     let forbidden = op("forbidden");
     assert_eq!(
-        forbidden.errors_by_class.get("auth"),
+        forbidden.errors_by_class.get(&ErrorClass::Auth),
         Some(&forbidden.errors)
     );
     assert!(forbidden.errors > 0 && forbidden.ok == 0);
     let any = op("any");
     assert_eq!(
-        any.errors_by_class.get("other"),
+        any.errors_by_class.get(&ErrorClass::Other),
         Some(&any.errors),
         "404 without expect is an error"
     );

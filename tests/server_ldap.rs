@@ -9,6 +9,7 @@ use std::process::Command;
 
 use base64::Engine;
 use common::{server_url, Dir};
+use loadrig::vocab::ErrorClass;
 
 struct Server {
     url: String,
@@ -170,13 +171,7 @@ impl Drop for Server {
 impl Server {
     /// `loadrig run w.toml --op OP --ops N` on this test's subtree (`{dir}` in the
     /// workload), which must succeed without showing the password; its result.
-    fn run_op(
-        &self,
-        d: &Dir,
-        op: &str,
-        ops: &str,
-        extra: &[&str],
-    ) -> loadrig::report::result::RunResult {
+    fn run_op(&self, d: &Dir, op: &str, ops: &str, extra: &[&str]) -> loadrig::result::RunResult {
         let dir = format!("dir={}", self.base);
         let target = self.target();
         let mut args = vec![
@@ -328,7 +323,10 @@ ldap.delete = { dn = "cn=u{seq},{dir}" }
     assert_eq!(r.total.rows, 0, "no entry has sn=before any more");
     // Adding them again: entryAlreadyExists is a constraint error.
     let r = run("add", "5");
-    assert_eq!(r.total.errors_by_class.get("constraint"), Some(&5));
+    assert_eq!(
+        r.total.errors_by_class.get(&ErrorClass::Constraint),
+        Some(&5)
+    );
     let r = run("delete", "60");
     assert_eq!(
         (r.total.ok, r.total.rows),
@@ -557,7 +555,7 @@ tx = [
     let r = run("all-or-nothing", "1");
     assert_eq!((r.total.ok, r.total.errors), (0, 1));
     assert_eq!(
-        r.total.errors_by_class.get("constraint"),
+        r.total.errors_by_class.get(&ErrorClass::Constraint),
         Some(&1),
         "{:?}",
         r.total.error_messages

@@ -7,6 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::{server_url, Dir};
+use loadrig::vocab::ErrorClass;
 
 /// The server URL with database `db` instead of the one given.
 fn url_with_db(db: u32) -> Option<String> {
@@ -200,7 +201,7 @@ redis = ["LPUSH", "loadrig:counter", "x"]
     assert!(out.status.success());
     let r = d.result("b.json");
     assert_eq!(r.total.errors, 5);
-    assert_eq!(r.total.errors_by_class.get("other"), Some(&5));
+    assert_eq!(r.total.errors_by_class.get(&ErrorClass::Other), Some(&5));
     assert!(r.operations[0].error_messages[0]
         .message
         .contains("WRONGTYPE"));
@@ -382,7 +383,7 @@ fn an_operation_over_the_op_timeout_fails_as_timeout_and_its_connection_is_repla
     no_secret(&d, &out, Some("r.json"));
     let r = d.result("r.json");
     assert_eq!((r.total.ok, r.total.errors), (3, 3));
-    assert_eq!(r.total.errors_by_class["timeout"], 3);
+    assert_eq!(r.total.errors_by_class[&ErrorClass::Timeout], 3);
     assert_eq!(r.total.reconnects, 3);
     assert_eq!(
         r.total.rows, 6,

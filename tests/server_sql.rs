@@ -11,7 +11,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use common::{server_url, Dir, PUT_ONLY};
-use loadrig::report::result::RunResult;
+use loadrig::result::RunResult;
+use loadrig::vocab::ErrorClass;
 
 /// The tests share one database per server and its `loadrig_` tables: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -200,7 +201,7 @@ fn both(test: fn(&Db)) {
     }
 }
 
-fn op<'a>(r: &'a RunResult, name: &str) -> &'a loadrig::report::result::OpResult {
+fn op<'a>(r: &'a RunResult, name: &str) -> &'a loadrig::result::OpResult {
     r.operations.iter().find(|o| o.name == name).unwrap()
 }
 
@@ -382,7 +383,7 @@ fn deadlocks(db: &Db) {
     let dl = r
         .total
         .errors_by_class
-        .get("deadlock")
+        .get(&ErrorClass::Deadlock)
         .copied()
         .unwrap_or(0);
     assert!(
@@ -495,7 +496,7 @@ fn connections(db: &Db) {
         ],
     );
     assert_eq!((r.total.ok, r.total.errors), (30, 0));
-    assert_eq!(r.workload["ops"][0]["kind"], "connect");
+    assert_eq!(r.workload.ops[0].kind, "connect");
 
     let r = db.run(&d, &["run", "c.toml", "--op", "auth", "--ops", "20"]);
     if db.pg {
@@ -626,11 +627,14 @@ sql = {{ query = "SELECT id FROM loadrig_t WHERE id = {p1}", params = ["twelve"]
         "rows returned by a SELECT"
     );
     let r = db.run(&d, &["run", "n.toml", "--op", "dup", "--ops", "3"]);
-    assert_eq!(r.total.errors_by_class.get("constraint"), Some(&3));
+    assert_eq!(
+        r.total.errors_by_class.get(&ErrorClass::Constraint),
+        Some(&3)
+    );
     if db.pg {
         // A parameter that does not parse as its declared type names itself.
         let r = db.run(&d, &["run", "n.toml", "--op", "bad", "--ops", "2"]);
-        assert_eq!(r.total.errors_by_class.get("other"), Some(&2));
+        assert_eq!(r.total.errors_by_class.get(&ErrorClass::Other), Some(&2));
         let m = &r.total.error_messages[0].message;
         assert!(
             m.contains("parameter $1 ('twelve') is not a valid int8"),
@@ -683,7 +687,12 @@ fn lost_connections(db: &Db) {
     killer.join().unwrap();
     assert!(r.total.ok > 0);
     assert!(
-        r.total.errors_by_class.get("connect").copied().unwrap_or(0) > 0,
+        r.total
+            .errors_by_class
+            .get(&ErrorClass::Connect)
+            .copied()
+            .unwrap_or(0)
+            > 0,
         "{:?}",
         r.total.error_messages
     );
@@ -715,13 +724,13 @@ fn op_timeouts(db: &Db) {
         &["run", "t.toml", "--ops", "6", "--op-timeout", "200ms"],
     );
     assert_eq!((r.total.ok, r.total.errors), (3, 3));
-    assert_eq!(r.total.errors_by_class["timeout"], 3);
+    assert_eq!(r.total.errors_by_class[&ErrorClass::Timeout], 3);
     assert_eq!(
         r.total.error_messages[0].message,
         "no answer within 200ms (op timeout)"
     );
     assert_eq!(r.total.reconnects, 3);
-    assert_eq!(r.load["op_timeout"], 0.2);
+    assert_eq!(r.load.op_timeout.map(|t| t.as_secs_f64()), Some(0.2));
 }
 
 #[test]

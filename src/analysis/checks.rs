@@ -15,39 +15,13 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::TOTAL;
 use crate::error::InputError;
-use crate::report::result::{OpResult, RunResult};
+use crate::result::models::LatencyStat;
+use crate::result::{OpResult, RunResult};
 use crate::spec::duration::human_ns;
-use crate::stats::LatencySummary;
-
-/// A latency figure of the summary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LatencyStat {
-    P50,
-    P90,
-    P99,
-    P999,
-    Max,
-    Mean,
-}
-
-impl LatencyStat {
-    /// This figure of a latency summary, in ns.
-    pub fn of(self, l: &LatencySummary) -> f64 {
-        match self {
-            LatencyStat::P50 => l.p50_ns as f64,
-            LatencyStat::P90 => l.p90_ns as f64,
-            LatencyStat::P99 => l.p99_ns as f64,
-            LatencyStat::P999 => l.p999_ns as f64,
-            LatencyStat::Max => l.max_ns as f64,
-            LatencyStat::Mean => l.mean_ns,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckMetric {

@@ -49,7 +49,7 @@ use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, Normal};
 
 use super::{full_intervals, interval_s, op_series, shared_ops, OpSeries};
-use crate::report::result::RunResult;
+use crate::result::{RunResult, RunStatus};
 use crate::stats::Hist;
 
 /// Fewer full measured intervals than this in either run: no verdict.
@@ -174,7 +174,7 @@ pub struct RunInfo {
     pub workload: String,
     pub target: String,
     pub started_at: String,
-    pub status: String,
+    pub status: RunStatus,
     pub full_intervals: usize,
     pub interval_s: f64,
 }
@@ -183,10 +183,10 @@ impl RunInfo {
     fn of(r: &RunResult, file: &str) -> RunInfo {
         RunInfo {
             file: file.to_string(),
-            workload: r.workload["name"].as_str().unwrap_or("?").to_string(),
+            workload: r.workload.name.clone(),
             target: crate::targets::redact(&r.target.url),
             started_at: r.started_at.clone(),
-            status: r.status.clone(),
+            status: r.status,
             full_intervals: full_intervals(r).len(),
             interval_s: interval_s(r),
         }
@@ -244,10 +244,10 @@ pub fn compare(
     }
     let mut notes = Vec::new();
     for (r, which) in [(base, "base"), (new, "new")] {
-        if r.status != "complete" {
+        if r.status != RunStatus::Complete {
             notes.push(format!(
                 "the {which} run is marked '{}': it covers only part of what was planned",
-                r.status
+                r.status.name()
             ));
         }
         let k = full_intervals(r).len();

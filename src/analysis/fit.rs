@@ -1,19 +1,6 @@
-//! Least squares pieces shared by the models: a straight-line fit, goodness of fit, and the
-//! verdict a model carries so that nobody reads parameters from a fit that does not hold.
-
-use serde::{Deserialize, Serialize};
-
-/// Whether a fitted model can be believed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The model describes the points; its parameters mean something.
-    Good,
-    /// The points do not follow the model: parameters are kept for diagnosis only.
-    Poor,
-    /// Too few points to fit at all.
-    Insufficient,
-}
+//! Least squares pieces shared by the models: a straight-line fit and goodness of fit. The
+//! verdict a model carries, so that nobody reads parameters from a fit that does not hold,
+//! is [`crate::result::models::Verdict`].
 
 /// Ordinary least squares fit of `y = a + b·x`.
 #[derive(Debug, Clone, Copy, PartialEq)]

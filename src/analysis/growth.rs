@@ -30,10 +30,11 @@
 //! than a fifth of the batches would go, the series scatters rather than spikes, and none
 //! does.
 
-use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-use super::fit::{aicc, line, mean, r_squared, relative_rmse, Verdict};
+use super::fit::{aicc, line, mean, r_squared, relative_rmse};
+use crate::result::models::{Candidate, Class, GrowthFit, Verdict};
+use crate::result::sweep::{CurvePoint, GrowthModel};
 
 /// Fewer batches than this cannot rank four models.
 pub const MIN_POINTS: usize = 5;
@@ -51,31 +52,7 @@ const OUTLIER_REL: f64 = 0.10;
 /// More outliers than this fraction of the batches means scatter, not spikes: none is set aside.
 const MAX_OUTLIERS: f64 = 0.2;
 
-/// In order of growth.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Class {
-    #[serde(rename = "O(1)")]
-    Constant,
-    #[serde(rename = "O(log n)")]
-    Log,
-    #[serde(rename = "O(n)")]
-    Linear,
-    #[serde(rename = "O(n log n)")]
-    NLogN,
-}
-
 impl Class {
-    pub const ALL: [Class; 4] = [Class::Constant, Class::Log, Class::Linear, Class::NLogN];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Class::Constant => "O(1)",
-            Class::Log => "O(log n)",
-            Class::Linear => "O(n)",
-            Class::NLogN => "O(n log n)",
-        }
-    }
-
     /// The regressor f(n) of the class (0 for the constant model, which has no slope).
     pub fn f(self, n: f64) -> f64 {
         let n = n.max(0.0);
@@ -86,55 +63,6 @@ impl Class {
             Class::NLogN => n * n.ln_1p(),
         }
     }
-
-    /// What the slope is per, for people.
-    pub fn slope_unit(self) -> &'static str {
-        match self {
-            Class::Constant => "",
-            Class::Log => "per unit of ln(1+n)",
-            Class::Linear => "per record stored",
-            Class::NLogN => "per unit of n·ln(1+n)",
-        }
-    }
-}
-
-/// One candidate model fitted to the series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Candidate {
-    pub class: Class,
-    pub intercept: f64,
-    pub slope: f64,
-    pub rss: f64,
-    pub aicc: Option<f64>,
-    pub r_squared: f64,
-}
-
-/// The verdict on one series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GrowthFit {
-    pub class: Class,
-    pub verdict: Verdict,
-    /// Why the verdict is not `good`, in words.
-    pub reason: Option<String>,
-    /// t = intercept + slope·f(n), t in the unit of the input (seconds per batch).
-    pub intercept: f64,
-    pub slope: f64,
-    /// 95 % confidence interval of the slope (Student t), for the growing classes.
-    pub slope_ci95: Option<(f64, f64)>,
-    pub r_squared: f64,
-    /// Root mean square residual over the mean time.
-    pub relative_rmse: f64,
-    /// How much the best growing candidate's cost changes across the measured range,
-    /// as a fraction of the mean time (what decides O(1) against a growth class).
-    pub change_over_range: f64,
-    /// Batches fitted (outliers excluded).
-    pub points: usize,
-    /// The n of every batch set aside as an outlier.
-    pub outliers: Vec<f64>,
-    /// Higher classes not ruled out (AICc within 10 of the chosen one's).
-    pub also_fits: Vec<Class>,
-    /// Every candidate, for the reader who wants to see the ranking.
-    pub candidates: Vec<Candidate>,
 }
 
 impl GrowthFit {
@@ -151,6 +79,14 @@ impl GrowthFit {
                 (n, self.predict(n))
             })
             .collect()
+    }
+}
+
+impl GrowthModel {
+    /// The model of `series`, with its curve sampled over `[from, to]` records for plots.
+    pub fn new(series: String, fit: GrowthFit, from: f64, to: f64) -> GrowthModel {
+        let curve = CurvePoint::all(fit.curve(from, to, 50));
+        GrowthModel { series, fit, curve }
     }
 }
 

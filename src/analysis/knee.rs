@@ -12,10 +12,9 @@
 //! failing rate until they are within 3 % of each other (Press et al., *Numerical Recipes*,
 //! 3rd ed., §9.1, bisection, which assumes one pass-to-fail change in the interval).
 
-use serde::{Deserialize, Serialize};
-
-use super::checks::{self, CheckMetric, Cmp, LatencyStat};
+use super::checks::{self, CheckMetric, Cmp};
 use crate::error::InputError;
+use crate::result::models::{Knee, Slo};
 use crate::stats::LatencySummary;
 
 /// At least this fraction of the offered rate must complete for the rate to be sustained.
@@ -25,18 +24,8 @@ pub const PRECISION: f64 = 0.03;
 /// … or after this many runs.
 pub const MAX_STEPS: usize = 12;
 
-/// A latency objective such as `p99 < 50ms`: a check (see [`checks`]) on a latency figure
-/// of all operations together, bounded from above.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Slo {
-    /// As the user wrote it.
-    pub text: String,
-    pub metric: LatencyStat,
-    pub threshold_ns: u64,
-    /// `<=` rather than `<`.
-    pub inclusive: bool,
-}
-
+/// A latency objective is a check (see [`checks`]) on a latency figure of all operations
+/// together, bounded from above.
 impl Slo {
     /// Parse with the checks' grammar, then keep to what an objective can be.
     pub fn parse(text: &str) -> Result<Slo, InputError> {
@@ -92,18 +81,6 @@ impl Slo {
 /// Whether `throughput` sustains the offered `rate`.
 pub fn sustained(rate: f64, throughput: f64) -> bool {
     throughput >= SUSTAINED * rate
-}
-
-/// Where the knee lies.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Knee {
-    /// The highest passing rate, when the lowest one passed.
-    pub knee_rate: Option<f64>,
-    /// The lowest failing rate above it, when one failed.
-    pub first_failing_rate: Option<f64>,
-    /// `between`: the knee lies in [knee_rate, first_failing_rate);
-    /// `above_range`: every rate tried passed; `below_range`: the lowest rate failed.
-    pub verdict: String,
 }
 
 impl Knee {
@@ -200,6 +177,7 @@ fn round4(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::result::models::LatencyStat;
 
     #[test]
     fn parses_objectives() {

@@ -23,8 +23,8 @@ pub mod usl;
 
 use anyhow::{anyhow, Result};
 
-use crate::report::result::{IntervalRecord, RunResult};
-use crate::stats::{decode_hist, new_hist, Hist};
+use crate::result::{IntervalRecord, RunResult};
+use crate::stats::{new_hist, Hist};
 
 /// The name that stands for all operations together, as in the result file's `total`.
 pub const TOTAL: &str = "total";
@@ -66,12 +66,7 @@ impl OpSeries {
 
 /// The nominal interval length of a run in seconds (from its resolved load).
 pub fn interval_s(r: &RunResult) -> f64 {
-    r.load["interval"].as_f64().unwrap_or_else(|| {
-        r.intervals
-            .iter()
-            .map(|i| i.end_s - i.start_s)
-            .fold(0.0, f64::max)
-    })
+    r.load.interval.as_secs_f64()
 }
 
 /// The measured (not warm-up) intervals of full length.
@@ -100,7 +95,9 @@ pub fn op_series(r: &RunResult, op: &str) -> Result<OpSeries> {
         let mut h = new_hist();
         let mut ok = 0;
         for o in i.ops.iter().filter(|o| op == TOTAL || o.name == op) {
-            let part = decode_hist(&o.histogram)
+            let part = o
+                .histogram
+                .decode()
                 .map_err(|e| anyhow!("interval {} of operation '{}': {e}", i.index, o.name))?;
             let _ = h.add(&part);
             ok += o.ok;

@@ -34,10 +34,8 @@
 //!    two thirds of their span (k = 0, 1, 3 but not 0, 1, 5, since with loose multiples
 //!    almost any three numbers fit some lattice).
 
-use serde::{Deserialize, Serialize};
-
 use super::fit::line;
-use crate::spec::duration::human_ns;
+use crate::result::models::{LatencyModes, Mode, Period};
 use crate::stats::Hist;
 
 /// Fewer samples than this give no verdict.
@@ -48,85 +46,6 @@ const Z: f64 = 3.0;
 const MAX_VALLEY: f64 = 0.9;
 const MAX_MULTIPLE: u32 = 10;
 const PERIOD_TOLERANCE: f64 = 0.04;
-
-/// One cluster of latencies.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Mode {
-    /// Where the density peaks.
-    pub at_ns: f64,
-    /// The fraction of samples in the cluster.
-    pub share: f64,
-}
-
-/// Modes that sit at `offset + k·period`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Period {
-    pub period_ns: f64,
-    /// 0 when the modes are whole multiples of the period; else the fastest mode.
-    pub offset_ns: f64,
-    /// The multiple k of each mode, in mode order.
-    pub multiples: Vec<u32>,
-}
-
-/// What the latency distribution looks like.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LatencyModes {
-    /// `unimodal`, `multimodal`, or `too_few_samples`.
-    pub shape: String,
-    pub samples: u64,
-    /// Kernel bandwidth in units of ln(ns).
-    pub bandwidth: f64,
-    /// From the fastest.
-    pub modes: Vec<Mode>,
-    pub periodic: Option<Period>,
-}
-
-impl LatencyModes {
-    /// A one-line finding for the run summary, when there is more than one mode.
-    pub fn note(&self) -> Option<String> {
-        if self.modes.len() < 2 {
-            return None;
-        }
-        let list: Vec<String> = self
-            .modes
-            .iter()
-            .map(|m| format!("{} ({:.0}%)", human_ns(m.at_ns), m.share * 100.0))
-            .collect();
-        Some(format!(
-            "latency modes at {}: {}",
-            list.join(", "),
-            self.verdict()
-        ))
-    }
-
-    /// The report's line, when there is more than one mode:
-    /// "latency modes at 100.00ms, 200.00ms, 300.00ms — periodic, every 100.00ms".
-    pub fn summary_line(&self) -> Option<String> {
-        if self.modes.len() < 2 {
-            return None;
-        }
-        let at: Vec<String> = self.modes.iter().map(|m| human_ns(m.at_ns)).collect();
-        Some(format!(
-            "latency modes at {} — {}",
-            at.join(", "),
-            self.verdict()
-        ))
-    }
-
-    /// Periodic (with its period), not periodic, or two clusters.
-    fn verdict(&self) -> String {
-        match &self.periodic {
-            Some(p) if p.offset_ns > 0.0 => format!(
-                "periodic, every {} after {}",
-                human_ns(p.period_ns),
-                human_ns(p.offset_ns)
-            ),
-            Some(p) => format!("periodic, every {}", human_ns(p.period_ns)),
-            None if self.modes.len() >= 3 => "not periodic".to_string(),
-            None => "two clusters".to_string(),
-        }
-    }
-}
 
 /// Find the modes of a latency histogram (values in ns).
 pub fn find(h: &Hist) -> LatencyModes {
@@ -403,6 +322,7 @@ pub fn period(modes: &[f64]) -> Option<Period> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::duration::human_ns;
     use crate::stats::new_hist;
     use rand::rngs::SmallRng;
     use rand::SeedableRng;

@@ -22,9 +22,9 @@
 //! σ, κ ∈ [0, 1]. The grid finds the right valley; LM follows it, however narrow, to the
 //! bottom.
 
-use serde::{Deserialize, Serialize};
-
-use super::fit::{mean, r_squared, relative_rmse, Verdict};
+use super::fit::{mean, r_squared, relative_rmse};
+use crate::result::models::{UslFit, Verdict};
+use crate::result::sweep::{CurvePoint, UslModel};
 
 /// Fewer distinct client counts than this cannot tell σ from κ.
 pub const MIN_DISTINCT_N: usize = 4;
@@ -33,31 +33,6 @@ const GOOD_RMSE: f64 = 0.05;
 /// … and so is one that explains this much of the variance with residuals under 10 %.
 const GOOD_R2: f64 = 0.95;
 const FAIR_RMSE: f64 = 0.10;
-
-/// A fitted USL and how well it holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UslFit {
-    pub verdict: Verdict,
-    /// Why the verdict is not `good`, in words.
-    pub reason: Option<String>,
-    /// Throughput of one client (ops/s).
-    pub lambda: f64,
-    /// Contention.
-    pub sigma: f64,
-    /// Coherency.
-    pub kappa: f64,
-    pub r_squared: f64,
-    /// Root mean square residual over the mean throughput.
-    pub relative_rmse: f64,
-    /// Measured points used (repeats count one each).
-    pub points: usize,
-    pub distinct_n: usize,
-    /// The concurrency of peak throughput, when κ > 0 and σ < 1.
-    pub peak_n: Option<f64>,
-    pub peak_throughput: Option<f64>,
-    /// With κ = 0: the throughput the curve levels off at (λ/σ), when σ > 0.
-    pub ceiling: Option<f64>,
-}
 
 impl UslFit {
     /// The model's throughput at concurrency `n`.
@@ -74,6 +49,24 @@ impl UslFit {
                 (n, self.throughput(n))
             })
             .collect()
+    }
+}
+
+impl UslModel {
+    /// The model of a clients sweep whose largest client count is `max_n`, with its curve
+    /// sampled for plots when the fit is good.
+    pub fn new(fit: UslFit, max_n: f64) -> UslModel {
+        // Out to the peak when it is near the measured range, so a plot shows it.
+        let to = match fit.peak_n {
+            Some(p) if p <= 2.0 * max_n => max_n.max(p) * 1.1,
+            _ => max_n * 1.1,
+        };
+        let curve = if fit.verdict == Verdict::Good {
+            CurvePoint::all(fit.curve(to, 100))
+        } else {
+            Vec::new()
+        };
+        UslModel { fit, curve }
     }
 }
 

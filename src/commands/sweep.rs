@@ -12,16 +12,18 @@ use std::time::SystemTime;
 use anyhow::Result;
 
 use super::{default_out, describe, execute, resolve, same_path, RunSetup, View};
-use crate::analysis::knee::{self, Search, Slo};
+use crate::analysis::knee::{self, Search};
 use crate::analysis::{growth, usl};
 use crate::cli::{RunArgs, SweepArgs};
 use crate::engine::{self, Mode};
 use crate::error::InputError;
-use crate::report::html;
-use crate::report::result::{self, RunResult};
-use crate::report::sweep::{
-    self, GrowthModel, GrowthSpec, KneeModel, Models, SweepPoint, SweepResult, UslModel, VaryRecord,
+use crate::report::{html, sweep as table};
+use crate::result::models::{Knee, Slo};
+use crate::result::sweep::{
+    self, GrowthModel, GrowthSpec, KneeModel, Models, SweepKind, SweepPoint, SweepResult,
+    SweepStatus, UslModel, VaryRecord,
 };
+use crate::result::{self, RunResult, RunStatus};
 use crate::spec::{self, builtin, OpKind, Source, Workload};
 use crate::targets::{redact, with_target_type, Target, TargetUrl};
 
@@ -416,9 +418,9 @@ impl<'a> Plan<'a> {
         }
         let record = SweepResult {
             schema_version: sweep::SCHEMA_VERSION,
-            kind: "sweep".to_string(),
+            kind: SweepKind::Sweep,
             loadrig_version: env!("CARGO_PKG_VERSION").to_string(),
-            status: "running".to_string(),
+            status: SweepStatus::Running,
             workload: workload.name.clone(),
             target: redact(&first.target_url),
             vary: VaryRecord {
@@ -503,7 +505,7 @@ impl<'a> Plan<'a> {
             },
             describe(&first.plan)
         );
-        println!("{}", sweep::header(&s.record.vary.name, s.slo.is_some()));
+        println!("{}", table::header(&s.record.vary.name, s.slo.is_some()));
 
         let mut interrupted = false;
         match self.course.clone() {
@@ -604,14 +606,13 @@ impl<'a> Plan<'a> {
         }
 
         s.record.status = if interrupted {
-            "interrupted"
+            SweepStatus::Interrupted
         } else {
-            "complete"
-        }
-        .to_string();
+            SweepStatus::Complete
+        };
         s.record.ended_at = Some(humantime::format_rfc3339_millis(SystemTime::now()).to_string());
         s.write()?;
-        print!("\n{}", sweep::summary(&s.record));
+        print!("\n{}", table::summary(&s.record));
         println!("sweep result: {}", s.out.display());
         if let Some(report) = &base.report {
             let label = s.out.file_name().map_or_else(
@@ -690,8 +691,8 @@ impl<T: Target, F: Fn(&TargetUrl, &Workload) -> Result<T, InputError>> Sweeper<T
             slo_ok,
             result,
         };
-        println!("{}", sweep::row(&point));
-        let complete = point.result.status != "interrupted";
+        println!("{}", table::row(&point));
+        let complete = point.result.status != RunStatus::Interrupted;
         self.record.points.push(point);
         self.write()?;
         Ok(complete)
@@ -731,7 +732,7 @@ impl<T: Target, F: Fn(&TargetUrl, &Workload) -> Result<T, InputError>> Sweeper<T
         }
     }
 
-    fn knee_model(&mut self, knee: knee::Knee, method: &str) {
+    fn knee_model(&mut self, knee: Knee, method: &str) {
         let Some(slo) = self.slo.clone() else { return };
         let at: Vec<&RunResult> = self
             .record

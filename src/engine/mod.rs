@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Result};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::spec::{DataSpec, GenState, NativeOp, OpSpec};
 use crate::stats::OpCounters;
@@ -37,12 +38,14 @@ const GRACE: Duration = Duration::from_secs(3);
 const CONNECT_LIMIT: Duration = Duration::from_secs(30);
 
 /// Closed loop (clients back to back) or open loop (arrivals on a schedule).
-#[derive(Debug, Clone, Copy, Serialize)]
+/// Durations are seconds in the result file.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum Mode {
     Closed {
         clients: usize,
         #[serde(with = "secs")]
+        #[schemars(with = "f64")]
         think: Duration,
     },
     Open {
@@ -50,34 +53,41 @@ pub enum Mode {
         poisson: bool,
         workers: usize,
         #[serde(with = "secs")]
+        #[schemars(with = "f64")]
         late_after: Duration,
     },
 }
 
-/// The resolved load: what `loadrig run` will do, recorded in the result.
-#[derive(Debug, Clone, Serialize)]
+/// The resolved load: what `loadrig run` will do, recorded in the result (durations in
+/// seconds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LoadPlan {
     #[serde(flatten)]
     pub mode: Mode,
     #[serde(with = "opt_secs")]
+    #[schemars(with = "Option<f64>")]
     pub duration: Option<Duration>,
     pub ops: Option<u64>,
     pub samples: Option<u64>,
     #[serde(with = "secs")]
+    #[schemars(with = "f64")]
     pub interval: Duration,
     #[serde(with = "secs")]
+    #[schemars(with = "f64")]
     pub warmup: Duration,
     pub seed: u64,
     pub connection: Connection,
     /// An operation still unanswered after this fails as `timeout`; its session is replaced.
-    #[serde(with = "opt_secs")]
+    /// Absent from files written before the limit existed.
+    #[serde(with = "opt_secs", default)]
+    #[schemars(with = "Option<f64>")]
     pub op_timeout: Option<Duration>,
     /// Threads shared by the clients of an async target.
     pub threads: usize,
 }
 
 /// When clients connect: once for the run, or for every operation (seed 003's `mysql`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Connection {
     Persistent,
@@ -101,24 +111,40 @@ impl LoadPlan {
     }
 }
 
+/// A duration as seconds (f64), both ways; reading rounds to the nearest nanosecond, so
+/// what was written reads back as the same duration.
 mod secs {
-    pub fn serialize<S: serde::Serializer>(
-        d: &std::time::Duration,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
+    use std::time::Duration;
+
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(secs)
+            .map_err(|e| D::Error::custom(format!("{secs} seconds: {e}")))
     }
 }
 
 mod opt_secs {
-    pub fn serialize<S: serde::Serializer>(
-        d: &Option<std::time::Duration>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
             Some(d) => s.serialize_some(&d.as_secs_f64()),
             None => s.serialize_none(),
         }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        #[derive(Deserialize)]
+        struct Secs(#[serde(with = "super::secs")] Duration);
+        Ok(Option::<Secs>::deserialize(d)?.map(|s| s.0))
     }
 }
 

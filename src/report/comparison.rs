@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::analysis::checks;
 use crate::analysis::compare::{Comparison, Metric, MetricChange, RunInfo, Verdict};
+use crate::result::RunStatus;
 use crate::spec::duration::human_ns;
 
 fn value(m: &MetricChange, v: f64) -> String {
@@ -53,10 +54,10 @@ fn run_line(r: &RunInfo) -> String {
         r.full_intervals,
         human_ns(r.interval_s * 1e9),
         r.started_at,
-        if r.status == "complete" {
+        if r.status == RunStatus::Complete {
             String::new()
         } else {
-            format!(" ({})", r.status)
+            format!(" ({})", r.status.name())
         }
     )
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::result::{IntervalRecord, RunResult};
 use crate::engine::{IntervalData, Observer};
+use crate::result::{IntervalOp, IntervalRecord, RunResult, RunStatus};
 use crate::spec::duration::human_ns;
 
 pub const INTERVAL_HEADER: &str =
@@ -39,7 +39,7 @@ pub fn rate(x: f64) -> String {
 pub fn interval_line(r: &IntervalRecord) -> String {
     let secs = r.end_s - r.start_s;
     let ok = r.ok;
-    let worst = |f: fn(&super::result::IntervalOp) -> u64| r.ops.iter().map(f).max().unwrap_or(0);
+    let worst = |f: fn(&IntervalOp) -> u64| r.ops.iter().map(f).max().unwrap_or(0);
     // With several operations the line shows the largest p50/p99/max among them.
     format!(
         "{:>8} {:>8.2}s {:>11} {:>12} {:>8} {:>9} {:>9} {:>9}{}",
@@ -154,10 +154,10 @@ pub fn summary(r: &RunResult) -> String {
     let _ = writeln!(
         out,
         "\n{} on {} — {} measured{}",
-        r.workload["name"].as_str().unwrap_or("?"),
+        r.workload.name,
         r.target.url,
         human_ns(r.measured_s * 1e9),
-        if r.status == "interrupted" {
+        if r.status == RunStatus::Interrupted {
             " (interrupted)"
         } else {
             ""
@@ -205,7 +205,7 @@ pub fn summary(r: &RunResult) -> String {
             let classes: Vec<String> = op
                 .errors_by_class
                 .iter()
-                .map(|(c, n)| format!("{c} {}", thousands(*n)))
+                .map(|(c, n)| format!("{} {}", c.name(), thousands(*n)))
                 .collect();
             let _ = writeln!(out, "errors in {}: {}", op.name, classes.join(", "));
             for m in op.error_messages.iter().take(3) {
@@ -213,7 +213,7 @@ pub fn summary(r: &RunResult) -> String {
                     out,
                     "  {} × {}: {}",
                     thousands(m.count),
-                    m.class,
+                    m.class.name(),
                     truncate(&m.message, 120)
                 );
             }

@@ -18,11 +18,11 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use serde::Serialize;
 
-use super::result::{write_atomic, OpResult, RunResult};
-use crate::stats::{decode_hist, new_hist};
+use crate::result::{write_atomic, ErrorCounts, OpResult, RunResult};
+use crate::stats::new_hist;
 use crate::vocab::ErrorClass;
 
-/// A row of `intervals.csv`.
+/// The leading columns of a row of `intervals.csv`; the error columns follow.
 #[derive(Serialize)]
 struct IntervalRow<'a> {
     interval: u64,
@@ -39,18 +39,10 @@ struct IntervalRow<'a> {
     p99_ns: Option<u64>,
     p999_ns: Option<u64>,
     max_ns: Option<u64>,
-    errors_connect: u64,
-    errors_auth: u64,
-    errors_timeout: u64,
-    errors_deadlock: u64,
-    errors_serialization: u64,
-    errors_constraint: u64,
-    errors_protocol: u64,
-    errors_other: u64,
 }
 
-/// The columns of `intervals.csv`, in order.
-pub const INTERVAL_COLUMNS: [&str; 22] = [
+/// The names of [`IntervalRow`]'s fields, in order.
+const INTERVAL_HEAD: [&str; 14] = [
     "interval",
     "start_s",
     "end_s",
@@ -65,36 +57,53 @@ pub const INTERVAL_COLUMNS: [&str; 22] = [
     "p99_ns",
     "p999_ns",
     "max_ns",
-    "errors_connect",
-    "errors_auth",
-    "errors_timeout",
-    "errors_deadlock",
-    "errors_serialization",
-    "errors_constraint",
-    "errors_protocol",
-    "errors_other",
 ];
 
-/// Errors of each class, in [`ErrorClass::ALL`] order.
-fn by_class(map: &std::collections::BTreeMap<String, u64>) -> [u64; 8] {
-    let mut out = [0; 8];
-    for (k, class) in ErrorClass::ALL.iter().enumerate() {
-        out[k] = map.get(class.name()).copied().unwrap_or(0);
-    }
-    out
+/// One column per error class, `errors_CLASS`, in [`ErrorClass::ALL`] order.
+fn error_columns() -> impl Iterator<Item = String> {
+    ErrorClass::ALL
+        .iter()
+        .map(|c| format!("errors_{}", c.name()))
+}
+
+/// Errors of each class, in [`ErrorClass::ALL`] order (the error columns' values).
+fn by_class(counts: &ErrorCounts) -> Vec<u64> {
+    ErrorClass::ALL
+        .iter()
+        .map(|c| counts.get(c).copied().unwrap_or(0))
+        .collect()
+}
+
+/// The columns of `intervals.csv`, in order.
+pub fn interval_columns() -> Vec<String> {
+    INTERVAL_HEAD
+        .iter()
+        .map(|c| c.to_string())
+        .chain(error_columns())
+        .collect()
+}
+
+/// A CSV writer that has written `columns` as its header; rows follow as tuples.
+fn csv_with(columns: Vec<String>) -> Result<csv::Writer<Vec<u8>>> {
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    w.write_record(columns)?;
+    Ok(w)
 }
 
 /// `intervals.csv`: one row per interval and operation.
 pub fn intervals_csv(r: &RunResult) -> Result<Vec<u8>> {
-    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut w = csv_with(interval_columns())?;
     for i in &r.intervals {
         let secs = i.end_s - i.start_s;
         for o in &i.ops {
-            let h = decode_hist(&o.histogram)
+            let h = o
+                .histogram
+                .decode()
                 .map_err(|e| anyhow!("interval {} of '{}': {e}", i.index, o.name))?;
             let some = |v: u64| (!h.is_empty()).then_some(v);
-            let e = by_class(&o.errors_by_class);
-            w.serialize(IntervalRow {
+            let row = IntervalRow {
                 interval: i.index,
                 start_s: i.start_s,
                 end_s: i.end_s,
@@ -109,26 +118,17 @@ pub fn intervals_csv(r: &RunResult) -> Result<Vec<u8>> {
                 p99_ns: some(h.value_at_quantile(0.99)),
                 p999_ns: some(h.value_at_quantile(0.999)),
                 max_ns: some(h.max()),
-                errors_connect: e[0],
-                errors_auth: e[1],
-                errors_timeout: e[2],
-                errors_deadlock: e[3],
-                errors_serialization: e[4],
-                errors_constraint: e[5],
-                errors_protocol: e[6],
-                errors_other: e[7],
-            })?;
+            };
+            w.serialize((row, by_class(&o.errors_by_class)))?;
         }
-    }
-    if r.intervals.iter().all(|i| i.ops.is_empty()) {
-        w.write_record(INTERVAL_COLUMNS)?;
     }
     w.into_inner().map_err(|e| anyhow!("{e}"))
 }
 
-/// A row of `operations.csv`.
+/// The leading columns of a row of `operations.csv`; the error columns and then
+/// [`OperationTail`]'s follow.
 #[derive(Serialize)]
-struct OperationRow<'a> {
+struct OperationHead<'a> {
     operation: &'a str,
     ok: u64,
     errors: u64,
@@ -142,27 +142,10 @@ struct OperationRow<'a> {
     p99_ns: Option<u64>,
     p999_ns: Option<u64>,
     max_ns: Option<u64>,
-    errors_connect: u64,
-    errors_auth: u64,
-    errors_timeout: u64,
-    errors_deadlock: u64,
-    errors_serialization: u64,
-    errors_constraint: u64,
-    errors_protocol: u64,
-    errors_other: u64,
-    full_intervals: usize,
-    ops_per_interval_mean: f64,
-    ops_per_interval_stdev: f64,
-    ops_per_interval_min: f64,
-    ops_per_interval_max: f64,
-    service_p50_ns: Option<u64>,
-    service_p99_ns: Option<u64>,
-    start_lag_p99_ns: Option<u64>,
-    late_starts: Option<u64>,
 }
 
-/// The columns of `operations.csv`, in order.
-pub const OPERATION_COLUMNS: [&str; 30] = [
+/// The names of [`OperationHead`]'s fields, in order.
+const OPERATION_HEAD: [&str; 13] = [
     "operation",
     "ok",
     "errors",
@@ -176,14 +159,24 @@ pub const OPERATION_COLUMNS: [&str; 30] = [
     "p99_ns",
     "p999_ns",
     "max_ns",
-    "errors_connect",
-    "errors_auth",
-    "errors_timeout",
-    "errors_deadlock",
-    "errors_serialization",
-    "errors_constraint",
-    "errors_protocol",
-    "errors_other",
+];
+
+/// The columns of a row of `operations.csv` after the error columns.
+#[derive(Serialize)]
+struct OperationTail {
+    full_intervals: usize,
+    ops_per_interval_mean: f64,
+    ops_per_interval_stdev: f64,
+    ops_per_interval_min: f64,
+    ops_per_interval_max: f64,
+    service_p50_ns: Option<u64>,
+    service_p99_ns: Option<u64>,
+    start_lag_p99_ns: Option<u64>,
+    late_starts: Option<u64>,
+}
+
+/// The names of [`OperationTail`]'s fields, in order.
+const OPERATION_TAIL: [&str; 9] = [
     "full_intervals",
     "ops_per_interval_mean",
     "ops_per_interval_stdev",
@@ -195,21 +188,30 @@ pub const OPERATION_COLUMNS: [&str; 30] = [
     "late_starts",
 ];
 
+/// The columns of `operations.csv`, in order.
+pub fn operation_columns() -> Vec<String> {
+    OPERATION_HEAD
+        .iter()
+        .map(|c| c.to_string())
+        .chain(error_columns())
+        .chain(OPERATION_TAIL.iter().map(|c| c.to_string()))
+        .collect()
+}
+
 /// `operations.csv`: one row per operation, then `total`.
 pub fn operations_csv(r: &RunResult) -> Result<Vec<u8>> {
-    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut w = csv_with(operation_columns())?;
     for o in r.operations.iter().chain(std::iter::once(&r.total)) {
         w.serialize(operation_row(o))?;
     }
     w.into_inner().map_err(|e| anyhow!("{e}"))
 }
 
-fn operation_row(o: &OpResult) -> OperationRow<'_> {
+fn operation_row(o: &OpResult) -> (OperationHead<'_>, Vec<u64>, OperationTail) {
     let l = &o.latency;
     let has = l.count > 0;
     let some = |v: u64| has.then_some(v);
-    let e = by_class(&o.errors_by_class);
-    OperationRow {
+    let head = OperationHead {
         operation: &o.name,
         ok: o.ok,
         errors: o.errors,
@@ -223,14 +225,8 @@ fn operation_row(o: &OpResult) -> OperationRow<'_> {
         p99_ns: some(l.p99_ns),
         p999_ns: some(l.p999_ns),
         max_ns: some(l.max_ns),
-        errors_connect: e[0],
-        errors_auth: e[1],
-        errors_timeout: e[2],
-        errors_deadlock: e[3],
-        errors_serialization: e[4],
-        errors_constraint: e[5],
-        errors_protocol: e[6],
-        errors_other: e[7],
+    };
+    let tail = OperationTail {
         full_intervals: o.interval_counts.n,
         ops_per_interval_mean: o.interval_counts.mean,
         ops_per_interval_stdev: o.interval_counts.stdev,
@@ -240,7 +236,8 @@ fn operation_row(o: &OpResult) -> OperationRow<'_> {
         service_p99_ns: o.service.as_ref().map(|s| s.p99_ns),
         start_lag_p99_ns: o.start_lag.as_ref().map(|s| s.p99_ns),
         late_starts: o.late_starts,
-    }
+    };
+    (head, by_class(&o.errors_by_class), tail)
 }
 
 /// Write `intervals.csv` and `operations.csv` into `dir` (created if needed); each file is
@@ -296,7 +293,7 @@ pub fn hdr_log(r: &RunResult) -> Result<Vec<u8>> {
             .add_comment(&format!(
                 "loadrig {}: {} on {}",
                 r.loadrig_version,
-                r.workload["name"].as_str().unwrap_or("?"),
+                r.workload.name,
                 crate::targets::redact(&r.target.url)
             ))
             .add_comment("Values are nanoseconds; the max column is in milliseconds.")
@@ -314,7 +311,9 @@ pub fn hdr_log(r: &RunResult) -> Result<Vec<u8>> {
             let mut all = new_hist();
             let mut parts = Vec::new();
             for o in &i.ops {
-                let h = decode_hist(&o.histogram)
+                let h = o
+                    .histogram
+                    .decode()
                     .map_err(|e| anyhow!("interval {} of '{}': {e}", i.index, o.name))?;
                 let _ = all.add(&h);
                 parts.push((o.name.as_str(), h));

@@ -1,6 +1,6 @@
 //! Facts about the machine that produced a result, so results compare honestly.
 
-use super::result::HostRecord;
+use crate::result::HostRecord;
 
 pub fn facts() -> HostRecord {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();

@@ -13,7 +13,7 @@ use anyhow::Result;
 
 use super::console::{rate, thousands};
 use super::plot::{self, RunView};
-use super::result::{OpResult, RunResult};
+use crate::result::{OpResult, RunResult, RunStatus};
 use crate::spec::duration::human_ns;
 use crate::targets::redact;
 
@@ -43,7 +43,7 @@ pub fn esc(s: &str) -> String {
 }
 
 fn workload_name(r: &RunResult) -> &str {
-    r.workload["name"].as_str().unwrap_or("?")
+    &r.workload.name
 }
 
 /// Render the report of one or more runs, each with its label (usually the file name).
@@ -129,12 +129,12 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
                 esc(note)
             );
         }
-        if r.status != "complete" {
+        if r.status != RunStatus::Complete {
             let _ = writeln!(
                 h,
                 "<p class=\"bad\">{}: the run is marked {}</p>",
                 esc(label),
-                esc(&r.status)
+                r.status.name()
             );
         }
     }
@@ -239,15 +239,15 @@ fn errors_table(h: &mut String, runs: &[(String, RunResult)]) {
     h.push_str("<th class=\"text\">operation</th><th class=\"text\">class</th><th>count</th><th class=\"text\">message</th></tr></thead>\n<tbody>\n");
     for (label, r) in runs {
         for o in r.operations.iter().filter(|o| o.errors > 0) {
-            let rows: Vec<(String, u64, String)> = if o.error_messages.is_empty() {
+            let rows: Vec<(&str, u64, String)> = if o.error_messages.is_empty() {
                 o.errors_by_class
                     .iter()
-                    .map(|(c, n)| (c.clone(), *n, String::new()))
+                    .map(|(c, n)| (c.name(), *n, String::new()))
                     .collect()
             } else {
                 o.error_messages
                     .iter()
-                    .map(|m| (m.class.clone(), m.count, m.message.clone()))
+                    .map(|m| (m.class.name(), m.count, m.message.clone()))
                     .collect()
             };
             for (class, n, message) in rows {
@@ -259,7 +259,7 @@ fn errors_table(h: &mut String, runs: &[(String, RunResult)]) {
                     h,
                     "<td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td class=\"wrap\">{}</td></tr>",
                     esc(&o.name),
-                    esc(&class),
+                    esc(class),
                     thousands(n),
                     esc(&message)
                 );
@@ -320,9 +320,9 @@ fn kv_table(h: &mut String, rows: &[(&str, String)]) {
 fn setup(h: &mut String, r: &RunResult) {
     let w = &r.workload;
     let mut rows: Vec<(&str, String)> = vec![
-        ("workload", json_text(&w["name"])),
-        ("description", json_text(&w["description"])),
-        ("source", json_text(&w["source"])),
+        ("workload", w.name.clone()),
+        ("description", w.description.clone()),
+        ("source", w.source.clone()),
         ("target", redact(&r.target.url)),
         ("target kind", r.target.kind.clone()),
         (
@@ -332,7 +332,7 @@ fn setup(h: &mut String, r: &RunResult) {
                 .clone()
                 .unwrap_or_else(|| "–".into()),
         ),
-        ("status", r.status.clone()),
+        ("status", r.status.name().to_string()),
         ("started", r.started_at.clone()),
         ("ended", r.ended_at.clone()),
         ("elapsed", human_ns(r.elapsed_s * 1e9)),
@@ -358,9 +358,12 @@ fn setup(h: &mut String, r: &RunResult) {
     kv_table(h, &rows);
 
     h.push_str("<h3>Load</h3>\n");
-    let load: Vec<(String, String)> = match &r.load {
-        serde_json::Value::Object(m) => m.iter().map(|(k, v)| (k.clone(), json_text(v))).collect(),
-        other => vec![("load".into(), json_text(other))],
+    // Every field of the load as the file has it, in name order.
+    let load: Vec<(String, String)> = match serde_json::to_value(&r.load) {
+        Ok(serde_json::Value::Object(m)) => {
+            m.iter().map(|(k, v)| (k.clone(), json_text(v))).collect()
+        }
+        _ => Vec::new(),
     };
     let load_rows: Vec<(&str, String)> =
         load.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
@@ -379,7 +382,10 @@ fn setup(h: &mut String, r: &RunResult) {
     );
 
     h.push_str("<h3>Resolved workload</h3>\n");
-    let text = serde_json::to_string_pretty(&r.workload).unwrap_or_default();
+    // Keys in name order, as reports have always shown them.
+    let text = serde_json::to_value(&r.workload)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_default();
     let _ = writeln!(h, "<pre>{}</pre>", esc(&text));
 }
 

@@ -1,6 +1,7 @@
-//! Outputs computed from a run: the console view and summary, the result file, and what is
-//! computed from result files alone (HTML report with SVG plots, CSV and HdrHistogram log
-//! exports), the sweep file that gathers many runs, plus the live OpenMetrics endpoint.
+//! Outputs computed from a run: the console view and summary, and what is computed from
+//! result files alone (HTML report with SVG plots, CSV and HdrHistogram log exports, the
+//! sweep's table and summary), plus the live OpenMetrics endpoint. The files themselves
+//! are [`crate::result`].
 
 pub mod comparison;
 pub mod console;
@@ -9,5 +10,4 @@ pub mod host;
 pub mod html;
 pub mod metrics;
 pub mod plot;
-pub mod result;
 pub mod sweep;

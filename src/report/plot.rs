@@ -16,9 +16,9 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::result::RunResult;
 use crate::analysis::full_intervals;
-use crate::stats::{decode_hist, Hist};
+use crate::result::{IntervalRecord, RunResult};
+use crate::stats::Hist;
 use crate::vocab::ErrorClass;
 
 const W: u32 = 960;
@@ -65,7 +65,8 @@ impl<'a> RunView<'a> {
                 i.ops
                     .iter()
                     .map(|o| {
-                        decode_hist(&o.histogram)
+                        o.histogram
+                            .decode()
                             .map_err(|e| anyhow!("interval {} of '{}': {e}", i.index, o.name))
                     })
                     .collect::<Result<Vec<_>>>()
@@ -74,7 +75,11 @@ impl<'a> RunView<'a> {
         let op_hists = r
             .operations
             .iter()
-            .map(|o| decode_hist(&o.histogram).map_err(|e| anyhow!("operation '{}': {e}", o.name)))
+            .map(|o| {
+                o.histogram
+                    .decode()
+                    .map_err(|e| anyhow!("operation '{}': {e}", o.name))
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(RunView {
             label: label.to_string(),
@@ -311,7 +316,7 @@ fn time_range(runs: &[RunView]) -> f64 {
         .max(1e-3)
 }
 
-fn mid(i: &super::result::IntervalRecord) -> f64 {
+fn mid(i: &IntervalRecord) -> f64 {
     (i.start_s + i.end_s) / 2.0
 }
 
@@ -783,7 +788,7 @@ pub fn errors(runs: &[RunView]) -> Result<String> {
                     let n: u64 = i
                         .ops
                         .iter()
-                        .map(|o| o.errors_by_class.get(class.name()).copied().unwrap_or(0))
+                        .map(|o| o.errors_by_class.get(&class).copied().unwrap_or(0))
                         .sum();
                     (mid(i), n as f64)
                 })

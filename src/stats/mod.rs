@@ -3,9 +3,8 @@
 //! Latencies are nanoseconds in auto-resizing HdrHistograms (3 significant digits), so a
 //! histogram stays small for fast operations and still holds an hour-long stall.
 
-use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::vocab::{ErrorClass, OpError};
@@ -105,7 +104,7 @@ impl OpCounters {
 }
 
 /// Percentiles of a latency histogram, in nanoseconds.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct LatencySummary {
     pub count: u64,
     pub mean_ns: f64,
@@ -138,7 +137,7 @@ impl LatencySummary {
 }
 
 /// Mean, standard deviation and range of a series (per-interval counts).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct SeriesSummary {
     pub n: usize,
     pub mean: f64,
@@ -169,38 +168,9 @@ impl SeriesSummary {
     }
 }
 
-/// A histogram as HdrHistogram V2 + DEFLATE, base64: readable by every HdrHistogram port.
-pub fn encode_hist(h: &Hist) -> String {
-    let mut bytes = Vec::new();
-    // Serializing into a Vec cannot fail for a valid histogram.
-    let _ = V2DeflateSerializer::new().serialize(h, &mut bytes);
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// Decode a histogram written by [`encode_hist`].
-pub fn decode_hist(text: &str) -> Result<Hist, String> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text)
-        .map_err(|e| format!("histogram is not base64: {e}"))?;
-    Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("histogram does not decode: {e:?}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn histogram_round_trips_with_same_counts() {
-        let mut h = new_hist();
-        for v in [1u64, 50, 1_000, 123_456, 9_000_000_000] {
-            h.record(v).unwrap();
-        }
-        let back = decode_hist(&encode_hist(&h)).unwrap();
-        assert_eq!(back.len(), 5);
-        assert_eq!(back, h);
-    }
 
     #[test]
     fn merge_adds_counts_and_messages() {

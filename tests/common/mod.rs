@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use loadrig::report::result::{self, RunResult};
+use loadrig::result::{self, RunResult};
 
 pub struct Dir {
     pub tmp: tempfile::TempDir,

@@ -10,7 +10,8 @@ use anyhow::Result;
 use super::{esc, kv_table, CSP, CSS};
 use crate::report::console::{rate, thousands};
 use crate::report::plot::{sweep as splot, Plot};
-use crate::report::sweep::{summary, SweepResult};
+use crate::report::sweep::summary;
+use crate::result::sweep::{SweepResult, SweepStatus};
 use crate::spec::duration::human_ns;
 
 /// The console summary in blocks: a line that does not start with a space opens one.
@@ -120,7 +121,7 @@ pub fn render_sweep(label: &str, s: &SweepResult) -> Result<String> {
         esc(&s.workload),
         esc(&s.target),
         s.points.len(),
-        esc(&s.status),
+        s.status.name(),
         esc(&s.started_at)
     );
     h.push_str("<nav><a href=\"#summary\">Summary</a><a href=\"#points\">Points</a>");
@@ -143,12 +144,12 @@ pub fn render_sweep(label: &str, s: &SweepResult) -> Result<String> {
         h.push_str(&paragraphs(b, class));
         h.push('\n');
     }
-    if s.status != "complete" {
+    if s.status != SweepStatus::Complete {
         let _ = writeln!(
             h,
             "<p class=\"bad\">{}: the sweep is marked {}</p>",
             esc(label),
-            esc(&s.status)
+            s.status.name()
         );
     }
 
@@ -184,7 +185,7 @@ pub fn render_sweep(label: &str, s: &SweepResult) -> Result<String> {
             "search",
             if s.find_max { "--find-max" } else { "grid" }.into(),
         ),
-        ("status", s.status.clone()),
+        ("status", s.status.name().to_string()),
         ("started", s.started_at.clone()),
         ("ended", s.ended_at.clone().unwrap_or_else(|| "–".into())),
         ("loadrig", s.loadrig_version.clone()),

@@ -7,8 +7,8 @@ use anyhow::Result;
 use plotters::prelude::*;
 
 use super::{color, empty, log_ticks, pad_range, svg, tick_ns, FONT, GRID_BOLD, GRID_LIGHT};
-use crate::analysis::growth::Class;
-use crate::report::sweep::SweepResult;
+use crate::result::models::Class;
+use crate::result::sweep::SweepResult;
 
 const KNEE: RGBColor = RGBColor(44, 160, 44);
 const SLO: RGBColor = RGBColor(214, 39, 40);

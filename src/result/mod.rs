@@ -1,30 +1,46 @@
-//! The result file: one JSON document per run, the contract every other output reads.
+//! The result contract: the run file (one JSON document per run) and the sweep file, which
+//! every other output reads. `analysis` and `report` read these types; nothing here
+//! depends on them.
 //!
-//! Described field by field in docs/results.md; `SCHEMA_VERSION` changes whenever a field
-//! changes meaning or goes away. Written atomically (temporary file, fsync, rename).
+//! Described field by field in docs/results.md (run) and docs/scaling.md (sweep); the JSON
+//! Schemas generated from these types are docs/schema/run.schema.json and
+//! docs/schema/sweep.schema.json. `SCHEMA_VERSION` changes whenever a field changes meaning
+//! or goes away. Written atomically (temporary file, fsync, rename).
+
+mod build;
+pub mod histogram;
+pub mod models;
+pub mod sweep;
+pub mod workload;
+
+pub use build::RunFacts;
+pub use histogram::EncodedHistogram;
+pub use workload::WorkloadRecord;
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::modes::LatencyModes;
-use crate::engine::IntervalData;
-use crate::stats::{encode_hist, LatencySummary, OpCounters, SeriesSummary};
+use crate::engine::LoadPlan;
+use crate::error::InputError;
+use crate::stats::{LatencySummary, SeriesSummary};
 use crate::vocab::ErrorClass;
+use models::LatencyModes;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RunResult {
     pub schema_version: u32,
     pub loadrig_version: String,
-    /// "complete" or "interrupted" (Ctrl-C: what was measured until then).
-    pub status: String,
-    pub workload: serde_json::Value,
-    pub load: serde_json::Value,
+    pub status: RunStatus,
+    pub workload: WorkloadRecord,
+    pub load: LoadPlan,
     pub target: TargetRecord,
     pub host: HostRecord,
     pub started_at: String,
@@ -48,7 +64,26 @@ pub struct RunResult {
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// How the run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// It ran until its stop condition.
+    Complete,
+    /// Ctrl-C: what was measured until then.
+    Interrupted,
+}
+
+impl RunStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct TargetRecord {
     /// The URL with any password replaced by ***.
     pub url: String,
@@ -56,7 +91,7 @@ pub struct TargetRecord {
     pub server_version: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct HostRecord {
     pub cpu_model: String,
     pub cores: usize,
@@ -65,7 +100,7 @@ pub struct HostRecord {
     pub arch: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct DataLoadRecord {
     pub records: u64,
     pub seconds: f64,
@@ -74,20 +109,23 @@ pub struct DataLoadRecord {
     pub skipped: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorMessage {
-    pub class: String,
+    pub class: ErrorClass,
     pub message: String,
     pub count: u64,
 }
 
+/// Failed operations by class; classes without failures are left out.
+pub type ErrorCounts = BTreeMap<ErrorClass, u64>;
+
 /// One operation over the measured part of the run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct OpResult {
     pub name: String,
     pub ok: u64,
     pub errors: u64,
-    pub errors_by_class: BTreeMap<String, u64>,
+    pub errors_by_class: ErrorCounts,
     pub error_messages: Vec<ErrorMessage>,
     pub rows: u64,
     /// Attempts repeated under the operation's retry policy (deadlocks, serialization failures).
@@ -98,11 +136,11 @@ pub struct OpResult {
     pub throughput_per_s: f64,
     /// Response time in ns: from the intended start in open loop, from the send in closed loop.
     pub latency: LatencySummary,
-    /// `latency` as HdrHistogram V2+DEFLATE, base64.
-    pub histogram: String,
+    /// `latency` as a histogram.
+    pub histogram: EncodedHistogram,
     /// Open loop only: time from the actual send.
     pub service: Option<LatencySummary>,
-    pub service_histogram: Option<String>,
+    pub service_histogram: Option<EncodedHistogram>,
     /// Open loop only: how late operations started against the schedule.
     pub start_lag: Option<LatencySummary>,
     pub late_starts: Option<u64>,
@@ -110,7 +148,7 @@ pub struct OpResult {
     pub interval_counts: SeriesSummary,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct IntervalRecord {
     /// From 1.
     pub index: u64,
@@ -122,96 +160,16 @@ pub struct IntervalRecord {
     pub ops: Vec<IntervalOp>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct IntervalOp {
     pub name: String,
     pub ok: u64,
     pub errors: u64,
-    pub errors_by_class: BTreeMap<String, u64>,
+    pub errors_by_class: ErrorCounts,
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub max_ns: u64,
-    pub histogram: String,
-}
-
-pub fn errors_by_class(c: &OpCounters) -> BTreeMap<String, u64> {
-    ErrorClass::ALL
-        .iter()
-        .zip(c.errors)
-        .filter(|(_, n)| *n > 0)
-        .map(|(class, n)| (class.name().to_string(), n))
-        .collect()
-}
-
-impl IntervalRecord {
-    pub fn of(d: &IntervalData, names: &[String]) -> IntervalRecord {
-        IntervalRecord {
-            index: d.index + 1,
-            start_s: d.start.as_secs_f64(),
-            end_s: d.end.as_secs_f64(),
-            warmup: d.warmup,
-            ok: d.ops.iter().map(|c| c.ok).sum(),
-            errors: d.ops.iter().map(|c| c.error_total()).sum(),
-            ops: d
-                .ops
-                .iter()
-                .zip(names)
-                .map(|(c, name)| IntervalOp {
-                    name: name.clone(),
-                    ok: c.ok,
-                    errors: c.error_total(),
-                    errors_by_class: errors_by_class(c),
-                    p50_ns: c.latency.value_at_quantile(0.5),
-                    p99_ns: c.latency.value_at_quantile(0.99),
-                    max_ns: c.latency.max(),
-                    histogram: encode_hist(&c.latency),
-                })
-                .collect(),
-        }
-    }
-}
-
-impl OpResult {
-    /// Summarise `c`, an operation's merged measured counters; `counts` is its number of
-    /// successes in each full measured interval.
-    pub fn of(
-        name: &str,
-        c: &OpCounters,
-        measured_s: f64,
-        counts: &[f64],
-        open_loop: bool,
-    ) -> OpResult {
-        OpResult {
-            name: name.to_string(),
-            ok: c.ok,
-            errors: c.error_total(),
-            errors_by_class: errors_by_class(c),
-            error_messages: c
-                .messages
-                .iter()
-                .map(|(class, message, count)| ErrorMessage {
-                    class: class.name().to_string(),
-                    message: message.clone(),
-                    count: *count,
-                })
-                .collect(),
-            rows: c.rows,
-            retries: c.retries,
-            reconnects: c.reconnects,
-            throughput_per_s: if measured_s > 0.0 {
-                c.ok as f64 / measured_s
-            } else {
-                0.0
-            },
-            latency: LatencySummary::of(&c.latency),
-            histogram: encode_hist(&c.latency),
-            service: open_loop.then(|| LatencySummary::of(&c.service)),
-            service_histogram: open_loop.then(|| encode_hist(&c.service)),
-            start_lag: open_loop.then(|| LatencySummary::of(&c.lag)),
-            late_starts: open_loop.then_some(c.late),
-            interval_counts: SeriesSummary::of(counts),
-        }
-    }
+    pub histogram: EncodedHistogram,
 }
 
 /// Write `bytes` to `path` atomically: a temporary file beside it, fsync, rename.
@@ -240,10 +198,40 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Read a result file back.
+/// Read a result file back: every schema version up to this build's; a newer file says
+/// which version it needs.
 pub fn read(path: &Path) -> Result<RunResult> {
+    read_versioned(path, SCHEMA_VERSION, "result file")
+}
+
+/// Read a `what` (run or sweep file) of at most schema version `supported`.
+fn read_versioned<T: DeserializeOwned>(path: &Path, supported: u32, what: &str) -> Result<T> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("could not read '{}'", path.display()))?;
+    // Only the version first: a newer file may not parse as this build's types at all.
+    #[derive(Deserialize)]
+    struct Header {
+        schema_version: Option<u64>,
+        loadrig_version: Option<String>,
+    }
+    if let Ok(Header {
+        schema_version: Some(version),
+        loadrig_version,
+    }) = serde_json::from_str::<Header>(&text)
+    {
+        if version > u64::from(supported) {
+            let by = loadrig_version.map_or_else(String::new, |v| format!(" (loadrig {v})"));
+            return Err(InputError::new(format!(
+                "'{}' is a {what} of schema version {version}{by}; this loadrig ({}) reads schema version {supported} and older",
+                path.display(),
+                env!("CARGO_PKG_VERSION")
+            ))
+            .help(format!(
+                "read it with a loadrig that reads schema version {version}"
+            ))
+            .into());
+        }
+    }
     serde_json::from_str(&text)
-        .with_context(|| format!("'{}' is not a loadrig result file", path.display()))
+        .with_context(|| format!("'{}' is not a loadrig {what}", path.display()))
 }

@@ -1,0 +1,233 @@
+//! A run's result from what the engine measured: summaries per operation and in total,
+//! interval records, notes on anything that limits what the figures mean.
+
+use std::time::SystemTime;
+
+use super::models::LatencyModes;
+use super::{
+    DataLoadRecord, EncodedHistogram, ErrorCounts, ErrorMessage, HostRecord, IntervalOp,
+    IntervalRecord, OpResult, RunResult, RunStatus, TargetRecord, WorkloadRecord, SCHEMA_VERSION,
+};
+use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
+use crate::spec::{OpSpec, Workload};
+use crate::stats::{Hist, LatencySummary, OpCounters, SeriesSummary};
+use crate::vocab::ErrorClass;
+
+/// What a run was, beside the engine's measurements.
+pub struct RunFacts<'a> {
+    pub workload: &'a Workload,
+    /// The operations run, in the engine's order.
+    pub ops: &'a [OpSpec],
+    pub plan: &'a LoadPlan,
+    /// The target URL with passwords already replaced (`targets::redact`).
+    pub target_url: String,
+    /// Server version and data load, from before the measured run.
+    pub prepared: Prepared,
+    pub host: HostRecord,
+    pub started_at: SystemTime,
+}
+
+impl RunResult {
+    /// The result of a run: `run` is what the engine measured; `find_modes` finds the
+    /// clusters of a latency histogram (`analysis::modes::find`), applied to all operations
+    /// together.
+    pub fn build(
+        facts: RunFacts<'_>,
+        run: &RunData,
+        find_modes: impl FnOnce(&Hist) -> LatencyModes,
+    ) -> RunResult {
+        let RunFacts {
+            workload,
+            ops,
+            plan,
+            target_url,
+            prepared,
+            host,
+            started_at,
+        } = facts;
+        let names: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
+        let measured_s = run.measured.as_secs_f64();
+        let open = plan.is_open();
+        // Per-interval counts come from full measured intervals only: a short last one
+        // would pull the spread down.
+        let full: Vec<&IntervalData> = run
+            .intervals
+            .iter()
+            .filter(|i| !i.warmup && (i.end - i.start) >= plan.interval)
+            .collect();
+        let counts = |k: Option<usize>| -> Vec<f64> {
+            full.iter()
+                .map(|i| match k {
+                    Some(k) => i.ops[k].ok as f64,
+                    None => i.ops.iter().map(|c| c.ok).sum::<u64>() as f64,
+                })
+                .collect()
+        };
+        let operations: Vec<OpResult> = names
+            .iter()
+            .zip(&run.totals)
+            .enumerate()
+            .map(|(k, (name, c))| OpResult::of(name, c, measured_s, &counts(Some(k)), open))
+            .collect();
+        let mut all = OpCounters::default();
+        for c in &run.totals {
+            all.merge(c);
+        }
+        let total = OpResult::of("total", &all, measured_s, &counts(None), open);
+        let mut notes = notes(run, &total);
+        let latency_modes = find_modes(&all.latency);
+        notes.extend(latency_modes.note());
+        RunResult {
+            schema_version: SCHEMA_VERSION,
+            loadrig_version: env!("CARGO_PKG_VERSION").to_string(),
+            status: if run.interrupted {
+                RunStatus::Interrupted
+            } else {
+                RunStatus::Complete
+            },
+            workload: WorkloadRecord::of(workload, ops),
+            load: plan.clone(),
+            target: TargetRecord {
+                kind: target_url.split("://").next().unwrap_or("").to_string(),
+                url: target_url,
+                server_version: prepared.server_version,
+            },
+            host,
+            started_at: humantime::format_rfc3339_millis(started_at).to_string(),
+            ended_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+            elapsed_s: run.elapsed.as_secs_f64(),
+            measured_s,
+            data_load: DataLoadRecord::of(workload, prepared.loaded),
+            missed_starts: run.missed,
+            abandoned_clients: run.abandoned,
+            operations,
+            total,
+            intervals: run
+                .intervals
+                .iter()
+                .map(|i| IntervalRecord::of(i, &names))
+                .collect(),
+            latency_modes: Some(latency_modes),
+            notes,
+        }
+    }
+}
+
+/// What limits the figures: Ctrl-C, abandoned clients, an open loop that fell behind.
+fn notes(run: &RunData, total: &OpResult) -> Vec<String> {
+    let mut notes = Vec::new();
+    if run.interrupted {
+        notes.push("interrupted by Ctrl-C: the figures cover the run until then".to_string());
+    }
+    if run.abandoned > 0 {
+        notes.push(format!("{} client(s) were still in an operation when the run ended; those operations are not counted", run.abandoned));
+    }
+    if run.missed > 0 {
+        notes.push(format!("{} scheduled arrivals never started: the target (or --max-in-flight) could not keep up with the rate", run.missed));
+    }
+    if let Some(late) = total.late_starts.filter(|&n| n > 0) {
+        notes.push(format!("{late} operations started late against the schedule; their waiting is in the latency figures"));
+    }
+    notes
+}
+
+impl DataLoadRecord {
+    /// The data load of `workload`: `loaded` (records, time) when it ran, else reused.
+    fn of(workload: &Workload, loaded: Option<(u64, std::time::Duration)>) -> Option<Self> {
+        match (&workload.data, loaded) {
+            (_, Some((n, t))) => Some(DataLoadRecord {
+                records: n,
+                seconds: t.as_secs_f64(),
+                records_per_s: n as f64 / t.as_secs_f64().max(1e-9),
+                skipped: false,
+            }),
+            (Some(d), None) => Some(DataLoadRecord {
+                records: d.count,
+                seconds: 0.0,
+                records_per_s: 0.0,
+                skipped: true,
+            }),
+            (None, None) => None,
+        }
+    }
+}
+
+fn errors_by_class(c: &OpCounters) -> ErrorCounts {
+    ErrorClass::ALL
+        .iter()
+        .zip(c.errors)
+        .filter(|(_, n)| *n > 0)
+        .map(|(class, n)| (*class, n))
+        .collect()
+}
+
+impl IntervalRecord {
+    pub fn of(d: &IntervalData, names: &[String]) -> IntervalRecord {
+        IntervalRecord {
+            index: d.index + 1,
+            start_s: d.start.as_secs_f64(),
+            end_s: d.end.as_secs_f64(),
+            warmup: d.warmup,
+            ok: d.ops.iter().map(|c| c.ok).sum(),
+            errors: d.ops.iter().map(|c| c.error_total()).sum(),
+            ops: d
+                .ops
+                .iter()
+                .zip(names)
+                .map(|(c, name)| IntervalOp {
+                    name: name.clone(),
+                    ok: c.ok,
+                    errors: c.error_total(),
+                    errors_by_class: errors_by_class(c),
+                    p50_ns: c.latency.value_at_quantile(0.5),
+                    p99_ns: c.latency.value_at_quantile(0.99),
+                    max_ns: c.latency.max(),
+                    histogram: EncodedHistogram::encode(&c.latency),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl OpResult {
+    /// Summarise `c`, an operation's merged measured counters; `counts` is its number of
+    /// successes in each full measured interval.
+    fn of(
+        name: &str,
+        c: &OpCounters,
+        measured_s: f64,
+        counts: &[f64],
+        open_loop: bool,
+    ) -> OpResult {
+        OpResult {
+            name: name.to_string(),
+            ok: c.ok,
+            errors: c.error_total(),
+            errors_by_class: errors_by_class(c),
+            error_messages: c
+                .messages
+                .iter()
+                .map(|(class, message, count)| ErrorMessage {
+                    class: *class,
+                    message: message.clone(),
+                    count: *count,
+                })
+                .collect(),
+            rows: c.rows,
+            retries: c.retries,
+            reconnects: c.reconnects,
+            throughput_per_s: if measured_s > 0.0 {
+                c.ok as f64 / measured_s
+            } else {
+                0.0
+            },
+            latency: LatencySummary::of(&c.latency),
+            histogram: EncodedHistogram::encode(&c.latency),
+            service: open_loop.then(|| LatencySummary::of(&c.service)),
+            service_histogram: open_loop.then(|| EncodedHistogram::encode(&c.service)),
+            start_lag: open_loop.then(|| LatencySummary::of(&c.lag)),
+            late_starts: open_loop.then_some(c.late),
+            interval_counts: SeriesSummary::of(counts),
+        }
+    }
+}

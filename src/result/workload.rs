@@ -1,0 +1,180 @@
+//! The workload as a run resolved it: names, parameters, and every operation with its
+//! templates as written, so a result file says what was run without the workload file.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::spec::{NativeOp, OpKind, OpSpec, Workload};
+use crate::vocab::ErrorClass;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WorkloadRecord {
+    pub name: String,
+    pub description: String,
+    /// The workload file, or `<builtin NAME>`.
+    pub source: String,
+    /// Every parameter with the value the run used (`--set` applied).
+    pub params: BTreeMap<String, ParamValue>,
+    /// Setup statements, run once before the data load.
+    pub setup: Vec<NativeRecord>,
+    pub data: Option<DataRecord>,
+    /// The operations run (all of the workload's, or those picked with `--op`).
+    pub ops: Vec<OpRecord>,
+}
+
+/// A parameter's value: parameters are numbers, strings or booleans.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ParamValue {
+    Bool(bool),
+    Integer(i64),
+    Float(f64),
+    String(String),
+}
+
+/// The `[data]` section: records stored before the measured run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DataRecord {
+    pub count: u64,
+    pub key: String,
+    pub value: String,
+    /// Records per load batch.
+    pub batch: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OpRecord {
+    pub name: String,
+    pub weight: f64,
+    /// `nop`, `kv.get`, `sql`, `tx`, …
+    pub kind: String,
+    pub args: OpArgs,
+    pub retry: Option<RetryRecord>,
+}
+
+/// An operation's templates as written, by kind of operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum OpArgs {
+    /// `kv.*`: the key, and the value of a put or update.
+    Kv {
+        key: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<String>,
+    },
+    /// A transaction's steps.
+    Tx {
+        steps: Vec<NativeRecord>,
+    },
+    Native(NativeRecord),
+    /// `nop`, `connect`, `authenticate`: an empty object.
+    None {},
+}
+
+/// A native operation's templates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum NativeRecord {
+    /// The statement and its parameters.
+    Sql { sql: String, params: Vec<String> },
+    /// Any other family: its kind (`redis`, `ldap.search`, `http`, …) and templates.
+    Other { kind: String, args: Vec<String> },
+}
+
+/// An operation's `retry` policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RetryRecord {
+    pub on: Vec<ErrorClass>,
+    pub max: u32,
+    pub backoff_s: f64,
+}
+
+impl WorkloadRecord {
+    /// The record of `w` as run with the operations `ops`.
+    pub fn of(w: &Workload, ops: &[OpSpec]) -> WorkloadRecord {
+        WorkloadRecord {
+            name: w.name.clone(),
+            description: w.description.clone(),
+            source: w.source_name.clone(),
+            params: w
+                .params
+                .iter()
+                .map(|(k, v)| (k.clone(), ParamValue::of(v)))
+                .collect(),
+            setup: w.setup.iter().map(NativeRecord::of).collect(),
+            data: w.data.as_ref().map(|d| DataRecord {
+                count: d.count,
+                key: d.key.source().to_string(),
+                value: d.value.source().to_string(),
+                batch: d.batch,
+            }),
+            ops: ops.iter().map(OpRecord::of).collect(),
+        }
+    }
+}
+
+impl ParamValue {
+    fn of(v: &toml::Value) -> ParamValue {
+        match v {
+            toml::Value::Boolean(b) => ParamValue::Bool(*b),
+            toml::Value::Integer(n) => ParamValue::Integer(*n),
+            toml::Value::Float(x) => ParamValue::Float(*x),
+            toml::Value::String(s) => ParamValue::String(s.clone()),
+            // The workload compiler admits only the four above.
+            other => ParamValue::String(other.to_string()),
+        }
+    }
+}
+
+impl OpRecord {
+    fn of(o: &OpSpec) -> OpRecord {
+        let args = match &o.kind {
+            OpKind::Nop | OpKind::Connect | OpKind::Authenticate => OpArgs::None {},
+            OpKind::Put { key, value } | OpKind::Update { key, value } => OpArgs::Kv {
+                key: key.source().to_string(),
+                value: Some(value.source().to_string()),
+            },
+            OpKind::Get { key } | OpKind::Delete { key } => OpArgs::Kv {
+                key: key.source().to_string(),
+                value: None,
+            },
+            OpKind::Native(step) => OpArgs::Native(NativeRecord::of(&step.op)),
+            OpKind::Tx(steps) => OpArgs::Tx {
+                steps: steps.iter().map(|s| NativeRecord::of(&s.op)).collect(),
+            },
+        };
+        OpRecord {
+            name: o.name.clone(),
+            weight: o.weight,
+            kind: o.kind.label().to_string(),
+            args,
+            retry: o.retry.as_ref().map(|r| RetryRecord {
+                on: r.on.clone(),
+                max: r.max,
+                backoff_s: r.backoff.as_secs_f64(),
+            }),
+        }
+    }
+}
+
+impl NativeRecord {
+    fn of(op: &NativeOp) -> NativeRecord {
+        let args: Vec<String> = op
+            .templates()
+            .iter()
+            .map(|t| t.source().to_string())
+            .collect();
+        match op {
+            NativeOp::Sql { query, .. } => NativeRecord::Sql {
+                sql: query.clone(),
+                params: args,
+            },
+            _ => NativeRecord::Other {
+                kind: op.label().to_string(),
+                args,
+            },
+        }
+    }
+}
