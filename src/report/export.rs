@@ -336,6 +336,67 @@ pub fn hdr_log(r: &RunResult) -> Result<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// The header csv writes for `row` from its fields' names.
+    fn header_of<T: Serialize>(row: T) -> Vec<String> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.serialize(row).unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        text.lines()
+            .next()
+            .unwrap()
+            .split(',')
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn column_names_are_the_rows_field_names() {
+        let interval = IntervalRow {
+            interval: 1,
+            start_s: 0.0,
+            end_s: 1.0,
+            warmup: false,
+            operation: "op",
+            ok: 0,
+            errors: 0,
+            throughput_per_s: 0.0,
+            mean_ns: None,
+            p50_ns: None,
+            p90_ns: None,
+            p99_ns: None,
+            p999_ns: None,
+            max_ns: None,
+        };
+        assert_eq!(header_of(interval), INTERVAL_HEAD);
+        let o = OpResult {
+            name: "op".into(),
+            ok: 0,
+            errors: 0,
+            errors_by_class: ErrorCounts::new(),
+            error_messages: Vec::new(),
+            rows: 0,
+            retries: 0,
+            reconnects: 0,
+            throughput_per_s: 0.0,
+            latency: Default::default(),
+            histogram: crate::result::EncodedHistogram::encode(&new_hist()),
+            service: None,
+            service_histogram: None,
+            start_lag: None,
+            late_starts: None,
+            interval_counts: Default::default(),
+        };
+        let (head, errors, tail) = operation_row(&o);
+        assert_eq!(header_of(head), OPERATION_HEAD);
+        assert_eq!(header_of(tail), OPERATION_TAIL);
+        assert_eq!(errors.len(), ErrorClass::ALL.len());
+        let columns = operation_columns();
+        assert_eq!(columns.len(), 13 + ErrorClass::ALL.len() + 9);
+        assert_eq!(columns[13], "errors_connect");
+    }
+
     #[test]
     fn tags_lose_forbidden_characters() {
         assert_eq!(super::tag_of("a b,c"), "a_b_c");

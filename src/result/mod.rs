@@ -34,6 +34,7 @@ use models::LatencyModes;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// A loadrig run result file: one run, everything measured, and what was run.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct RunResult {
     pub schema_version: u32,
@@ -198,6 +199,11 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// The JSON Schema of the run file, as docs/schema/run.schema.json holds it.
+pub fn run_schema() -> schemars::Schema {
+    schemars::schema_for!(RunResult)
+}
+
 /// Read a result file back: every schema version up to this build's; a newer file says
 /// which version it needs.
 pub fn read(path: &Path) -> Result<RunResult> {
@@ -220,18 +226,95 @@ fn read_versioned<T: DeserializeOwned>(path: &Path, supported: u32, what: &str) 
     }) = serde_json::from_str::<Header>(&text)
     {
         if version > u64::from(supported) {
-            let by = loadrig_version.map_or_else(String::new, |v| format!(" (loadrig {v})"));
+            let writer = loadrig_version.map_or_else(String::new, |v| {
+                format!(", such as the one that wrote it (loadrig {v})")
+            });
             return Err(InputError::new(format!(
-                "'{}' is a {what} of schema version {version}{by}; this loadrig ({}) reads schema version {supported} and older",
+                "'{}' is a {what} of schema version {version}; this loadrig ({}) reads schema version {supported} and older",
                 path.display(),
                 env!("CARGO_PKG_VERSION")
             ))
             .help(format!(
-                "read it with a loadrig that reads schema version {version}"
+                "read it with a loadrig that reads schema version {version}{writer}"
             ))
             .into());
         }
     }
     serde_json::from_str(&text)
         .with_context(|| format!("'{}' is not a loadrig {what}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::engine::{Connection, Mode};
+    use crate::spec::{self, Source};
+
+    fn json<T: Serialize>(v: &T) -> String {
+        serde_json::to_string(v).unwrap()
+    }
+
+    #[test]
+    fn statuses_and_error_classes_are_written_as_names() {
+        assert_eq!(json(&RunStatus::Complete), "\"complete\"");
+        assert_eq!(json(&RunStatus::Interrupted), "\"interrupted\"");
+        assert_eq!(json(&sweep::SweepStatus::Running), "\"running\"");
+        assert_eq!(json(&sweep::SweepKind::Sweep), "\"sweep\"");
+        let counts: ErrorCounts = [(ErrorClass::Timeout, 3), (ErrorClass::Connect, 1)].into();
+        assert_eq!(json(&counts), r#"{"connect":1,"timeout":3}"#);
+        let back: ErrorCounts = serde_json::from_str(r#"{"timeout":3,"connect":1}"#).unwrap();
+        assert_eq!(back, counts);
+        assert_eq!(
+            RunStatus::Interrupted.name(),
+            json(&RunStatus::Interrupted).trim_matches('"')
+        );
+    }
+
+    #[test]
+    fn load_durations_read_back_as_written() {
+        let plan = LoadPlan {
+            mode: Mode::Open {
+                rate: 1234.5,
+                poisson: true,
+                workers: 8,
+                late_after: Duration::from_nanos(1_000_001),
+            },
+            duration: Some(Duration::new(86_400, 999_999_999)),
+            ops: None,
+            samples: Some(3),
+            interval: Duration::from_millis(20),
+            warmup: Duration::from_nanos(1),
+            seed: u64::MAX,
+            connection: Connection::PerOp,
+            op_timeout: Some(Duration::from_micros(333)),
+            threads: 2,
+        };
+        let text = serde_json::to_string(&plan).unwrap();
+        assert!(text.contains(r#""mode":"open""#), "{text}");
+        assert!(text.contains(r#""interval":0.02"#), "{text}");
+        let back: LoadPlan = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, plan);
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        // Files from before `op_timeout` existed.
+        let old = text.replace(r#""op_timeout":0.000333,"#, "");
+        assert_ne!(old, text);
+        let back: LoadPlan = serde_json::from_str(&old).unwrap();
+        assert_eq!(back.op_timeout, None);
+    }
+
+    #[test]
+    fn workload_record_has_the_v1_shape() {
+        let text = include_str!("../../tests/fixtures/v1/native.toml");
+        let source = Source {
+            path: "native.toml",
+            text,
+        };
+        let w = spec::compile(&source, &[]).unwrap();
+        let fixture: serde_json::Value =
+            serde_json::from_str(include_str!("../../tests/fixtures/v1/native.json")).unwrap();
+        let record = serde_json::to_value(WorkloadRecord::of(&w, &w.ops)).unwrap();
+        assert_eq!(record, fixture["workload"]);
+    }
 }

@@ -15,6 +15,8 @@ use crate::stats::LatencySummary;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// A loadrig sweep file: the runs of a sweep, each a full run result, and the models fitted
+/// to them.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SweepResult {
     pub schema_version: u32,
@@ -170,6 +172,11 @@ pub struct GrowthModel {
     #[serde(flatten)]
     pub fit: GrowthFit,
     pub curve: Vec<CurvePoint>,
+}
+
+/// The JSON Schema of the sweep file, as docs/schema/sweep.schema.json holds it.
+pub fn schema() -> schemars::Schema {
+    schemars::schema_for!(SweepResult)
 }
 
 /// Read a sweep file back: a file of a newer schema says which version it needs.
