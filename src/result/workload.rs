@@ -70,7 +70,7 @@ pub enum OpArgs {
     },
     Native(NativeRecord),
     /// `nop`, `connect`, `authenticate`: an empty object.
-    None {},
+    Empty {},
 }
 
 /// A native operation's templates.
@@ -131,7 +131,7 @@ impl ParamValue {
 impl OpRecord {
     fn of(o: &OpSpec) -> OpRecord {
         let args = match &o.kind {
-            OpKind::Nop | OpKind::Connect | OpKind::Authenticate => OpArgs::None {},
+            OpKind::Nop | OpKind::Connect | OpKind::Authenticate => OpArgs::Empty {},
             OpKind::Put { key, value } | OpKind::Update { key, value } => OpArgs::Kv {
                 key: key.source().to_string(),
                 value: Some(value.source().to_string()),
