@@ -18,7 +18,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use serde::Serialize;
 
-use crate::result::{write_atomic, ErrorCounts, OpResult, RunResult};
+use crate::result::{write_atomic, ErrorsByClass, OpResult, RunResult};
 use crate::stats::new_hist;
 use crate::vocab::ErrorClass;
 
@@ -67,7 +67,7 @@ fn error_columns() -> impl Iterator<Item = String> {
 }
 
 /// Errors of each class, in [`ErrorClass::ALL`] order (the error columns' values).
-fn by_class(counts: &ErrorCounts) -> Vec<u64> {
+fn by_class(counts: &ErrorsByClass) -> Vec<u64> {
     ErrorClass::ALL
         .iter()
         .map(|c| counts.get(c).copied().unwrap_or(0))
@@ -374,7 +374,7 @@ mod tests {
             name: "op".into(),
             ok: 0,
             errors: 0,
-            errors_by_class: ErrorCounts::new(),
+            errors_by_class: ErrorsByClass::new(),
             error_messages: Vec::new(),
             rows: 0,
             retries: 0,

@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use super::models::LatencyModes;
 use super::{
-    DataLoadRecord, EncodedHistogram, ErrorCounts, ErrorMessage, HostRecord, IntervalOp,
+    DataLoadRecord, EncodedHistogram, ErrorMessage, ErrorsByClass, HostRecord, IntervalOp,
     IntervalRecord, OpResult, RunResult, RunStatus, TargetRecord, WorkloadRecord, SCHEMA_VERSION,
 };
 use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
@@ -152,7 +152,7 @@ impl DataLoadRecord {
     }
 }
 
-fn errors_by_class(c: &OpCounters) -> ErrorCounts {
+fn errors_by_class(c: &OpCounters) -> ErrorsByClass {
     ErrorClass::ALL
         .iter()
         .zip(c.errors)

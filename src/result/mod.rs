@@ -118,7 +118,7 @@ pub struct ErrorMessage {
 }
 
 /// Failed operations by class; classes without failures are left out.
-pub type ErrorCounts = BTreeMap<ErrorClass, u64>;
+pub type ErrorsByClass = BTreeMap<ErrorClass, u64>;
 
 /// One operation over the measured part of the run.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -126,7 +126,7 @@ pub struct OpResult {
     pub name: String,
     pub ok: u64,
     pub errors: u64,
-    pub errors_by_class: ErrorCounts,
+    pub errors_by_class: ErrorsByClass,
     pub error_messages: Vec<ErrorMessage>,
     pub rows: u64,
     /// Attempts repeated under the operation's retry policy (deadlocks, serialization failures).
@@ -166,7 +166,7 @@ pub struct IntervalOp {
     pub name: String,
     pub ok: u64,
     pub errors: u64,
-    pub errors_by_class: ErrorCounts,
+    pub errors_by_class: ErrorsByClass,
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub max_ns: u64,
@@ -262,9 +262,9 @@ mod tests {
         assert_eq!(json(&RunStatus::Interrupted), "\"interrupted\"");
         assert_eq!(json(&sweep::SweepStatus::Running), "\"running\"");
         assert_eq!(json(&sweep::SweepKind::Sweep), "\"sweep\"");
-        let counts: ErrorCounts = [(ErrorClass::Timeout, 3), (ErrorClass::Connect, 1)].into();
+        let counts: ErrorsByClass = [(ErrorClass::Timeout, 3), (ErrorClass::Connect, 1)].into();
         assert_eq!(json(&counts), r#"{"connect":1,"timeout":3}"#);
-        let back: ErrorCounts = serde_json::from_str(r#"{"timeout":3,"connect":1}"#).unwrap();
+        let back: ErrorsByClass = serde_json::from_str(r#"{"timeout":3,"connect":1}"#).unwrap();
         assert_eq!(back, counts);
         assert_eq!(
             RunStatus::Interrupted.name(),
