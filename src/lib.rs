@@ -19,7 +19,9 @@ pub mod cli;
 pub mod commands;
 pub mod engine;
 pub mod error;
+pub mod plan;
 pub mod report;
+pub mod runner;
 pub mod spec;
 pub mod stats;
 pub mod targets;
@@ -30,14 +32,5 @@ use std::process::ExitCode;
 /// Run a parsed command line. Errors exit with status 2; failed checks and regressions
 /// (`--fail-on-regression`) exit with 1.
 pub fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {
-        cli::Command::Run(args) => commands::run(&args),
-        cli::Command::Sweep(args) => commands::sweep(&args),
-        cli::Command::List => commands::list(),
-        cli::Command::Cleanup { target } => commands::cleanup(&target),
-        cli::Command::Init { name } => commands::init(&name),
-        cli::Command::Report(args) => commands::report(&args),
-        cli::Command::Compare(args) => commands::compare(&args),
-        cli::Command::Export(args) => commands::export(&args),
-    }
+    commands::dispatch(cli)
 }

@@ -22,7 +22,7 @@ use rand_distr::Exp;
 
 use super::pace;
 use super::timeline::Timeline;
-use super::{Connection, LoadPlan, Mode, Msg, Slots};
+use super::{Arrivals, Connection, LoadPlan, Mode, Msg, Slots};
 use crate::spec::{GenState, OpKind, OpSpec, Step};
 use crate::stats::OpCounters;
 use crate::targets::{Session, Target};
@@ -490,13 +490,14 @@ async fn open<T: Target>(
 ) {
     let Mode::Open {
         rate,
-        poisson,
+        arrivals: shape,
         workers,
         late_after,
     } = ctx.plan.mode
     else {
         return;
     };
+    let poisson = shape == Arrivals::Poisson;
     // Worker k of M serves every M-th arrival (constant) or an independent Poisson stream
     // of rate R/M (their superposition is Poisson at rate R), like wrk2 per connection.
     let per_worker = rate / workers as f64;

@@ -47,11 +47,38 @@ pub enum Mode {
     },
     Open {
         rate: f64,
-        poisson: bool,
+        /// Recorded as `"poisson": true|false`, as before this was an enum.
+        #[serde(rename = "poisson", with = "poisson_flag")]
+        arrivals: Arrivals,
         workers: usize,
         #[serde(with = "secs")]
         late_after: Duration,
     },
+}
+
+/// How an open loop spaces its arrivals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Arrivals {
+    /// Evenly spaced, like wrk2.
+    #[default]
+    Constant,
+    /// Exponential gaps: independent users.
+    Poisson,
+}
+
+impl Arrivals {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrivals::Constant => "constant",
+            Arrivals::Poisson => "poisson",
+        }
+    }
+}
+
+mod poisson_flag {
+    pub fn serialize<S: serde::Serializer>(a: &super::Arrivals, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(*a == super::Arrivals::Poisson)
+    }
 }
 
 /// The resolved load: what `loadrig run` will do, recorded in the result.

@@ -49,19 +49,19 @@ struct WorkloadFile {
 #[derive(Debug, Default, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSection {
-    pub clients: Option<u64>,
-    pub rate: Option<f64>,
+    pub clients: Option<Spanned<u64>>,
+    pub rate: Option<Spanned<f64>>,
     pub arrivals: Option<Spanned<String>>,
-    pub max_in_flight: Option<u64>,
+    pub max_in_flight: Option<Spanned<u64>>,
     pub think_time: Option<Spanned<String>>,
     pub duration: Option<Spanned<String>>,
-    pub ops: Option<u64>,
-    pub samples: Option<u64>,
+    pub ops: Option<Spanned<u64>>,
+    pub samples: Option<Spanned<u64>>,
     pub interval: Option<Spanned<String>>,
     pub warmup: Option<Spanned<String>>,
-    pub seed: Option<u64>,
+    pub seed: Option<Spanned<u64>>,
     pub connection: Option<Spanned<String>>,
-    pub threads: Option<u64>,
+    pub threads: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Deserialize)]
