@@ -62,6 +62,10 @@ impl TargetSpec {
     pub fn parse(text: &str) -> Result<TargetSpec, InputError> {
         let url = crate::targets::expand_env(text)?;
         let parsed = TargetUrl::parse(&url)?;
+        // An unknown scheme is an input error now, not when the run starts.
+        let known: Result<(), InputError> =
+            crate::targets::with_target_type!(parsed.scheme.as_str(), _T => Ok(()));
+        known?;
         Ok(TargetSpec { url, parsed })
     }
 
@@ -164,3 +168,6 @@ impl RunPlan {
         plan
     }
 }
+
+#[cfg(test)]
+mod tests;
