@@ -7,7 +7,6 @@
 //! merges them exactly, emits interval records in order, and builds the totals.
 
 pub mod client;
-pub mod pace;
 pub mod timeline;
 
 use std::collections::BTreeMap;
@@ -307,7 +306,7 @@ pub fn run<T: Target>(
         std::thread::Builder::new()
             .name(format!("clients-{t}"))
             .spawn(move || {
-                pace::precise_timers_for_this_thread();
+                crate::clock::precise_timers_for_this_thread();
                 let rt = match runtime() {
                     Ok(rt) => rt,
                     Err(e) => {
@@ -339,7 +338,7 @@ pub fn run<T: Target>(
                     }
                     let Some(&t0) = t0_cell.get() else { return };
                     // The start on the hot loop's clock: now, less the time since t0.
-                    let q0 = quanta::Instant::now() - t0.elapsed();
+                    let q0 = crate::clock::Instant::now() - t0.elapsed();
                     let exclusive = ids.len() == 1;
                     let clients = ids.iter().zip(sessions).map(|(&id, session)| {
                         let ctx = ClientCtx {

@@ -36,15 +36,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-// The same clock as the engine's hot loop and pacing, so simulated latencies line up.
-use quanta::Instant;
-
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp};
 
 use super::{Params, Session, Target, TargetUrl};
-use crate::engine::pace;
+use crate::clock::{self, Instant};
 use crate::error::InputError;
 use crate::spec::duration;
 use crate::vocab::{ErrorClass, Op, OpError, Outcome};
@@ -407,7 +404,7 @@ impl Session for SleepSession {
             Some(stall) => stall.end(s, d),
             None => s + d,
         };
-        pace::sleep_until(t.opened + end);
+        clock::sleep_until(t.opened + end);
         let fail = t.error_rate > 0.0 && self.rng.random_bool(t.error_rate);
         std::future::ready(if fail {
             Err(OpError::new(ErrorClass::Other, "injected error"))
