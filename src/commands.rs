@@ -26,10 +26,11 @@ use crate::report::metrics::MetricsServer;
 use crate::report::result::{self, DataLoadRecord, OpResult, RunResult, TargetRecord};
 use crate::report::{export as exports, host, html};
 use crate::spec::{
-    self, builtin, duration, LoadSection, NativeOp, OpKind, OpSpec, Source, Workload,
+    self, builtin, duration, LoadSection, OpKind, OpSpec, Source, Step, Template, Workload,
 };
 use crate::stats::OpCounters;
 use crate::targets::{self, expand_env, redact, with_target_type, Params, Target, TargetUrl};
+use crate::vocab::{Family, NativeOp, ValueKind};
 
 /// Everything `run` resolved, ready to execute.
 struct RunSetup {
@@ -713,12 +714,22 @@ fn execute<T: Target>(target: Arc<T>, setup: RunSetup, view: View) -> Result<Run
     Ok(result)
 }
 
-fn native_record(op: &NativeOp) -> serde_json::Value {
-    let args: Vec<&str> = op.templates().iter().map(|t| t.source()).collect();
+fn native_record(op: &NativeOp<ValueKind>, templates: &[Template]) -> serde_json::Value {
+    let args: Vec<&str> = templates.iter().map(|t| t.source()).collect();
     match op {
         NativeOp::Sql { query, .. } => serde_json::json!({"sql": query, "params": args}),
-        _ => serde_json::json!({"kind": op.label(), "args": args}),
+        NativeOp::Redis { .. }
+        | NativeOp::LdapSearch { .. }
+        | NativeOp::LdapBind { .. }
+        | NativeOp::LdapAdd { .. }
+        | NativeOp::LdapModify { .. }
+        | NativeOp::LdapDelete { .. }
+        | NativeOp::Http { .. } => serde_json::json!({"kind": op.label(), "args": args}),
     }
+}
+
+fn step_record(step: &Step) -> serde_json::Value {
+    native_record(&step.op, &step.templates)
 }
 
 fn workload_record(w: &Workload, ops: &[OpSpec]) -> serde_json::Value {
@@ -731,9 +742,9 @@ fn workload_record(w: &Workload, ops: &[OpSpec]) -> serde_json::Value {
             OpKind::Get { key } | OpKind::Delete { key } => {
                 serde_json::json!({"key": key.source()})
             }
-            OpKind::Native(step) => native_record(&step.op),
+            OpKind::Native(step) => step_record(step),
             OpKind::Tx(steps) => {
-                serde_json::json!({"steps": steps.iter().map(|s| native_record(&s.op)).collect::<Vec<_>>()})
+                serde_json::json!({"steps": steps.iter().map(step_record).collect::<Vec<_>>()})
             }
         }
     };
@@ -742,7 +753,7 @@ fn workload_record(w: &Workload, ops: &[OpSpec]) -> serde_json::Value {
         "description": w.description,
         "source": w.source_name,
         "params": serde_json::to_value(&w.params).unwrap_or_default(),
-        "setup": w.setup.iter().map(native_record).collect::<Vec<_>>(),
+        "setup": w.setup.iter().map(|s| native_record(s, &[])).collect::<Vec<_>>(),
         "data": w.data.as_ref().map(|d| serde_json::json!({"count": d.count, "key": d.key.source(), "value": d.value.source(), "batch": d.batch})),
         "ops": ops.iter().map(|o| serde_json::json!({
             "name": o.name,
@@ -757,8 +768,8 @@ fn workload_record(w: &Workload, ops: &[OpSpec]) -> serde_json::Value {
 /// Every native operation must be one the target runs; say which does not, before the run.
 fn check_families(
     ops: &[OpSpec],
-    setup: &[NativeOp],
-    families: &[&str],
+    setup: &[NativeOp<ValueKind>],
+    families: &[Family],
     scheme: &str,
 ) -> Result<(), InputError> {
     let needs = ops
@@ -772,6 +783,7 @@ fn check_families(
         .chain(setup.iter().map(|s| ("setup", s.family())));
     for (name, family) in needs {
         if !families.contains(&family) {
+            let family = family.name();
             return Err(InputError::new(format!("operation '{name}' uses {family}, which {scheme}:// targets do not run"))
                 .help("kv.* operations run on every target; pick a target of the right kind, or --op to run only some operations"));
         }

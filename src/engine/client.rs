@@ -106,15 +106,17 @@ impl<'a> Chooser<'a> {
 
     /// Render a native step's arguments into the reusable buffers.
     pub fn bind_step(&mut self, step: &'a Step) -> Op<'_> {
-        let templates = step.op.templates();
-        self.args.resize_with(templates.len(), Vec::new);
-        for (t, buf) in templates.iter().zip(self.args.iter_mut()) {
+        let n = step.templates.len();
+        if self.args.len() < n {
+            self.args.resize_with(n, Vec::new);
+        }
+        for (t, buf) in step.templates.iter().zip(self.args.iter_mut()) {
             buf.clear();
             t.render_bytes(&mut self.rng, &mut self.gen, buf);
         }
         Op::Native {
             op: &step.op,
-            args: &self.args[..templates.len()],
+            args: &self.args[..n],
             capture: !step.capture.is_empty(),
         }
     }

@@ -20,10 +20,10 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::Serialize;
 
-use crate::spec::{DataSpec, GenState, NativeOp, OpSpec};
+use crate::spec::{DataSpec, GenState, OpSpec};
 use crate::stats::OpCounters;
 use crate::targets::{Session, Target};
-use crate::vocab::{Op, OpError};
+use crate::vocab::{NativeOp, Op, OpError, ValueKind};
 use client::ClientCtx;
 use timeline::Timeline;
 
@@ -184,7 +184,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 /// Connect once, create the namespace, read the server version and load the data.
 pub fn prepare<T: Target>(
     target: &T,
-    setup: &[NativeOp],
+    setup: &[NativeOp<ValueKind>],
     data: Option<&DataSpec>,
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),

@@ -44,7 +44,7 @@ use super::{Params, Session, Target, TargetUrl};
 use crate::clock::{self, Instant};
 use crate::error::InputError;
 use crate::spec::duration;
-use crate::vocab::{ErrorClass, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Family, Op, OpError, Outcome};
 
 /// One component of the latency distribution.
 #[derive(Debug, Clone)]
@@ -361,8 +361,8 @@ impl Target for Sleep {
     }
 
     /// Every native family: any workload can run against a known latency distribution.
-    fn families(&self) -> &'static [&'static str] {
-        &["sql", "redis", "ldap", "http"]
+    fn families(&self) -> &'static [Family] {
+        &Family::ALL
     }
 
     fn connect(&self) -> impl Future<Output = Result<SleepSession, OpError>> {
