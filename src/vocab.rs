@@ -1,12 +1,27 @@
 //! The vocabulary every layer shares: an operation as a target receives it ([`Op`],
-//! [`NativeOp`]), what it did ([`Outcome`]), and how it failed ([`OpError`], [`ErrorClass`]).
+//! [`NativeOp`]), what it did ([`Outcome`]), and how it failed ([`OpError`], [`ErrorClass`],
+//! counted in [`ErrorCounts`]).
 //!
 //! This is the bottom layer: it imports nothing from the crate.
 
-use serde::Serialize;
+use std::ops::{AddAssign, Index, IndexMut};
+
+use serde::{Deserialize, Serialize};
 
 /// Why an operation failed, so the engine can count failures by class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorClass {
     Connect,
@@ -20,6 +35,7 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    /// Every class, each at the index of its discriminant (what [`ErrorCounts`] relies on).
     pub const ALL: [ErrorClass; 8] = [
         ErrorClass::Connect,
         ErrorClass::Auth,
@@ -31,6 +47,7 @@ impl ErrorClass {
         ErrorClass::Other,
     ];
 
+    /// Its name in result files and workloads (`retry.on`), as serde writes it.
     pub fn name(self) -> &'static str {
         match self {
             ErrorClass::Connect => "connect",
@@ -58,6 +75,46 @@ impl OpError {
         OpError {
             class,
             message: message.into(),
+        }
+    }
+}
+
+/// Failed operations counted by class: a fixed array indexed by [`ErrorClass`], so the hot
+/// path adds to a slot with no lookup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ErrorCounts([u64; ErrorClass::ALL.len()]);
+
+impl ErrorCounts {
+    /// Every class with its count, in [`ErrorClass::ALL`] order, zeros included.
+    pub fn iter(&self) -> impl Iterator<Item = (ErrorClass, u64)> + '_ {
+        ErrorClass::ALL.into_iter().zip(self.0.iter().copied())
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+}
+
+impl Index<ErrorClass> for ErrorCounts {
+    type Output = u64;
+
+    #[inline]
+    fn index(&self, class: ErrorClass) -> &u64 {
+        &self.0[class as usize]
+    }
+}
+
+impl IndexMut<ErrorClass> for ErrorCounts {
+    #[inline]
+    fn index_mut(&mut self, class: ErrorClass) -> &mut u64 {
+        &mut self.0[class as usize]
+    }
+}
+
+impl AddAssign<&ErrorCounts> for ErrorCounts {
+    fn add_assign(&mut self, other: &ErrorCounts) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a += b;
         }
     }
 }
@@ -311,6 +368,62 @@ fn map_values<A, B>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_counts_index_by_class() {
+        let mut a = ErrorCounts::default();
+        a[ErrorClass::Timeout] += 2;
+        a[ErrorClass::Other] += 1;
+        assert_eq!((a[ErrorClass::Timeout], a[ErrorClass::Connect]), (2, 0));
+        assert_eq!(a.total(), 3);
+        let listed: Vec<(ErrorClass, u64)> = a.iter().filter(|(_, n)| *n > 0).collect();
+        assert_eq!(
+            listed,
+            [(ErrorClass::Timeout, 2), (ErrorClass::Other, 1)],
+            "in ErrorClass::ALL order"
+        );
+        assert_eq!(a.iter().count(), ErrorClass::ALL.len(), "zeros included");
+        let mut b = ErrorCounts::default();
+        b[ErrorClass::Timeout] = 5;
+        b[ErrorClass::Auth] = 1;
+        a += &b;
+        assert_eq!((a[ErrorClass::Timeout], a[ErrorClass::Auth]), (7, 1));
+        assert_eq!(a.total(), 9);
+    }
+
+    #[test]
+    fn every_error_class_is_listed_at_its_own_index() {
+        for (i, class) in ErrorClass::ALL.iter().enumerate() {
+            assert_eq!(*class as usize, i, "{class:?}");
+        }
+        // The schema lists every variant serde knows, so a class missing from ALL shows.
+        let schema = schemars::schema_for!(ErrorClass);
+        let names: Vec<&str> = schema.as_value()["enum"]
+            .as_array()
+            .expect("a string enum")
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        let all: Vec<&str> = ErrorClass::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(names, all);
+    }
+
+    #[test]
+    fn error_classes_round_trip_by_name() {
+        for class in ErrorClass::ALL {
+            let text = serde_json::to_string(&class).unwrap();
+            assert_eq!(text, format!("\"{}\"", class.name()));
+            assert_eq!(serde_json::from_str::<ErrorClass>(&text).unwrap(), class);
+        }
+        assert_eq!(
+            serde_json::to_string(&ErrorClass::Serialization).unwrap(),
+            "\"serialization\""
+        );
+        assert!(serde_json::from_str::<ErrorClass>("\"Timeout\"").is_err());
+        let map: std::collections::HashMap<ErrorClass, u64> =
+            serde_json::from_str(r#"{"deadlock": 3}"#).unwrap();
+        assert_eq!(map[&ErrorClass::Deadlock], 3, "usable as a map key");
+    }
 
     #[test]
     fn families_have_their_names() {
