@@ -505,103 +505,122 @@ impl OpCompiler<'_> {
             out.push(NativeOp::Redis { args });
         }
         if let Some(l) = ldap {
-            if let Some(s) = &l.search {
-                let a = s.get_ref();
-                let scope = match a.scope.as_ref().map(|s| s.get_ref().as_str()) {
-                    None | Some("sub") => Scope::Sub,
-                    Some("one") => Scope::One,
-                    Some("base") => Scope::Base,
-                    Some(other) => {
-                        let at = a.scope.as_ref().map_or(s.span(), |s| s.span());
-                        return Err(self
-                            .source
-                            .error(at, format!("scope '{other}': expected base, one or sub")));
-                    }
-                };
-                let filter = match &a.filter {
-                    Some(f) => self.template(f, captures)?,
-                    None => self.template_at("(objectClass=*)", &s.span(), captures)?,
-                };
-                out.push(NativeOp::LdapSearch {
-                    base: self.template(&a.base, captures)?,
-                    scope,
-                    filter,
-                    attrs: a.attrs.clone(),
-                });
-            }
-            if let Some(b) = &l.bind {
-                let a = b.get_ref();
-                out.push(NativeOp::LdapBind {
-                    dn: self.template(&a.dn, captures)?,
-                    password: self.template(&a.password, captures)?,
-                });
-            }
-            if let Some(e) = &l.add {
-                let a = e.get_ref();
-                out.push(NativeOp::LdapAdd {
-                    dn: self.template(&a.dn, captures)?,
-                    attrs: self.attrs(&a.attrs, captures)?,
-                });
-            }
-            if let Some(m) = &l.modify {
-                let a = m.get_ref();
-                out.push(NativeOp::LdapModify {
-                    dn: self.template(&a.dn, captures)?,
-                    replace: self.attrs(&a.replace, captures)?,
-                });
-            }
-            if let Some(d) = &l.delete {
-                out.push(NativeOp::LdapDelete {
-                    dn: self.template(&d.get_ref().dn, captures)?,
-                });
-            }
+            self.ldap(l, captures, &mut out)?;
         }
         if let Some(h) = http {
-            let a = h.get_ref();
-            let method = a
-                .method
-                .clone()
-                .unwrap_or_else(|| "GET".into())
-                .to_ascii_uppercase();
-            if ![
-                "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "PROPFIND", "MKCOL",
-            ]
-            .contains(&method.as_str())
-            {
-                return Err(self.source.error(
-                    h.span(),
-                    format!("http method '{method}' is not one loadrig sends"),
-                ));
-            }
-            if !a.path.get_ref().starts_with('/') {
-                return Err(self.source.error(
-                    a.path.span(),
-                    "an http path starts with /, like \"/static/hello.txt\"",
-                ));
-            }
-            if a.expect.is_some_and(|s| !(100..=599).contains(&s)) {
-                return Err(self
-                    .source
-                    .error(h.span(), "expect is an HTTP status from 100 to 599"));
-            }
-            let headers = a
-                .headers
-                .iter()
-                .map(|(k, v)| Ok((k.clone(), self.template(v, captures)?)))
-                .collect::<Result<_, InputError>>()?;
-            let body = match &a.body {
-                Some(b) => Some(self.template(b, captures)?),
-                None => None,
-            };
-            out.push(NativeOp::Http {
-                method,
-                path: self.template(&a.path, captures)?,
-                headers,
-                body,
-                expect: a.expect,
-            });
+            out.push(self.http(h, captures)?);
         }
         Ok(out)
+    }
+
+    /// The LDAP operations named in one table, in the order search, bind, add, modify, delete.
+    fn ldap(
+        &mut self,
+        l: &LdapSection,
+        captures: &[(String, usize)],
+        out: &mut Vec<NativeOp<Template>>,
+    ) -> Result<(), InputError> {
+        if let Some(s) = &l.search {
+            let a = s.get_ref();
+            let scope = match a.scope.as_ref().map(|s| s.get_ref().as_str()) {
+                None | Some("sub") => Scope::Sub,
+                Some("one") => Scope::One,
+                Some("base") => Scope::Base,
+                Some(other) => {
+                    let at = a.scope.as_ref().map_or(s.span(), |s| s.span());
+                    return Err(self
+                        .source
+                        .error(at, format!("scope '{other}': expected base, one or sub")));
+                }
+            };
+            let filter = match &a.filter {
+                Some(f) => self.template(f, captures)?,
+                None => self.template_at("(objectClass=*)", &s.span(), captures)?,
+            };
+            out.push(NativeOp::LdapSearch {
+                base: self.template(&a.base, captures)?,
+                scope,
+                filter,
+                attrs: a.attrs.clone(),
+            });
+        }
+        if let Some(b) = &l.bind {
+            let a = b.get_ref();
+            out.push(NativeOp::LdapBind {
+                dn: self.template(&a.dn, captures)?,
+                password: self.template(&a.password, captures)?,
+            });
+        }
+        if let Some(e) = &l.add {
+            let a = e.get_ref();
+            out.push(NativeOp::LdapAdd {
+                dn: self.template(&a.dn, captures)?,
+                attrs: self.attrs(&a.attrs, captures)?,
+            });
+        }
+        if let Some(m) = &l.modify {
+            let a = m.get_ref();
+            out.push(NativeOp::LdapModify {
+                dn: self.template(&a.dn, captures)?,
+                replace: self.attrs(&a.replace, captures)?,
+            });
+        }
+        if let Some(d) = &l.delete {
+            out.push(NativeOp::LdapDelete {
+                dn: self.template(&d.get_ref().dn, captures)?,
+            });
+        }
+        Ok(())
+    }
+
+    fn http(
+        &mut self,
+        h: &Spanned<HttpArgs>,
+        captures: &[(String, usize)],
+    ) -> Result<NativeOp<Template>, InputError> {
+        let a = h.get_ref();
+        let method = a
+            .method
+            .clone()
+            .unwrap_or_else(|| "GET".into())
+            .to_ascii_uppercase();
+        if ![
+            "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "PROPFIND", "MKCOL",
+        ]
+        .contains(&method.as_str())
+        {
+            return Err(self.source.error(
+                h.span(),
+                format!("http method '{method}' is not one loadrig sends"),
+            ));
+        }
+        if !a.path.get_ref().starts_with('/') {
+            return Err(self.source.error(
+                a.path.span(),
+                "an http path starts with /, like \"/static/hello.txt\"",
+            ));
+        }
+        if a.expect.is_some_and(|s| !(100..=599).contains(&s)) {
+            return Err(self
+                .source
+                .error(h.span(), "expect is an HTTP status from 100 to 599"));
+        }
+        let headers = a
+            .headers
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), self.template(v, captures)?)))
+            .collect::<Result<_, InputError>>()?;
+        let body = match &a.body {
+            Some(b) => Some(self.template(b, captures)?),
+            None => None,
+        };
+        Ok(NativeOp::Http {
+            method,
+            path: self.template(&a.path, captures)?,
+            headers,
+            body,
+            expect: a.expect,
+        })
     }
 
     /// A setup statement: SQL without parameters.
