@@ -4,6 +4,8 @@
 //! # Layout
 //! - [`analysis`]: the models behind sweeps (USL, complexity class, knee) and latency modes.
 //! - [`cli`]: the command line, parsed by clap; [`commands`] resolves and runs it.
+//! - [`vocab`], [`clock`], [`error`]: the bottom layer every other module shares: the
+//!   operation vocabulary, the hot loop's clock, input errors.
 //! - [`spec`]: workload files (TOML with positions), parameters and generators.
 //! - [`engine`]: clients, closed and open loops, stop conditions, the interval collector.
 //! - [`stats`]: per-client counters and HdrHistograms, exact merges, summaries.
@@ -16,6 +18,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod engine;
 pub mod error;

@@ -10,19 +10,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
-/// The hot loop's clock: quanta reads the CPU's time-stamp counter (a few ns) where the
-/// kernel's clock_gettime costs 20-30 ns on this kind of VM; calibrated once per process.
-use quanta::Instant;
-
 use rand::distr::weighted::WeightedIndex;
 use rand::distr::Distribution;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::Exp;
 
-use super::pace;
 use super::timeline::Timeline;
 use super::{Arrivals, Connection, LoadPlan, Mode, Msg, Slots};
+use crate::clock::{self, Instant};
 use crate::spec::{GenState, OpKind, OpSpec, Step};
 use crate::stats::OpCounters;
 use crate::targets::{Session, Target};
@@ -47,7 +43,7 @@ impl ClientCtx<'_> {
     /// Wait until `t`: precisely on a thread of our own, on the runtime's timer otherwise.
     pub async fn wait_until(&self, t: Instant) {
         if self.exclusive {
-            pace::sleep_until(t);
+            clock::sleep_until(t);
         } else {
             tokio::time::sleep(t.saturating_duration_since(Instant::now())).await;
         }
@@ -110,15 +106,17 @@ impl<'a> Chooser<'a> {
 
     /// Render a native step's arguments into the reusable buffers.
     pub fn bind_step(&mut self, step: &'a Step) -> Op<'_> {
-        let templates = step.op.templates();
-        self.args.resize_with(templates.len(), Vec::new);
-        for (t, buf) in templates.iter().zip(self.args.iter_mut()) {
+        let n = step.templates.len();
+        if self.args.len() < n {
+            self.args.resize_with(n, Vec::new);
+        }
+        for (t, buf) in step.templates.iter().zip(self.args.iter_mut()) {
             buf.clear();
             t.render_bytes(&mut self.rng, &mut self.gen, buf);
         }
         Op::Native {
             op: &step.op,
-            args: &self.args[..templates.len()],
+            args: &self.args[..n],
             capture: !step.capture.is_empty(),
         }
     }

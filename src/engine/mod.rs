@@ -7,7 +7,6 @@
 //! merges them exactly, emits interval records in order, and builds the totals.
 
 pub mod client;
-pub mod pace;
 pub mod timeline;
 
 use std::collections::BTreeMap;
@@ -21,10 +20,10 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use serde::Serialize;
 
-use crate::spec::{DataSpec, GenState, NativeOp, OpSpec};
+use crate::spec::{DataSpec, GenState, OpSpec};
 use crate::stats::OpCounters;
 use crate::targets::{Session, Target};
-use crate::vocab::{Op, OpError};
+use crate::vocab::{NativeOp, Op, OpError, ValueKind};
 use client::ClientCtx;
 use timeline::Timeline;
 
@@ -212,7 +211,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 /// Connect once, create the namespace, read the server version and load the data.
 pub fn prepare<T: Target>(
     target: &T,
-    setup: &[NativeOp],
+    setup: &[NativeOp<ValueKind>],
     data: Option<&DataSpec>,
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
@@ -334,7 +333,7 @@ pub fn run<T: Target>(
         std::thread::Builder::new()
             .name(format!("clients-{t}"))
             .spawn(move || {
-                pace::precise_timers_for_this_thread();
+                crate::clock::precise_timers_for_this_thread();
                 let rt = match runtime() {
                     Ok(rt) => rt,
                     Err(e) => {
@@ -366,7 +365,7 @@ pub fn run<T: Target>(
                     }
                     let Some(&t0) = t0_cell.get() else { return };
                     // The start on the hot loop's clock: now, less the time since t0.
-                    let q0 = quanta::Instant::now() - t0.elapsed();
+                    let q0 = crate::clock::Instant::now() - t0.elapsed();
                     let exclusive = ids.len() == 1;
                     let clients = ids.iter().zip(sessions).map(|(&id, session)| {
                         let ctx = ClientCtx {

@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::modes::LatencyModes;
 use crate::engine::IntervalData;
 use crate::stats::{encode_hist, LatencySummary, OpCounters, SeriesSummary};
-use crate::vocab::ErrorClass;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -135,9 +134,8 @@ pub struct IntervalOp {
 }
 
 pub fn errors_by_class(c: &OpCounters) -> BTreeMap<String, u64> {
-    ErrorClass::ALL
+    c.errors
         .iter()
-        .zip(c.errors)
         .filter(|(_, n)| *n > 0)
         .map(|(class, n)| (class.name().to_string(), n))
         .collect()

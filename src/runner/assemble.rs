@@ -10,8 +10,9 @@ use crate::engine::{self, Prepared, RunData};
 use crate::plan::RunPlan;
 use crate::report::host;
 use crate::report::result::{self, DataLoadRecord, OpResult, RunResult, TargetRecord};
-use crate::spec::{NativeOp, OpKind, OpSpec, Workload};
+use crate::spec::{OpKind, OpSpec, Step, Template, Workload};
 use crate::stats::OpCounters;
+use crate::vocab::{NativeOp, ValueKind};
 
 pub fn result(
     plan: &RunPlan,
@@ -133,12 +134,22 @@ fn data_load(plan: &RunPlan, loaded: Option<(u64, std::time::Duration)>) -> Opti
     }
 }
 
-fn native_record(op: &NativeOp) -> serde_json::Value {
-    let args: Vec<&str> = op.templates().iter().map(|t| t.source()).collect();
+fn native_record(op: &NativeOp<ValueKind>, templates: &[Template]) -> serde_json::Value {
+    let args: Vec<&str> = templates.iter().map(|t| t.source()).collect();
     match op {
         NativeOp::Sql { query, .. } => serde_json::json!({"sql": query, "params": args}),
-        _ => serde_json::json!({"kind": op.label(), "args": args}),
+        NativeOp::Redis { .. }
+        | NativeOp::LdapSearch { .. }
+        | NativeOp::LdapBind { .. }
+        | NativeOp::LdapAdd { .. }
+        | NativeOp::LdapModify { .. }
+        | NativeOp::LdapDelete { .. }
+        | NativeOp::Http { .. } => serde_json::json!({"kind": op.label(), "args": args}),
     }
+}
+
+fn step_record(step: &Step) -> serde_json::Value {
+    native_record(&step.op, &step.templates)
 }
 
 fn workload_record(w: &Workload, ops: &[OpSpec]) -> serde_json::Value {
@@ -151,9 +162,9 @@ fn workload_record(w: &Workload, ops: &[OpSpec]) -> serde_json::Value {
             OpKind::Get { key } | OpKind::Delete { key } => {
                 serde_json::json!({"key": key.source()})
             }
-            OpKind::Native(step) => native_record(&step.op),
+            OpKind::Native(step) => step_record(step),
             OpKind::Tx(steps) => {
-                serde_json::json!({"steps": steps.iter().map(|s| native_record(&s.op)).collect::<Vec<_>>()})
+                serde_json::json!({"steps": steps.iter().map(step_record).collect::<Vec<_>>()})
             }
         }
     };
@@ -162,7 +173,7 @@ fn workload_record(w: &Workload, ops: &[OpSpec]) -> serde_json::Value {
         "description": w.description,
         "source": w.source_name,
         "params": serde_json::to_value(&w.params).unwrap_or_default(),
-        "setup": w.setup.iter().map(native_record).collect::<Vec<_>>(),
+        "setup": w.setup.iter().map(|s| native_record(s, &[])).collect::<Vec<_>>(),
         "data": w.data.as_ref().map(|d| serde_json::json!({"count": d.count, "key": d.key.source(), "value": d.value.source(), "batch": d.batch})),
         "ops": ops.iter().map(|o| serde_json::json!({
             "name": o.name,

@@ -18,8 +18,9 @@ use crate::plan::RunPlan;
 use crate::report::console::{self, Live};
 use crate::report::metrics::MetricsServer;
 use crate::report::result::RunResult;
-use crate::spec::{NativeOp, OpSpec};
+use crate::spec::OpSpec;
 use crate::targets::{with_target_type, Target};
+use crate::vocab::{Family, NativeOp, ValueKind};
 use observe::Observers;
 
 /// How a run shows itself while it goes.
@@ -207,8 +208,8 @@ pub fn describe(plan: &LoadPlan) -> String {
 /// Every native operation must be one the target runs; say which does not, before the run.
 fn check_families(
     ops: &[OpSpec],
-    setup: &[NativeOp],
-    families: &[&str],
+    setup: &[NativeOp<ValueKind>],
+    families: &[Family],
     scheme: &str,
 ) -> Result<(), InputError> {
     let needs = ops
@@ -222,6 +223,7 @@ fn check_families(
         .chain(setup.iter().map(|s| ("setup", s.family())));
     for (name, family) in needs {
         if !families.contains(&family) {
+            let family = family.name();
             return Err(InputError::new(format!("operation '{name}' uses {family}, which {scheme}:// targets do not run"))
                 .help("kv.* operations run on every target; pick a target of the right kind, or --op to run only some operations"));
         }

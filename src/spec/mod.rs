@@ -17,8 +17,9 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::error::{line_col, InputError};
-pub use ops::{NativeOp, OpKind, OpSpec, Retry, Scope, Step};
-pub use template::{GenState, Template, ValueKind};
+use crate::vocab::{NativeOp, ValueKind};
+pub use ops::{OpKind, OpSpec, Retry, Step};
+pub use template::{GenState, Template};
 
 /// A workload file as written.
 #[derive(Debug, Deserialize)]
@@ -96,7 +97,7 @@ pub struct Workload {
     pub data: Option<DataSpec>,
     pub ops: Vec<OpSpec>,
     /// SQL statements to run once before the data load.
-    pub setup: Vec<NativeOp>,
+    pub setup: Vec<NativeOp<ValueKind>>,
     /// How many `seq` generators the ops use (one counter each per client).
     pub seq_slots: usize,
     /// How many values transaction steps capture (one slot each per client).

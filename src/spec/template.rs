@@ -22,6 +22,8 @@ use rand::distr::{Alphanumeric, Distribution};
 use rand::{Rng, RngCore};
 use rand_distr::Zipf;
 
+use crate::vocab::ValueKind;
+
 /// A compile error with the byte offset inside the template string where it was found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TemplateError {
@@ -65,18 +67,6 @@ pub struct Template {
     source: String,
     parts: Vec<Part>,
     kind: ValueKind,
-}
-
-/// What a template's expansions are, so a driver can bind them with their own type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ValueKind {
-    /// One number generator (`{seq}`, `{uniform ..}`, `{zipf ..}`, `{client}`) or one
-    /// integer parameter, alone.
-    Integer,
-    /// One float parameter, alone.
-    Float,
-    /// Anything else: literal text, strings, bytes, captures, mixtures.
-    Bytes,
 }
 
 /// Per-client generator state: its number, the client count, and one counter per `seq`.

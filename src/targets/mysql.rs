@@ -40,8 +40,7 @@ use mysql_async::{ChangeUserOpts, Conn, DriverError, Opts, OptsBuilder, Params, 
 use super::endpoint::Endpoint;
 use super::{unsupported, Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::spec::{NativeOp, Template, ValueKind};
-use crate::vocab::{ErrorClass, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
 
 const CREATE_KV: &str =
     "CREATE TABLE IF NOT EXISTS loadrig_kv (k VARCHAR(255) PRIMARY KEY, v LONGBLOB NOT NULL)";
@@ -115,8 +114,8 @@ impl Target for Mysql {
         false
     }
 
-    fn families(&self) -> &'static [&'static str] {
-        &["sql"]
+    fn families(&self) -> &'static [Family] {
+        &[Family::Sql]
     }
 
     async fn connect(&self) -> Result<MysqlSession, OpError> {
@@ -279,7 +278,7 @@ impl MysqlSession {
         &mut self,
         id: usize,
         query: &str,
-        templates: &[Template],
+        kinds: &[ValueKind],
         args: &[Vec<u8>],
         capture: bool,
     ) -> Result<Outcome, OpError> {
@@ -309,8 +308,8 @@ impl MysqlSession {
         } else {
             Params::Positional(
                 args.iter()
-                    .zip(templates)
-                    .map(|(a, t)| typed(a, t.kind()))
+                    .zip(kinds)
+                    .map(|(a, kind)| typed(a, *kind))
                     .collect(),
             )
         };

@@ -45,8 +45,7 @@ use tokio_postgres::{Client, Config, NoTls, SimpleQueryMessage, Statement};
 use super::endpoint::Endpoint;
 use super::{unsupported, Params, Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::spec::NativeOp;
-use crate::vocab::{ErrorClass, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
 
 const CREATE_KV: &str =
     "CREATE TABLE IF NOT EXISTS loadrig_kv (k VARCHAR(255) PRIMARY KEY, v BYTEA NOT NULL)";
@@ -126,8 +125,8 @@ impl Target for Postgres {
         false
     }
 
-    fn families(&self) -> &'static [&'static str] {
-        &["sql"]
+    fn families(&self) -> &'static [Family] {
+        &[Family::Sql]
     }
 
     async fn connect(&self) -> Result<PgSession, OpError> {

@@ -15,8 +15,7 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::spec::NativeOp;
-use crate::vocab::{ErrorClass, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
 
 pub const TABLE: &str = "loadrig_kv";
 
@@ -77,8 +76,8 @@ impl Target for Sqlite {
         true
     }
 
-    fn families(&self) -> &'static [&'static str] {
-        &["sql"]
+    fn families(&self) -> &'static [Family] {
+        &[Family::Sql]
     }
 
     fn connect(&self) -> impl Future<Output = Result<SqliteSession, OpError>> {
