@@ -31,6 +31,8 @@
 //! (I/O, end of stream) → connect, so the engine reconnects; a malformed reply → protocol;
 //! everything else → other. Messages never contain the password.
 
+mod text;
+
 use std::collections::HashMap;
 use std::error::Error as _;
 use std::future::Future;
@@ -43,26 +45,11 @@ use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
 use tokio_postgres::{Client, Config, NoTls, SimpleQueryMessage, Statement};
 
 use super::endpoint::Endpoint;
+use super::sql::{check_arity, handshake, kv_table, sqlstate_class, Dialect, Kv, Prepared};
 use super::{unsupported, Params, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::spec::NativeOp;
 use crate::vocab::{ErrorClass, Op, OpError, Outcome};
-
-mod text;
-use text::{is_text_type, to_text, Styles};
-
-const CREATE_KV: &str =
-    "CREATE TABLE IF NOT EXISTS loadrig_kv (k VARCHAR(255) PRIMARY KEY, v BYTEA NOT NULL)";
-const KV_SQL: [&str; 4] = [
-    "INSERT INTO loadrig_kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
-    "SELECT v FROM loadrig_kv WHERE k = $1",
-    "UPDATE loadrig_kv SET v = $2 WHERE k = $1",
-    "DELETE FROM loadrig_kv WHERE k = $1",
-];
-const PUT: usize = 0;
-const GET: usize = 1;
-const UPDATE: usize = 2;
-const DELETE: usize = 3;
 
 /// A PostgreSQL server and how to log in to it.
 pub struct Postgres {
@@ -103,12 +90,10 @@ impl Postgres {
 /// client's runtime) and the statements prepared on it.
 pub struct PgSession {
     client: Client,
-    kv: [Option<Statement>; 4],
-    /// Native statements by their workload-wide number; `None` until first used.
-    sql: Vec<Option<Statement>>,
+    prepared: Prepared<Statement>,
     /// The connection's I/O task.
     io: tokio::task::JoinHandle<()>,
-    styles: Styles,
+    styles: text::Styles,
 }
 
 impl Drop for PgSession {
@@ -134,40 +119,12 @@ impl Target for Postgres {
     }
 
     async fn connect(&self) -> Result<PgSession, OpError> {
-        let connected = tokio::time::timeout(self.timeout, self.config.connect(NoTls)).await;
-        let (client, connection) = match connected {
-            Ok(Ok(pair)) => pair,
-            Ok(Err(e)) => {
-                let mut err = classify(&e);
-                if err.class != ErrorClass::Auth {
-                    err.class = ErrorClass::Connect;
-                }
-                err.message = format!(
-                    "{} ({}): {}",
-                    if err.class == ErrorClass::Auth {
-                        "authentication failed"
-                    } else {
-                        "connection failed"
-                    },
-                    err.class.name(),
-                    err.message
-                );
-                return Err(err);
-            }
-            Err(_) => {
-                return Err(OpError::new(
-                    ErrorClass::Connect,
-                    format!(
-                        "connection failed (connect): no complete handshake within {:?} (option connect_timeout)",
-                        self.timeout
-                    ),
-                ))
-            }
-        };
+        let (client, connection) =
+            handshake(self.timeout, self.config.connect(NoTls), classify).await?;
         // The connection's I/O half: it ends when the client is dropped or the server
         // goes away (then every call on the client fails as closed).
         let setting = |name: &str| connection.parameter(name).unwrap_or_default().to_string();
-        let styles = Styles {
+        let styles = text::Styles {
             timezone: setting("TimeZone"),
             datestyle: setting("DateStyle"),
             intervalstyle: setting("IntervalStyle"),
@@ -177,8 +134,7 @@ impl Target for Postgres {
         });
         Ok(PgSession {
             client,
-            kv: Default::default(),
-            sql: Vec::new(),
+            prepared: Prepared::new(Dialect::Postgres),
             io,
             styles,
         })
@@ -193,10 +149,9 @@ fn classify(e: &tokio_postgres::Error) -> OpError {
             "40P01" => ErrorClass::Deadlock,
             "40001" => ErrorClass::Serialization,
             "57014" | "55P03" => ErrorClass::Timeout,
-            c if c.starts_with("23") => ErrorClass::Constraint,
-            c if c.starts_with("28") => ErrorClass::Auth,
-            c if c.starts_with("08") || c.starts_with("57P0") => ErrorClass::Connect,
-            _ => ErrorClass::Other,
+            // 57P01 to 57P05: the server is shutting down or cannot take the session.
+            c if c.starts_with("57P0") => ErrorClass::Connect,
+            c => sqlstate_class(c).unwrap_or(ErrorClass::Other),
         };
         return OpError::new(class, format!("{code} {}", db.message()));
     }
@@ -274,7 +229,7 @@ impl ToSql for Param<'_> {
 
 /// Convert argument `i` (0-based) to the parameter type `ty`.
 fn convert<'a>(i: usize, arg: &'a [u8], ty: &Type) -> Result<Param<'a>, OpError> {
-    if *ty == Type::BYTEA || is_text_type(ty) {
+    if *ty == Type::BYTEA || text::is_text_type(ty) {
         return Ok(Param::Raw(arg));
     }
     if arg.is_empty() {
@@ -341,23 +296,40 @@ impl<'a> FromSql<'a> for RawValue<'a> {
     }
 }
 
+/// A row's values as the text the server prints for them (NULL as empty), for `capture`.
+fn captured(row: &tokio_postgres::Row, styles: &text::Styles) -> Result<Vec<Vec<u8>>, OpError> {
+    let mut values = Vec::with_capacity(row.len());
+    for (c, column) in row.columns().iter().enumerate() {
+        let value = row
+            .try_get::<_, RawValue<'_>>(c)
+            .map_err(|e| classify(&e))?;
+        let text = match value.0 {
+            Some(raw) => text::to_text(column.type_(), raw, styles).map_err(|why| {
+                OpError::new(
+                    ErrorClass::Other,
+                    format!(
+                        "cannot capture column '{}': {why}; cast it in the query ({}::text)",
+                        column.name(),
+                        column.name()
+                    ),
+                )
+            })?,
+            None => Vec::new(),
+        };
+        values.push(text);
+    }
+    Ok(values)
+}
+
 impl PgSession {
-    async fn statement(&mut self, which: usize) -> Result<Statement, OpError> {
-        if let Some(st) = &self.kv[which] {
-            return Ok(st.clone());
-        }
+    async fn kv(&mut self, op: Kv, params: &[Param<'_>]) -> Result<u64, OpError> {
+        let client = &self.client;
         let st = self
-            .client
-            .prepare(KV_SQL[which])
+            .prepared
+            .kv(op, |sql| client.prepare(sql))
             .await
             .map_err(|e| classify(&e))?;
-        self.kv[which] = Some(st.clone());
-        Ok(st)
-    }
-
-    async fn kv(&mut self, which: usize, params: &[Param<'_>]) -> Result<u64, OpError> {
-        let st = self.statement(which).await?;
-        if which == GET {
+        if op == Kv::Get {
             let rows = self
                 .client
                 .query_raw(&st, params)
@@ -385,34 +357,17 @@ impl PgSession {
         args: &[Vec<u8>],
         capture: bool,
     ) -> Result<Outcome, OpError> {
-        if self.sql.len() <= id {
-            self.sql.resize(id + 1, None);
-        }
-        let st = match &self.sql[id] {
-            Some(st) => st.clone(),
-            None => match self.client.prepare(query).await {
-                Ok(st) => {
-                    self.sql[id] = Some(st.clone());
-                    st
-                }
-                Err(e) if args.is_empty() && e.code().is_some_and(|c| c.code() == "42601") => {
-                    // "cannot insert multiple commands into a prepared statement".
-                    return self.simple(query, capture).await;
-                }
-                Err(e) => return Err(classify(&e)),
-            },
+        let client = &self.client;
+        let st = match self.prepared.native(id, || client.prepare(query)).await {
+            Ok(st) => st,
+            Err(e) if args.is_empty() && e.code().is_some_and(|c| c.code() == "42601") => {
+                // "cannot insert multiple commands into a prepared statement".
+                return self.simple(query, capture).await;
+            }
+            Err(e) => return Err(classify(&e)),
         };
         let types = st.params();
-        if types.len() != args.len() {
-            return Err(OpError::new(
-                ErrorClass::Other,
-                format!(
-                    "the query has {} parameter(s) but the operation gives {}: {query}",
-                    types.len(),
-                    args.len()
-                ),
-            ));
-        }
+        check_arity(query, types.len(), args.len())?;
         let params = args
             .iter()
             .zip(types)
@@ -437,25 +392,7 @@ impl PgSession {
         while let Some(row) = rows.next().await {
             let row = row.map_err(|e| classify(&e))?;
             if capture && out.rows == 0 {
-                for (c, column) in row.columns().iter().enumerate() {
-                    let value = row
-                        .try_get::<_, RawValue<'_>>(c)
-                        .map_err(|e| classify(&e))?;
-                    let text = match value.0 {
-                        Some(raw) => to_text(column.type_(), raw, &self.styles).map_err(|why| {
-                            OpError::new(
-                                ErrorClass::Other,
-                                format!(
-                                    "cannot capture column '{}': {why}; cast it in the query ({}::text)",
-                                    column.name(),
-                                    column.name()
-                                ),
-                            )
-                        })?,
-                        None => Vec::new(),
-                    };
-                    out.captured.push(text);
-                }
+                out.captured = captured(&row, &self.styles)?;
             }
             out.rows += 1;
         }
@@ -488,15 +425,15 @@ impl PgSession {
         let rows = match *op {
             Op::Nop => 0,
             Op::Put { key, value } => {
-                self.kv(PUT, &[Param::Raw(key.as_bytes()), Param::Raw(value)])
+                self.kv(Kv::Put, &[Param::Raw(key.as_bytes()), Param::Raw(value)])
                     .await?
             }
-            Op::Get { key } => self.kv(GET, &[Param::Raw(key.as_bytes())]).await?,
+            Op::Get { key } => self.kv(Kv::Get, &[Param::Raw(key.as_bytes())]).await?,
             Op::Update { key, value } => {
-                self.kv(UPDATE, &[Param::Raw(key.as_bytes()), Param::Raw(value)])
+                self.kv(Kv::Update, &[Param::Raw(key.as_bytes()), Param::Raw(value)])
                     .await?
             }
-            Op::Delete { key } => self.kv(DELETE, &[Param::Raw(key.as_bytes())]).await?,
+            Op::Delete { key } => self.kv(Kv::Delete, &[Param::Raw(key.as_bytes())]).await?,
             Op::Native {
                 op: NativeOp::Sql { id, query, .. },
                 args,
@@ -567,10 +504,12 @@ impl PgSession {
             let mut sink = std::pin::pin!(sink);
             sink.send(buf.freeze()).await.map_err(cl)?;
             sink.as_mut().finish().await.map_err(cl)?;
-            c.batch_execute(
-                "INSERT INTO loadrig_kv (k, v) SELECT k, v FROM loadrig_load \
-                 ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v; COMMIT",
-            )
+            c.batch_execute(concat!(
+                "INSERT INTO ",
+                kv_table!(),
+                " (k, v) SELECT k, v FROM loadrig_load \
+                 ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v; COMMIT"
+            ))
             .await
             .map_err(cl)
         }
@@ -584,11 +523,7 @@ impl PgSession {
     async fn drop_namespace(&mut self) -> Result<u64, OpError> {
         let rows = self
             .client
-            .query(
-                "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() \
-                 AND tablename LIKE 'loadrig|_%' ESCAPE '|' ORDER BY 1",
-                &[],
-            )
+            .query(Dialect::Postgres.list_tables(), &[])
             .await
             .map_err(|e| classify(&e))?;
         let names: Vec<String> = rows
@@ -601,12 +536,8 @@ impl PgSession {
         }
         // One statement, so references between loadrig tables do not matter; no CASCADE,
         // so an object of someone else's that depends on them stops the drop instead.
-        let list: Vec<String> = names
-            .iter()
-            .map(|n| format!("\"{}\"", n.replace('"', "\"\"")))
-            .collect();
         self.client
-            .batch_execute(&format!("DROP TABLE {}", list.join(", ")))
+            .batch_execute(&Dialect::Postgres.drop_tables(&names))
             .await
             .map_err(|e| classify(&e))?;
         Ok(names.len() as u64)
@@ -616,7 +547,7 @@ impl PgSession {
 impl Session for PgSession {
     async fn setup(&mut self) -> Result<(), OpError> {
         self.client
-            .batch_execute(CREATE_KV)
+            .batch_execute(Dialect::Postgres.create_kv())
             .await
             .map_err(|e| classify(&e))
     }
