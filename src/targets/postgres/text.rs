@@ -61,7 +61,7 @@ pub(super) fn is_text_type(ty: &Type) -> bool {
     .contains(ty)
 }
 
-pub(super) type Rendered = Result<Vec<u8>, String>;
+type Rendered = Result<Vec<u8>, String>;
 
 /// A column value, sent in binary, as the text the server prints for it (psql's output);
 /// bytea stays raw. A type rendered here in no exact way is an error saying so.
