@@ -13,6 +13,7 @@ pub mod noop;
 pub mod postgres;
 pub mod redis;
 pub mod sleep;
+pub mod sql;
 pub mod sqlite;
 
 use std::collections::BTreeMap;
