@@ -438,7 +438,19 @@ impl PgSession {
                 args,
                 capture,
             } => return self.native(*id, query, args, capture).await,
-            Op::Native { .. } => return Err(unsupported(op, "postgres://")),
+            // Every other family's operation, by name: a new variant of a family this
+            // target runs must be handled above before this compiles.
+            Op::Native {
+                op:
+                    NativeOp::Redis { .. }
+                    | NativeOp::LdapSearch { .. }
+                    | NativeOp::LdapBind { .. }
+                    | NativeOp::LdapAdd { .. }
+                    | NativeOp::LdapModify { .. }
+                    | NativeOp::LdapDelete { .. }
+                    | NativeOp::Http { .. },
+                ..
+            } => return Err(unsupported(op, "postgres://")),
             Op::Begin => return self.batch("BEGIN").await,
             Op::Commit => return self.batch("COMMIT").await,
             Op::Rollback => return self.batch("ROLLBACK").await,
