@@ -2,8 +2,10 @@
 //!
 //! The hot path holds no shared lock: counters are local, and at each interval boundary the
 //! client hands its counters to the collector over a channel and starts fresh ones.
-//! Closed loop reads the clock once per operation (the end of one is the start of the
-//! next) unless the operation binds parameters first; open loop reads it at the actual
+//! Closed loop reads the clock once per operation: the end of one operation is the start
+//! of the next, so the client's own work in between (recording the last result, choosing
+//! and binding the next operation) counts in the next one's latency; a think time is not
+//! counted, as the clock is read again after it. Open loop reads the clock at the actual
 //! start and at the end, and measures latency from the intended start.
 
 use std::sync::atomic::{AtomicBool, Ordering};
