@@ -10,6 +10,9 @@ pub mod client;
 pub mod pace;
 pub mod timeline;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError};
