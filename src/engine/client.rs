@@ -487,17 +487,17 @@ async fn closed<T: Target>(
 /// One open-loop worker's arrivals: every M-th of the run's constant schedule, or an
 /// independent Poisson stream of rate R/M (their superposition is Poisson at rate R), like
 /// wrk2 per connection.
-struct Arrivals {
+struct Schedule {
     poisson: bool,
     per_worker: f64,
     rng: SmallRng,
     exp: Option<Exp<f64>>,
 }
 
-impl Arrivals {
+impl Schedule {
     fn new(ctx: &ClientCtx<'_>, rate: f64, poisson: bool, workers: usize) -> Self {
         let per_worker = rate / workers as f64;
-        Arrivals {
+        Schedule {
             poisson,
             per_worker,
             rng: SmallRng::seed_from_u64(mix_seed(ctx.plan.seed ^ 0xA771_7A15, ctx.id as u64)),
@@ -560,8 +560,8 @@ async fn open<T: Target>(
     else {
         return;
     };
-    let mut arrivals = Arrivals::new(ctx, rate, poisson, workers);
-    let mut intended = ctx.q0 + arrivals.first(ctx.id, rate);
+    let mut schedule = Schedule::new(ctx, rate, poisson, workers);
+    let mut intended = ctx.q0 + schedule.first(ctx.id, rate);
     let mut iv = Intervals::new(ctx);
     let mut now = Instant::now();
     let mut missed = 0;
@@ -577,7 +577,7 @@ async fn open<T: Target>(
                 // Behind schedule at the end: count the arrivals that never started.
                 while intended < d {
                     missed += 1;
-                    intended += arrivals.gap();
+                    intended += schedule.gap();
                 }
                 break;
             }
@@ -601,7 +601,7 @@ async fn open<T: Target>(
                 *q -= 1;
             }
         }
-        intended += arrivals.gap();
+        intended += schedule.gap();
     }
     iv.finish(now, missed);
 }
