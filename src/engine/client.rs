@@ -2,8 +2,10 @@
 //!
 //! The hot path holds no shared lock: counters are local, and at each interval boundary the
 //! client hands its counters to the collector over a channel and starts fresh ones.
-//! Closed loop reads the clock once per operation (the end of one is the start of the
-//! next) unless the operation binds parameters first; open loop reads it at the actual
+//! Closed loop reads the clock once per operation: the end of one operation is the start
+//! of the next, so the client's own work in between (recording the last result, choosing
+//! and binding the next operation) counts in the next one's latency; a think time is not
+//! counted, as the clock is read again after it. Open loop reads the clock at the actual
 //! start and at the end, and measures latency from the intended start.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -480,6 +482,67 @@ async fn closed<T: Target>(
     iv.finish(now, 0);
 }
 
+/// One open-loop worker's arrivals: every M-th of the run's constant schedule, or an
+/// independent Poisson stream of rate R/M (their superposition is Poisson at rate R), like
+/// wrk2 per connection.
+struct Schedule {
+    poisson: bool,
+    per_worker: f64,
+    rng: SmallRng,
+    exp: Option<Exp<f64>>,
+}
+
+impl Schedule {
+    fn new(ctx: &ClientCtx<'_>, rate: f64, poisson: bool, workers: usize) -> Self {
+        let per_worker = rate / workers as f64;
+        Schedule {
+            poisson,
+            per_worker,
+            rng: SmallRng::seed_from_u64(mix_seed(ctx.plan.seed ^ 0xA771_7A15, ctx.id as u64)),
+            exp: Exp::new(per_worker).ok(),
+        }
+    }
+
+    /// The first arrival since the start: worker k of a constant schedule starts k/R in.
+    fn first(&mut self, id: usize, rate: f64) -> Duration {
+        if self.poisson {
+            self.gap()
+        } else {
+            Duration::from_secs_f64(id as f64 / rate)
+        }
+    }
+
+    /// The time to the next arrival.
+    fn gap(&mut self) -> Duration {
+        match (&self.exp, self.poisson) {
+            (Some(e), true) => Duration::from_secs_f64(e.sample(&mut self.rng)),
+            _ => Duration::from_secs_f64(1.0 / self.per_worker),
+        }
+    }
+}
+
+/// Record an open-loop operation: response time from the intended start, service time from
+/// the actual one, and how late it started.
+#[inline]
+fn record_open(
+    c: &mut OpCounters,
+    result: Result<Outcome, OpError>,
+    intended: Instant,
+    start: Instant,
+    end: Instant,
+    late_after: Duration,
+) {
+    if result.is_ok() {
+        let _ = c.service.record((end - start).as_nanos() as u64);
+    }
+    record(c, result, end - intended);
+    let lag = start.saturating_duration_since(intended);
+    let _ = c.lag.record(lag.as_nanos() as u64);
+    if lag > late_after {
+        c.late += 1;
+    }
+}
+
 async fn open<T: Target>(
     worker: &mut Worker<'_, T>,
     ctx: &ClientCtx<'_>,
@@ -488,32 +551,16 @@ async fn open<T: Target>(
 ) {
     let Mode::Open {
         rate,
-        arrivals: shape,
+        arrivals,
         workers,
         late_after,
     } = ctx.plan.mode
     else {
         return;
     };
-    let poisson = shape == Arrivals::Poisson;
-    // Worker k of M serves every M-th arrival (constant) or an independent Poisson stream
-    // of rate R/M (their superposition is Poisson at rate R), like wrk2 per connection.
-    let per_worker = rate / workers as f64;
-    let mut arrivals =
-        SmallRng::seed_from_u64(mix_seed(ctx.plan.seed ^ 0xA771_7A15, ctx.id as u64));
-    let exp = Exp::new(per_worker).ok();
-    let mut gap = || -> Duration {
-        match (&exp, poisson) {
-            (Some(e), true) => Duration::from_secs_f64(e.sample(&mut arrivals)),
-            _ => Duration::from_secs_f64(1.0 / per_worker),
-        }
-    };
-    let mut intended = ctx.q0
-        + if poisson {
-            gap()
-        } else {
-            Duration::from_secs_f64(ctx.id as f64 / rate)
-        };
+    let poisson = arrivals == Arrivals::Poisson;
+    let mut schedule = Schedule::new(ctx, rate, poisson, workers);
+    let mut intended = ctx.q0 + schedule.first(ctx.id, rate);
     let mut iv = Intervals::new(ctx);
     let mut now = Instant::now();
     let mut missed = 0;
@@ -529,7 +576,7 @@ async fn open<T: Target>(
                 // Behind schedule at the end: count the arrivals that never started.
                 while intended < d {
                     missed += 1;
-                    intended += gap();
+                    intended += schedule.gap();
                 }
                 break;
             }
@@ -546,22 +593,14 @@ async fn open<T: Target>(
         now = Instant::now();
         iv.roll(now);
         let c = &mut iv.counters[i];
-        if result.is_ok() {
-            let _ = c.service.record((now - start).as_nanos() as u64);
-        }
-        record(c, result, now - intended);
+        record_open(c, result, intended, start, now, late_after);
         worker.settle(c);
-        let lag = start.saturating_duration_since(intended);
-        let _ = c.lag.record(lag.as_nanos() as u64);
-        if lag > late_after {
-            c.late += 1;
-        }
         if let Some(q) = quota.as_mut() {
             if iv.measuring() {
                 *q -= 1;
             }
         }
-        intended += gap();
+        intended += schedule.gap();
     }
     iv.finish(now, missed);
 }

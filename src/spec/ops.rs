@@ -229,11 +229,6 @@ impl OpKind {
         !matches!(self, OpKind::Connect | OpKind::Authenticate | OpKind::Tx(_))
     }
 
-    /// True if the op draws parameters, so the engine must read the clock after binding them.
-    pub fn has_params(&self) -> bool {
-        !matches!(self, OpKind::Nop | OpKind::Connect | OpKind::Authenticate)
-    }
-
     /// The native families the op needs from its target.
     pub fn families(&self) -> Vec<Family> {
         match self {
