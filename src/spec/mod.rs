@@ -275,7 +275,7 @@ fn op_compiler<'a>(
 fn compile_setup(
     compiler: &mut ops::OpCompiler<'_>,
     statements: &[Spanned<String>],
-) -> Result<Vec<NativeOp>, InputError> {
+) -> Result<Vec<NativeOp<ValueKind>>, InputError> {
     let mut setup = Vec::new();
     for statement in statements {
         if !statement.get_ref().contains("loadrig_") {
