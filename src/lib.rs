@@ -4,6 +4,8 @@
 //! # Layout
 //! - [`analysis`]: the models behind sweeps (USL, complexity class, knee) and latency modes.
 //! - [`cli`]: the command line, parsed by clap; [`commands`] resolves and runs it.
+//! - [`vocab`], [`clock`], [`error`]: the bottom layer every other module shares: the
+//!   operation vocabulary, the hot loop's clock, input errors.
 //! - [`spec`]: workload files (TOML with positions), parameters and generators.
 //! - [`engine`]: clients, closed and open loops, stop conditions, the interval collector.
 //! - [`stats`]: per-client counters and HdrHistograms, exact merges, summaries.
@@ -18,11 +20,14 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod engine;
 pub mod error;
+pub mod plan;
 pub mod report;
 pub mod result;
+pub mod runner;
 pub mod spec;
 pub mod stats;
 pub mod targets;
@@ -33,14 +38,5 @@ use std::process::ExitCode;
 /// Run a parsed command line. Errors exit with status 2; failed checks and regressions
 /// (`--fail-on-regression`) exit with 1.
 pub fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {
-        cli::Command::Run(args) => commands::run(&args),
-        cli::Command::Sweep(args) => commands::sweep(&args),
-        cli::Command::List => commands::list(),
-        cli::Command::Cleanup { target } => commands::cleanup(&target),
-        cli::Command::Init { name } => commands::init(&name),
-        cli::Command::Report(args) => commands::report(&args),
-        cli::Command::Compare(args) => commands::compare(&args),
-        cli::Command::Export(args) => commands::export(&args),
-    }
+    commands::dispatch(cli)
 }

@@ -1,9 +1,12 @@
-//! The vocabulary every layer shares: an operation as a target receives it ([`Op`]), what
-//! it did ([`Outcome`]), and how it failed ([`OpError`], [`ErrorClass`]).
+//! The vocabulary every layer shares: an operation as a target receives it ([`Op`],
+//! [`NativeOp`]), what it did ([`Outcome`]), and how it failed ([`OpError`], [`ErrorClass`],
+//! counted in [`ErrorCounts`]).
+//!
+//! This is the bottom layer: it imports nothing from the crate.
+
+use std::ops::{AddAssign, Index, IndexMut};
 
 use serde::{Deserialize, Serialize};
-
-use crate::spec::NativeOp;
 
 /// Why an operation failed, so the engine can count failures by class.
 #[derive(
@@ -32,6 +35,7 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    /// Every class, each at the index of its discriminant (what [`ErrorCounts`] relies on).
     pub const ALL: [ErrorClass; 8] = [
         ErrorClass::Connect,
         ErrorClass::Auth,
@@ -43,6 +47,7 @@ impl ErrorClass {
         ErrorClass::Other,
     ];
 
+    /// Its name in result files and workloads (`retry.on`), as serde writes it.
     pub fn name(self) -> &'static str {
         match self {
             ErrorClass::Connect => "connect",
@@ -70,6 +75,46 @@ impl OpError {
         OpError {
             class,
             message: message.into(),
+        }
+    }
+}
+
+/// Failed operations counted by class: a fixed array indexed by [`ErrorClass`], so the hot
+/// path adds to a slot with no lookup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ErrorCounts([u64; ErrorClass::ALL.len()]);
+
+impl ErrorCounts {
+    /// Every class with its count, in [`ErrorClass::ALL`] order, zeros included.
+    pub fn iter(&self) -> impl Iterator<Item = (ErrorClass, u64)> + '_ {
+        ErrorClass::ALL.into_iter().zip(self.0.iter().copied())
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+}
+
+impl Index<ErrorClass> for ErrorCounts {
+    type Output = u64;
+
+    #[inline]
+    fn index(&self, class: ErrorClass) -> &u64 {
+        &self.0[class as usize]
+    }
+}
+
+impl IndexMut<ErrorClass> for ErrorCounts {
+    #[inline]
+    fn index_mut(&mut self, class: ErrorClass) -> &mut u64 {
+        &mut self.0[class as usize]
+    }
+}
+
+impl AddAssign<&ErrorCounts> for ErrorCounts {
+    fn add_assign(&mut self, other: &ErrorCounts) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a += b;
         }
     }
 }
@@ -110,14 +155,341 @@ pub enum Op<'a> {
     Delete {
         key: &'a str,
     },
-    /// A native operation; `args` are its templates rendered in [`NativeOp::templates`]
-    /// order. `capture` asks for the first row's values in [`Outcome::captured`].
+    /// A native operation: its shape, with each argument's kind, and `args`, its arguments
+    /// rendered in [`NativeOp::map_args`] order. `capture` asks for the first row's values
+    /// in [`Outcome::captured`].
     Native {
-        op: &'a NativeOp,
+        op: &'a NativeOp<ValueKind>,
         args: &'a [Vec<u8>],
         capture: bool,
     },
     Begin,
     Commit,
     Rollback,
+}
+
+/// The families of native operations; a target runs some of them ([`NativeOp::family`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Sql,
+    Redis,
+    Ldap,
+    Http,
+}
+
+impl Family {
+    pub const ALL: [Family; 4] = [Family::Sql, Family::Redis, Family::Ldap, Family::Http];
+
+    /// Its name as users write it: "sql", "redis", "ldap" or "http".
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Sql => "sql",
+            Family::Redis => "redis",
+            Family::Ldap => "ldap",
+            Family::Http => "http",
+        }
+    }
+}
+
+/// What a native argument's values are, so a driver can bind them with their own type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// One number generator (`{seq}`, `{uniform ..}`, `{zipf ..}`, `{client}`) or one
+    /// integer parameter, alone.
+    Integer,
+    /// One float parameter, alone.
+    Float,
+    /// Anything else: literal text, strings, bytes, captures, mixtures.
+    Bytes,
+}
+
+/// LDAP search scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Base,
+    One,
+    Sub,
+}
+
+/// An operation native to one family of systems, generic over its argument slots `A`: the
+/// workload compiles `NativeOp<Template>`, and a target receives `NativeOp<ValueKind>`, the
+/// same shape with each argument's kind, beside the rendered arguments (see [`Op::Native`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum NativeOp<A> {
+    /// `id` numbers the workload's statements, so sessions can cache prepared statements.
+    Sql {
+        id: usize,
+        query: String,
+        params: Vec<A>,
+    },
+    Redis {
+        args: Vec<A>,
+    },
+    LdapSearch {
+        base: A,
+        scope: Scope,
+        filter: A,
+        attrs: Vec<String>,
+    },
+    LdapBind {
+        dn: A,
+        password: A,
+    },
+    LdapAdd {
+        dn: A,
+        attrs: Vec<(String, Vec<A>)>,
+    },
+    LdapModify {
+        dn: A,
+        replace: Vec<(String, Vec<A>)>,
+    },
+    LdapDelete {
+        dn: A,
+    },
+    Http {
+        method: String,
+        path: A,
+        headers: Vec<(String, A)>,
+        body: Option<A>,
+        expect: Option<u16>,
+    },
+}
+
+impl<A> NativeOp<A> {
+    /// The family of systems that run it.
+    pub fn family(&self) -> Family {
+        match self {
+            NativeOp::Sql { .. } => Family::Sql,
+            NativeOp::Redis { .. } => Family::Redis,
+            NativeOp::LdapSearch { .. }
+            | NativeOp::LdapBind { .. }
+            | NativeOp::LdapAdd { .. }
+            | NativeOp::LdapModify { .. }
+            | NativeOp::LdapDelete { .. } => Family::Ldap,
+            NativeOp::Http { .. } => Family::Http,
+        }
+    }
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            NativeOp::Sql { .. } => "sql",
+            NativeOp::Redis { .. } => "redis",
+            NativeOp::LdapSearch { .. } => "ldap.search",
+            NativeOp::LdapBind { .. } => "ldap.bind",
+            NativeOp::LdapAdd { .. } => "ldap.add",
+            NativeOp::LdapModify { .. } => "ldap.modify",
+            NativeOp::LdapDelete { .. } => "ldap.delete",
+            NativeOp::Http { .. } => "http",
+        }
+    }
+
+    /// The same operation with every argument replaced by `f` of it, `f` called in the
+    /// order the rendered arguments are handed to a target: SQL parameters and Redis
+    /// arguments as written; search base, filter; bind DN, password; add or modify DN, then
+    /// each attribute's values; delete DN; HTTP path, header values, body.
+    pub fn map_args<B>(self, mut f: impl FnMut(A) -> B) -> NativeOp<B> {
+        match self {
+            NativeOp::Sql { id, query, params } => NativeOp::Sql {
+                id,
+                query,
+                params: params.into_iter().map(f).collect(),
+            },
+            NativeOp::Redis { args } => NativeOp::Redis {
+                args: args.into_iter().map(f).collect(),
+            },
+            NativeOp::LdapSearch {
+                base,
+                scope,
+                filter,
+                attrs,
+            } => {
+                let base = f(base);
+                NativeOp::LdapSearch {
+                    base,
+                    scope,
+                    filter: f(filter),
+                    attrs,
+                }
+            }
+            NativeOp::LdapBind { dn, password } => {
+                let dn = f(dn);
+                NativeOp::LdapBind {
+                    dn,
+                    password: f(password),
+                }
+            }
+            NativeOp::LdapAdd { dn, attrs } => {
+                let dn = f(dn);
+                NativeOp::LdapAdd {
+                    dn,
+                    attrs: map_values(attrs, &mut f),
+                }
+            }
+            NativeOp::LdapModify { dn, replace } => {
+                let dn = f(dn);
+                NativeOp::LdapModify {
+                    dn,
+                    replace: map_values(replace, &mut f),
+                }
+            }
+            NativeOp::LdapDelete { dn } => NativeOp::LdapDelete { dn: f(dn) },
+            NativeOp::Http {
+                method,
+                path,
+                headers,
+                body,
+                expect,
+            } => {
+                let path = f(path);
+                let headers = headers.into_iter().map(|(k, v)| (k, f(v))).collect();
+                NativeOp::Http {
+                    method,
+                    path,
+                    headers,
+                    body: body.map(f),
+                    expect,
+                }
+            }
+        }
+    }
+}
+
+/// An LDAP entry's attribute values, mapped in order.
+fn map_values<A, B>(
+    attrs: Vec<(String, Vec<A>)>,
+    f: &mut impl FnMut(A) -> B,
+) -> Vec<(String, Vec<B>)> {
+    attrs
+        .into_iter()
+        .map(|(name, v)| (name, v.into_iter().map(&mut *f).collect()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_counts_index_by_class() {
+        let mut a = ErrorCounts::default();
+        a[ErrorClass::Timeout] += 2;
+        a[ErrorClass::Other] += 1;
+        assert_eq!((a[ErrorClass::Timeout], a[ErrorClass::Connect]), (2, 0));
+        assert_eq!(a.total(), 3);
+        let listed: Vec<(ErrorClass, u64)> = a.iter().filter(|(_, n)| *n > 0).collect();
+        assert_eq!(
+            listed,
+            [(ErrorClass::Timeout, 2), (ErrorClass::Other, 1)],
+            "in ErrorClass::ALL order"
+        );
+        assert_eq!(a.iter().count(), ErrorClass::ALL.len(), "zeros included");
+        let mut b = ErrorCounts::default();
+        b[ErrorClass::Timeout] = 5;
+        b[ErrorClass::Auth] = 1;
+        a += &b;
+        assert_eq!((a[ErrorClass::Timeout], a[ErrorClass::Auth]), (7, 1));
+        assert_eq!(a.total(), 9);
+    }
+
+    #[test]
+    fn every_error_class_is_listed_at_its_own_index() {
+        for (i, class) in ErrorClass::ALL.iter().enumerate() {
+            assert_eq!(*class as usize, i, "{class:?}");
+        }
+        // The schema lists every variant serde knows, so a class missing from ALL shows.
+        let schema = schemars::schema_for!(ErrorClass);
+        let names: Vec<&str> = schema.as_value()["enum"]
+            .as_array()
+            .expect("a string enum")
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        let all: Vec<&str> = ErrorClass::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(names, all);
+    }
+
+    #[test]
+    fn error_classes_round_trip_by_name() {
+        for class in ErrorClass::ALL {
+            let text = serde_json::to_string(&class).unwrap();
+            assert_eq!(text, format!("\"{}\"", class.name()));
+            assert_eq!(serde_json::from_str::<ErrorClass>(&text).unwrap(), class);
+        }
+        assert_eq!(
+            serde_json::to_string(&ErrorClass::Serialization).unwrap(),
+            "\"serialization\""
+        );
+        assert!(serde_json::from_str::<ErrorClass>("\"Timeout\"").is_err());
+        let map: std::collections::HashMap<ErrorClass, u64> =
+            serde_json::from_str(r#"{"deadlock": 3}"#).unwrap();
+        assert_eq!(map[&ErrorClass::Deadlock], 3, "usable as a map key");
+    }
+
+    #[test]
+    fn families_have_their_names() {
+        let names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
+        assert_eq!(names, ["sql", "redis", "ldap", "http"]);
+    }
+
+    #[test]
+    fn native_ops_know_their_family() {
+        let search = NativeOp::LdapSearch {
+            base: (),
+            scope: Scope::Sub,
+            filter: (),
+            attrs: Vec::new(),
+        };
+        assert_eq!(
+            (search.family(), search.label()),
+            (Family::Ldap, "ldap.search")
+        );
+        let redis = NativeOp::Redis { args: vec![(); 2] };
+        assert_eq!((redis.family(), redis.label()), (Family::Redis, "redis"));
+    }
+
+    /// The numbers of the arguments `map_args` visits, in visiting order.
+    fn visit_order(op: NativeOp<u32>) -> Vec<u32> {
+        let mut seen = Vec::new();
+        op.map_args(|a| seen.push(a));
+        seen
+    }
+
+    #[test]
+    fn map_args_visits_arguments_in_the_documented_order() {
+        let add = NativeOp::LdapAdd {
+            dn: 0,
+            attrs: vec![("cn".into(), vec![1, 2]), ("sn".into(), vec![3])],
+        };
+        assert_eq!(visit_order(add), [0, 1, 2, 3]);
+        let search = NativeOp::LdapSearch {
+            base: 0,
+            scope: Scope::One,
+            filter: 1,
+            attrs: vec!["cn".into()],
+        };
+        assert_eq!(visit_order(search), [0, 1]);
+        let http = NativeOp::Http {
+            method: "POST".into(),
+            path: 0,
+            headers: vec![("a".into(), 1), ("b".into(), 2)],
+            body: Some(3),
+            expect: None,
+        };
+        assert_eq!(visit_order(http.clone()), [0, 1, 2, 3]);
+        // The shape survives the mapping.
+        let kinds = http.map_args(|_| ValueKind::Bytes);
+        assert_eq!(
+            kinds,
+            NativeOp::Http {
+                method: "POST".into(),
+                path: ValueKind::Bytes,
+                headers: vec![
+                    ("a".into(), ValueKind::Bytes),
+                    ("b".into(), ValueKind::Bytes)
+                ],
+                body: Some(ValueKind::Bytes),
+                expect: None,
+            }
+        );
+    }
 }

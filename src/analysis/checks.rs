@@ -118,6 +118,21 @@ pub fn parse_or_why(text: &str) -> Result<Check, String> {
     if text.contains('\n') {
         return Err("a check is one line".into());
     }
+    let (lhs, cmp, rhs) = split_at_operator(text)?;
+    let (op, metric) = parse_subject(lhs)?;
+    let (limit, percent) = parse_limit(metric, rhs)?;
+    Ok(Check {
+        text: text.to_string(),
+        op,
+        metric,
+        cmp,
+        limit,
+        percent,
+    })
+}
+
+/// `LHS OP RHS` at the last comparison operator, both sides trimmed and not empty.
+fn split_at_operator(text: &str) -> Result<(&str, Cmp, &str), String> {
     let Some(at) = text.rfind(['<', '>']) else {
         return Err("no comparison operator (<, <=, > or >=)".into());
     };
@@ -137,8 +152,11 @@ pub fn parse_or_why(text: &str) -> Result<Check, String> {
     if rhs.is_empty() {
         return Err("no value after the operator".into());
     }
+    Ok((lhs, cmp, rhs))
+}
 
-    // `OP.METRIC`, `METRIC`, or `OP.p99.9`.
+/// `OP.METRIC`, `METRIC`, or `OP.p99.9`; the operation is none for the total.
+fn parse_subject(lhs: &str) -> Result<(Option<String>, CheckMetric), String> {
     let (op, metric) = if let Some(m) = CheckMetric::parse(lhs) {
         (None, m)
     } else if let Some(stem) = lhs.strip_suffix("p99.9").and_then(|s| s.strip_suffix('.')) {
@@ -157,23 +175,25 @@ pub fn parse_or_why(text: &str) -> Result<Check, String> {
         Some(TOTAL) | None => None,
         Some(name) => Some(name.to_string()),
     };
+    Ok((op, metric))
+}
 
-    let (limit, percent) = match metric {
-        CheckMetric::Latency(_) => (parse_duration_ns(rhs)?, false),
+/// The limit in the metric's unit, and whether it is an error percentage.
+fn parse_limit(metric: CheckMetric, rhs: &str) -> Result<(f64, bool), String> {
+    match metric {
+        CheckMetric::Latency(_) => Ok((parse_duration_ns(rhs)?, false)),
         CheckMetric::Throughput => {
             let number = rhs
                 .strip_suffix("ops/s")
                 .or_else(|| rhs.strip_suffix("/s"))
                 .unwrap_or(rhs)
                 .trim();
-            (
-                parse_number(number).map_err(|_| {
-                    format!(
-                        "throughput '{rhs}' is not a rate: write operations per second, like 5000/s"
-                    )
-                })?,
-                false,
-            )
+            let rate = parse_number(number).map_err(|_| {
+                format!(
+                    "throughput '{rhs}' is not a rate: write operations per second, like 5000/s"
+                )
+            })?;
+            Ok((rate, false))
         }
         CheckMetric::Errors => match rhs.strip_suffix('%') {
             Some(p) => {
@@ -182,26 +202,18 @@ pub fn parse_or_why(text: &str) -> Result<Check, String> {
                 if v > 100.0 {
                     return Err(format!("errors '{rhs}': a percentage is at most 100%"));
                 }
-                (v, true)
+                Ok((v, true))
             }
-            None => (
-                parse_number(rhs).map_err(|_| {
+            None => {
+                let count = parse_number(rhs).map_err(|_| {
                     format!(
                         "errors '{rhs}' is neither a count (like 10) nor a percentage (like 0.1%)"
                     )
-                })?,
-                false,
-            ),
+                })?;
+                Ok((count, false))
+            }
         },
-    };
-    Ok(Check {
-        text: text.to_string(),
-        op,
-        metric,
-        cmp,
-        limit,
-        percent,
-    })
+    }
 }
 
 fn parse_number(s: &str) -> Result<f64, ()> {

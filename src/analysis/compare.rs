@@ -281,48 +281,76 @@ pub fn compare(
 /// Compare one operation's series: the core of [`compare`], usable on synthetic data.
 pub fn compare_series(base: &OpSeries, new: &OpSeries, opts: &Options) -> OpComparison {
     let (nb, nn) = (base.len(), new.len());
-    let bb = block_length(&base.throughput);
-    let bn = block_length(&new.throughput);
-    let mut out = OpComparison {
+    let (bb, bn) = (
+        block_length(&base.throughput),
+        block_length(&new.throughput),
+    );
+    let (pb, pn) = (points(base), points(new));
+    let enough = nb >= MIN_INTERVALS && nn >= MIN_INTERVALS;
+    let metrics = if enough {
+        let mut reps = bootstrap(base, new, bb, bn, opts);
+        let mw = mann_whitney(&base.throughput, &new.throughput);
+        Metric::ALL
+            .iter()
+            .enumerate()
+            .map(|(k, &m)| decide(m, pb[k], pn[k], &mut reps[k], mw.p, opts))
+            .collect()
+    } else {
+        Metric::ALL
+            .iter()
+            .enumerate()
+            .map(|(k, &m)| MetricChange::undecided(m, pb[k], pn[k], relative(pb[k], pn[k])))
+            .collect()
+    };
+    OpComparison {
         operation: base.name.clone(),
         base_intervals: nb,
         new_intervals: nn,
         base_block: bb,
         new_block: bn,
-        metrics: Vec::new(),
-    };
-    let (hb, hn) = (base.merged(), new.merged());
-    let point = |m: Metric, s: &OpSeries, h: &Hist| -> f64 {
-        match m.quantile() {
-            None => mean(&s.throughput),
-            Some(q) if h.is_empty() => {
-                let _ = q;
-                0.0
-            }
-            Some(q) => h.value_at_quantile(q) as f64,
-        }
-    };
-    let enough = nb >= MIN_INTERVALS && nn >= MIN_INTERVALS;
-    if !enough {
-        for m in Metric::ALL {
-            let (b, n) = (point(m, base, &hb), point(m, new, &hn));
-            out.metrics.push(MetricChange {
-                metric: m,
-                unit: unit(m),
-                base: b,
-                new: n,
-                change: relative(b, n),
-                ci_low: None,
-                ci_high: None,
-                p_value: None,
-                test: test_name(m),
-                verdict: Verdict::TooLittleData,
-            });
-        }
-        return out;
+        metrics,
     }
+}
 
-    // One bootstrap for all metrics: each replicate resamples intervals once per run.
+impl MetricChange {
+    /// A change without interval or test: too little data for a verdict.
+    fn undecided(metric: Metric, base: f64, new: f64, change: Option<f64>) -> MetricChange {
+        MetricChange {
+            metric,
+            unit: unit(metric),
+            base,
+            new,
+            change,
+            ci_low: None,
+            ci_high: None,
+            p_value: None,
+            test: test_name(metric),
+            verdict: Verdict::TooLittleData,
+        }
+    }
+}
+
+/// The point estimate of every metric (in [`Metric::ALL`] order) over the whole series.
+fn points(s: &OpSeries) -> [f64; 4] {
+    let h = s.merged();
+    Metric::ALL.map(|m| match m.quantile() {
+        None => mean(&s.throughput),
+        Some(_) if h.is_empty() => 0.0,
+        Some(q) => h.value_at_quantile(q) as f64,
+    })
+}
+
+/// Bootstrap replicates of `new / base − 1`, one list per metric (in [`Metric::ALL`] order).
+///
+/// One bootstrap for all metrics: each replicate resamples intervals once per run.
+fn bootstrap(
+    base: &OpSeries,
+    new: &OpSeries,
+    bb: usize,
+    bn: usize,
+    opts: &Options,
+) -> Vec<Vec<f64>> {
+    let (nb, nn) = (base.len(), new.len());
     let quantiles: Vec<f64> = Metric::ALL.iter().filter_map(|m| m.quantile()).collect();
     let sb = Sparse::of(&base.hists);
     let sn = Sparse::of(&new.hists);
@@ -353,50 +381,32 @@ pub fn compare_series(base: &OpSeries, new: &OpSeries, opts: &Options) -> OpComp
             }
         }
     }
+    reps
+}
 
-    let alpha = 1.0 - opts.confidence;
-    let mw = mann_whitney(&base.throughput, &new.throughput);
-    for (k, m) in Metric::ALL.iter().copied().enumerate() {
-        let (b, n) = (point(m, base, &hb), point(m, new, &hn));
-        let change = relative(b, n);
-        let r = &mut reps[k];
-        // A metric whose base is zero in too many replicates has no relative change.
-        if change.is_none() || r.len() < opts.resamples / 2 {
-            out.metrics.push(MetricChange {
-                metric: m,
-                unit: unit(m),
-                base: b,
-                new: n,
-                change,
-                ci_low: None,
-                ci_high: None,
-                p_value: None,
-                test: test_name(m),
-                verdict: Verdict::TooLittleData,
-            });
-            continue;
-        }
-        r.sort_by(f64::total_cmp);
-        let lo = quantile_sorted(r, alpha / 2.0);
-        let hi = quantile_sorted(r, 1.0 - alpha / 2.0);
-        let p = match m {
-            Metric::Throughput => mw.p,
-            _ => bootstrap_p(r),
-        };
-        out.metrics.push(MetricChange {
-            metric: m,
-            unit: unit(m),
-            base: b,
-            new: n,
-            change,
-            ci_low: Some(lo),
-            ci_high: Some(hi),
-            p_value: Some(p),
-            test: test_name(m),
-            verdict: verdict(lo, hi, p < alpha, opts.noise, m.higher_is_better()),
-        });
+/// Interval, test and verdict of one metric from its bootstrap replicates `reps`;
+/// `mw_p` is the Mann-Whitney p value of the throughputs.
+fn decide(m: Metric, b: f64, n: f64, reps: &mut [f64], mw_p: f64, opts: &Options) -> MetricChange {
+    let change = relative(b, n);
+    // A metric whose base is zero in too many replicates has no relative change.
+    if change.is_none() || reps.len() < opts.resamples / 2 {
+        return MetricChange::undecided(m, b, n, change);
     }
-    out
+    let alpha = 1.0 - opts.confidence;
+    reps.sort_by(f64::total_cmp);
+    let lo = quantile_sorted(reps, alpha / 2.0);
+    let hi = quantile_sorted(reps, 1.0 - alpha / 2.0);
+    let p = match m {
+        Metric::Throughput => mw_p,
+        _ => bootstrap_p(reps),
+    };
+    MetricChange {
+        ci_low: Some(lo),
+        ci_high: Some(hi),
+        p_value: Some(p),
+        verdict: verdict(lo, hi, p < alpha, opts.noise, m.higher_is_better()),
+        ..MetricChange::undecided(m, b, n, change)
+    }
 }
 
 fn unit(m: Metric) -> &'static str {

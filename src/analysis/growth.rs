@@ -208,10 +208,36 @@ pub fn classify(points: &[(f64, f64)]) -> GrowthFit {
         .filter(|(n, t)| n.is_finite() && t.is_finite() && *n >= 0.0)
         .collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (outliers, (candidates, chosen, change_over_range)) = set_spikes_aside(&mut points);
+    let ts: Vec<f64> = points.iter().map(|p| p.1).collect();
+    let ns: Vec<f64> = points.iter().map(|p| p.0).collect();
+    let also_fits = also_fits(&candidates, &chosen);
+    let rel = relative_rmse(&ts, chosen.rss);
+    let (verdict, reason) = quality(points.len(), rel, chosen.class);
+    GrowthFit {
+        class: chosen.class,
+        verdict,
+        reason,
+        intercept: chosen.intercept,
+        slope: chosen.slope,
+        slope_ci95: slope_ci95(chosen.class, &ns, &ts),
+        r_squared: chosen.r_squared,
+        relative_rmse: rel,
+        change_over_range,
+        points: points.len(),
+        outliers,
+        also_fits,
+        candidates,
+    }
+}
+
+/// Rank the candidates, then up to three times remove the spikes of the chosen model and
+/// rank again. Returns the `n` of the removed points (sorted) and the last ranking.
+fn set_spikes_aside(points: &mut Vec<(f64, f64)>) -> (Vec<f64>, (Vec<Candidate>, Candidate, f64)) {
     let mut outliers = Vec::new();
-    let (mut candidates, mut chosen, mut change_over_range) = rank(&points);
+    let mut ranked = rank(points);
     for _ in 0..3 {
-        let slow = spikes(&points, &chosen);
+        let slow = spikes(points, &ranked.1);
         if slow.is_empty()
             || outliers.len() + slow.len() > (MAX_OUTLIERS * points.len() as f64) as usize
         {
@@ -223,12 +249,15 @@ pub fn classify(points: &[(f64, f64)]) -> GrowthFit {
             i += 1;
             !slow.contains(&(i - 1))
         });
-        (candidates, chosen, change_over_range) = rank(&points);
+        ranked = rank(points);
     }
     outliers.sort_by(f64::total_cmp);
-    let ts: Vec<f64> = points.iter().map(|p| p.1).collect();
-    let ns: Vec<f64> = points.iter().map(|p| p.0).collect();
-    let also_fits = match chosen.aicc {
+    (outliers, ranked)
+}
+
+/// Higher growing classes whose AICc is within [`CLASS_AICC_GAIN`] of the chosen one's.
+fn also_fits(candidates: &[Candidate], chosen: &Candidate) -> Vec<Class> {
+    match chosen.aicc {
         Some(a) if chosen.class != Class::Constant => candidates
             .iter()
             .filter(|c| c.class > chosen.class && c.slope > 0.0)
@@ -236,15 +265,16 @@ pub fn classify(points: &[(f64, f64)]) -> GrowthFit {
             .map(|c| c.class)
             .collect(),
         _ => Vec::new(),
-    };
+    }
+}
 
-    let rel = relative_rmse(&ts, chosen.rss);
-    let (verdict, reason) = if points.len() < MIN_POINTS {
+/// The verdict on a fit of `points` batches with relative RMSE `rel`, and why when not good.
+fn quality(points: usize, rel: f64, class: Class) -> (Verdict, Option<String>) {
+    if points < MIN_POINTS {
         (
             Verdict::Insufficient,
             Some(format!(
-                "{} batches; a complexity class needs at least {MIN_POINTS}",
-                points.len()
+                "{points} batches; a complexity class needs at least {MIN_POINTS}"
             )),
         )
     } else if rel > GOOD_RMSE {
@@ -253,37 +283,25 @@ pub fn classify(points: &[(f64, f64)]) -> GrowthFit {
             Some(format!(
                 "batch times scatter {:.0}% around the {} curve: the class is a rough guide only",
                 rel * 100.0,
-                chosen.class.name()
+                class.name()
             )),
         )
     } else {
         (Verdict::Good, None)
-    };
-    let slope_ci95 = (chosen.class != Class::Constant && points.len() > 2)
-        .then(|| {
-            let fs: Vec<f64> = ns.iter().map(|&n| chosen.class.f(n)).collect();
-            let l = line(&fs, &ts)?;
-            let dof = (points.len() - 2) as f64;
-            let se = (l.rss / dof / l.sxx).sqrt();
-            let t = StudentsT::new(0.0, 1.0, dof).ok()?.inverse_cdf(0.975);
-            Some((l.slope - t * se, l.slope + t * se))
-        })
-        .flatten();
-    GrowthFit {
-        class: chosen.class,
-        verdict,
-        reason,
-        intercept: chosen.intercept,
-        slope: chosen.slope,
-        slope_ci95,
-        r_squared: chosen.r_squared,
-        relative_rmse: rel,
-        change_over_range,
-        points: points.len(),
-        outliers,
-        also_fits,
-        candidates,
     }
+}
+
+/// 95 % Student t interval of the slope of `ts` against `class.f(ns)`, for growing classes.
+fn slope_ci95(class: Class, ns: &[f64], ts: &[f64]) -> Option<(f64, f64)> {
+    if class == Class::Constant || ts.len() <= 2 {
+        return None;
+    }
+    let fs: Vec<f64> = ns.iter().map(|&n| class.f(n)).collect();
+    let l = line(&fs, ts)?;
+    let dof = (ts.len() - 2) as f64;
+    let se = (l.rss / dof / l.sxx).sqrt();
+    let t = StudentsT::new(0.0, 1.0, dof).ok()?.inverse_cdf(0.975);
+    Some((l.slope - t * se, l.slope + t * se))
 }
 
 #[cfg(test)]

@@ -11,10 +11,12 @@
 //! - [`growth`]: the complexity class of a cost that grows with the data (O(1) … O(n log n)).
 //! - [`knee`]: latency objectives and the highest rate that meets one.
 //! - [`modes`]: clusters in a latency distribution, and whether they repeat at a period.
+//! - [`density`]: the kernel density estimate the modes and the report's latency plot share.
 //! - [`fit`]: least squares and goodness of fit shared by the models.
 
 pub mod checks;
 pub mod compare;
+pub mod density;
 pub mod fit;
 pub mod growth;
 pub mod knee;

@@ -5,12 +5,9 @@
 //! finds it in the run's HdrHistogram.
 //!
 //! Method:
-//! 1. Kernel density estimate of ln(latency) with a Gaussian kernel (Silverman, *Density
-//!    Estimation for Statistics and Data Analysis*, 1986, §3.4). The bandwidth is half of
-//!    Silverman's robust rule 0.9·min(sd, IQR/1.34)·n^(−1/5): the rule is tuned to one normal
-//!    distribution and smooths separate clusters together, so half of it is used, kept
-//!    within [0.01, 0.5] (1 % to 50 % of the value). The log scale gives a 1 ms cluster and a
-//!    1 s cluster the same relative resolution.
+//! 1. Kernel density estimate of ln(latency) with a Gaussian kernel and half of Silverman's
+//!    robust rule as bandwidth, within [0.01, 0.5]: [`super::density`], the same estimate
+//!    the report draws as the latency distribution's curve.
 //! 2. Every local maximum of the density on a grid of a fifth of the bandwidth is a
 //!    candidate mode; mean-shift steps then place it exactly. Neighbouring candidates are
 //!    merged while the dip between them is not significant: with `p` and `v` the expected
@@ -34,6 +31,7 @@
 //!    two thirds of their span (k = 0, 1, 3 but not 0, 1, 5, since with loose multiples
 //!    almost any three numbers fit some lattice).
 
+use super::density::{self, Grid, Kde};
 use super::fit::line;
 use crate::result::models::{LatencyModes, Mode, Period};
 use crate::stats::Hist;
@@ -49,14 +47,7 @@ const PERIOD_TOLERANCE: f64 = 0.04;
 
 /// Find the modes of a latency histogram (values in ns).
 pub fn find(h: &Hist) -> LatencyModes {
-    let points: Vec<(f64, f64)> = h
-        .iter_recorded()
-        .map(|v| {
-            let ns = h.median_equivalent(v.value_iterated_to()).max(1) as f64;
-            (ns.ln(), v.count_at_value() as f64)
-        })
-        .collect();
-    find_in(&points)
+    find_in(&density::ln_points(h))
 }
 
 /// Find the modes of weighted samples `(ln ns, count)`, sorted by value.
@@ -71,35 +62,62 @@ pub fn find_in(points: &[(f64, f64)]) -> LatencyModes {
             periodic: None,
         };
     }
-    let h = bandwidth(points, n);
-    let lo = points.first().map_or(0.0, |p| p.0) - 4.0 * h;
-    let hi = points.last().map_or(0.0, |p| p.0) + 4.0 * h;
-    let size = (((hi - lo) / (h / 5.0)).ceil() as usize + 1).clamp(16, 20_000);
-    let step = (hi - lo) / (size - 1) as f64;
+    let kde = Kde::latency_of(points.to_vec());
+    let grid = search_grid(&kde);
     // Count density per unit of ln(ns): the sum of the kernels of every sample.
-    let mut density = vec![0.0; size];
-    let norm = 1.0 / (h * (2.0 * std::f64::consts::PI).sqrt());
-    for &(y, w) in points {
-        let from = (((y - 4.0 * h - lo) / step).floor().max(0.0)) as usize;
-        let to = ((((y + 4.0 * h - lo) / step).ceil()) as usize).min(size - 1);
-        for (i, d) in density.iter_mut().enumerate().take(to + 1).skip(from) {
-            let u = (lo + i as f64 * step - y) / h;
-            *d += w * norm * (-0.5 * u * u).exp();
-        }
-    }
-    let mut peaks: Vec<usize> = (1..size - 1)
+    let density = kde.counts(&grid);
+    let mut peaks: Vec<usize> = (1..grid.size - 1)
         .filter(|&i| density[i] > density[i - 1] && density[i] >= density[i + 1])
         .collect();
     if peaks.is_empty() {
-        peaks.push(argmax(&density, 0, size));
+        peaks.push(argmax(&density, 0, grid.size));
     }
+    merge_shallow_dips(&mut peaks, &density, kde.bandwidth());
+    let masses = merge_small_basins(&mut peaks, &density, &grid, &kde);
+    let modes: Vec<Mode> = peaks
+        .iter()
+        .zip(&masses)
+        .map(|(&i, &m)| Mode {
+            at_ns: kde.mean_shift(grid.at(i)).exp(),
+            share: m / n,
+        })
+        .collect();
+    let periodic = period(&modes.iter().map(|m| m.at_ns).collect::<Vec<_>>());
+    LatencyModes {
+        shape: if modes.len() > 1 {
+            "multimodal"
+        } else {
+            "unimodal"
+        }
+        .to_string(),
+        samples: n as u64,
+        bandwidth: kde.bandwidth(),
+        modes,
+        periodic,
+    }
+}
+
+/// The grid candidate modes are searched on: a fifth of the bandwidth, from 4 bandwidths
+/// below the fastest sample to 4 above the slowest.
+fn search_grid(kde: &Kde) -> Grid {
+    let h = kde.bandwidth();
+    let points = kde.points();
+    let lo = points.first().map_or(0.0, |p| p.0) - 4.0 * h;
+    let hi = points.last().map_or(0.0, |p| p.0) + 4.0 * h;
+    let size = (((hi - lo) / (h / 5.0)).ceil() as usize + 1).clamp(16, 20_000);
+    Grid::between(lo, hi, size)
+}
+
+/// Merge neighbouring peaks, weakest dip first, while the dip between them is not
+/// significant (step 2 of the method); the higher peak of a pair stays.
+fn merge_shallow_dips(peaks: &mut Vec<usize>, density: &[f64], h: f64) {
     // Expected count within one bandwidth of a point with this density.
     let count = |d: f64| d * 2.0 * h;
     loop {
         let weakest = (0..peaks.len().saturating_sub(1))
             .map(|j| {
                 let (a, b) = (peaks[j], peaks[j + 1]);
-                let v = density[argmin(&density, a, b + 1)];
+                let v = density[argmin(density, a, b + 1)];
                 let p = density[a].min(density[b]);
                 let (pc, vc) = (count(p), count(v));
                 let z = (pc - vc) / (pc + vc).sqrt().max(1e-12);
@@ -107,32 +125,21 @@ pub fn find_in(points: &[(f64, f64)]) -> LatencyModes {
             })
             .filter(|(_, z, deep)| *z < Z || !deep)
             .min_by(|a, b| a.1.total_cmp(&b.1));
-        match weakest {
-            Some((j, _, _)) => {
-                // Keep the higher of the two peaks.
-                if density[peaks[j]] < density[peaks[j + 1]] {
-                    peaks.remove(j);
-                } else {
-                    peaks.remove(j + 1);
-                }
-            }
-            None => break,
+        let Some((j, _, _)) = weakest else { return };
+        if density[peaks[j]] < density[peaks[j + 1]] {
+            peaks.remove(j);
+        } else {
+            peaks.remove(j + 1);
         }
     }
-    // Basins: from the valley before each peak to the valley after it.
+}
+
+/// Drop the peak with the lightest basin while one is below the minimum mass (step 3), so
+/// its samples go to a neighbour's basin; returns the mass of each remaining peak's basin.
+fn merge_small_basins(peaks: &mut Vec<usize>, density: &[f64], grid: &Grid, kde: &Kde) -> Vec<f64> {
+    let n = kde.samples();
     loop {
-        let bounds = basins(&density, &peaks);
-        let masses: Vec<f64> = bounds
-            .iter()
-            .map(|&(a, b)| {
-                let (ya, yb) = (lo + a as f64 * step, lo + b as f64 * step);
-                points
-                    .iter()
-                    .filter(|p| p.0 >= ya && (p.0 < yb || b == size - 1))
-                    .map(|p| p.1)
-                    .sum()
-            })
-            .collect();
+        let masses = basin_masses(density, peaks, grid, kde.points());
         let small = masses
             .iter()
             .enumerate()
@@ -143,80 +150,24 @@ pub fn find_in(points: &[(f64, f64)]) -> LatencyModes {
             Some(j) if peaks.len() > 1 => {
                 peaks.remove(j);
             }
-            _ => {
-                let modes: Vec<Mode> = peaks
-                    .iter()
-                    .zip(&masses)
-                    .map(|(&i, &m)| Mode {
-                        at_ns: mean_shift(points, lo + i as f64 * step, h).exp(),
-                        share: m / n,
-                    })
-                    .collect();
-                let periodic = period(&modes.iter().map(|m| m.at_ns).collect::<Vec<_>>());
-                return LatencyModes {
-                    shape: if modes.len() > 1 {
-                        "multimodal"
-                    } else {
-                        "unimodal"
-                    }
-                    .to_string(),
-                    samples: n as u64,
-                    bandwidth: h,
-                    modes,
-                    periodic,
-                };
-            }
+            _ => return masses,
         }
     }
 }
 
-/// Half of Silverman's robust rule on the log values, within [0.01, 0.5].
-fn bandwidth(points: &[(f64, f64)], n: f64) -> f64 {
-    let mean = points.iter().map(|(y, w)| y * w).sum::<f64>() / n;
-    let var = points
+/// The samples in each peak's basin: from the valley before it to the valley after it.
+fn basin_masses(density: &[f64], peaks: &[usize], grid: &Grid, points: &[(f64, f64)]) -> Vec<f64> {
+    basins(density, peaks)
         .iter()
-        .map(|(y, w)| w * (y - mean).powi(2))
-        .sum::<f64>()
-        / n;
-    let quantile = |q: f64| {
-        let target = q * n;
-        let mut seen = 0.0;
-        for &(y, w) in points {
-            seen += w;
-            if seen >= target {
-                return y;
-            }
-        }
-        points.last().map_or(0.0, |p| p.0)
-    };
-    let iqr = quantile(0.75) - quantile(0.25);
-    let sd = var.sqrt();
-    let spread = if iqr > 0.0 { sd.min(iqr / 1.34) } else { sd };
-    (0.5 * 0.9 * spread * n.powf(-0.2)).clamp(0.01, 0.5)
-}
-
-/// Move `y` uphill to the density's exact local maximum by mean-shift steps (Comaniciu &
-/// Meer, "Mean shift: a robust approach toward feature space analysis", IEEE PAMI 24, 2002):
-/// the grid only places a peak to within a fifth of the bandwidth.
-fn mean_shift(points: &[(f64, f64)], mut y: f64, h: f64) -> f64 {
-    for _ in 0..50 {
-        let (mut num, mut den) = (0.0, 0.0);
-        for &(x, w) in points.iter().filter(|p| (p.0 - y).abs() < 4.0 * h) {
-            let k = w * (-0.5 * ((x - y) / h).powi(2)).exp();
-            num += k * x;
-            den += k;
-        }
-        if den <= 0.0 {
-            break;
-        }
-        let next = num / den;
-        let done = (next - y).abs() < 1e-6 * h;
-        y = next;
-        if done {
-            break;
-        }
-    }
-    y
+        .map(|&(a, b)| {
+            let (ya, yb) = (grid.at(a), grid.at(b));
+            points
+                .iter()
+                .filter(|p| p.0 >= ya && (p.0 < yb || b == grid.size - 1))
+                .map(|p| p.1)
+                .sum()
+        })
+        .collect()
 }
 
 fn argmax(v: &[f64], from: usize, to: usize) -> usize {

@@ -11,12 +11,12 @@ use std::time::SystemTime;
 
 use anyhow::Result;
 
-use super::{default_out, describe, execute, resolve, same_path, RunSetup, View};
 use crate::analysis::knee::{self, Search};
 use crate::analysis::{growth, usl};
 use crate::cli::{RunArgs, SweepArgs};
 use crate::engine::{self, Mode};
 use crate::error::InputError;
+use crate::plan::{self, default_out, same_path, RunPlan};
 use crate::report::{html, sweep as table};
 use crate::result::models::{Knee, Slo};
 use crate::result::sweep::{
@@ -24,8 +24,9 @@ use crate::result::sweep::{
     SweepStatus, UslModel, VaryRecord,
 };
 use crate::result::{self, RunResult, RunStatus};
-use crate::spec::{self, builtin, OpKind, Source, Workload};
-use crate::targets::{redact, with_target_type, Target, TargetUrl};
+use crate::runner::{self, describe, View};
+use crate::spec::{OpKind, Workload};
+use crate::targets::{with_target_type, Target};
 
 /// At most this many points in one grid.
 const MAX_POINTS: usize = 1000;
@@ -72,17 +73,16 @@ struct Plan<'a> {
     args: &'a SweepArgs,
     course: Course,
     slo: Option<Slo>,
-    url: TargetUrl,
-    /// The first point, resolved: its workload opens a shared target, its plan is shown.
-    first: RunSetup,
+    /// The plan of the first point; every other point is this plan with one field changed.
+    base: RunPlan,
     out: PathBuf,
     record: SweepResult,
 }
 
 pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     let plan = Plan::new(args)?;
-    let scheme = plan.url.scheme.clone();
-    with_target_type!(scheme.as_str(), T => plan.run(|url, w| T::from_url(url, &w.params)))
+    let scheme = plan.base.target.scheme().to_string();
+    with_target_type!(scheme.as_str(), T => plan.run::<T>())
 }
 
 /// Parse `NAME=VALUES`: a list `a,b,c`, a range `a..b:step` (both ends included), or with
@@ -163,11 +163,10 @@ fn fmt_num(x: f64) -> String {
     }
 }
 
-/// The run arguments of one grid point.
-fn point_args(base: &RunArgs, setting: &Setting, value: &str) -> Result<RunArgs, InputError> {
-    let mut a = base.clone();
-    // The sweep's report is the sweep's, written at its end.
-    a.report = None;
+/// The plan of a grid point: the base plan with the varied setting at `value`. Errors name
+/// the point.
+fn point_plan(base: &RunPlan, setting: &Setting, value: &str) -> Result<RunPlan, InputError> {
+    let what = format!("--vary {}={value}", setting.name());
     let number = || {
         value.parse::<f64>().ok().ok_or_else(|| {
             InputError::new(format!(
@@ -176,6 +175,11 @@ fn point_args(base: &RunArgs, setting: &Setting, value: &str) -> Result<RunArgs,
             ))
         })
     };
+    let mut plan = match setting {
+        Setting::Param(name) => base.with_param(name, value),
+        _ => Ok(base.clone()),
+    }
+    .map_err(|e| InputError::new(format!("{what}: {e}")))?;
     match setting {
         Setting::Clients => {
             let n = number()?;
@@ -184,35 +188,52 @@ fn point_args(base: &RunArgs, setting: &Setting, value: &str) -> Result<RunArgs,
                     "--vary clients: '{value}' is not a whole number of clients"
                 )));
             }
-            a.clients = Some(n as u64);
+            plan.set_clients(n as u64)
         }
-        Setting::Rate => a.rate = Some(number()?),
-        Setting::Param(name) => {
-            a.set.retain(|(n, _)| n != name);
-            a.set.push((name.clone(), value.to_string()));
+        Setting::Rate => plan.set_rate(number()?),
+        Setting::Param(_) => Ok(()),
+    }
+    .map_err(|e| InputError::new(format!("{what}: {e}")))?;
+    Ok(plan)
+}
+
+/// The flags of the first point: the loop kind the varied setting asks for, so that flags
+/// of that kind (`--max-in-flight` on a rate sweep) resolve. The sweep's report is the
+/// sweep's, written at its end.
+fn base_args(base: &RunArgs, course: &Course) -> Result<RunArgs, InputError> {
+    let mut a = base.clone();
+    a.report = None;
+    let first = |values: &[String]| values[0].parse::<f64>().ok();
+    match course {
+        Course::Grid {
+            setting: Setting::Clients,
+            values,
+        } => {
+            a.clients = first(values)
+                .filter(|n| *n >= 1.0)
+                .map(|n| n as u64)
+                .or(Some(1))
         }
+        Course::Grid {
+            setting: Setting::Rate,
+            values,
+        } => a.rate = first(values).or(Some(1.0)),
+        Course::Search { min, .. } => a.rate = Some(*min),
+        Course::Grid { .. } => {}
+        // Any stop flag replaces the file's: the batches set their own.
+        Course::Growth { .. } => a.ops = Some(1),
     }
     Ok(a)
 }
 
-/// The run arguments of growth batch `k`: exactly `batch` operations, no warm-up, the data
-/// loaded by the first batch only.
-fn growth_args(base: &RunArgs, batch: u64, k: u64) -> RunArgs {
-    let mut a = base.clone();
-    a.report = None;
-    a.ops = Some(batch);
-    a.duration = None;
-    a.samples = None;
-    a.warmup = Some("0s".to_string());
-    a.skip_load = base.skip_load || k > 0;
-    a
-}
-
-/// Check one point's arguments, naming the point in the error.
-fn check(args: &RunArgs, what: &str) -> Result<(), InputError> {
-    resolve(args)
-        .map(|_| ())
-        .map_err(|e| InputError::new(format!("{what}: {e:#}")))
+/// Resolve the base plan, naming the sweep in the error.
+fn resolve_base(args: &RunArgs, course: &Course) -> Result<RunPlan, InputError> {
+    let mut plan =
+        plan::resolve(&base_args(args, course)?).map_err(|e| InputError::new(format!("{e:#}")))?;
+    if let Course::Growth { batch, .. } = course {
+        plan = plan.growth_batch(*batch, 0);
+    }
+    Ok(plan)
 }
 
 impl<'a> Plan<'a> {
@@ -234,175 +255,27 @@ impl<'a> Plan<'a> {
         }
         let slo = args.slo.as_deref().map(Slo::parse).transpose()?;
         // The workload alone: the base flags need not make a run (a rate sweep has no --rate).
-        let (source_name, text) = builtin::resolve(&base.workload)?;
-        let workload = spec::compile(
-            &Source {
-                path: &source_name,
-                text: &text,
-            },
-            &base.set,
-        )?;
-        let growth = args.growth_batch.is_some() || args.growth_limit.is_some();
-        let course = if growth {
-            let (Some(batch), Some(limit)) = (args.growth_batch, args.growth_limit) else {
-                return Err(InputError::new(
-                    "a growth study needs both --growth-batch B and --growth-limit RECORDS",
-                )
-                .help("for example --growth-batch 1000 --growth-limit 50000 (seed 003)"));
-            };
-            if args.vary.is_some() || args.find_max {
-                return Err(InputError::new(
-                    "a growth study varies the records stored: drop --vary and --find-max",
-                ));
-            }
-            if args.repeat > 1 {
-                return Err(InputError::new(
-                    "--repeat does not apply to a growth study: its batches keep adding to one store",
-                )
-                .help("run the sweep again on a fresh target to repeat it"));
-            }
-            for (given, flag) in [
-                (base.duration.is_some(), "--duration"),
-                (base.ops.is_some(), "--ops"),
-                (base.samples.is_some(), "--samples"),
-                (base.warmup.is_some(), "--warmup"),
-            ] {
-                if given {
-                    return Err(InputError::new(format!(
-                        "{flag} does not apply to a growth study: every batch runs exactly --growth-batch operations"
-                    )));
-                }
-            }
-            if batch == 0 || limit == 0 {
-                return Err(InputError::new(
-                    "--growth-batch and --growth-limit must be at least 1",
-                ));
-            }
-            let initial = match (&workload.data, base.skip_load) {
-                (Some(d), false) => d.count,
-                _ => 0,
-            };
-            if initial >= limit {
-                return Err(InputError::new(format!(
-                    "--growth-limit {limit}: the workload's [data] already stores {initial} records"
-                ))
-                .help("raise --growth-limit, or lower the data count (e.g. --set records=0)"));
-            }
-            if (limit - initial).div_ceil(batch) as usize > MAX_POINTS {
-                return Err(InputError::new(format!(
-                    "--growth-limit {limit} in batches of {batch} makes more than {MAX_POINTS} batches"
-                ))
-                .help("raise --growth-batch"));
-            }
-            check(&growth_args(base, batch, 0), "growth batch")?;
-            Course::Growth {
-                batch,
-                limit,
-                initial,
-            }
+        let (workload, _) = plan::resolve_workload(base)?;
+        let course = if args.growth_batch.is_some() || args.growth_limit.is_some() {
+            growth_course(args, &workload)?
         } else {
-            let Some(vary) = &args.vary else {
-                return Err(InputError::new("sweep needs something to vary").help(
-                    "add --vary clients=1,2,4,8 (or rate=…, or a workload parameter), or a growth study with --growth-batch B --growth-limit RECORDS",
-                ));
-            };
-            let (name, values) = parse_vary(vary, args.find_max)?;
-            let setting = match name.as_str() {
-                "clients" => Setting::Clients,
-                "rate" => Setting::Rate,
-                p if workload.params.contains_key(p) => Setting::Param(p.to_string()),
-                other => {
-                    let params: Vec<&str> = workload.params.keys().map(String::as_str).collect();
-                    return Err(InputError::new(format!(
-                        "--vary {other}: '{other}' is neither a load setting nor a parameter of the workload '{}'",
-                        workload.name
-                    ))
-                    .help(if params.is_empty() {
-                        "vary clients or rate (this workload declares no [params])".to_string()
-                    } else {
-                        format!(
-                            "vary clients, rate, or one of the workload's parameters: {}",
-                            params.join(", ")
-                        )
-                    }));
-                }
-            };
-            let flag_given = match &setting {
-                Setting::Clients => base.clients.is_some(),
-                Setting::Rate => base.rate.is_some(),
-                Setting::Param(p) => base.set.iter().any(|(n, _)| n == p),
-            };
-            if flag_given {
-                let flag = match &setting {
-                    Setting::Param(p) => format!("--set {p}"),
-                    s => format!("--{}", s.name()),
-                };
-                return Err(InputError::new(format!(
-                    "--vary {} and {flag} both set it: keep one",
-                    setting.name()
-                )));
-            }
-            if args.find_max {
-                if setting != Setting::Rate {
-                    return Err(InputError::new(
-                        "--find-max searches rates: use --vary rate=LOW..HIGH",
-                    ));
-                }
-                if slo.is_none() {
-                    return Err(
-                        InputError::new("--find-max needs an objective to search for")
-                            .help("add --slo 'p99 < 50ms'"),
-                    );
-                }
-            }
-            for value in &values {
-                check(
-                    &point_args(base, &setting, value)?,
-                    &format!("--vary {}={value}", setting.name()),
-                )?;
-            }
-            match (args.find_max, values.as_slice()) {
-                (true, [min, max]) => {
-                    let (min, max) = (
-                        min.parse::<f64>().unwrap_or(0.0),
-                        max.parse::<f64>().unwrap_or(0.0),
-                    );
-                    if min <= 0.0 {
-                        return Err(InputError::new(
-                            "--find-max: the lowest rate must be above zero",
-                        ));
-                    }
-                    Course::Search { min, max }
-                }
-                _ => Course::Grid { setting, values },
-            }
+            grid_course(args, &workload, slo.is_some())?
         };
-
-        let (vary_name, kind, spec, values) = match &course {
-            Course::Grid { setting, values } => (
-                setting.name().to_string(),
-                match setting {
-                    Setting::Clients => "clients",
-                    Setting::Rate => "rate",
-                    Setting::Param(_) => "param",
-                },
-                args.vary.clone().unwrap_or_default(),
-                values.clone(),
-            ),
-            Course::Search { min, max } => (
-                "rate".to_string(),
-                "rate",
-                args.vary.clone().unwrap_or_default(),
-                vec![fmt_num(*min), fmt_num(*max)],
-            ),
-            Course::Growth { .. } => ("records".to_string(), "growth", String::new(), Vec::new()),
-        };
-        let (url, first) = resolve(&match &course {
-            Course::Grid { setting, values } => point_args(base, setting, &values[0])?,
-            Course::Search { min, .. } => point_args(base, &Setting::Rate, &fmt_num(*min))?,
-            Course::Growth { batch, .. } => growth_args(base, *batch, 0),
-        })
-        .map_err(|e| InputError::new(format!("{e:#}")))?;
+        let first = resolve_base(base, &course)?;
+        // Every point is checked before the first runs.
+        match &course {
+            Course::Grid { setting, values } => {
+                for value in values {
+                    point_plan(&first, setting, value)?;
+                }
+            }
+            Course::Search { min, max } => {
+                for rate in [min, max] {
+                    point_plan(&first, &Setting::Rate, &fmt_num(*rate))?;
+                }
+            }
+            Course::Growth { .. } => {}
+        }
         let out = base
             .out
             .clone()
@@ -416,60 +289,25 @@ impl<'a> Plan<'a> {
                 .help("give the report its own name, like sweep.html"));
             }
         }
-        let record = SweepResult {
-            schema_version: sweep::SCHEMA_VERSION,
-            kind: SweepKind::Sweep,
-            loadrig_version: env!("CARGO_PKG_VERSION").to_string(),
-            status: SweepStatus::Running,
-            workload: workload.name.clone(),
-            target: redact(&first.target_url),
-            vary: VaryRecord {
-                name: vary_name,
-                kind: kind.to_string(),
-                spec,
-                values,
-            },
-            repeat: args.repeat,
-            slo: slo.clone(),
-            find_max: args.find_max,
-            growth: match course {
-                Course::Growth {
-                    batch,
-                    limit,
-                    initial,
-                } => Some(GrowthSpec {
-                    batch,
-                    limit,
-                    initial_records: initial,
-                }),
-                _ => None,
-            },
-            started_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
-            ended_at: None,
-            points: Vec::new(),
-            models: Models::default(),
-            notes: Vec::new(),
-        };
+        let record = record(args, &course, &slo, &first);
         Ok(Plan {
             args,
             course,
             slo,
-            url,
-            first,
+            base: first,
             out,
             record,
         })
     }
 
-    /// Run every point on targets of type `T`, opened by `open` (once for a growth study,
-    /// whose batches must meet the same store; otherwise afresh for every point, like
-    /// separate runs).
-    fn run<T: Target>(
-        self,
-        open: impl Fn(&TargetUrl, &Workload) -> Result<T, InputError>,
-    ) -> Result<ExitCode> {
+    /// Run every point on targets of type `T`: one target for a growth study, whose batches
+    /// must meet the same store; otherwise a fresh one for every point, like separate runs.
+    fn run<T: Target>(self) -> Result<ExitCode> {
         let shared = match self.course {
-            Course::Growth { .. } => Some(Arc::new(open(&self.url, &self.first.workload)?)),
+            Course::Growth { .. } => Some(Arc::new(T::from_url(
+                &self.base.target.parsed,
+                &self.base.workload.params,
+            )?)),
             _ => None,
         };
         let mut s = Sweeper {
@@ -477,157 +315,237 @@ impl<'a> Plan<'a> {
             out: self.out,
             slo: self.slo,
             shared,
-            open,
         };
-        let base = &self.args.run;
         let repeat = self.args.repeat;
-        let first = &self.first;
         println!(
             "loadrig {} sweep: {} on {} — {}; first point: {}",
             env!("CARGO_PKG_VERSION"),
             s.record.workload,
             s.record.target,
-            match &self.course {
-                Course::Grid { setting, values } => format!(
-                    "{} over {}{}",
-                    setting.name(),
-                    values.join(", "),
-                    runs_each(repeat)
-                ),
-                Course::Search { min, max } => format!(
-                    "searching rates {}..{} for the knee{}",
-                    fmt_num(*min),
-                    fmt_num(*max),
-                    runs_each(repeat)
-                ),
-                Course::Growth { batch, limit, .. } =>
-                    format!("growth study, batches of {batch} up to {limit} records"),
-            },
-            describe(&first.plan)
+            course_words(&self.course, repeat),
+            describe(&self.base.load)
         );
         println!("{}", table::header(&s.record.vary.name, s.slo.is_some()));
-
-        let mut interrupted = false;
-        match self.course.clone() {
-            Course::Grid { setting, values } => {
-                'grid: for value in &values {
-                    let x = value.parse::<f64>().ok();
-                    for rep in 1..=repeat {
-                        let args = point_args(base, &setting, value)?;
-                        if !s.point(&args, 0, value, x, rep, None)? {
-                            interrupted = true;
-                            break 'grid;
-                        }
-                    }
-                }
-                s.grid_models(&setting);
-            }
-            Course::Search { min, max } => {
-                let mut search = Search::new(min, max);
-                'search: while let Some(rate) = search.next() {
-                    let value = fmt_num(rate);
-                    let mut passed = true;
-                    for rep in 1..=repeat {
-                        let args = point_args(base, &Setting::Rate, &value)?;
-                        if !s.point(&args, 0, &value, Some(rate), rep, None)? {
-                            interrupted = true;
-                            break 'search;
-                        }
-                        passed &= s.record.points.last().and_then(|p| p.slo_ok) == Some(true);
-                    }
-                    search.record(rate, passed);
-                }
-                s.knee_model(search.knee(), "search");
-            }
+        let complete = match self.course.clone() {
+            Course::Grid { setting, values } => s.grid(&self.base, &setting, &values, repeat)?,
+            Course::Search { min, max } => s.search(&self.base, min, max, repeat)?,
             Course::Growth {
                 batch,
                 limit,
                 initial,
-            } => {
-                let puts: Vec<String> = first
-                    .ops
-                    .iter()
-                    .filter(|o| matches!(o.kind, OpKind::Put { .. }))
-                    .map(|o| o.name.clone())
-                    .collect();
-                let mut stored = initial;
-                let mut k = 0;
-                let mut series = Vec::new();
-                while stored < limit {
-                    let args = growth_args(base, batch, k);
-                    let value = stored.to_string();
-                    if !s.point(
-                        &args,
-                        k * batch,
-                        &value,
-                        Some(stored as f64),
-                        1,
-                        Some(stored),
-                    )? {
-                        interrupted = true;
-                        break;
-                    }
-                    let Some(p) = s.record.points.last() else {
-                        break;
-                    };
-                    let added: u64 = if puts.is_empty() {
-                        p.result.total.ok
-                    } else {
-                        p.result
-                            .operations
-                            .iter()
-                            .filter(|o| puts.contains(&o.name))
-                            .map(|o| o.ok)
-                            .sum()
-                    };
-                    if added == 0 {
-                        s.record.notes.push(format!(
-                            "batch {} stored no record (every operation failed); the study stopped there",
-                            k + 1
-                        ));
-                        break;
-                    }
-                    // The batch's cost is that of the records it met on average: its middle.
-                    series.push((stored as f64 + added as f64 / 2.0, p.measured_s));
-                    stored += added;
-                    k += 1;
-                }
-                if puts.is_empty() {
-                    s.record.notes.push(
-                        "the workload has no kv.put operation: every successful operation counts as one record stored"
-                            .to_string(),
-                    );
-                }
-                let fit = growth::classify(&series);
-                let (from, to) = (initial as f64, stored as f64);
-                s.record.models.growth =
-                    Some(GrowthModel::new(s.record.target.clone(), fit, from, to));
-            }
-        }
-
-        s.record.status = if interrupted {
-            SweepStatus::Interrupted
-        } else {
-            SweepStatus::Complete
+            } => s.growth(&self.base, batch, limit, initial)?,
         };
-        s.record.ended_at = Some(humantime::format_rfc3339_millis(SystemTime::now()).to_string());
-        s.write()?;
-        print!("\n{}", table::summary(&s.record));
-        println!("sweep result: {}", s.out.display());
-        if let Some(report) = &base.report {
-            let label = s.out.file_name().map_or_else(
-                || s.out.display().to_string(),
-                |n| n.to_string_lossy().into(),
-            );
-            let page = html::render_sweep(&label, &s.record)?;
-            result::write_atomic(report, page.as_bytes())?;
-            println!("report: {}", report.display());
+        s.finish(complete, self.args.run.report.as_deref())
+    }
+}
+
+/// `--growth-batch B --growth-limit N`, checked against the other flags and the workload.
+fn growth_course(args: &SweepArgs, workload: &Workload) -> Result<Course, InputError> {
+    let base = &args.run;
+    let (Some(batch), Some(limit)) = (args.growth_batch, args.growth_limit) else {
+        return Err(InputError::new(
+            "a growth study needs both --growth-batch B and --growth-limit RECORDS",
+        )
+        .help("for example --growth-batch 1000 --growth-limit 50000 (seed 003)"));
+    };
+    if args.vary.is_some() || args.find_max {
+        return Err(InputError::new(
+            "a growth study varies the records stored: drop --vary and --find-max",
+        ));
+    }
+    if args.repeat > 1 {
+        return Err(InputError::new(
+            "--repeat does not apply to a growth study: its batches keep adding to one store",
+        )
+        .help("run the sweep again on a fresh target to repeat it"));
+    }
+    for (given, flag) in [
+        (base.duration.is_some(), "--duration"),
+        (base.ops.is_some(), "--ops"),
+        (base.samples.is_some(), "--samples"),
+        (base.warmup.is_some(), "--warmup"),
+    ] {
+        if given {
+            return Err(InputError::new(format!(
+                "{flag} does not apply to a growth study: every batch runs exactly --growth-batch operations"
+            )));
         }
-        Ok(if interrupted {
-            ExitCode::from(130)
-        } else {
-            ExitCode::SUCCESS
-        })
+    }
+    if batch == 0 || limit == 0 {
+        return Err(InputError::new(
+            "--growth-batch and --growth-limit must be at least 1",
+        ));
+    }
+    let initial = match (&workload.data, base.skip_load) {
+        (Some(d), false) => d.count,
+        _ => 0,
+    };
+    if initial >= limit {
+        return Err(InputError::new(format!(
+            "--growth-limit {limit}: the workload's [data] already stores {initial} records"
+        ))
+        .help("raise --growth-limit, or lower the data count (e.g. --set records=0)"));
+    }
+    if (limit - initial).div_ceil(batch) as usize > MAX_POINTS {
+        return Err(InputError::new(format!(
+            "--growth-limit {limit} in batches of {batch} makes more than {MAX_POINTS} batches"
+        ))
+        .help("raise --growth-batch"));
+    }
+    Ok(Course::Growth {
+        batch,
+        limit,
+        initial,
+    })
+}
+
+/// `--vary NAME=VALUES` (with `--find-max`, a search), checked against the workload.
+fn grid_course(args: &SweepArgs, workload: &Workload, has_slo: bool) -> Result<Course, InputError> {
+    let Some(vary) = &args.vary else {
+        return Err(InputError::new("sweep needs something to vary").help(
+            "add --vary clients=1,2,4,8 (or rate=…, or a workload parameter), or a growth study with --growth-batch B --growth-limit RECORDS",
+        ));
+    };
+    let (name, values) = parse_vary(vary, args.find_max)?;
+    let setting = setting(&name, workload)?;
+    let base = &args.run;
+    let flag_given = match &setting {
+        Setting::Clients => base.clients.is_some(),
+        Setting::Rate => base.rate.is_some(),
+        Setting::Param(p) => base.set.iter().any(|(n, _)| n == p),
+    };
+    if flag_given {
+        let flag = match &setting {
+            Setting::Param(p) => format!("--set {p}"),
+            s => format!("--{}", s.name()),
+        };
+        return Err(InputError::new(format!(
+            "--vary {} and {flag} both set it: keep one",
+            setting.name()
+        )));
+    }
+    if !args.find_max {
+        return Ok(Course::Grid { setting, values });
+    }
+    if setting != Setting::Rate {
+        return Err(InputError::new(
+            "--find-max searches rates: use --vary rate=LOW..HIGH",
+        ));
+    }
+    if !has_slo {
+        return Err(
+            InputError::new("--find-max needs an objective to search for")
+                .help("add --slo 'p99 < 50ms'"),
+        );
+    }
+    let end = |i: usize| values[i].parse::<f64>().unwrap_or(0.0);
+    let (min, max) = (end(0), end(1));
+    if min <= 0.0 {
+        return Err(InputError::new(
+            "--find-max: the lowest rate must be above zero",
+        ));
+    }
+    Ok(Course::Search { min, max })
+}
+
+/// What `--vary NAME` names: a load setting or one of the workload's parameters.
+fn setting(name: &str, workload: &Workload) -> Result<Setting, InputError> {
+    Ok(match name {
+        "clients" => Setting::Clients,
+        "rate" => Setting::Rate,
+        p if workload.params.contains_key(p) => Setting::Param(p.to_string()),
+        other => {
+            let params: Vec<&str> = workload.params.keys().map(String::as_str).collect();
+            return Err(InputError::new(format!(
+                "--vary {other}: '{other}' is neither a load setting nor a parameter of the workload '{}'",
+                workload.name
+            ))
+            .help(if params.is_empty() {
+                "vary clients or rate (this workload declares no [params])".to_string()
+            } else {
+                format!(
+                    "vary clients, rate, or one of the workload's parameters: {}",
+                    params.join(", ")
+                )
+            }));
+        }
+    })
+}
+
+/// The sweep file as it starts: what is varied and how, no points yet.
+fn record(args: &SweepArgs, course: &Course, slo: &Option<Slo>, first: &RunPlan) -> SweepResult {
+    let (vary_name, kind, spec, values) = match course {
+        Course::Grid { setting, values } => (
+            setting.name().to_string(),
+            match setting {
+                Setting::Clients => "clients",
+                Setting::Rate => "rate",
+                Setting::Param(_) => "param",
+            },
+            args.vary.clone().unwrap_or_default(),
+            values.clone(),
+        ),
+        Course::Search { min, max } => (
+            "rate".to_string(),
+            "rate",
+            args.vary.clone().unwrap_or_default(),
+            vec![fmt_num(*min), fmt_num(*max)],
+        ),
+        Course::Growth { .. } => ("records".to_string(), "growth", String::new(), Vec::new()),
+    };
+    SweepResult {
+        schema_version: sweep::SCHEMA_VERSION,
+        kind: SweepKind::Sweep,
+        loadrig_version: env!("CARGO_PKG_VERSION").to_string(),
+        status: SweepStatus::Running,
+        workload: first.workload.name.clone(),
+        target: first.target.shown(),
+        vary: VaryRecord {
+            name: vary_name,
+            kind: kind.to_string(),
+            spec,
+            values,
+        },
+        repeat: args.repeat,
+        slo: slo.clone(),
+        find_max: args.find_max,
+        growth: match *course {
+            Course::Growth {
+                batch,
+                limit,
+                initial,
+            } => Some(GrowthSpec {
+                batch,
+                limit,
+                initial_records: initial,
+            }),
+            _ => None,
+        },
+        started_at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+        ended_at: None,
+        points: Vec::new(),
+        models: Models::default(),
+        notes: Vec::new(),
+    }
+}
+
+fn course_words(course: &Course, repeat: u32) -> String {
+    match course {
+        Course::Grid { setting, values } => format!(
+            "{} over {}{}",
+            setting.name(),
+            values.join(", "),
+            runs_each(repeat)
+        ),
+        Course::Search { min, max } => format!(
+            "searching rates {}..{} for the knee{}",
+            fmt_num(*min),
+            fmt_num(*max),
+            runs_each(repeat)
+        ),
+        Course::Growth { batch, limit, .. } => {
+            format!("growth study, batches of {batch} up to {limit} records")
+        }
     }
 }
 
@@ -639,21 +557,147 @@ fn runs_each(repeat: u32) -> String {
     }
 }
 
-/// The running sweep: its record so far and where its points' targets come from.
-struct Sweeper<T, F> {
+/// The running sweep: its record so far and, for a growth study, its one target.
+struct Sweeper<T> {
     record: SweepResult,
     out: PathBuf,
     slo: Option<Slo>,
     shared: Option<Arc<T>>,
-    open: F,
 }
 
-impl<T: Target, F: Fn(&TargetUrl, &Workload) -> Result<T, InputError>> Sweeper<T, F> {
+impl<T: Target> Sweeper<T> {
+    /// Every value `repeat` times, in order; false when interrupted.
+    fn grid(
+        &mut self,
+        base: &RunPlan,
+        setting: &Setting,
+        values: &[String],
+        repeat: u32,
+    ) -> Result<bool> {
+        for value in values {
+            let x = value.parse::<f64>().ok();
+            for rep in 1..=repeat {
+                let plan = point_plan(base, setting, value)?;
+                if !self.point(&plan, value, x, rep, None)? {
+                    return Ok(false);
+                }
+            }
+        }
+        self.grid_models(setting);
+        Ok(true)
+    }
+
+    /// `--find-max`: rates chosen by the knee search; false when interrupted.
+    fn search(&mut self, base: &RunPlan, min: f64, max: f64, repeat: u32) -> Result<bool> {
+        let mut search = Search::new(min, max);
+        let mut complete = true;
+        'search: while let Some(rate) = search.next() {
+            let value = fmt_num(rate);
+            let mut passed = true;
+            for rep in 1..=repeat {
+                let plan = point_plan(base, &Setting::Rate, &value)?;
+                if !self.point(&plan, &value, Some(rate), rep, None)? {
+                    complete = false;
+                    break 'search;
+                }
+                passed &= self.record.points.last().and_then(|p| p.slo_ok) == Some(true);
+            }
+            search.record(rate, passed);
+        }
+        self.knee_model(search.knee(), "search");
+        Ok(complete)
+    }
+
+    /// Batches against one store until `limit` records are stored; false when interrupted.
+    fn growth(&mut self, base: &RunPlan, batch: u64, limit: u64, initial: u64) -> Result<bool> {
+        let puts: Vec<String> = base
+            .ops
+            .iter()
+            .filter(|o| matches!(o.kind, OpKind::Put { .. }))
+            .map(|o| o.name.clone())
+            .collect();
+        let (mut stored, mut k, mut series) = (initial, 0, Vec::new());
+        let mut complete = true;
+        while stored < limit {
+            let plan = base.growth_batch(batch, k);
+            let value = stored.to_string();
+            if !self.point(&plan, &value, Some(stored as f64), 1, Some(stored))? {
+                complete = false;
+                break;
+            }
+            let Some(p) = self.record.points.last() else {
+                break;
+            };
+            let added: u64 = if puts.is_empty() {
+                p.result.total.ok
+            } else {
+                p.result
+                    .operations
+                    .iter()
+                    .filter(|o| puts.contains(&o.name))
+                    .map(|o| o.ok)
+                    .sum()
+            };
+            if added == 0 {
+                self.record.notes.push(format!(
+                    "batch {} stored no record (every operation failed); the study stopped there",
+                    k + 1
+                ));
+                break;
+            }
+            // The batch's cost is that of the records it met on average: its middle.
+            series.push((stored as f64 + added as f64 / 2.0, p.measured_s));
+            stored += added;
+            k += 1;
+        }
+        if puts.is_empty() {
+            self.record.notes.push(
+                "the workload has no kv.put operation: every successful operation counts as one record stored"
+                    .to_string(),
+            );
+        }
+        let fit = growth::classify(&series);
+        self.record.models.growth = Some(GrowthModel::new(
+            self.record.target.clone(),
+            fit,
+            initial as f64,
+            stored as f64,
+        ));
+        Ok(complete)
+    }
+
+    /// Write the finished sweep, print its summary and its report.
+    fn finish(mut self, complete: bool, report: Option<&std::path::Path>) -> Result<ExitCode> {
+        self.record.status = if complete {
+            SweepStatus::Complete
+        } else {
+            SweepStatus::Interrupted
+        };
+        self.record.ended_at =
+            Some(humantime::format_rfc3339_millis(SystemTime::now()).to_string());
+        self.write()?;
+        print!("\n{}", table::summary(&self.record));
+        println!("sweep result: {}", self.out.display());
+        if let Some(report) = report {
+            let label = self.out.file_name().map_or_else(
+                || self.out.display().to_string(),
+                |n| n.to_string_lossy().into(),
+            );
+            let page = html::render_sweep(&label, &self.record)?;
+            result::write_atomic(report, page.as_bytes())?;
+            println!("report: {}", report.display());
+        }
+        Ok(if complete {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(130)
+        })
+    }
+
     /// Run one point, print its row and save the sweep; false when it was interrupted.
     fn point(
         &mut self,
-        args: &RunArgs,
-        seq_offset: u64,
+        plan: &RunPlan,
         value: &str,
         x: Option<f64>,
         repeat: u32,
@@ -662,17 +706,14 @@ impl<T: Target, F: Fn(&TargetUrl, &Workload) -> Result<T, InputError>> Sweeper<T
         if engine::INTERRUPTED.load(Ordering::SeqCst) {
             return Ok(false);
         }
-        let (url, mut setup) = resolve(args)?;
-        setup.seq_offset = seq_offset;
-        let offered = match setup.plan.mode {
+        let offered = match plan.load.mode {
             Mode::Open { rate, .. } => Some(rate),
             Mode::Closed { .. } => None,
         };
-        let target = match &self.shared {
-            Some(t) => Arc::clone(t),
-            None => Arc::new((self.open)(&url, &setup.workload)?),
+        let result = match &self.shared {
+            Some(t) => runner::execute_on(Arc::clone(t), plan, View::Quiet)?,
+            None => runner::execute(plan, View::Quiet)?,
         };
-        let result = execute(target, setup, View::Quiet)?;
         let slo_ok = self.slo.as_ref().map(|slo| {
             slo.holds(&result.total.latency)
                 && offered.is_none_or(|r| knee::sustained(r, result.total.throughput_per_s))

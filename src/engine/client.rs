@@ -2,17 +2,15 @@
 //!
 //! The hot path holds no shared lock: counters are local, and at each interval boundary the
 //! client hands its counters to the collector over a channel and starts fresh ones.
-//! Closed loop reads the clock once per operation (the end of one is the start of the
-//! next) unless the operation binds parameters first; open loop reads it at the actual
+//! Closed loop reads the clock once per operation: the end of one operation is the start
+//! of the next, so the client's own work in between (recording the last result, choosing
+//! and binding the next operation) counts in the next one's latency; a think time is not
+//! counted, as the clock is read again after it. Open loop reads the clock at the actual
 //! start and at the end, and measures latency from the intended start.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::Duration;
-
-/// The hot loop's clock: quanta reads the CPU's time-stamp counter (a few ns) where the
-/// kernel's clock_gettime costs 20-30 ns on this kind of VM; calibrated once per process.
-use quanta::Instant;
 
 use rand::distr::weighted::WeightedIndex;
 use rand::distr::Distribution;
@@ -20,9 +18,9 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use rand_distr::Exp;
 
-use super::pace;
 use super::timeline::Timeline;
-use super::{Connection, LoadPlan, Mode, Msg, Slots};
+use super::{Arrivals, Connection, LoadPlan, Mode, Msg, Slots};
+use crate::clock::{self, Instant};
 use crate::spec::{GenState, OpKind, OpSpec, Step};
 use crate::stats::OpCounters;
 use crate::targets::{Session, Target};
@@ -47,7 +45,7 @@ impl ClientCtx<'_> {
     /// Wait until `t`: precisely on a thread of our own, on the runtime's timer otherwise.
     pub async fn wait_until(&self, t: Instant) {
         if self.exclusive {
-            pace::sleep_until(t);
+            clock::sleep_until(t);
         } else {
             tokio::time::sleep(t.saturating_duration_since(Instant::now())).await;
         }
@@ -110,15 +108,17 @@ impl<'a> Chooser<'a> {
 
     /// Render a native step's arguments into the reusable buffers.
     pub fn bind_step(&mut self, step: &'a Step) -> Op<'_> {
-        let templates = step.op.templates();
-        self.args.resize_with(templates.len(), Vec::new);
-        for (t, buf) in templates.iter().zip(self.args.iter_mut()) {
+        let n = step.templates.len();
+        if self.args.len() < n {
+            self.args.resize_with(n, Vec::new);
+        }
+        for (t, buf) in step.templates.iter().zip(self.args.iter_mut()) {
             buf.clear();
             t.render_bytes(&mut self.rng, &mut self.gen, buf);
         }
         Op::Native {
             op: &step.op,
-            args: &self.args[..templates.len()],
+            args: &self.args[..n],
             capture: !step.capture.is_empty(),
         }
     }
@@ -482,6 +482,67 @@ async fn closed<T: Target>(
     iv.finish(now, 0);
 }
 
+/// One open-loop worker's arrivals: every M-th of the run's constant schedule, or an
+/// independent Poisson stream of rate R/M (their superposition is Poisson at rate R), like
+/// wrk2 per connection.
+struct Schedule {
+    poisson: bool,
+    per_worker: f64,
+    rng: SmallRng,
+    exp: Option<Exp<f64>>,
+}
+
+impl Schedule {
+    fn new(ctx: &ClientCtx<'_>, rate: f64, poisson: bool, workers: usize) -> Self {
+        let per_worker = rate / workers as f64;
+        Schedule {
+            poisson,
+            per_worker,
+            rng: SmallRng::seed_from_u64(mix_seed(ctx.plan.seed ^ 0xA771_7A15, ctx.id as u64)),
+            exp: Exp::new(per_worker).ok(),
+        }
+    }
+
+    /// The first arrival since the start: worker k of a constant schedule starts k/R in.
+    fn first(&mut self, id: usize, rate: f64) -> Duration {
+        if self.poisson {
+            self.gap()
+        } else {
+            Duration::from_secs_f64(id as f64 / rate)
+        }
+    }
+
+    /// The time to the next arrival.
+    fn gap(&mut self) -> Duration {
+        match (&self.exp, self.poisson) {
+            (Some(e), true) => Duration::from_secs_f64(e.sample(&mut self.rng)),
+            _ => Duration::from_secs_f64(1.0 / self.per_worker),
+        }
+    }
+}
+
+/// Record an open-loop operation: response time from the intended start, service time from
+/// the actual one, and how late it started.
+#[inline]
+fn record_open(
+    c: &mut OpCounters,
+    result: Result<Outcome, OpError>,
+    intended: Instant,
+    start: Instant,
+    end: Instant,
+    late_after: Duration,
+) {
+    if result.is_ok() {
+        let _ = c.service.record((end - start).as_nanos() as u64);
+    }
+    record(c, result, end - intended);
+    let lag = start.saturating_duration_since(intended);
+    let _ = c.lag.record(lag.as_nanos() as u64);
+    if lag > late_after {
+        c.late += 1;
+    }
+}
+
 async fn open<T: Target>(
     worker: &mut Worker<'_, T>,
     ctx: &ClientCtx<'_>,
@@ -490,31 +551,16 @@ async fn open<T: Target>(
 ) {
     let Mode::Open {
         rate,
-        poisson,
+        arrivals,
         workers,
         late_after,
     } = ctx.plan.mode
     else {
         return;
     };
-    // Worker k of M serves every M-th arrival (constant) or an independent Poisson stream
-    // of rate R/M (their superposition is Poisson at rate R), like wrk2 per connection.
-    let per_worker = rate / workers as f64;
-    let mut arrivals =
-        SmallRng::seed_from_u64(mix_seed(ctx.plan.seed ^ 0xA771_7A15, ctx.id as u64));
-    let exp = Exp::new(per_worker).ok();
-    let mut gap = || -> Duration {
-        match (&exp, poisson) {
-            (Some(e), true) => Duration::from_secs_f64(e.sample(&mut arrivals)),
-            _ => Duration::from_secs_f64(1.0 / per_worker),
-        }
-    };
-    let mut intended = ctx.q0
-        + if poisson {
-            gap()
-        } else {
-            Duration::from_secs_f64(ctx.id as f64 / rate)
-        };
+    let poisson = arrivals == Arrivals::Poisson;
+    let mut schedule = Schedule::new(ctx, rate, poisson, workers);
+    let mut intended = ctx.q0 + schedule.first(ctx.id, rate);
     let mut iv = Intervals::new(ctx);
     let mut now = Instant::now();
     let mut missed = 0;
@@ -530,7 +576,7 @@ async fn open<T: Target>(
                 // Behind schedule at the end: count the arrivals that never started.
                 while intended < d {
                     missed += 1;
-                    intended += gap();
+                    intended += schedule.gap();
                 }
                 break;
             }
@@ -547,22 +593,14 @@ async fn open<T: Target>(
         now = Instant::now();
         iv.roll(now);
         let c = &mut iv.counters[i];
-        if result.is_ok() {
-            let _ = c.service.record((now - start).as_nanos() as u64);
-        }
-        record(c, result, now - intended);
+        record_open(c, result, intended, start, now, late_after);
         worker.settle(c);
-        let lag = start.saturating_duration_since(intended);
-        let _ = c.lag.record(lag.as_nanos() as u64);
-        if lag > late_after {
-            c.late += 1;
-        }
         if let Some(q) = quota.as_mut() {
             if iv.measuring() {
                 *q -= 1;
             }
         }
-        intended += gap();
+        intended += schedule.gap();
     }
     iv.finish(now, missed);
 }

@@ -7,12 +7,14 @@
 //! merges them exactly, emits interval records in order, and builds the totals.
 
 pub mod client;
-pub mod pace;
 pub mod timeline;
+
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, RecvTimeoutError};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -22,10 +24,10 @@ use rand::SeedableRng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{DataSpec, GenState, NativeOp, OpSpec};
+use crate::spec::{DataSpec, GenState, OpSpec};
 use crate::stats::OpCounters;
 use crate::targets::{Session, Target};
-use crate::vocab::{Op, OpError};
+use crate::vocab::{NativeOp, Op, OpError, ValueKind};
 use client::ClientCtx;
 use timeline::Timeline;
 
@@ -50,12 +52,55 @@ pub enum Mode {
     },
     Open {
         rate: f64,
-        poisson: bool,
+        /// Recorded as `"poisson": true|false`, as before this was an enum.
+        #[serde(rename = "poisson", with = "poisson_flag")]
+        #[schemars(
+            with = "bool",
+            description = "true: Poisson arrivals (exponential gaps); false: evenly spaced"
+        )]
+        arrivals: Arrivals,
         workers: usize,
         #[serde(with = "secs")]
         #[schemars(with = "f64")]
         late_after: Duration,
     },
+}
+
+/// How an open loop spaces its arrivals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Arrivals {
+    /// Evenly spaced, like wrk2.
+    #[default]
+    Constant,
+    /// Exponential gaps: independent users.
+    Poisson,
+}
+
+impl Arrivals {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrivals::Constant => "constant",
+            Arrivals::Poisson => "poisson",
+        }
+    }
+}
+
+mod poisson_flag {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::Arrivals;
+
+    pub fn serialize<S: Serializer>(a: &Arrivals, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(*a == Arrivals::Poisson)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arrivals, D::Error> {
+        Ok(if bool::deserialize(d)? {
+            Arrivals::Poisson
+        } else {
+            Arrivals::Constant
+        })
+    }
 }
 
 /// The resolved load: what `loadrig run` will do, recorded in the result (durations in
@@ -211,7 +256,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 /// Connect once, create the namespace, read the server version and load the data.
 pub fn prepare<T: Target>(
     target: &T,
-    setup: &[NativeOp],
+    setup: &[NativeOp<ValueKind>],
     data: Option<&DataSpec>,
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
@@ -306,89 +351,78 @@ pub fn run<T: Target>(
     observer: &mut dyn Observer,
 ) -> Result<RunData> {
     let n = plan.clients();
-    // Open-loop workers keep a thread each (up to 256), so they can wait for their next
-    // arrival with a precise sleep instead of the async runtime's 1 ms timer.
-    let threads = if target.blocking() || (plan.is_open() && n <= 256) {
-        n
-    } else {
-        plan.threads.clamp(1, n)
-    };
+    let threads = client_threads(&*target, plan);
     let timeline = plan.timeline();
-    let stop = Arc::new(AtomicBool::new(false));
-    let t0_cell = Arc::new(OnceLock::<Instant>::new());
-    let start_line = Arc::new(Barrier::new(threads + 1));
-    let abort = Arc::new(AtomicBool::new(false));
+    let start = StartLine::new(threads);
     let (tx, rx) = channel::<Msg>();
-
     for t in 0..threads {
-        let ids: Vec<usize> = (t..n).step_by(threads).collect();
-        let (target, ops, plan) = (Arc::clone(&target), Arc::clone(&ops), plan.clone());
-        let (stop, t0_cell, start_line, abort, tx) = (
-            Arc::clone(&stop),
-            Arc::clone(&t0_cell),
-            Arc::clone(&start_line),
-            Arc::clone(&abort),
-            tx.clone(),
-        );
+        let thread = ClientThread {
+            ids: (t..n).step_by(threads).collect(),
+            target: Arc::clone(&target),
+            ops: Arc::clone(&ops),
+            plan: plan.clone(),
+            slots,
+            timeline,
+            start: start.clone(),
+            tx: tx.clone(),
+        };
         std::thread::Builder::new()
             .name(format!("clients-{t}"))
-            .spawn(move || {
-                pace::precise_timers_for_this_thread();
-                let rt = match runtime() {
-                    Ok(rt) => rt,
-                    Err(e) => {
-                        for &id in &ids {
-                            let error =
-                                OpError::new(crate::vocab::ErrorClass::Other, e.to_string());
-                            let _ = tx.send(Msg::Ready {
-                                client: id,
-                                result: Err(error),
-                            });
-                        }
-                        start_line.wait();
-                        return;
-                    }
-                };
-                rt.block_on(async {
-                    let mut sessions = Vec::new();
-                    for &id in &ids {
-                        let session = target.connect().await;
-                        let _ = tx.send(Msg::Ready {
-                            client: id,
-                            result: session.as_ref().map(|_| ()).map_err(Clone::clone),
-                        });
-                        sessions.push(session.ok());
-                    }
-                    start_line.wait();
-                    if abort.load(Ordering::SeqCst) || sessions.iter().any(Option::is_none) {
-                        return;
-                    }
-                    let Some(&t0) = t0_cell.get() else { return };
-                    // The start on the hot loop's clock: now, less the time since t0.
-                    let q0 = quanta::Instant::now() - t0.elapsed();
-                    let exclusive = ids.len() == 1;
-                    let clients = ids.iter().zip(sessions).map(|(&id, session)| {
-                        let ctx = ClientCtx {
-                            id,
-                            ops: &ops,
-                            plan: &plan,
-                            timeline,
-                            slots,
-                            stop: &stop,
-                            q0,
-                            tx: tx.clone(),
-                            exclusive,
-                        };
-                        let target = &*target;
-                        async move { client::run(target, session, &ctx).await }
-                    });
-                    futures_util::future::join_all(clients).await;
-                });
-            })?;
+            .spawn(move || thread.run())?;
     }
     drop(tx);
 
-    // Wait until every client has connected, or give up naming the first failure.
+    if let Some(e) = await_connections(&rx, n)? {
+        start.abort.store(true, Ordering::SeqCst);
+        start.barrier.wait();
+        return Err(anyhow!("a client could not connect: {}", e.message));
+    }
+    let t0 = Instant::now();
+    let _ = start.t0.set(t0);
+    start.barrier.wait();
+
+    collect(rx, n, &timeline, ops.len(), &start.stop, t0, observer)
+}
+
+/// How many threads carry the clients.
+fn client_threads<T: Target>(target: &T, plan: &LoadPlan) -> usize {
+    let n = plan.clients();
+    // Open-loop workers keep a thread each (up to 256), so they can wait for their next
+    // arrival with a precise sleep instead of the async runtime's 1 ms timer.
+    if target.blocking() || (plan.is_open() && n <= 256) {
+        n
+    } else {
+        plan.threads.clamp(1, n)
+    }
+}
+
+/// What the client threads share with the collector to start and stop together.
+#[derive(Clone)]
+struct StartLine {
+    /// Set when the run should end (Ctrl-C); clients finish their operation and stop.
+    stop: Arc<AtomicBool>,
+    /// The start of the run, set once every client has connected.
+    t0: Arc<OnceLock<Instant>>,
+    /// Every client thread and the collector meet here before the start.
+    barrier: Arc<Barrier>,
+    /// Set when a client could not connect: the threads leave at the barrier.
+    abort: Arc<AtomicBool>,
+}
+
+impl StartLine {
+    fn new(threads: usize) -> StartLine {
+        StartLine {
+            stop: Arc::new(AtomicBool::new(false)),
+            t0: Arc::new(OnceLock::new()),
+            barrier: Arc::new(Barrier::new(threads + 1)),
+            abort: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// Wait until every client has connected: the first failure, if any; an error if they
+/// took longer than [`CONNECT_LIMIT`].
+fn await_connections(rx: &Receiver<Msg>, n: usize) -> Result<Option<OpError>> {
     let mut ready = 0;
     let mut failure: Option<OpError> = None;
     let connect_deadline = Instant::now() + CONNECT_LIMIT;
@@ -410,16 +444,77 @@ pub fn run<T: Target>(
             }
         }
     }
-    if let Some(e) = failure {
-        abort.store(true, Ordering::SeqCst);
-        start_line.wait();
-        return Err(anyhow!("a client could not connect: {}", e.message));
-    }
-    let t0 = Instant::now();
-    let _ = t0_cell.set(t0);
-    start_line.wait();
+    Ok(failure)
+}
 
-    collect(rx, n, &timeline, ops.len(), &stop, t0, observer)
+/// One OS thread's share of the clients, with what it needs to run them.
+struct ClientThread<T: Target> {
+    ids: Vec<usize>,
+    target: Arc<T>,
+    ops: Arc<Vec<OpSpec>>,
+    plan: LoadPlan,
+    slots: Slots,
+    timeline: Timeline,
+    start: StartLine,
+    tx: Sender<Msg>,
+}
+
+impl<T: Target> ClientThread<T> {
+    fn run(self) {
+        crate::clock::precise_timers_for_this_thread();
+        match runtime() {
+            Ok(rt) => rt.block_on(self.clients()),
+            Err(e) => {
+                for &id in &self.ids {
+                    let error = OpError::new(crate::vocab::ErrorClass::Other, e.to_string());
+                    let _ = self.tx.send(Msg::Ready {
+                        client: id,
+                        result: Err(error),
+                    });
+                }
+                self.start.barrier.wait();
+            }
+        }
+    }
+
+    /// Connect every client, wait at the start line, then run them all to the end.
+    async fn clients(&self) {
+        let mut sessions = Vec::new();
+        for &id in &self.ids {
+            let session = self.target.connect().await;
+            let _ = self.tx.send(Msg::Ready {
+                client: id,
+                result: session.as_ref().map(|_| ()).map_err(Clone::clone),
+            });
+            sessions.push(session.ok());
+        }
+        self.start.barrier.wait();
+        if self.start.abort.load(Ordering::SeqCst) || sessions.iter().any(Option::is_none) {
+            return;
+        }
+        let Some(&t0) = self.start.t0.get() else {
+            return;
+        };
+        // The start on the hot loop's clock: now, less the time since t0.
+        let q0 = crate::clock::Instant::now() - t0.elapsed();
+        let exclusive = self.ids.len() == 1;
+        let clients = self.ids.iter().zip(sessions).map(|(&id, session)| {
+            let ctx = ClientCtx {
+                id,
+                ops: &self.ops,
+                plan: &self.plan,
+                timeline: self.timeline,
+                slots: self.slots,
+                stop: &self.start.stop,
+                q0,
+                tx: self.tx.clone(),
+                exclusive,
+            };
+            let target = &*self.target;
+            async move { client::run(target, session, &ctx).await }
+        });
+        futures_util::future::join_all(clients).await;
+    }
 }
 
 /// Merges client reports into intervals and emits them in order.
@@ -508,7 +603,7 @@ impl Collector<'_> {
 
 /// Merge client reports into intervals, in order, until every client is done.
 fn collect(
-    rx: std::sync::mpsc::Receiver<Msg>,
+    rx: Receiver<Msg>,
     n: usize,
     timeline: &Timeline,
     n_ops: usize,

@@ -103,6 +103,25 @@ mod tests {
     }
 
     #[test]
+    fn a_deadline_between_boundaries_cuts_the_last_interval() {
+        // 2.5 s in 1 s intervals: three intervals, the last one half long.
+        let t = Timeline::new(S, Duration::ZERO, Some(S * 5 / 2));
+        assert_eq!(t.last(), Some(2));
+        assert_eq!((t.start_of(2), t.end_of(2)), (2 * S, S * 5 / 2));
+        assert_eq!(t.index_of(S * 5 / 2), 2);
+    }
+
+    #[test]
+    fn a_boundary_belongs_to_the_interval_it_starts() {
+        let t = Timeline::new(2 * S, 4 * S, None);
+        assert_eq!(t.warm, 2, "a warm-up of whole intervals is not cut");
+        assert_eq!(t.index_of(2 * S), 1);
+        assert_eq!(t.index_of(4 * S), 2);
+        assert!(t.is_warmup(1) && !t.is_warmup(2));
+        assert_eq!((t.start_of(2), t.end_of(2)), (4 * S, 6 * S));
+    }
+
+    #[test]
     fn runs_without_deadline_go_on() {
         let t = Timeline::new(S, Duration::ZERO, None);
         assert_eq!(t.index_of(100 * S), 100);

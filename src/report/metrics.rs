@@ -23,7 +23,6 @@ use std::time::Duration;
 use crate::engine::{IntervalData, Observer};
 use crate::error::InputError;
 use crate::stats::OpCounters;
-use crate::vocab::ErrorClass;
 
 /// What the endpoint shows, updated after each interval.
 struct State {
@@ -243,7 +242,7 @@ fn render(s: &State) -> String {
         "# HELP loadrig_errors Failed operations after the warm-up, by class."
     );
     for (name, c) in s.names.iter().zip(&s.totals) {
-        for (class, n) in ErrorClass::ALL.iter().zip(c.errors) {
+        for (class, n) in c.errors.iter() {
             let _ = writeln!(
                 out,
                 "loadrig_errors_total{{op=\"{}\",class=\"{}\"}} {n}",

@@ -16,6 +16,9 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
+use std::f64::consts::LN_10;
+
+use crate::analysis::density::{self, Grid, Kde};
 use crate::analysis::full_intervals;
 use crate::result::{IntervalRecord, RunResult};
 use crate::stats::Hist;
@@ -376,7 +379,17 @@ pub fn throughput(runs: &[RunView]) -> Result<String> {
     })
 }
 
-pub fn latency_over_time(runs: &[RunView], op: &str) -> Result<String> {
+/// One statistic of one run's latency over time.
+struct LatencyLine {
+    name: String,
+    pts: Vec<(f64, f64)>,
+    /// Which of p50, p90, p99, max.
+    stat: usize,
+    run: usize,
+}
+
+/// p50, p90, p99 and the maximum of operation `op` in each interval of each run.
+fn latency_lines(runs: &[RunView], op: &str) -> Vec<LatencyLine> {
     const STATS: [(&str, f64); 4] = [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("max", 1.0)];
     let mut lines = Vec::new();
     for (n, run) in runs.iter().enumerate() {
@@ -402,12 +415,29 @@ pub fn latency_over_time(runs: &[RunView], op: &str) -> Result<String> {
                     Some((mid(i), v.max(1) as f64))
                 })
                 .collect();
-            lines.push((label(runs, run, stat), pts, s, n));
+            lines.push(LatencyLine {
+                name: label(runs, run, stat),
+                pts,
+                stat: s,
+                run: n,
+            });
         }
     }
+    lines
+}
+
+/// With several runs, a statistic's line: (dash size, gap, width); solid for p50 and max.
+fn dash_style(stat: usize) -> (u32, u32, u32) {
+    let (size, gap) = [(0, 0), (8, 4), (3, 3), (1, 0)][stat];
+    let width = if stat == 3 { 1 } else { 2 };
+    (size, gap, width)
+}
+
+pub fn latency_over_time(runs: &[RunView], op: &str) -> Result<String> {
+    let lines = latency_lines(runs, op);
     let (lo, hi) = lines
         .iter()
-        .flat_map(|(_, p, _, _)| p.iter().map(|p| p.1))
+        .flat_map(|l| l.pts.iter().map(|p| p.1))
         .fold((f64::INFINITY, 0.0f64), |(a, b), v| (a.min(v), b.max(v)));
     if !lo.is_finite() {
         return empty("no successful operations");
@@ -434,15 +464,20 @@ pub fn latency_over_time(runs: &[RunView], op: &str) -> Result<String> {
             )))?;
         }
         let several = runs.len() > 1;
-        for (name, pts, s, run) in lines {
+        for LatencyLine {
+            name,
+            pts,
+            stat,
+            run,
+        } in lines
+        {
             if !several {
-                line!(chart, pts, color(s), name);
+                line!(chart, pts, color(stat), name);
                 continue;
             }
             // Several runs: a colour per run, a dash pattern per statistic.
             let c = color(run);
-            let (size, gap) = [(0, 0), (8, 4), (3, 3), (1, 0)][s];
-            let width = if s == 3 { 1 } else { 2 };
+            let (size, gap, width) = dash_style(stat);
             if size == 0 || gap == 0 {
                 chart
                     .draw_series(LineSeries::new(pts, c.stroke_width(width)))?
@@ -479,105 +514,94 @@ fn log_points(h: &Hist) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// Weighted Gaussian kernel density of `points` (value, weight) on `grid`.
-/// Bandwidth: Silverman's rule `0.9 · min(sd, IQR/1.34) · n^(−1/5)`, at least `min_bw`.
-pub fn kde(points: &[(f64, f64)], grid: &[f64], min_bw: f64) -> Vec<f64> {
-    let n: f64 = points.iter().map(|p| p.1).sum();
-    if n <= 0.0 {
-        return vec![0.0; grid.len()];
+/// One data set of a density plot: its histogram bars `(from, to, height)` and its kernel
+/// density on the plot's grid.
+struct DensitySet {
+    name: String,
+    bars: Vec<(f64, f64, f64)>,
+    curve: Vec<f64>,
+}
+
+/// The highest bar or curve point of all sets.
+fn top(sets: &[DensitySet]) -> f64 {
+    sets.iter()
+        .flat_map(|s| s.bars.iter().map(|b| b.2).chain(s.curve.iter().copied()))
+        .fold(0.0, f64::max)
+}
+
+const BINS_PER_DECADE: f64 = 20.0;
+
+/// Histogram bars of `(log10 value, count)` points, 20 per decade, as density per decade.
+fn decade_bars(pts: &[(f64, f64)]) -> Vec<(f64, f64, f64)> {
+    let n: f64 = pts.iter().map(|p| p.1).sum();
+    let mut bins: std::collections::BTreeMap<i64, f64> = Default::default();
+    for (x, w) in pts {
+        *bins
+            .entry((x * BINS_PER_DECADE).floor() as i64)
+            .or_default() += w;
     }
-    let mean = points.iter().map(|p| p.0 * p.1).sum::<f64>() / n;
-    let var = points
-        .iter()
-        .map(|p| p.1 * (p.0 - mean).powi(2))
-        .sum::<f64>()
-        / n;
-    let mut sorted = points.to_vec();
-    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let quantile = |q: f64| {
-        let target = q * n;
-        let mut seen = 0.0;
-        for p in &sorted {
-            seen += p.1;
-            if seen >= target {
-                return p.0;
-            }
-        }
-        sorted.last().map_or(0.0, |p| p.0)
-    };
-    let iqr = quantile(0.75) - quantile(0.25);
-    let spread = if iqr > 0.0 {
-        var.sqrt().min(iqr / 1.34)
-    } else {
-        var.sqrt()
-    };
-    let bw = (0.9 * spread * n.powf(-0.2)).max(min_bw);
-    let norm = 1.0 / (n * bw * (2.0 * std::f64::consts::PI).sqrt());
-    grid.iter()
-        .map(|g| {
-            points
-                .iter()
-                .map(|(x, w)| w * (-0.5 * ((g - x) / bw).powi(2)).exp())
-                .sum::<f64>()
-                * norm
+    bins.into_iter()
+        .map(|(b, w)| {
+            let a = b as f64 / BINS_PER_DECADE;
+            (a, a + 1.0 / BINS_PER_DECADE, w / n * BINS_PER_DECADE)
         })
         .collect()
 }
 
+/// A latency density (on ln ns, see [`density`]) as density per decade on a log10 grid.
+fn per_decade(kde: &Kde, grid: &Grid) -> Vec<f64> {
+    let ln = Grid {
+        lo: grid.lo * LN_10,
+        step: grid.step * LN_10,
+        size: grid.size,
+    };
+    kde.density(&ln).into_iter().map(|d| d * LN_10).collect()
+}
+
+/// The distribution plot's log10 grid over `[x0, x1]`, fine enough for the narrowest of the
+/// `bandwidths` (ln ns; a quarter of it a step) that no peak the mode finder sees falls
+/// between its points; 301 to 4001 points.
+fn decade_grid(x0: f64, x1: f64, bandwidths: impl Iterator<Item = f64>) -> Grid {
+    let h = bandwidths.fold(f64::INFINITY, f64::min);
+    let size = ((x1 - x0) * LN_10 / (h / 4.0)).ceil();
+    let size = if size.is_finite() {
+        size as usize + 1
+    } else {
+        0
+    };
+    Grid::between(x0, x1, size.clamp(301, 4001))
+}
+
 pub fn distribution(runs: &[RunView]) -> Result<String> {
-    const BINS_PER_DECADE: f64 = 20.0;
     let mut sets = Vec::new();
     for run in runs {
         for (k, o) in run.r.operations.iter().enumerate() {
             let h = &run.op_hists[k];
-            if h.is_empty() {
-                continue;
+            if !h.is_empty() {
+                sets.push((label(runs, run, &o.name), log_points(h), Kde::latency(h)));
             }
-            sets.push((label(runs, run, &o.name), log_points(h)));
         }
     }
     if sets.is_empty() {
         return empty("no successful operations");
     }
-    let lo = sets
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|p| p.0))
-        .fold(f64::INFINITY, f64::min);
-    let hi = sets
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|p| p.0))
-        .fold(f64::NEG_INFINITY, f64::max);
+    let xs = || sets.iter().flat_map(|(_, p, _)| p.iter().map(|p| p.0));
+    let lo = xs().fold(f64::INFINITY, f64::min);
+    let hi = xs().fold(f64::NEG_INFINITY, f64::max);
     let (x0, x1) = (
         (lo * BINS_PER_DECADE).floor() / BINS_PER_DECADE - 0.1,
         (hi * BINS_PER_DECADE).ceil() / BINS_PER_DECADE + 0.1,
     );
-    let grid: Vec<f64> = (0..=300)
-        .map(|i| x0 + (x1 - x0) * i as f64 / 300.0)
+    let grid = decade_grid(x0, x1, sets.iter().map(|(_, _, kde)| kde.bandwidth()));
+    let drawn: Vec<DensitySet> = sets
+        .iter()
+        .map(|(name, pts, kde)| DensitySet {
+            name: name.clone(),
+            bars: decade_bars(pts),
+            curve: per_decade(kde, &grid),
+        })
         .collect();
-    let mut drawn = Vec::new();
-    let mut ymax: f64 = 0.0;
-    for (name, pts) in &sets {
-        let n: f64 = pts.iter().map(|p| p.1).sum();
-        let mut bins: std::collections::BTreeMap<i64, f64> = Default::default();
-        for (x, w) in pts {
-            *bins
-                .entry((x * BINS_PER_DECADE).floor() as i64)
-                .or_default() += w;
-        }
-        let bars: Vec<(f64, f64, f64)> = bins
-            .into_iter()
-            .map(|(b, w)| {
-                let a = b as f64 / BINS_PER_DECADE;
-                (a, a + 1.0 / BINS_PER_DECADE, w / n * BINS_PER_DECADE)
-            })
-            .collect();
-        let density = kde(pts, &grid, 0.02);
-        ymax = ymax
-            .max(bars.iter().map(|b| b.2).fold(0.0, f64::max))
-            .max(density.iter().copied().fold(0.0, f64::max));
-        drawn.push((name.clone(), bars, density));
-    }
-    let ymax = ymax * 1.25;
+    let ymax = top(&drawn) * 1.25;
     let ten = |x: f64| 10f64.powf(x);
     let ticks = log_ticks(ten(x0), ten(x1));
     svg(|root| {
@@ -594,15 +618,15 @@ pub fn distribution(runs: &[RunView]) -> Result<String> {
             .x_label_formatter(&|v| tick_ns(*v))
             .y_label_formatter(&|v| format!("{v:.2}"))
             .draw()?;
-        for (i, (name, bars, density)) in drawn.into_iter().enumerate() {
+        for (i, set) in drawn.into_iter().enumerate() {
             let c = color(i);
-            chart.draw_series(bars.iter().map(|(a, b, y)| {
+            chart.draw_series(set.bars.iter().map(|(a, b, y)| {
                 Rectangle::new([(ten(*a), 0.0), (ten(*b), *y)], c.mix(0.25).filled())
             }))?;
-            let pts: Vec<(f64, f64)> = grid.iter().map(|g| ten(*g)).zip(density).collect();
+            let pts: Vec<(f64, f64)> = grid.points().map(ten).zip(set.curve).collect();
             chart
                 .draw_series(LineSeries::new(pts, c.stroke_width(2)))?
-                .label(name)
+                .label(set.name)
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
                 });
@@ -680,7 +704,8 @@ pub fn spectrum(runs: &[RunView]) -> Result<String> {
     })
 }
 
-pub fn counts_density(runs: &[RunView]) -> Result<String> {
+/// Each run's and operation's successful operations in each full measured interval.
+fn count_sets(runs: &[RunView]) -> Vec<(String, Vec<f64>)> {
     let mut sets = Vec::new();
     for run in runs {
         let full = full_intervals(run.r);
@@ -694,17 +719,43 @@ pub fn counts_density(runs: &[RunView]) -> Result<String> {
             }
         }
     }
+    sets
+}
+
+/// Histogram bars of counts, `width` wide and centred on `lo + k·width`, as a density.
+fn count_bars(counts: &[f64], lo: f64, width: f64) -> Vec<(f64, f64, f64)> {
+    let n = counts.len() as f64;
+    let mut bins: std::collections::BTreeMap<i64, f64> = Default::default();
+    for c in counts {
+        *bins
+            .entry(((c - lo) / width + 0.5).floor() as i64)
+            .or_default() += 1.0;
+    }
+    bins.into_iter()
+        .map(|(b, k)| {
+            let centre = lo + b as f64 * width;
+            (centre - width / 2.0, centre + width / 2.0, k / n / width)
+        })
+        .collect()
+}
+
+/// The kernel density of counts, on their own linear scale: Silverman's rule, made for one
+/// steady rate's roughly normal counts, and at least half a count so that whole numbers do
+/// not draw as spikes.
+fn count_curve(counts: &[f64], grid: &Grid) -> Vec<f64> {
+    let pts: Vec<(f64, f64)> = counts.iter().map(|c| (*c, 1.0)).collect();
+    let h = density::silverman(&pts).max(0.5);
+    Kde::new(pts, h).density(grid)
+}
+
+pub fn counts_density(runs: &[RunView]) -> Result<String> {
+    let sets = count_sets(runs);
     if sets.is_empty() {
         return empty("no full measured intervals");
     }
-    let lo = sets
-        .iter()
-        .flat_map(|(_, c)| c.iter().copied())
-        .fold(f64::INFINITY, f64::min);
-    let hi = sets
-        .iter()
-        .flat_map(|(_, c)| c.iter().copied())
-        .fold(f64::NEG_INFINITY, f64::max);
+    let all = || sets.iter().flat_map(|(_, c)| c.iter().copied());
+    let lo = all().fold(f64::INFINITY, f64::min);
+    let hi = all().fold(f64::NEG_INFINITY, f64::max);
     // Integer counts: bins of width 1 while that gives at most 40 bins.
     let width = if hi - lo <= 40.0 {
         1.0
@@ -712,33 +763,16 @@ pub fn counts_density(runs: &[RunView]) -> Result<String> {
         ((hi - lo) / 30.0).ceil()
     };
     let (x0, x1) = pad_range(lo - 2.0 * width, hi + 2.0 * width);
-    let grid: Vec<f64> = (0..=300)
-        .map(|i| x0 + (x1 - x0) * i as f64 / 300.0)
+    let grid = Grid::between(x0, x1, 301);
+    let drawn: Vec<DensitySet> = sets
+        .iter()
+        .map(|(name, counts)| DensitySet {
+            name: name.clone(),
+            bars: count_bars(counts, lo, width),
+            curve: count_curve(counts, &grid),
+        })
         .collect();
-    let mut drawn = Vec::new();
-    let mut ymax: f64 = 0.0;
-    for (name, counts) in &sets {
-        let n = counts.len() as f64;
-        let mut bins: std::collections::BTreeMap<i64, f64> = Default::default();
-        for c in counts {
-            *bins
-                .entry(((c - lo) / width + 0.5).floor() as i64)
-                .or_default() += 1.0;
-        }
-        let bars: Vec<(f64, f64, f64)> = bins
-            .into_iter()
-            .map(|(b, k)| {
-                let centre = lo + b as f64 * width;
-                (centre - width / 2.0, centre + width / 2.0, k / n / width)
-            })
-            .collect();
-        let pts: Vec<(f64, f64)> = counts.iter().map(|c| (*c, 1.0)).collect();
-        let density = kde(&pts, &grid, 0.5);
-        ymax = ymax
-            .max(bars.iter().map(|b| b.2).fold(0.0, f64::max))
-            .max(density.iter().copied().fold(0.0, f64::max));
-        drawn.push((name.clone(), bars, density));
-    }
+    let ymax = top(&drawn);
     let ymax = if ymax > 0.0 { ymax * 1.25 } else { 1.0 };
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
@@ -755,18 +789,19 @@ pub fn counts_density(runs: &[RunView]) -> Result<String> {
         .x_label_formatter(&|v| format!("{v:.0}"))
         .y_label_formatter(&|v| format!("{v:.3}"))
         .draw()?;
-        for (i, (name, bars, density)) in drawn.into_iter().enumerate() {
+        for (i, set) in drawn.into_iter().enumerate() {
             let c = color(i);
-            chart
-                .draw_series(bars.iter().map(|(a, b, y)| {
-                    Rectangle::new([(*a, 0.0), (*b, *y)], c.mix(0.25).filled())
-                }))?;
+            chart.draw_series(
+                set.bars
+                    .iter()
+                    .map(|(a, b, y)| Rectangle::new([(*a, 0.0), (*b, *y)], c.mix(0.25).filled())),
+            )?;
             chart
                 .draw_series(LineSeries::new(
-                    grid.iter().copied().zip(density),
+                    grid.points().zip(set.curve),
                     c.stroke_width(2),
                 ))?
-                .label(name)
+                .label(set.name)
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
                 });
@@ -867,11 +902,48 @@ mod tests {
     }
 
     #[test]
-    fn kernel_density_integrates_to_one() {
-        let pts: Vec<(f64, f64)> = (0..50).map(|i| ((i % 7) as f64, 1.0)).collect();
-        let grid: Vec<f64> = (0..=2000).map(|i| -10.0 + i as f64 * 0.01).collect();
-        let d = kde(&pts, &grid, 0.1);
-        let area: f64 = d.iter().sum::<f64>() * 0.01;
+    fn the_drawn_density_peaks_at_the_latency_modes() {
+        // Clusters at 2 ms and 20 ms. The curve is the mode finder's own estimate: each
+        // reported mode is one of its local maxima (within a grid step), the highest one
+        // among them is the larger cluster's, and it integrates to one.
+        use rand::rngs::SmallRng;
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, LogNormal};
+        let mut rng = SmallRng::seed_from_u64(9);
+        let mut h = crate::stats::new_hist();
+        for (at, n) in [(2e6f64, 3_000), (20e6, 1_000)] {
+            let d = LogNormal::new(at.ln(), 0.08).unwrap();
+            for _ in 0..n {
+                h.record(d.sample(&mut rng) as u64).unwrap();
+            }
+        }
+        let kde = Kde::latency(&h);
+        let grid = decade_grid(5.5, 8.0, std::iter::once(kde.bandwidth()));
+        let curve = per_decade(&kde, &grid);
+        let area: f64 = curve.iter().sum::<f64>() * grid.step;
         assert!((area - 1.0).abs() < 1e-3, "area {area}");
+        let peaks: Vec<usize> = (1..curve.len() - 1)
+            .filter(|&i| curve[i] > curve[i - 1] && curve[i] >= curve[i + 1])
+            .collect();
+        let modes = crate::analysis::modes::find(&h);
+        assert_eq!(modes.modes.len(), 2, "{modes:?}");
+        assert_eq!(modes.bandwidth, kde.bandwidth());
+        let at: Vec<usize> = modes
+            .modes
+            .iter()
+            .map(|m| {
+                let x = m.at_ns.log10();
+                let near = peaks
+                    .iter()
+                    .copied()
+                    .find(|&i| (grid.at(i) - x).abs() <= grid.step);
+                near.unwrap_or_else(|| panic!("no peak of the curve at {m:?}: {peaks:?}"))
+            })
+            .collect();
+        let highest = peaks
+            .iter()
+            .copied()
+            .max_by(|&a, &b| curve[a].total_cmp(&curve[b]));
+        assert_eq!(highest, Some(at[0]));
     }
 }

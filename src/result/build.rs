@@ -11,7 +11,6 @@ use super::{
 use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
 use crate::spec::{OpSpec, Workload};
 use crate::stats::{Hist, LatencySummary, OpCounters, SeriesSummary};
-use crate::vocab::ErrorClass;
 
 /// What a run was, beside the engine's measurements.
 pub struct RunFacts<'a> {
@@ -21,6 +20,8 @@ pub struct RunFacts<'a> {
     pub plan: &'a LoadPlan,
     /// The target URL with passwords already replaced (`targets::redact`).
     pub target_url: String,
+    /// The target's URL scheme.
+    pub target_kind: String,
     /// Server version and data load, from before the measured run.
     pub prepared: Prepared,
     pub host: HostRecord,
@@ -41,6 +42,7 @@ impl RunResult {
             ops,
             plan,
             target_url,
+            target_kind,
             prepared,
             host,
             started_at,
@@ -48,21 +50,7 @@ impl RunResult {
         let names: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
         let measured_s = run.measured.as_secs_f64();
         let open = plan.is_open();
-        // Per-interval counts come from full measured intervals only: a short last one
-        // would pull the spread down.
-        let full: Vec<&IntervalData> = run
-            .intervals
-            .iter()
-            .filter(|i| !i.warmup && (i.end - i.start) >= plan.interval)
-            .collect();
-        let counts = |k: Option<usize>| -> Vec<f64> {
-            full.iter()
-                .map(|i| match k {
-                    Some(k) => i.ops[k].ok as f64,
-                    None => i.ops.iter().map(|c| c.ok).sum::<u64>() as f64,
-                })
-                .collect()
-        };
+        let counts = |k: Option<usize>| interval_counts(run, plan, k);
         let operations: Vec<OpResult> = names
             .iter()
             .zip(&run.totals)
@@ -88,7 +76,7 @@ impl RunResult {
             workload: WorkloadRecord::of(workload, ops),
             load: plan.clone(),
             target: TargetRecord {
-                kind: target_url.split("://").next().unwrap_or("").to_string(),
+                kind: target_kind,
                 url: target_url,
                 server_version: prepared.server_version,
             },
@@ -111,6 +99,19 @@ impl RunResult {
             notes,
         }
     }
+}
+
+/// Successes of operation `k` (of all operations with `None`) in each full measured
+/// interval: a short last interval would pull the spread down.
+fn interval_counts(run: &RunData, plan: &LoadPlan, k: Option<usize>) -> Vec<f64> {
+    run.intervals
+        .iter()
+        .filter(|i| !i.warmup && (i.end - i.start) >= plan.interval)
+        .map(|i| match k {
+            Some(k) => i.ops[k].ok as f64,
+            None => i.ops.iter().map(|c| c.ok).sum::<u64>() as f64,
+        })
+        .collect()
 }
 
 /// What limits the figures: Ctrl-C, abandoned clients, an open loop that fell behind.
@@ -153,12 +154,7 @@ impl DataLoadRecord {
 }
 
 fn errors_by_class(c: &OpCounters) -> ErrorsByClass {
-    ErrorClass::ALL
-        .iter()
-        .zip(c.errors)
-        .filter(|(_, n)| *n > 0)
-        .map(|(class, n)| (*class, n))
-        .collect()
+    c.errors.iter().filter(|(_, n)| *n > 0).collect()
 }
 
 impl IntervalRecord {

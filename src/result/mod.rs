@@ -249,7 +249,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::engine::{Connection, Mode};
+    use crate::engine::{Arrivals, Connection, Mode};
     use crate::spec::{self, Source};
 
     fn json<T: Serialize>(v: &T) -> String {
@@ -277,7 +277,7 @@ mod tests {
         let plan = LoadPlan {
             mode: Mode::Open {
                 rate: 1234.5,
-                poisson: true,
+                arrivals: Arrivals::Poisson,
                 workers: 8,
                 late_after: Duration::from_nanos(1_000_001),
             },
@@ -293,6 +293,7 @@ mod tests {
         };
         let text = serde_json::to_string(&plan).unwrap();
         assert!(text.contains(r#""mode":"open""#), "{text}");
+        assert!(text.contains(r#""poisson":true"#), "{text}");
         assert!(text.contains(r#""interval":0.02"#), "{text}");
         let back: LoadPlan = serde_json::from_str(&text).unwrap();
         assert_eq!(back, plan);

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{NativeOp, OpKind, OpSpec, Workload};
-use crate::vocab::ErrorClass;
+use crate::spec::{OpKind, OpSpec, Step, Template, Workload};
+use crate::vocab::{ErrorClass, NativeOp, ValueKind};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkloadRecord {
@@ -103,7 +103,7 @@ impl WorkloadRecord {
                 .iter()
                 .map(|(k, v)| (k.clone(), ParamValue::of(v)))
                 .collect(),
-            setup: w.setup.iter().map(NativeRecord::of).collect(),
+            setup: w.setup.iter().map(|s| NativeRecord::of(s, &[])).collect(),
             data: w.data.as_ref().map(|d| DataRecord {
                 count: d.count,
                 key: d.key.source().to_string(),
@@ -140,9 +140,9 @@ impl OpRecord {
                 key: key.source().to_string(),
                 value: None,
             },
-            OpKind::Native(step) => OpArgs::Native(NativeRecord::of(&step.op)),
+            OpKind::Native(step) => OpArgs::Native(NativeRecord::step(step)),
             OpKind::Tx(steps) => OpArgs::Tx {
-                steps: steps.iter().map(|s| NativeRecord::of(&s.op)).collect(),
+                steps: steps.iter().map(NativeRecord::step).collect(),
             },
         };
         OpRecord {
@@ -160,18 +160,25 @@ impl OpRecord {
 }
 
 impl NativeRecord {
-    fn of(op: &NativeOp) -> NativeRecord {
-        let args: Vec<String> = op
-            .templates()
-            .iter()
-            .map(|t| t.source().to_string())
-            .collect();
+    fn step(step: &Step) -> NativeRecord {
+        NativeRecord::of(&step.op, &step.templates)
+    }
+
+    /// `op` with its `templates` (none for a setup statement).
+    fn of(op: &NativeOp<ValueKind>, templates: &[Template]) -> NativeRecord {
+        let args: Vec<String> = templates.iter().map(|t| t.source().to_string()).collect();
         match op {
             NativeOp::Sql { query, .. } => NativeRecord::Sql {
                 sql: query.clone(),
                 params: args,
             },
-            _ => NativeRecord::Other {
+            NativeOp::Redis { .. }
+            | NativeOp::LdapSearch { .. }
+            | NativeOp::LdapBind { .. }
+            | NativeOp::LdapAdd { .. }
+            | NativeOp::LdapModify { .. }
+            | NativeOp::LdapDelete { .. }
+            | NativeOp::Http { .. } => NativeRecord::Other {
                 kind: op.label().to_string(),
                 args,
             },

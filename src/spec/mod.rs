@@ -17,8 +17,9 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::error::{line_col, InputError};
-pub use ops::{NativeOp, OpKind, OpSpec, Retry, Scope, Step};
-pub use template::{GenState, Template, ValueKind};
+use crate::vocab::{NativeOp, ValueKind};
+pub use ops::{OpKind, OpSpec, Retry, Step};
+pub use template::{GenState, Template};
 
 /// A workload file as written.
 #[derive(Debug, Deserialize)]
@@ -49,19 +50,19 @@ struct WorkloadFile {
 #[derive(Debug, Default, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSection {
-    pub clients: Option<u64>,
-    pub rate: Option<f64>,
+    pub clients: Option<Spanned<u64>>,
+    pub rate: Option<Spanned<f64>>,
     pub arrivals: Option<Spanned<String>>,
-    pub max_in_flight: Option<u64>,
+    pub max_in_flight: Option<Spanned<u64>>,
     pub think_time: Option<Spanned<String>>,
     pub duration: Option<Spanned<String>>,
-    pub ops: Option<u64>,
-    pub samples: Option<u64>,
+    pub ops: Option<Spanned<u64>>,
+    pub samples: Option<Spanned<u64>>,
     pub interval: Option<Spanned<String>>,
     pub warmup: Option<Spanned<String>>,
-    pub seed: Option<u64>,
+    pub seed: Option<Spanned<u64>>,
     pub connection: Option<Spanned<String>>,
-    pub threads: Option<u64>,
+    pub threads: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -96,7 +97,7 @@ pub struct Workload {
     pub data: Option<DataSpec>,
     pub ops: Vec<OpSpec>,
     /// SQL statements to run once before the data load.
-    pub setup: Vec<NativeOp>,
+    pub setup: Vec<NativeOp<ValueKind>>,
     /// How many `seq` generators the ops use (one counter each per client).
     pub seq_slots: usize,
     /// How many values transaction steps capture (one slot each per client).
@@ -143,42 +144,10 @@ pub fn compile(
             .error(span, e.message().trim().to_string())
             .help("see `loadrig init session-store` for a complete example")
     })?;
-
-    let mut params: BTreeMap<String, toml::Value> = BTreeMap::new();
-    for (name, value) in &file.params {
-        if matches!(
-            value.get_ref(),
-            toml::Value::Array(_) | toml::Value::Table(_) | toml::Value::Datetime(_)
-        ) {
-            return Err(source.error(
-                value.span(),
-                format!("parameter '{name}' must be a number, string or boolean"),
-            ));
-        }
-        params.insert(name.clone(), value.get_ref().clone());
-    }
+    let mut params = declared_params(source, &file.params)?;
     for (name, raw) in overrides {
-        let Some(declared) = params.get(name) else {
-            let known = params.keys().cloned().collect::<Vec<_>>().join(", ");
-            return Err(InputError::new(format!(
-                "--set {name}={raw}: the workload '{}' has no parameter '{name}'",
-                file.name
-            ))
-            .help(if known.is_empty() {
-                "this workload declares no [params]".to_string()
-            } else {
-                format!("its parameters are: {known}")
-            }));
-        };
-        let value = convert_like(declared, raw).ok_or_else(|| {
-            InputError::new(format!(
-                "--set {name}={raw}: expected {} like the default {declared}",
-                type_name(declared)
-            ))
-        })?;
-        params.insert(name.clone(), value);
+        set_param(&mut params, &file.name, name, raw)?;
     }
-
     if file.ops.is_empty() {
         return Err(InputError::new(format!(
             "{}: the workload has no operations",
@@ -187,101 +156,20 @@ pub fn compile(
         .help("add at least one [[op]] table with a name and an operation such as kv.get = { key = \"k{uniform 0..100}\" }"));
     }
 
-    let mut compiler = ops::OpCompiler {
-        source,
-        params: &params,
-        seq_slots: 0,
-        statements: 0,
-        capture_slots: 0,
-    };
-    let mut setup = Vec::new();
-    for statement in &file.setup {
-        if !statement.get_ref().contains("loadrig_") {
-            return Err(source
-                .error(statement.span(), "setup statements may only create objects named loadrig_...")
-                .help("loadrig only creates, and `loadrig cleanup` only drops, objects in its own namespace"));
-        }
-        let sql = ops::SqlArgsRef { query: statement };
-        setup.push(compiler.setup_sql(&sql)?);
-    }
-    let mut ops = Vec::new();
-    let mut names = BTreeMap::new();
-    for op in &file.ops {
-        let compiled = compiler.op(op)?;
-        if compiled.name.is_empty() {
-            return Err(source.error(op.get_ref().name.span(), "operation name is empty"));
-        }
-        if names.insert(compiled.name.clone(), ()).is_some() {
-            return Err(source.error(
-                op.get_ref().name.span(),
-                format!(
-                    "operation '{}' is defined twice: names must be unique",
-                    compiled.name
-                ),
-            ));
-        }
-        ops.push(compiled);
-    }
+    let mut compiler = op_compiler(source, &params);
+    let setup = compile_setup(&mut compiler, &file.setup)?;
+    let ops = compile_ops(&mut compiler, &file.ops)?;
     let (seq_slots, statements, capture_slots) = (
         compiler.seq_slots,
         compiler.statements,
         compiler.capture_slots,
     );
-
     let data = match &file.data {
-        Some(d) => {
-            let count = match d.count.get_ref() {
-                toml::Value::Integer(n) if *n >= 0 => *n as u64,
-                toml::Value::String(s) => {
-                    let name = s
-                        .trim()
-                        .trim_start_matches('{')
-                        .trim_end_matches('}')
-                        .trim();
-                    match params.get(name) {
-                        Some(toml::Value::Integer(n)) if *n >= 0 => *n as u64,
-                        _ => {
-                            return Err(source.error(
-                                d.count.span(),
-                                format!("count \"{s}\" must name an integer parameter, like \"{{records}}\""),
-                            ))
-                        }
-                    }
-                }
-                other => {
-                    return Err(source.error(
-                        d.count.span(),
-                        format!(
-                            "count must be a non-negative integer or \"{{param}}\", found {other}"
-                        ),
-                    ))
-                }
-            };
-            let mut data = ops::OpCompiler {
-                source,
-                params: &params,
-                seq_slots: 0,
-                statements: 0,
-                capture_slots: 0,
-            };
-            let key = data.key(&d.key)?;
-            let value = data.template(&d.value, &[])?;
-            Some(DataSpec {
-                count,
-                key,
-                value,
-                batch: d.batch.unwrap_or(1000).clamp(1, 1_000_000) as usize,
-            })
-        }
+        Some(d) => Some(compile_data(source, &params, d)?),
         None => None,
     };
-
     let op_timeout = match &file.op_timeout {
-        Some(t) => Some(
-            duration::parse(t.get_ref(), "op_timeout")
-                .and_then(|d| positive(d, "op_timeout"))
-                .map_err(|e| e.at(source.at(t.span().start)))?,
-        ),
+        Some(t) => Some(op_timeout(source, t)?),
         None => None,
     };
 
@@ -299,15 +187,181 @@ pub fn compile(
         seq_slots,
         capture_slots,
         statements,
-        checks: file
-            .checks
-            .iter()
-            .map(|c| CheckSource {
-                text: c.get_ref().clone(),
-                location: source.at(c.span().start + 1),
-            })
-            .collect(),
+        checks: check_sources(source, &file.checks),
     })
+}
+
+/// `op_timeout`: a duration above zero.
+fn op_timeout(source: &Source<'_>, t: &Spanned<String>) -> Result<Duration, InputError> {
+    duration::parse(t.get_ref(), "op_timeout")
+        .and_then(|d| positive(d, "op_timeout"))
+        .map_err(|e| e.at(source.at(t.span().start)))
+}
+
+/// The `checks = [...]` strings, each with the place of its text (after the quote).
+fn check_sources(source: &Source<'_>, checks: &[Spanned<String>]) -> Vec<CheckSource> {
+    checks
+        .iter()
+        .map(|c| CheckSource {
+            text: c.get_ref().clone(),
+            location: source.at(c.span().start + 1),
+        })
+        .collect()
+}
+
+/// The `[params]` as declared: numbers, strings and booleans only.
+fn declared_params(
+    source: &Source<'_>,
+    declared: &BTreeMap<String, Spanned<toml::Value>>,
+) -> Result<BTreeMap<String, toml::Value>, InputError> {
+    let mut params = BTreeMap::new();
+    for (name, value) in declared {
+        if matches!(
+            value.get_ref(),
+            toml::Value::Array(_) | toml::Value::Table(_) | toml::Value::Datetime(_)
+        ) {
+            return Err(source.error(
+                value.span(),
+                format!("parameter '{name}' must be a number, string or boolean"),
+            ));
+        }
+        params.insert(name.clone(), value.get_ref().clone());
+    }
+    Ok(params)
+}
+
+/// Apply `--set name=raw` to a declared parameter, converted to the type of its default.
+fn set_param(
+    params: &mut BTreeMap<String, toml::Value>,
+    workload: &str,
+    name: &str,
+    raw: &str,
+) -> Result<(), InputError> {
+    let Some(declared) = params.get(name) else {
+        let known = params.keys().cloned().collect::<Vec<_>>().join(", ");
+        return Err(InputError::new(format!(
+            "--set {name}={raw}: the workload '{workload}' has no parameter '{name}'"
+        ))
+        .help(if known.is_empty() {
+            "this workload declares no [params]".to_string()
+        } else {
+            format!("its parameters are: {known}")
+        }));
+    };
+    let value = convert_like(declared, raw).ok_or_else(|| {
+        InputError::new(format!(
+            "--set {name}={raw}: expected {} like the default {declared}",
+            type_name(declared)
+        ))
+    })?;
+    params.insert(name.to_string(), value);
+    Ok(())
+}
+
+fn op_compiler<'a>(
+    source: &'a Source<'a>,
+    params: &'a BTreeMap<String, toml::Value>,
+) -> ops::OpCompiler<'a> {
+    ops::OpCompiler {
+        source,
+        params,
+        seq_slots: 0,
+        statements: 0,
+        capture_slots: 0,
+    }
+}
+
+/// The `setup = [...]` statements; each may only touch `loadrig_` objects.
+fn compile_setup(
+    compiler: &mut ops::OpCompiler<'_>,
+    statements: &[Spanned<String>],
+) -> Result<Vec<NativeOp<ValueKind>>, InputError> {
+    let mut setup = Vec::new();
+    for statement in statements {
+        if !statement.get_ref().contains("loadrig_") {
+            return Err(compiler.source
+                .error(statement.span(), "setup statements may only create objects named loadrig_...")
+                .help("loadrig only creates, and `loadrig cleanup` only drops, objects in its own namespace"));
+        }
+        let sql = ops::SqlArgsRef { query: statement };
+        setup.push(compiler.setup_sql(&sql)?);
+    }
+    Ok(setup)
+}
+
+/// The `[[op]]` tables, with names that are not empty and unique.
+fn compile_ops(
+    compiler: &mut ops::OpCompiler<'_>,
+    sections: &[Spanned<ops::OpSection>],
+) -> Result<Vec<OpSpec>, InputError> {
+    let mut ops = Vec::new();
+    let mut names = BTreeMap::new();
+    for op in sections {
+        let compiled = compiler.op(op)?;
+        let at = op.get_ref().name.span();
+        if compiled.name.is_empty() {
+            return Err(compiler.source.error(at, "operation name is empty"));
+        }
+        if names.insert(compiled.name.clone(), ()).is_some() {
+            return Err(compiler.source.error(
+                at,
+                format!(
+                    "operation '{}' is defined twice: names must be unique",
+                    compiled.name
+                ),
+            ));
+        }
+        ops.push(compiled);
+    }
+    Ok(ops)
+}
+
+/// The `[data]` section: how many records, and their key and value templates.
+fn compile_data(
+    source: &Source<'_>,
+    params: &BTreeMap<String, toml::Value>,
+    d: &DataSection,
+) -> Result<DataSpec, InputError> {
+    let count = data_count(source, params, &d.count)?;
+    // A fresh compiler: the data's generator slots are counted apart from the operations'.
+    let mut data = op_compiler(source, params);
+    let key = data.key(&d.key)?;
+    let value = data.template(&d.value, &[])?;
+    Ok(DataSpec {
+        count,
+        key,
+        value,
+        batch: d.batch.unwrap_or(1000).clamp(1, 1_000_000) as usize,
+    })
+}
+
+/// `count`: a non-negative integer, or `"{param}"` naming an integer parameter.
+fn data_count(
+    source: &Source<'_>,
+    params: &BTreeMap<String, toml::Value>,
+    count: &Spanned<toml::Value>,
+) -> Result<u64, InputError> {
+    match count.get_ref() {
+        toml::Value::Integer(n) if *n >= 0 => Ok(*n as u64),
+        toml::Value::String(s) => {
+            let name = s
+                .trim()
+                .trim_start_matches('{')
+                .trim_end_matches('}')
+                .trim();
+            match params.get(name) {
+                Some(toml::Value::Integer(n)) if *n >= 0 => Ok(*n as u64),
+                _ => Err(source.error(
+                    count.span(),
+                    format!("count \"{s}\" must name an integer parameter, like \"{{records}}\""),
+                )),
+            }
+        }
+        other => Err(source.error(
+            count.span(),
+            format!("count must be a non-negative integer or \"{{param}}\", found {other}"),
+        )),
+    }
 }
 
 /// An operation time limit must be above zero (`0s` would fail every operation).

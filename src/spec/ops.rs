@@ -15,7 +15,7 @@ use toml::Spanned;
 use super::template::Template;
 use super::{duration, Source};
 use crate::error::InputError;
-use crate::vocab::ErrorClass;
+use crate::vocab::{ErrorClass, Family, NativeOp, Scope, ValueKind};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -146,116 +146,32 @@ struct RetrySection {
     backoff: Option<Spanned<String>>,
 }
 
-/// LDAP search scope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    Base,
-    One,
-    Sub,
-}
-
-/// An operation native to one kind of system. Its templates are rendered, in the order
-/// [`NativeOp::templates`] lists them, into the `args` of [`crate::targets::Op::Native`].
-#[derive(Debug, Clone)]
-pub enum NativeOp {
-    /// `id` numbers the workload's statements, so sessions can cache prepared statements.
-    Sql {
-        id: usize,
-        query: String,
-        params: Vec<Template>,
-    },
-    Redis {
-        args: Vec<Template>,
-    },
-    LdapSearch {
-        base: Template,
-        scope: Scope,
-        filter: Template,
-        attrs: Vec<String>,
-    },
-    LdapBind {
-        dn: Template,
-        password: Template,
-    },
-    LdapAdd {
-        dn: Template,
-        attrs: Vec<(String, Vec<Template>)>,
-    },
-    LdapModify {
-        dn: Template,
-        replace: Vec<(String, Vec<Template>)>,
-    },
-    LdapDelete {
-        dn: Template,
-    },
-    Http {
-        method: String,
-        path: Template,
-        headers: Vec<(String, Template)>,
-        body: Option<Template>,
-        expect: Option<u16>,
-    },
-}
-
-impl NativeOp {
-    /// The family of systems that run it: "sql", "redis", "ldap" or "http".
-    pub fn family(&self) -> &'static str {
-        match self {
-            NativeOp::Sql { .. } => "sql",
-            NativeOp::Redis { .. } => "redis",
-            NativeOp::Http { .. } => "http",
-            _ => "ldap",
-        }
-    }
-
-    pub fn label(&self) -> &'static str {
-        match self {
-            NativeOp::Sql { .. } => "sql",
-            NativeOp::Redis { .. } => "redis",
-            NativeOp::LdapSearch { .. } => "ldap.search",
-            NativeOp::LdapBind { .. } => "ldap.bind",
-            NativeOp::LdapAdd { .. } => "ldap.add",
-            NativeOp::LdapModify { .. } => "ldap.modify",
-            NativeOp::LdapDelete { .. } => "ldap.delete",
-            NativeOp::Http { .. } => "http",
-        }
-    }
-
-    /// Every template, in the order the rendered arguments are handed to the target.
-    pub fn templates(&self) -> Vec<&Template> {
-        match self {
-            NativeOp::Sql { params, .. } => params.iter().collect(),
-            NativeOp::Redis { args } => args.iter().collect(),
-            NativeOp::LdapSearch { base, filter, .. } => vec![base, filter],
-            NativeOp::LdapBind { dn, password } => vec![dn, password],
-            NativeOp::LdapAdd {
-                dn, attrs: values, ..
-            }
-            | NativeOp::LdapModify {
-                dn,
-                replace: values,
-            } => std::iter::once(dn)
-                .chain(values.iter().flat_map(|(_, v)| v.iter()))
-                .collect(),
-            NativeOp::LdapDelete { dn } => vec![dn],
-            NativeOp::Http {
-                path,
-                headers,
-                body,
-                ..
-            } => std::iter::once(path)
-                .chain(headers.iter().map(|(_, t)| t))
-                .chain(body.iter())
-                .collect(),
-        }
-    }
-}
-
-/// One step of a transaction, with the capture slots its first result row fills.
+/// One native operation ready to run (alone or as a step of a transaction): its shape as a
+/// target receives it, its argument templates in [`NativeOp::map_args`] order, and the
+/// capture slots its first result row fills.
 #[derive(Debug, Clone)]
 pub struct Step {
-    pub op: NativeOp,
+    pub op: NativeOp<ValueKind>,
+    pub templates: Vec<Template>,
     pub capture: Vec<usize>,
+}
+
+impl Step {
+    /// Split a compiled operation into the shape a target receives and the templates the
+    /// engine renders, once, so binding an operation allocates nothing.
+    fn new(op: NativeOp<Template>, capture: Vec<usize>) -> Step {
+        let mut templates = Vec::new();
+        let op = op.map_args(|t| {
+            let kind = t.kind();
+            templates.push(t);
+            kind
+        });
+        Step {
+            op,
+            templates,
+            capture,
+        }
+    }
 }
 
 /// Retry the whole operation when it fails with one of these classes.
@@ -313,13 +229,8 @@ impl OpKind {
         !matches!(self, OpKind::Connect | OpKind::Authenticate | OpKind::Tx(_))
     }
 
-    /// True if the op draws parameters, so the engine must read the clock after binding them.
-    pub fn has_params(&self) -> bool {
-        !matches!(self, OpKind::Nop | OpKind::Connect | OpKind::Authenticate)
-    }
-
     /// The native families the op needs from its target.
-    pub fn families(&self) -> Vec<&'static str> {
+    pub fn families(&self) -> Vec<Family> {
         match self {
             OpKind::Native(step) => vec![step.op.family()],
             OpKind::Tx(steps) => steps.iter().map(|s| s.op.family()).collect(),
@@ -424,10 +335,7 @@ impl OpCompiler<'_> {
             op.http.as_ref(),
             &[],
         )? {
-            kinds.push(OpKind::Native(Step {
-                op: native,
-                capture: Vec::new(),
-            }));
+            kinds.push(OpKind::Native(Step::new(native, Vec::new())));
         }
         if let Some(tx) = &op.tx {
             kinds.push(self.tx(tx)?);
@@ -465,9 +373,9 @@ impl OpCompiler<'_> {
 
     /// Only operations that return values capture, and an LDAP search no more values than
     /// it returns (its DN, then one per listed attribute).
-    fn check_capture(
+    fn check_capture<A>(
         &self,
-        op: &NativeOp,
+        op: &NativeOp<A>,
         names: &[String],
         span: &Range<usize>,
     ) -> Result<(), InputError> {
@@ -482,7 +390,11 @@ impl OpCompiler<'_> {
                     1 + attrs.len()
                 ),
             )),
-            _ => Err(self.source.error(span.clone(), CAPTURES)),
+            NativeOp::LdapBind { .. }
+            | NativeOp::LdapAdd { .. }
+            | NativeOp::LdapModify { .. }
+            | NativeOp::LdapDelete { .. }
+            | NativeOp::Http { .. } => Err(self.source.error(span.clone(), CAPTURES)),
         }
     }
 
@@ -568,7 +480,7 @@ impl OpCompiler<'_> {
         ldap: Option<&LdapSection>,
         http: Option<&Spanned<HttpArgs>>,
         captures: &[(String, usize)],
-    ) -> Result<Vec<NativeOp>, InputError> {
+    ) -> Result<Vec<NativeOp<Template>>, InputError> {
         let mut out = Vec::new();
         if let Some(s) = sql {
             out.push(self.sql(s.get_ref(), captures)?);
@@ -588,107 +500,126 @@ impl OpCompiler<'_> {
             out.push(NativeOp::Redis { args });
         }
         if let Some(l) = ldap {
-            if let Some(s) = &l.search {
-                let a = s.get_ref();
-                let scope = match a.scope.as_ref().map(|s| s.get_ref().as_str()) {
-                    None | Some("sub") => Scope::Sub,
-                    Some("one") => Scope::One,
-                    Some("base") => Scope::Base,
-                    Some(other) => {
-                        let at = a.scope.as_ref().map_or(s.span(), |s| s.span());
-                        return Err(self
-                            .source
-                            .error(at, format!("scope '{other}': expected base, one or sub")));
-                    }
-                };
-                let filter = match &a.filter {
-                    Some(f) => self.template(f, captures)?,
-                    None => self.template_at("(objectClass=*)", &s.span(), captures)?,
-                };
-                out.push(NativeOp::LdapSearch {
-                    base: self.template(&a.base, captures)?,
-                    scope,
-                    filter,
-                    attrs: a.attrs.clone(),
-                });
-            }
-            if let Some(b) = &l.bind {
-                let a = b.get_ref();
-                out.push(NativeOp::LdapBind {
-                    dn: self.template(&a.dn, captures)?,
-                    password: self.template(&a.password, captures)?,
-                });
-            }
-            if let Some(e) = &l.add {
-                let a = e.get_ref();
-                out.push(NativeOp::LdapAdd {
-                    dn: self.template(&a.dn, captures)?,
-                    attrs: self.attrs(&a.attrs, captures)?,
-                });
-            }
-            if let Some(m) = &l.modify {
-                let a = m.get_ref();
-                out.push(NativeOp::LdapModify {
-                    dn: self.template(&a.dn, captures)?,
-                    replace: self.attrs(&a.replace, captures)?,
-                });
-            }
-            if let Some(d) = &l.delete {
-                out.push(NativeOp::LdapDelete {
-                    dn: self.template(&d.get_ref().dn, captures)?,
-                });
-            }
+            self.ldap(l, captures, &mut out)?;
         }
         if let Some(h) = http {
-            let a = h.get_ref();
-            let method = a
-                .method
-                .clone()
-                .unwrap_or_else(|| "GET".into())
-                .to_ascii_uppercase();
-            if ![
-                "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "PROPFIND", "MKCOL",
-            ]
-            .contains(&method.as_str())
-            {
-                return Err(self.source.error(
-                    h.span(),
-                    format!("http method '{method}' is not one loadrig sends"),
-                ));
-            }
-            if !a.path.get_ref().starts_with('/') {
-                return Err(self.source.error(
-                    a.path.span(),
-                    "an http path starts with /, like \"/static/hello.txt\"",
-                ));
-            }
-            if a.expect.is_some_and(|s| !(100..=599).contains(&s)) {
-                return Err(self
-                    .source
-                    .error(h.span(), "expect is an HTTP status from 100 to 599"));
-            }
-            let headers = a
-                .headers
-                .iter()
-                .map(|(k, v)| Ok((k.clone(), self.template(v, captures)?)))
-                .collect::<Result<_, InputError>>()?;
-            let body = match &a.body {
-                Some(b) => Some(self.template(b, captures)?),
-                None => None,
-            };
-            out.push(NativeOp::Http {
-                method,
-                path: self.template(&a.path, captures)?,
-                headers,
-                body,
-                expect: a.expect,
-            });
+            out.push(self.http(h, captures)?);
         }
         Ok(out)
     }
 
+    /// The LDAP operations named in one table, in the order search, bind, add, modify, delete.
+    fn ldap(
+        &mut self,
+        l: &LdapSection,
+        captures: &[(String, usize)],
+        out: &mut Vec<NativeOp<Template>>,
+    ) -> Result<(), InputError> {
+        if let Some(s) = &l.search {
+            let a = s.get_ref();
+            let scope = match a.scope.as_ref().map(|s| s.get_ref().as_str()) {
+                None | Some("sub") => Scope::Sub,
+                Some("one") => Scope::One,
+                Some("base") => Scope::Base,
+                Some(other) => {
+                    let at = a.scope.as_ref().map_or(s.span(), |s| s.span());
+                    return Err(self
+                        .source
+                        .error(at, format!("scope '{other}': expected base, one or sub")));
+                }
+            };
+            let filter = match &a.filter {
+                Some(f) => self.template(f, captures)?,
+                None => self.template_at("(objectClass=*)", &s.span(), captures)?,
+            };
+            out.push(NativeOp::LdapSearch {
+                base: self.template(&a.base, captures)?,
+                scope,
+                filter,
+                attrs: a.attrs.clone(),
+            });
+        }
+        if let Some(b) = &l.bind {
+            let a = b.get_ref();
+            out.push(NativeOp::LdapBind {
+                dn: self.template(&a.dn, captures)?,
+                password: self.template(&a.password, captures)?,
+            });
+        }
+        if let Some(e) = &l.add {
+            let a = e.get_ref();
+            out.push(NativeOp::LdapAdd {
+                dn: self.template(&a.dn, captures)?,
+                attrs: self.attrs(&a.attrs, captures)?,
+            });
+        }
+        if let Some(m) = &l.modify {
+            let a = m.get_ref();
+            out.push(NativeOp::LdapModify {
+                dn: self.template(&a.dn, captures)?,
+                replace: self.attrs(&a.replace, captures)?,
+            });
+        }
+        if let Some(d) = &l.delete {
+            out.push(NativeOp::LdapDelete {
+                dn: self.template(&d.get_ref().dn, captures)?,
+            });
+        }
+        Ok(())
+    }
+
+    fn http(
+        &mut self,
+        h: &Spanned<HttpArgs>,
+        captures: &[(String, usize)],
+    ) -> Result<NativeOp<Template>, InputError> {
+        let a = h.get_ref();
+        let method = a
+            .method
+            .clone()
+            .unwrap_or_else(|| "GET".into())
+            .to_ascii_uppercase();
+        if ![
+            "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "PROPFIND", "MKCOL",
+        ]
+        .contains(&method.as_str())
+        {
+            return Err(self.source.error(
+                h.span(),
+                format!("http method '{method}' is not one loadrig sends"),
+            ));
+        }
+        if !a.path.get_ref().starts_with('/') {
+            return Err(self.source.error(
+                a.path.span(),
+                "an http path starts with /, like \"/static/hello.txt\"",
+            ));
+        }
+        if a.expect.is_some_and(|s| !(100..=599).contains(&s)) {
+            return Err(self
+                .source
+                .error(h.span(), "expect is an HTTP status from 100 to 599"));
+        }
+        let headers = a
+            .headers
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), self.template(v, captures)?)))
+            .collect::<Result<_, InputError>>()?;
+        let body = match &a.body {
+            Some(b) => Some(self.template(b, captures)?),
+            None => None,
+        };
+        Ok(NativeOp::Http {
+            method,
+            path: self.template(&a.path, captures)?,
+            headers,
+            body,
+            expect: a.expect,
+        })
+    }
+
     /// A setup statement: SQL without parameters.
-    pub fn setup_sql(&mut self, s: &SqlArgsRef<'_>) -> Result<NativeOp, InputError> {
+    pub fn setup_sql(&mut self, s: &SqlArgsRef<'_>) -> Result<NativeOp<ValueKind>, InputError> {
         self.statements += 1;
         Ok(NativeOp::Sql {
             id: self.statements - 1,
@@ -697,7 +628,11 @@ impl OpCompiler<'_> {
         })
     }
 
-    fn sql(&mut self, s: &SqlArgs, captures: &[(String, usize)]) -> Result<NativeOp, InputError> {
+    fn sql(
+        &mut self,
+        s: &SqlArgs,
+        captures: &[(String, usize)],
+    ) -> Result<NativeOp<Template>, InputError> {
         if s.query.get_ref().trim().is_empty() {
             return Err(self.source.error(s.query.span(), "the query is empty"));
         }
@@ -775,7 +710,7 @@ impl OpCompiler<'_> {
                 }
                 None => Vec::new(),
             };
-            steps.push(Step { op, capture });
+            steps.push(Step::new(op, capture));
         }
         let families: Vec<_> = steps.iter().map(|s| s.op.family()).collect();
         if families.windows(2).any(|w| w[0] != w[1]) {

@@ -22,6 +22,8 @@ use rand::distr::{Alphanumeric, Distribution};
 use rand::{Rng, RngCore};
 use rand_distr::Zipf;
 
+use crate::vocab::ValueKind;
+
 /// A compile error with the byte offset inside the template string where it was found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TemplateError {
@@ -65,18 +67,6 @@ pub struct Template {
     source: String,
     parts: Vec<Part>,
     kind: ValueKind,
-}
-
-/// What a template's expansions are, so a driver can bind them with their own type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ValueKind {
-    /// One number generator (`{seq}`, `{uniform ..}`, `{zipf ..}`, `{client}`) or one
-    /// integer parameter, alone.
-    Integer,
-    /// One float parameter, alone.
-    Float,
-    /// Anything else: literal text, strings, bytes, captures, mixtures.
-    Bytes,
 }
 
 /// Per-client generator state: its number, the client count, and one counter per `seq`.
@@ -269,99 +259,149 @@ fn compile_expr(
             "empty '{}': expected a generator such as {seq} or {uniform 1..100}",
         );
     };
-    let args = &words[1..];
-    let arity = |n: std::ops::RangeInclusive<usize>, usage: &str| {
-        if n.contains(&args.len()) {
-            Ok(())
-        } else {
-            err(head_at, format!("'{head}' takes {usage}"))
-        }
+    let call = Call {
+        head,
+        head_at,
+        args: &words[1..],
+        params,
     };
     match head {
-        "seq" => {
-            arity(0..=1, "an optional start: {seq} or {seq 1000}")?;
-            let start = match args.first() {
-                Some(&(at, w)) => integer(w, at, params)?,
-                None => 0,
-            };
-            *seq_slots += 1;
-            Ok(Part::Seq {
-                start,
-                slot: *seq_slots - 1,
-            })
-        }
-        "uniform" => {
-            arity(1..=1, "a range: {uniform 1..100}")?;
-            let (lo, hi) = range(args[0].1, args[0].0, params)?;
-            Ok(Part::Uniform { lo, hi })
-        }
-        "zipf" => {
-            arity(1..=2, "a range and an optional exponent: {zipf 1..1000 0.99}")?;
-            let (lo, hi) = range(args[0].1, args[0].0, params)?;
-            let s = match args.get(1) {
-                Some(&(at, w)) => {
-                    let s = float(w, at, params)?;
-                    if !(s > 0.0 && s.is_finite()) {
-                        return err(at, format!("zipf exponent must be a positive number, not {w}"));
-                    }
-                    s
-                }
-                None => 0.99,
-            };
-            let dist = Zipf::new((hi - lo) as f64, s)
-                .map_err(|e| TemplateError {
-                    offset: head_at,
-                    message: format!("invalid zipf: {e}"),
-                })?;
-            Ok(Part::Zipf { lo, dist })
-        }
-        "bytes" | "string" => {
-            arity(1..=1, "a size: {bytes 512}")?;
-            let n = integer(args[0].1, args[0].0, params)? as usize;
-            if n > 64 << 20 {
-                return err(args[0].0, "size over 64 MiB: use a smaller value");
-            }
-            Ok(if head == "bytes" {
-                Part::Bytes(n)
-            } else {
-                Part::Text(n)
-            })
-        }
-        "choice" => {
-            let list: String = args.iter().map(|(_, w)| *w).collect::<Vec<_>>().join(" ");
-            let words: Vec<String> = list
-                .split('|')
-                .map(|w| w.trim().to_string())
-                .filter(|w| !w.is_empty())
-                .collect();
-            if words.is_empty() {
-                return err(head_at, "'choice' takes words separated by '|': {choice red|green|blue}");
-            }
-            Ok(Part::Choice(words))
-        }
+        "seq" => call.seq(seq_slots),
+        "uniform" => call.uniform(),
+        "zipf" => call.zipf(),
+        "bytes" | "string" => call.size(),
+        "choice" => call.choice(),
         "client" => {
-            arity(0..=0, "no arguments")?;
+            call.arity(0..=0, "no arguments")?;
             Ok(Part::Client)
         }
-        name if args.is_empty() && captures.iter().any(|(c, _)| c == name) => Ok(Part::Capture(
-            captures.iter().find(|(c, _)| c == name).map_or(0, |(_, slot)| *slot),
-        )),
-        name if args.is_empty() => match params.get(name) {
-            Some(value) => Ok(Part::Literal(match value {
-                toml::Value::String(s) => s.clone(),
-                other => other.to_string(),
-            })),
-            None => err(
-                head_at,
-                format!(
-                    "unknown generator or parameter '{name}': expected seq, uniform, zipf, bytes, string, choice, client{}",
-                    param_list(params)
-                ),
-            ),
-        },
+        name if call.args.is_empty() => named(name, head_at, params, captures),
         other => err(
             head_at,
             format!("unknown generator '{other}': expected seq, uniform, zipf, bytes, string, choice or client"),
+        ),
+    }
+}
+
+/// One generator expression: its name, where the name is, and its arguments with offsets.
+struct Call<'a> {
+    head: &'a str,
+    head_at: usize,
+    args: &'a [(usize, &'a str)],
+    params: &'a BTreeMap<String, toml::Value>,
+}
+
+impl Call<'_> {
+    fn arity(&self, n: std::ops::RangeInclusive<usize>, usage: &str) -> Result<(), TemplateError> {
+        if n.contains(&self.args.len()) {
+            Ok(())
+        } else {
+            err(self.head_at, format!("'{}' takes {usage}", self.head))
+        }
+    }
+
+    fn seq(&self, seq_slots: &mut usize) -> Result<Part, TemplateError> {
+        self.arity(0..=1, "an optional start: {seq} or {seq 1000}")?;
+        let start = match self.args.first() {
+            Some(&(at, w)) => integer(w, at, self.params)?,
+            None => 0,
+        };
+        *seq_slots += 1;
+        Ok(Part::Seq {
+            start,
+            slot: *seq_slots - 1,
+        })
+    }
+
+    fn uniform(&self) -> Result<Part, TemplateError> {
+        self.arity(1..=1, "a range: {uniform 1..100}")?;
+        let (lo, hi) = range(self.args[0].1, self.args[0].0, self.params)?;
+        Ok(Part::Uniform { lo, hi })
+    }
+
+    fn zipf(&self) -> Result<Part, TemplateError> {
+        self.arity(
+            1..=2,
+            "a range and an optional exponent: {zipf 1..1000 0.99}",
+        )?;
+        let (lo, hi) = range(self.args[0].1, self.args[0].0, self.params)?;
+        let s = match self.args.get(1) {
+            Some(&(at, w)) => {
+                let s = float(w, at, self.params)?;
+                if !(s > 0.0 && s.is_finite()) {
+                    return err(
+                        at,
+                        format!("zipf exponent must be a positive number, not {w}"),
+                    );
+                }
+                s
+            }
+            None => 0.99,
+        };
+        let dist = Zipf::new((hi - lo) as f64, s).map_err(|e| TemplateError {
+            offset: self.head_at,
+            message: format!("invalid zipf: {e}"),
+        })?;
+        Ok(Part::Zipf { lo, dist })
+    }
+
+    /// `bytes N` or `string N`.
+    fn size(&self) -> Result<Part, TemplateError> {
+        self.arity(1..=1, "a size: {bytes 512}")?;
+        let n = integer(self.args[0].1, self.args[0].0, self.params)? as usize;
+        if n > 64 << 20 {
+            return err(self.args[0].0, "size over 64 MiB: use a smaller value");
+        }
+        Ok(if self.head == "bytes" {
+            Part::Bytes(n)
+        } else {
+            Part::Text(n)
+        })
+    }
+
+    fn choice(&self) -> Result<Part, TemplateError> {
+        let list: String = self
+            .args
+            .iter()
+            .map(|(_, w)| *w)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let words: Vec<String> = list
+            .split('|')
+            .map(|w| w.trim().to_string())
+            .filter(|w| !w.is_empty())
+            .collect();
+        if words.is_empty() {
+            return err(
+                self.head_at,
+                "'choice' takes words separated by '|': {choice red|green|blue}",
+            );
+        }
+        Ok(Part::Choice(words))
+    }
+}
+
+/// A bare name: a value captured by an earlier step, else a workload parameter.
+fn named(
+    name: &str,
+    at: usize,
+    params: &BTreeMap<String, toml::Value>,
+    captures: &[(String, usize)],
+) -> Result<Part, TemplateError> {
+    if let Some((_, slot)) = captures.iter().find(|(c, _)| c == name) {
+        return Ok(Part::Capture(*slot));
+    }
+    match params.get(name) {
+        Some(value) => Ok(Part::Literal(match value {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })),
+        None => err(
+            at,
+            format!(
+                "unknown generator or parameter '{name}': expected seq, uniform, zipf, bytes, string, choice, client{}",
+                param_list(params)
+            ),
         ),
     }
 }

@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::vocab::{ErrorClass, OpError};
+use crate::vocab::{ErrorClass, ErrorCounts, OpError};
 
 pub type Hist = Histogram<u64>;
 
@@ -25,8 +25,8 @@ const MAX_MESSAGES: usize = 20;
 pub struct OpCounters {
     /// Successful operations; their latencies are in `latency`.
     pub ok: u64,
-    /// Failed operations by class, in [`ErrorClass::ALL`] order.
-    pub errors: [u64; 8],
+    /// Failed operations by class.
+    pub errors: ErrorCounts,
     pub rows: u64,
     /// Response time: from the intended start (open loop) or the send (closed loop).
     pub latency: Hist,
@@ -47,7 +47,7 @@ impl Default for OpCounters {
     fn default() -> Self {
         OpCounters {
             ok: 0,
-            errors: [0; 8],
+            errors: ErrorCounts::default(),
             rows: 0,
             latency: new_hist(),
             service: new_hist(),
@@ -62,12 +62,12 @@ impl Default for OpCounters {
 
 impl OpCounters {
     pub fn error_total(&self) -> u64 {
-        self.errors.iter().sum()
+        self.errors.total()
     }
 
     #[inline]
     pub fn record_error(&mut self, e: &OpError) {
-        self.errors[e.class as usize] += 1;
+        self.errors[e.class] += 1;
         self.count_message(e.class, &e.message, 1);
     }
 
@@ -86,9 +86,7 @@ impl OpCounters {
     /// Add another's counts into this one (exact: histograms add bucket by bucket).
     pub fn merge(&mut self, other: &OpCounters) {
         self.ok += other.ok;
-        for (a, b) in self.errors.iter_mut().zip(other.errors) {
-            *a += b;
-        }
+        self.errors += &other.errors;
         self.rows += other.rows;
         // Adding auto-resizing histograms of the same precision cannot fail.
         let _ = self.latency.add(&other.latency);
@@ -185,7 +183,7 @@ mod tests {
         a.merge(&b);
         assert_eq!(a.ok, 5);
         assert_eq!(a.latency.len(), 2);
-        assert_eq!(a.errors[ErrorClass::Timeout as usize], 2);
+        assert_eq!(a.errors[ErrorClass::Timeout], 2);
         assert_eq!(
             a.messages,
             vec![(ErrorClass::Timeout, "slow".to_string(), 2)]

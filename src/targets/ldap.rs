@@ -50,8 +50,7 @@ use tokio::task::JoinHandle;
 
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::spec::{self, NativeOp};
-use crate::vocab::{ErrorClass, Op, OpError, Outcome};
+use crate::vocab::{self, ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
 
 /// How long connecting and the first bind may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -127,8 +126,8 @@ impl Target for Ldap {
         false
     }
 
-    fn families(&self) -> &'static [&'static str] {
-        &["ldap"]
+    fn families(&self) -> &'static [Family] {
+        &[Family::Ldap]
     }
 
     fn connect(&self) -> impl Future<Output = Result<LdapSession, OpError>> {
@@ -436,7 +435,7 @@ impl LdapSession {
 
     async fn native(
         &mut self,
-        op: &NativeOp,
+        op: &NativeOp<ValueKind>,
         args: &[Vec<u8>],
         capture: bool,
     ) -> Result<Outcome, OpError> {
@@ -445,9 +444,9 @@ impl LdapSession {
         match op {
             NativeOp::LdapSearch { scope, attrs, .. } => {
                 let scope = match scope {
-                    spec::Scope::Base => Scope::Base,
-                    spec::Scope::One => Scope::OneLevel,
-                    spec::Scope::Sub => Scope::Subtree,
+                    vocab::Scope::Base => Scope::Base,
+                    vocab::Scope::One => Scope::OneLevel,
+                    vocab::Scope::Sub => Scope::Subtree,
                 };
                 self.search(arg(0)?, scope, arg(1)?, attrs, capture).await
             }
@@ -487,10 +486,12 @@ impl LdapSession {
                 let result = self.conn.delete(dn).await;
                 rows_of(&shown, result, 1, true).map(Outcome::rows)
             }
-            _ => Err(OpError::new(
-                ErrorClass::Other,
-                format!("ldap:// targets do not run {}", op.label()),
-            )),
+            NativeOp::Sql { .. } | NativeOp::Redis { .. } | NativeOp::Http { .. } => {
+                Err(OpError::new(
+                    ErrorClass::Other,
+                    format!("ldap:// targets do not run {}", op.label()),
+                ))
+            }
         }
     }
 

@@ -13,13 +13,14 @@ pub mod noop;
 pub mod postgres;
 pub mod redis;
 pub mod sleep;
+pub mod sql;
 pub mod sqlite;
 
 use std::collections::BTreeMap;
 use std::future::Future;
 
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Family, Op, OpError, Outcome};
 
 /// A configured system under test. Shared by all clients; each client opens its own session.
 pub trait Target: Send + Sync + 'static {
@@ -29,8 +30,8 @@ pub trait Target: Send + Sync + 'static {
     fn from_url(url: &TargetUrl, params: &Params) -> Result<Self, InputError>
     where
         Self: Sized;
-    /// The native operation families it runs ("sql", "redis", "ldap", "http").
-    fn families(&self) -> &'static [&'static str] {
+    /// The native operation families it runs.
+    fn families(&self) -> &'static [Family] {
         &[]
     }
     /// Blocking targets (SQLite, files) get one OS thread per client and never run
@@ -288,7 +289,9 @@ pub fn unsupported(op: &Op<'_>, target: &str) -> OpError {
     let what = match op {
         Op::Native { op, .. } => op.label(),
         Op::Begin | Op::Commit | Op::Rollback => "a transaction",
-        _ => "this operation",
+        Op::Nop | Op::Put { .. } | Op::Get { .. } | Op::Update { .. } | Op::Delete { .. } => {
+            "this operation"
+        }
     };
     OpError::new(
         ErrorClass::Other,

@@ -38,23 +38,11 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{ChangeUserOpts, Conn, DriverError, Opts, OptsBuilder, Params, Statement, Value};
 
 use super::endpoint::Endpoint;
+use super::sql::{check_arity, handshake, kv_table, sqlstate_class, Dialect, Kv, Prepared};
 use super::{unsupported, Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::spec::{NativeOp, Template, ValueKind};
-use crate::vocab::{ErrorClass, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
 
-const CREATE_KV: &str =
-    "CREATE TABLE IF NOT EXISTS loadrig_kv (k VARCHAR(255) PRIMARY KEY, v LONGBLOB NOT NULL)";
-const KV_SQL: [&str; 4] = [
-    "INSERT INTO loadrig_kv (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)",
-    "SELECT v FROM loadrig_kv WHERE k = ?",
-    "UPDATE loadrig_kv SET v = ? WHERE k = ?",
-    "DELETE FROM loadrig_kv WHERE k = ?",
-];
-const PUT: usize = 0;
-const GET: usize = 1;
-const UPDATE: usize = 2;
-const DELETE: usize = 3;
 /// SQL text per data-loading statement: well under the server's max_allowed_packet.
 const LOAD_CHUNK_BYTES: usize = 1 << 20;
 
@@ -99,9 +87,7 @@ impl Mysql {
 /// One connection and the statements prepared on it.
 pub struct MysqlSession {
     conn: Conn,
-    kv: [Option<Statement>; 4],
-    /// Native statements by their workload-wide number; `None` until first used.
-    sql: Vec<Option<Statement>>,
+    prepared: Prepared<Statement>,
 }
 
 impl Target for Mysql {
@@ -115,42 +101,16 @@ impl Target for Mysql {
         false
     }
 
-    fn families(&self) -> &'static [&'static str] {
-        &["sql"]
+    fn families(&self) -> &'static [Family] {
+        &[Family::Sql]
     }
 
     async fn connect(&self) -> Result<MysqlSession, OpError> {
-        match tokio::time::timeout(self.timeout, Conn::new(self.opts.clone())).await {
-            Ok(Ok(conn)) => Ok(MysqlSession {
-                conn,
-                kv: Default::default(),
-                sql: Vec::new(),
-            }),
-            Ok(Err(e)) => {
-                let mut err = classify(&e);
-                if err.class != ErrorClass::Auth {
-                    err.class = ErrorClass::Connect;
-                }
-                err.message = format!(
-                    "{} ({}): {}",
-                    if err.class == ErrorClass::Auth {
-                        "authentication failed"
-                    } else {
-                        "connection failed"
-                    },
-                    err.class.name(),
-                    err.message
-                );
-                Err(err)
-            }
-            Err(_) => Err(OpError::new(
-                ErrorClass::Connect,
-                format!(
-                    "connection failed (connect): no complete handshake within {:?} (option connect_timeout)",
-                    self.timeout
-                ),
-            )),
-        }
+        let conn = handshake(self.timeout, Conn::new(self.opts.clone()), classify).await?;
+        Ok(MysqlSession {
+            conn,
+            prepared: Prepared::new(Dialect::Mysql),
+        })
     }
 }
 
@@ -163,10 +123,7 @@ fn classify(e: &mysql_async::Error) -> OpError {
             1205 | 1969 | 3024 => ErrorClass::Timeout,
             1045 => ErrorClass::Auth,
             1040 | 1053 | 1927 => ErrorClass::Connect,
-            _ if s.state.starts_with("23") => ErrorClass::Constraint,
-            _ if s.state.starts_with("28") => ErrorClass::Auth,
-            _ if s.state.starts_with("08") => ErrorClass::Connect,
-            _ => ErrorClass::Other,
+            _ => sqlstate_class(&s.state).unwrap_or(ErrorClass::Other),
         },
         E::Io(_) | E::Driver(DriverError::ConnectionClosed) => ErrorClass::Connect,
         E::Driver(
@@ -246,18 +203,14 @@ fn typed(arg: &[u8], kind: ValueKind) -> Value {
 }
 
 impl MysqlSession {
-    async fn statement(&mut self, which: usize) -> Result<Statement, OpError> {
-        if let Some(st) = &self.kv[which] {
-            return Ok(st.clone());
-        }
-        let st = self.conn.prep(KV_SQL[which]).await.map_err(cl)?;
-        self.kv[which] = Some(st.clone());
-        Ok(st)
-    }
-
-    async fn kv(&mut self, which: usize, args: &[&[u8]]) -> Result<u64, OpError> {
-        let st = self.statement(which).await?;
-        if which == GET {
+    async fn kv(&mut self, op: Kv, args: &[&[u8]]) -> Result<u64, OpError> {
+        let conn = &mut self.conn;
+        let st = self
+            .prepared
+            .kv(op, |sql| conn.prep(sql))
+            .await
+            .map_err(cl)?;
+        if op == Kv::Get {
             let mut result = self.conn.exec_iter(&st, params(args)).await.map_err(cl)?;
             let mut n = 0;
             while result.next().await.map_err(cl)?.is_some() {
@@ -267,7 +220,7 @@ impl MysqlSession {
             Ok(n)
         } else {
             self.conn.exec_drop(&st, params(args)).await.map_err(cl)?;
-            Ok(if which == PUT {
+            Ok(if op == Kv::Put {
                 1
             } else {
                 self.conn.affected_rows()
@@ -279,38 +232,24 @@ impl MysqlSession {
         &mut self,
         id: usize,
         query: &str,
-        templates: &[Template],
+        kinds: &[ValueKind],
         args: &[Vec<u8>],
         capture: bool,
     ) -> Result<Outcome, OpError> {
-        if self.sql.len() <= id {
-            self.sql.resize(id + 1, None);
-        }
-        let st = match &self.sql[id] {
-            Some(st) => st.clone(),
-            None => {
-                let st = self.conn.prep(query).await.map_err(cl)?;
-                self.sql[id] = Some(st.clone());
-                st
-            }
-        };
-        if usize::from(st.num_params()) != args.len() {
-            return Err(OpError::new(
-                ErrorClass::Other,
-                format!(
-                    "the query has {} parameter(s) but the operation gives {}: {query}",
-                    st.num_params(),
-                    args.len()
-                ),
-            ));
-        }
+        let conn = &mut self.conn;
+        let st = self
+            .prepared
+            .native(id, || conn.prep(query))
+            .await
+            .map_err(cl)?;
+        check_arity(query, usize::from(st.num_params()), args.len())?;
         let params = if args.is_empty() {
             Params::Empty
         } else {
             Params::Positional(
                 args.iter()
-                    .zip(templates)
-                    .map(|(a, t)| typed(a, t.kind()))
+                    .zip(kinds)
+                    .map(|(a, kind)| typed(a, *kind))
                     .collect(),
             )
         };
@@ -335,16 +274,28 @@ impl MysqlSession {
     async fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
         let rows = match *op {
             Op::Nop => 0,
-            Op::Put { key, value } => self.kv(PUT, &[key.as_bytes(), value]).await?,
-            Op::Get { key } => self.kv(GET, &[key.as_bytes()]).await?,
-            Op::Update { key, value } => self.kv(UPDATE, &[value, key.as_bytes()]).await?,
-            Op::Delete { key } => self.kv(DELETE, &[key.as_bytes()]).await?,
+            Op::Put { key, value } => self.kv(Kv::Put, &[key.as_bytes(), value]).await?,
+            Op::Get { key } => self.kv(Kv::Get, &[key.as_bytes()]).await?,
+            Op::Update { key, value } => self.kv(Kv::Update, &[value, key.as_bytes()]).await?,
+            Op::Delete { key } => self.kv(Kv::Delete, &[key.as_bytes()]).await?,
             Op::Native {
                 op: NativeOp::Sql { id, query, params },
                 args,
                 capture,
             } => return self.native(*id, query, params, args, capture).await,
-            Op::Native { .. } => return Err(unsupported(op, "mysql://")),
+            // Every other family's operation, by name: a new variant of a family this
+            // target runs must be handled above before this compiles.
+            Op::Native {
+                op:
+                    NativeOp::Redis { .. }
+                    | NativeOp::LdapSearch { .. }
+                    | NativeOp::LdapBind { .. }
+                    | NativeOp::LdapAdd { .. }
+                    | NativeOp::LdapModify { .. }
+                    | NativeOp::LdapDelete { .. }
+                    | NativeOp::Http { .. },
+                ..
+            } => return Err(unsupported(op, "mysql://")),
             Op::Begin => return self.text("BEGIN").await,
             Op::Commit => return self.text("COMMIT").await,
             Op::Rollback => return self.text("ROLLBACK").await,
@@ -360,7 +311,7 @@ impl MysqlSession {
     /// Multi-row upserts of at most [`LOAD_CHUNK_BYTES`] of SQL each, keys and values as
     /// hex literals (no escaping questions, any bytes).
     async fn insert_batch(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
-        const HEAD: &str = "INSERT INTO loadrig_kv (k, v) VALUES ";
+        const HEAD: &str = concat!("INSERT INTO ", kv_table!(), " (k, v) VALUES ");
         const TAIL: &str = " ON DUPLICATE KEY UPDATE v = VALUES(v)";
         let mut sql = String::with_capacity(LOAD_CHUNK_BYTES + 4096);
         let mut rows = 0;
@@ -393,23 +344,15 @@ impl MysqlSession {
     async fn drop_namespace(&mut self) -> Result<u64, OpError> {
         let names: Vec<String> = self
             .conn
-            .query(
-                "SELECT table_name FROM information_schema.tables \
-                 WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE' \
-                 AND table_name LIKE 'loadrig|_%' ESCAPE '|' ORDER BY 1",
-            )
+            .query(Dialect::Mysql.list_tables())
             .await
             .map_err(cl)?;
         if names.is_empty() {
             return Ok(0);
         }
         // One statement, so references between loadrig tables do not matter.
-        let list: Vec<String> = names
-            .iter()
-            .map(|n| format!("`{}`", n.replace('`', "``")))
-            .collect();
         self.conn
-            .query_drop(format!("DROP TABLE {}", list.join(", ")))
+            .query_drop(Dialect::Mysql.drop_tables(&names))
             .await
             .map_err(cl)?;
         Ok(names.len() as u64)
@@ -426,7 +369,10 @@ fn hex(out: &mut String, bytes: &[u8]) {
 
 impl Session for MysqlSession {
     async fn setup(&mut self) -> Result<(), OpError> {
-        self.conn.query_drop(CREATE_KV).await.map_err(cl)
+        self.conn
+            .query_drop(Dialect::Mysql.create_kv())
+            .await
+            .map_err(cl)
     }
 
     async fn server_version(&mut self) -> Option<String> {
@@ -444,8 +390,7 @@ impl Session for MysqlSession {
 
     async fn authenticate(&mut self) -> Result<Outcome, OpError> {
         // The server drops this session's prepared statements on COM_CHANGE_USER.
-        self.kv = Default::default();
-        self.sql.clear();
+        self.prepared.clear();
         self.conn
             .change_user(ChangeUserOpts::default())
             .await

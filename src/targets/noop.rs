@@ -4,7 +4,7 @@ use std::future::{ready, Future};
 
 use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::vocab::{Op, OpError, Outcome};
+use crate::vocab::{Family, Op, OpError, Outcome};
 
 pub struct Noop;
 
@@ -29,8 +29,8 @@ impl Target for Noop {
     }
 
     /// Every native family: a native workload dry-runs on noop:// to measure the harness.
-    fn families(&self) -> &'static [&'static str] {
-        &["sql", "redis", "ldap", "http"]
+    fn families(&self) -> &'static [Family] {
+        &Family::ALL
     }
 
     fn connect(&self) -> impl Future<Output = Result<NoopSession, OpError>> {

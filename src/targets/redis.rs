@@ -42,8 +42,7 @@ use tokio::net::TcpStream;
 
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::spec::NativeOp;
-use crate::vocab::{ErrorClass, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
 
 /// Every key a kv operation touches starts with this; cleanup removes exactly these.
 pub const PREFIX: &str = "loadrig:";
@@ -114,8 +113,8 @@ impl Target for Redis {
         false
     }
 
-    fn families(&self) -> &'static [&'static str] {
-        &["redis"]
+    fn families(&self) -> &'static [Family] {
+        &[Family::Redis]
     }
 
     fn connect(&self) -> impl Future<Output = Result<RedisSession, OpError>> {
@@ -421,7 +420,19 @@ impl RedisSession {
                 args,
                 capture,
             } => return self.native(args, capture).await,
-            Op::Native { .. } => return Err(super::unsupported(op, "redis://")),
+            // Every other family's operation, by name: a new variant of a family this
+            // target runs must be handled above before this compiles.
+            Op::Native {
+                op:
+                    NativeOp::Sql { .. }
+                    | NativeOp::LdapSearch { .. }
+                    | NativeOp::LdapBind { .. }
+                    | NativeOp::LdapAdd { .. }
+                    | NativeOp::LdapModify { .. }
+                    | NativeOp::LdapDelete { .. }
+                    | NativeOp::Http { .. },
+                ..
+            } => return Err(super::unsupported(op, "redis://")),
             Op::Begin => {
                 self.command(&[b"MULTI"]).await?;
                 self.in_tx = true;

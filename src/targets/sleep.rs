@@ -36,18 +36,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-// The same clock as the engine's hot loop and pacing, so simulated latencies line up.
-use quanta::Instant;
-
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp};
 
 use super::{Params, Session, Target, TargetUrl};
-use crate::engine::pace;
+use crate::clock::{self, Instant};
 use crate::error::InputError;
 use crate::spec::duration;
-use crate::vocab::{ErrorClass, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Family, Op, OpError, Outcome};
 
 /// One component of the latency distribution.
 #[derive(Debug, Clone)]
@@ -364,8 +361,8 @@ impl Target for Sleep {
     }
 
     /// Every native family: any workload can run against a known latency distribution.
-    fn families(&self) -> &'static [&'static str] {
-        &["sql", "redis", "ldap", "http"]
+    fn families(&self) -> &'static [Family] {
+        &Family::ALL
     }
 
     fn connect(&self) -> impl Future<Output = Result<SleepSession, OpError>> {
@@ -407,7 +404,7 @@ impl Session for SleepSession {
             Some(stall) => stall.end(s, d),
             None => s + d,
         };
-        pace::sleep_until(t.opened + end);
+        clock::sleep_until(t.opened + end);
         let fail = t.error_rate > 0.0 && self.rng.random_bool(t.error_rate);
         std::future::ready(if fail {
             Err(OpError::new(ErrorClass::Other, "injected error"))

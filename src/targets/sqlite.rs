@@ -13,12 +13,10 @@ use std::time::Duration;
 use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
+use super::sql::{Dialect, Kv};
 use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::spec::NativeOp;
-use crate::vocab::{ErrorClass, Op, OpError, Outcome};
-
-pub const TABLE: &str = "loadrig_kv";
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
 
 pub struct Sqlite {
     path: PathBuf,
@@ -77,8 +75,8 @@ impl Target for Sqlite {
         true
     }
 
-    fn families(&self) -> &'static [&'static str] {
-        &["sql"]
+    fn families(&self) -> &'static [Family] {
+        &[Family::Sql]
     }
 
     fn connect(&self) -> impl Future<Output = Result<SqliteSession, OpError>> {
@@ -108,8 +106,24 @@ impl SqliteSession {
     fn run(&mut self, op: &Op<'_>) -> Result<Outcome, rusqlite::Error> {
         let rows = match *op {
             Op::Nop => 0,
-            Op::Native { op: NativeOp::Sql { query, .. }, args, capture } => return self.sql(query, args, capture),
-            Op::Native { .. } => return Err(rusqlite::Error::InvalidQuery),
+            Op::Native {
+                op: NativeOp::Sql { query, .. },
+                args,
+                capture,
+            } => return self.sql(query, args, capture),
+            // Every other family's operation, by name: a new variant of a family this
+            // target runs must be handled above before this compiles.
+            Op::Native {
+                op:
+                    NativeOp::Redis { .. }
+                    | NativeOp::LdapSearch { .. }
+                    | NativeOp::LdapBind { .. }
+                    | NativeOp::LdapAdd { .. }
+                    | NativeOp::LdapModify { .. }
+                    | NativeOp::LdapDelete { .. }
+                    | NativeOp::Http { .. },
+                ..
+            } => return Err(rusqlite::Error::InvalidQuery),
             Op::Begin => {
                 self.conn.execute_batch("BEGIN IMMEDIATE")?;
                 0
@@ -124,23 +138,21 @@ impl SqliteSession {
             }
             Op::Put { key, value } => self
                 .conn
-                .prepare_cached(
-                    "INSERT INTO loadrig_kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v",
-                )?
+                .prepare_cached(Dialect::Sqlite.kv(Kv::Put))?
                 .execute(params![key, value])? as u64,
             Op::Get { key } => self
                 .conn
-                .prepare_cached("SELECT length(v) FROM loadrig_kv WHERE k = ?1")?
+                .prepare_cached(Dialect::Sqlite.kv(Kv::Get))?
                 .query_row(params![key], |_| Ok(()))
                 .optional()?
                 .map_or(0, |_| 1),
             Op::Update { key, value } => self
                 .conn
-                .prepare_cached("UPDATE loadrig_kv SET v = ?2 WHERE k = ?1")?
+                .prepare_cached(Dialect::Sqlite.kv(Kv::Update))?
                 .execute(params![key, value])? as u64,
             Op::Delete { key } => self
                 .conn
-                .prepare_cached("DELETE FROM loadrig_kv WHERE k = ?1")?
+                .prepare_cached(Dialect::Sqlite.kv(Kv::Delete))?
                 .execute(params![key])? as u64,
         };
         Ok(Outcome::rows(rows))
@@ -186,9 +198,7 @@ impl SqliteSession {
     fn load_batch(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), rusqlite::Error> {
         let tx = self.conn.transaction()?;
         {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO loadrig_kv(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v",
-            )?;
+            let mut insert = tx.prepare_cached(Dialect::Sqlite.kv(Kv::Put))?;
             for (k, v) in records {
                 insert.execute(params![k, v])?;
             }
@@ -201,9 +211,7 @@ impl Session for SqliteSession {
     fn setup(&mut self) -> impl Future<Output = Result<(), OpError>> {
         ready(
             self.conn
-                .execute_batch(&format!(
-                    "CREATE TABLE IF NOT EXISTS {TABLE} (k TEXT PRIMARY KEY, v BLOB NOT NULL)"
-                ))
+                .execute_batch(Dialect::Sqlite.create_kv())
                 .map_err(classify),
         )
     }
@@ -212,12 +220,13 @@ impl Session for SqliteSession {
         let drop_all = || -> Result<u64, rusqlite::Error> {
             let names: Vec<String> = self
                 .conn
-                .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'loadrig\\_%' ESCAPE '\\'")?
+                .prepare(Dialect::Sqlite.list_tables())?
                 .query_map([], |r| r.get(0))?
                 .collect::<Result<_, _>>()?;
+            // SQLite drops one table a statement.
             for name in &names {
                 self.conn
-                    .execute_batch(&format!("DROP TABLE \"{}\"", name.replace('"', "\"\"")))?;
+                    .execute_batch(&Dialect::Sqlite.drop_tables(std::slice::from_ref(name)))?;
             }
             Ok(names.len() as u64)
         };

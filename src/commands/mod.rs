@@ -1,0 +1,28 @@
+//! One file per command; this file only dispatches. Each command resolves its input (a
+//! `RunPlan` for the commands that run load), hands it on, and chooses the exit status.
+
+mod compare;
+mod export;
+mod report;
+mod run;
+mod sweep;
+mod targets;
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+
+/// Run a parsed command line. Errors exit with status 2; failed checks and regressions
+/// (`--fail-on-regression`) exit with 1.
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Sweep(args) => sweep::sweep(&args),
+        Command::List => targets::list(),
+        Command::Cleanup { target } => targets::cleanup(&target),
+        Command::Init { name } => targets::init(&name),
+        Command::Report(args) => report::report(&args),
+        Command::Compare(args) => compare::compare(&args),
+        Command::Export(args) => export::export(&args),
+    }
+}

@@ -1,0 +1,51 @@
+//! `loadrig run`: resolve a plan, execute it, write the result, then its report and checks.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::analysis::checks::{self, Check};
+use crate::cli::RunArgs;
+use crate::plan;
+use crate::report::{console, html};
+use crate::result::{self, RunStatus};
+use crate::runner::{self, View};
+
+pub fn run(args: &RunArgs) -> Result<ExitCode> {
+    let plan = plan::resolve(args)?;
+    let result = runner::execute(&plan, View::Live)?;
+    let out = &plan.outputs.result;
+    result::write_atomic(out, &serde_json::to_vec_pretty(&result)?)?;
+    print!("{}", console::summary(&result));
+    println!("result: {}", out.display());
+    let checks_passed = after_run(out, plan.outputs.report.as_deref(), &plan.checks)?;
+    Ok(if result.status == RunStatus::Interrupted {
+        ExitCode::from(130)
+    } else if !checks_passed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// After the result is written: the `--report` and the checks, both computed from the file
+/// just written. Returns false when a check failed.
+fn after_run(out: &Path, report: Option<&Path>, checks: &[Check]) -> Result<bool> {
+    if report.is_none() && checks.is_empty() {
+        return Ok(true);
+    }
+    let written = result::read(out)?;
+    if let Some(path) = report {
+        let label = out.file_name().map_or_else(
+            || out.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let page = html::render(&[(label, written.clone())])?;
+        result::write_atomic(path, page.as_bytes())?;
+        println!("report: {}", path.display());
+    }
+    let outcomes = checks::evaluate_all(checks, &written);
+    print!("{}", checks::render(&outcomes));
+    Ok(outcomes.iter().all(|o| o.passed))
+}

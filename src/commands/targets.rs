@@ -1,0 +1,58 @@
+//! `loadrig list`, `init` and `cleanup`: what there is, and removing what loadrig made.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use crate::engine;
+use crate::error::InputError;
+use crate::report::console;
+use crate::spec::{self, builtin, Source};
+use crate::targets::{self, expand_env, redact, with_target_type, Params, Target, TargetUrl};
+
+/// `loadrig cleanup --target URL`: drop loadrig's namespace on the target, nothing else.
+pub fn cleanup(target: &str) -> Result<ExitCode> {
+    let url = TargetUrl::parse(&expand_env(target)?)?;
+    let shown = redact(target);
+    let no_params = Params::new();
+    let removed = with_target_type!(url.scheme.as_str(), T => {
+        engine::cleanup(&T::from_url(&url, &no_params)?)
+    })
+    .with_context(|| format!("target {shown}"))?;
+    println!(
+        "removed {} loadrig object(s) from {shown}",
+        console::thousands(removed)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn list() -> Result<ExitCode> {
+    println!("Built-in workloads (loadrig run NAME; loadrig init NAME > my.toml):");
+    for (name, text) in builtin::BUILTIN {
+        let source = Source { path: name, text };
+        let description = spec::compile(&source, &[])
+            .map(|w| w.description)
+            .unwrap_or_default();
+        println!("  {name:<16} {description}");
+    }
+    println!("\nTargets (--target URL):");
+    for (scheme, what) in targets::SCHEMES {
+        println!("  {scheme:<44} {what}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn init(name: &str) -> Result<ExitCode> {
+    let text = builtin::text(name).ok_or_else(|| {
+        InputError::new(format!("no built-in workload named '{name}'")).help(format!(
+            "built-in workloads: {}",
+            builtin::BUILTIN
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,467 @@
+//! The engine in-process, against `noop`, `sleep` (a known latency, stalls, injected errors)
+//! and a recording target. Runs last tens of milliseconds; assertions are on what the engine
+//! decides exactly (counts, the interval grid, error classes, the arrival schedule), never on
+//! how long something took beyond what a stall or a fixed latency guarantees.
+
+use std::future::{ready, Future};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::*;
+use crate::error::InputError;
+use crate::spec::{self, Source, Workload};
+use crate::targets::noop::Noop;
+use crate::targets::sleep::Sleep;
+use crate::targets::{Params, TargetUrl};
+use crate::vocab::{ErrorClass, Outcome};
+
+const MS: Duration = Duration::from_millis(1);
+
+/// One operation that does nothing.
+const NOP: &str = "name = \"t\"\n[[op]]\nname = \"nop\"\nnop = {}\n";
+
+fn workload(toml: &str) -> Workload {
+    let source = Source {
+        path: "test.toml",
+        text: toml,
+    };
+    spec::compile(&source, &[]).unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+fn sleep(options: &str) -> Sleep {
+    let url = TargetUrl::parse(&format!("sleep://?{options}")).unwrap();
+    Sleep::open(&url).unwrap()
+}
+
+/// A closed loop of `clients` with no stop condition yet: set one with struct update syntax.
+fn closed(clients: usize) -> LoadPlan {
+    LoadPlan {
+        mode: Mode::Closed {
+            clients,
+            think: Duration::ZERO,
+        },
+        duration: None,
+        ops: None,
+        samples: None,
+        interval: 10 * MS,
+        warmup: Duration::ZERO,
+        seed: 1,
+        connection: Connection::Persistent,
+        op_timeout: None,
+        threads: 1,
+    }
+}
+
+/// An open loop of `rate` ops/s over `workers`, constant arrivals, for `duration`.
+fn open(rate: f64, workers: usize, late_after: Duration, duration: Duration) -> LoadPlan {
+    LoadPlan {
+        mode: Mode::Open {
+            rate,
+            arrivals: Arrivals::Constant,
+            workers,
+            late_after,
+        },
+        duration: Some(duration),
+        ..closed(workers)
+    }
+}
+
+/// `--samples k --interval interval`, as the command line resolves it.
+fn samples(plan: LoadPlan, k: u64, interval: Duration) -> LoadPlan {
+    LoadPlan {
+        samples: Some(k),
+        duration: Some(interval * k as u32),
+        interval,
+        ..plan
+    }
+}
+
+/// What the observer saw of one interval.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    index: u64,
+    start: Duration,
+    end: Duration,
+    warmup: bool,
+    ok: u64,
+}
+
+#[derive(Default)]
+struct Recorder(Vec<Seen>);
+
+impl Observer for Recorder {
+    fn interval(&mut self, d: &IntervalData) {
+        self.0.push(Seen {
+            index: d.index,
+            start: d.start,
+            end: d.end,
+            warmup: d.warmup,
+            ok: d.ops.iter().map(|c| c.ok).sum(),
+        });
+    }
+}
+
+/// Prepare and run `w` on `target` as `loadrig run` does; the observer's view alongside.
+fn drive<T: Target>(target: T, w: &Workload, plan: &LoadPlan) -> (RunData, Vec<Seen>) {
+    prepare(
+        &target,
+        &w.setup,
+        w.data.as_ref(),
+        plan.seed,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let slots = Slots {
+        seq: w.seq_slots,
+        capture: w.capture_slots,
+        seq_offset: 0,
+    };
+    let mut seen = Recorder::default();
+    let ops = Arc::new(w.ops.clone());
+    let data = run(Arc::new(target), ops, plan, slots, &mut seen).unwrap();
+    assert!(!data.interrupted && data.abandoned == 0);
+    (data, seen.0)
+}
+
+fn measured_ok(seen: &[Seen]) -> u64 {
+    seen.iter().filter(|s| !s.warmup).map(|s| s.ok).sum()
+}
+
+/// The observer saw the intervals the run returned, in order and back to back from 0.
+fn check_grid(data: &RunData, seen: &[Seen]) {
+    assert_eq!(seen.len(), data.intervals.len());
+    let mut at = Duration::ZERO;
+    for (k, (s, i)) in seen.iter().zip(&data.intervals).enumerate() {
+        assert_eq!(
+            (s.index, s.start, s.end, s.warmup),
+            (k as u64, i.start, i.end, i.warmup)
+        );
+        assert_eq!(s.start, at, "interval {k} starts where the last ended");
+        assert!(s.end >= s.start);
+        at = s.end;
+    }
+}
+
+#[test]
+fn ops_stop_gives_exact_counts_across_clients() {
+    let w = workload(NOP);
+    let plan = LoadPlan {
+        ops: Some(10_000),
+        ..closed(3)
+    };
+    let (data, seen) = drive(Noop, &w, &plan);
+    assert_eq!(data.totals[0].ok, 10_000);
+    assert_eq!(measured_ok(&seen), 10_000);
+    assert_eq!(data.totals[0].latency.len(), 10_000);
+    check_grid(&data, &seen);
+    // Ended by a count: the last interval ends when the run did.
+    assert_eq!(seen.last().unwrap().end, data.elapsed);
+    assert_eq!(data.measured, data.elapsed);
+}
+
+#[test]
+fn ops_stop_counts_only_measured_operations() {
+    // 30 ms of warm-up in 10 ms intervals: three warm-up intervals, then 60 measured ops.
+    let w = workload(NOP);
+    let plan = LoadPlan {
+        ops: Some(60),
+        warmup: 30 * MS,
+        ..closed(2)
+    };
+    let (data, seen) = drive(sleep("latency=1ms"), &w, &plan);
+    check_grid(&data, &seen);
+    assert_eq!(seen.iter().filter(|s| s.warmup).count(), 3);
+    assert!(seen.iter().take(3).all(|s| s.warmup));
+    assert_eq!(seen[2].end, 30 * MS);
+    assert_eq!(
+        data.totals[0].ok, 60,
+        "warm-up operations stay out of the totals"
+    );
+    assert_eq!(measured_ok(&seen), 60);
+    assert_eq!(data.measured, data.elapsed - 30 * MS);
+}
+
+#[test]
+fn samples_give_exactly_k_intervals_after_a_marked_warmup() {
+    // 50 ms of warm-up in 40 ms intervals: 40 ms + 10 ms, then exactly 3 of 40 ms.
+    let w = workload(NOP);
+    let plan = samples(
+        LoadPlan {
+            warmup: 50 * MS,
+            ..closed(2)
+        },
+        3,
+        40 * MS,
+    );
+    let (data, seen) = drive(sleep("latency=1ms"), &w, &plan);
+    check_grid(&data, &seen);
+    let bounds: Vec<(Duration, Duration, bool)> =
+        seen.iter().map(|s| (s.start, s.end, s.warmup)).collect();
+    assert_eq!(
+        bounds,
+        [
+            (Duration::ZERO, 40 * MS, true),
+            (40 * MS, 50 * MS, true),
+            (50 * MS, 90 * MS, false),
+            (90 * MS, 130 * MS, false),
+            (130 * MS, 170 * MS, false),
+        ]
+    );
+    assert_eq!(data.measured, 120 * MS);
+    assert!(seen.iter().filter(|s| s.warmup).map(|s| s.ok).sum::<u64>() > 0);
+    assert_eq!(data.totals[0].ok, measured_ok(&seen));
+    assert_eq!(plan.timeline().last(), Some(4));
+}
+
+#[test]
+fn duration_stop_ends_the_last_interval_at_the_deadline() {
+    // 50 ms in 20 ms intervals: 20, 20 and a last one cut at 50 ms.
+    let w = workload(NOP);
+    let plan = LoadPlan {
+        duration: Some(50 * MS),
+        interval: 20 * MS,
+        ..closed(2)
+    };
+    let (data, seen) = drive(sleep("latency=1ms"), &w, &plan);
+    check_grid(&data, &seen);
+    let ends: Vec<Duration> = seen.iter().map(|s| s.end).collect();
+    assert_eq!(ends, [20 * MS, 40 * MS, 50 * MS]);
+    assert!(seen.iter().all(|s| !s.warmup));
+    assert_eq!(data.measured, 50 * MS);
+    assert!(
+        data.elapsed >= 50 * MS,
+        "clients stop at the deadline, not before"
+    );
+    assert_eq!(data.totals[0].ok, measured_ok(&seen));
+}
+
+#[test]
+fn weighted_mix_follows_the_weights() {
+    let w = workload(
+        "name = \"mix\"\n\
+         [[op]]\nname = \"a\"\nweight = 6\nnop = {}\n\
+         [[op]]\nname = \"b\"\nweight = 3\nnop = {}\n\
+         [[op]]\nname = \"c\"\nweight = 1\nnop = {}\n",
+    );
+    let n = 60_000u64;
+    let plan = LoadPlan {
+        ops: Some(n),
+        seed: 3,
+        ..closed(3)
+    };
+    let (data, _) = drive(Noop, &w, &plan);
+    let counts: Vec<u64> = data.totals.iter().map(|c| c.ok).collect();
+    assert_eq!(counts.iter().sum::<u64>(), n);
+    for (count, p) in counts.iter().zip([0.6, 0.3, 0.1]) {
+        // Binomial(n, p): within 5 standard deviations (fixed seed, so no flakiness).
+        let sd = (n as f64 * p * (1.0 - p)).sqrt();
+        assert!(
+            (*count as f64 - n as f64 * p).abs() < 5.0 * sd,
+            "{counts:?} against p = {p}"
+        );
+    }
+    // Every client's choices come from the seed alone: a second run picks the same.
+    let (again, _) = drive(Noop, &w, &plan);
+    let again: Vec<u64> = again.totals.iter().map(|c| c.ok).collect();
+    assert_eq!(counts, again);
+}
+
+#[test]
+fn injected_errors_are_counted_by_class() {
+    let w = workload(NOP);
+    let n = 2_000u64;
+    let plan = LoadPlan {
+        ops: Some(n),
+        ..closed(2)
+    };
+    let (data, _) = drive(sleep("latency=0ms&errors=0.3"), &w, &plan);
+    let c = &data.totals[0];
+    assert_eq!(c.ok + c.error_total(), n, "every attempt is counted once");
+    assert_eq!(c.errors[ErrorClass::Other], c.error_total());
+    // Binomial(2000, 0.3): sd about 20.5; 5 sd either side.
+    assert!(
+        (500..=700).contains(&c.error_total()),
+        "{}",
+        c.error_total()
+    );
+    assert_eq!(c.latency.len(), c.ok, "failures have no latency");
+    assert_eq!(
+        c.messages,
+        [(
+            ErrorClass::Other,
+            "injected error".to_string(),
+            c.error_total()
+        )]
+    );
+}
+
+#[test]
+fn operations_over_the_time_limit_fail_as_timeout() {
+    // A blocking operation is judged when it ends; each timed-out session is replaced.
+    let w = workload(NOP);
+    let plan = LoadPlan {
+        ops: Some(3),
+        op_timeout: Some(5 * MS),
+        ..closed(1)
+    };
+    let (data, _) = drive(sleep("latency=20ms"), &w, &plan);
+    let c = &data.totals[0];
+    assert_eq!((c.ok, c.error_total()), (0, 3));
+    assert_eq!(c.errors[ErrorClass::Timeout], 3);
+    assert_eq!(c.reconnects, 2);
+}
+
+#[test]
+fn open_loop_counts_late_and_missed_starts_of_an_overloaded_target() {
+    // 10 ms per operation, one in flight, 400 arrivals/s for 101 ms: the schedule has 41
+    // arrivals (0, 2.5 … 100 ms). At most 11 can start (one every 10 ms from 0 before
+    // 101 ms); every one after the first starts at least 7.5 ms late; the rest never start.
+    let w = workload(NOP);
+    let plan = open(400.0, 1, MS, 101 * MS);
+    let (data, _) = drive(sleep("latency=10ms"), &w, &plan);
+    let c = &data.totals[0];
+    assert_eq!(c.ok + data.missed, 41, "each arrival starts or is missed");
+    assert!((1..=11).contains(&c.ok), "{}", c.ok);
+    assert!(data.missed >= 30);
+    assert!(
+        c.late == c.ok || c.late == c.ok - 1,
+        "late {} of {}",
+        c.late,
+        c.ok
+    );
+    assert_eq!((c.lag.len(), c.service.len()), (c.ok, c.ok));
+}
+
+#[test]
+fn open_loop_stall_makes_the_arrivals_behind_it_late() {
+    // 500 arrivals/s (every 2 ms) for 151 ms: 76 arrivals. The target freezes for 60 ms
+    // from 40 ms after it opened; every arrival due in the freeze but its last 5 ms starts
+    // more than 5 ms late: about 27 (at least 20 allows 12 ms of scheduling noise).
+    let w = workload(NOP);
+    let plan = open(500.0, 1, 5 * MS, 151 * MS);
+    let (data, _) = drive(sleep("latency=0ms&stall=60ms@40ms"), &w, &plan);
+    let c = &data.totals[0];
+    assert_eq!(c.ok + data.missed, 76, "each arrival starts or is missed");
+    assert!(c.late >= 20, "late {}", c.late);
+    assert!(c.late <= c.ok);
+    assert!(
+        c.lag.max() >= (40 * MS).as_nanos() as u64,
+        "{}",
+        c.lag.max()
+    );
+    // The one operation that met the freeze waited for it; the latency, from the intended
+    // start, holds it too.
+    assert!(c.service.max() >= (40 * MS).as_nanos() as u64);
+    assert!(c.latency.max() >= c.service.max());
+}
+
+#[test]
+fn poisson_arrivals_depend_on_the_seed_alone() {
+    // The arrivals before the deadline (started or missed) come from the seeded stream:
+    // the same in two runs, and about rate × duration (Poisson(100): sd 10, 5 sd allowed).
+    let w = workload(NOP);
+    let plan = LoadPlan {
+        mode: Mode::Open {
+            rate: 2_000.0,
+            arrivals: Arrivals::Poisson,
+            workers: 2,
+            late_after: MS,
+        },
+        seed: 5,
+        ..open(2_000.0, 2, MS, 50 * MS)
+    };
+    let arrivals = || {
+        let (data, _) = drive(Noop, &w, &plan);
+        data.totals[0].ok + data.missed
+    };
+    let first = arrivals();
+    assert!((50..=150).contains(&first), "{first}");
+    assert_eq!(arrivals(), first);
+}
+
+/// A target that writes down every operation each session receives.
+#[derive(Default)]
+struct Log {
+    sessions: Arc<Mutex<Vec<Vec<String>>>>,
+}
+
+struct LogSession {
+    sessions: Arc<Mutex<Vec<Vec<String>>>>,
+    id: usize,
+}
+
+impl Target for Log {
+    type Session = LogSession;
+
+    fn from_url(_url: &TargetUrl, _params: &Params) -> Result<Self, InputError> {
+        Ok(Log::default())
+    }
+
+    /// Async, so its clients share the runtime threads.
+    fn blocking(&self) -> bool {
+        false
+    }
+
+    fn connect(&self) -> impl Future<Output = Result<LogSession, OpError>> {
+        let mut all = self.sessions.lock().unwrap();
+        all.push(Vec::new());
+        ready(Ok(LogSession {
+            sessions: Arc::clone(&self.sessions),
+            id: all.len() - 1,
+        }))
+    }
+}
+
+impl Session for LogSession {
+    fn execute(&mut self, op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>> {
+        let line = match op {
+            Op::Get { key } => format!("get {key}"),
+            Op::Put { key, value } => format!("put {key} {}", String::from_utf8_lossy(value)),
+            other => format!("{other:?}"),
+        };
+        self.sessions.lock().unwrap()[self.id].push(line);
+        ready(Ok(Outcome::rows(1)))
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_operations() {
+    let w = workload(
+        "name = \"kv\"\n\
+         [[op]]\nname = \"put\"\nweight = 1\n\
+         kv.put = { key = \"k{seq}\", value = \"{string 6}\" }\n\
+         [[op]]\nname = \"get\"\nweight = 3\nkv.get = { key = \"k{uniform 0..1000000}\" }\n",
+    );
+    // Which session a client gets depends on who connects first, so compare the set of
+    // per-client sequences.
+    let sequences = |seed: u64| {
+        let plan = LoadPlan {
+            ops: Some(400),
+            seed,
+            threads: 2,
+            ..closed(3)
+        };
+        let target = Log::default();
+        let sessions = Arc::clone(&target.sessions);
+        drive(target, &w, &plan);
+        let mut all: Vec<Vec<String>> = std::mem::take(&mut *sessions.lock().unwrap());
+        all.retain(|s| !s.is_empty());
+        all.sort();
+        all
+    };
+    let a = sequences(7);
+    assert_eq!(a.iter().map(Vec::len).sum::<usize>(), 400);
+    assert_eq!(a.len(), 3);
+    assert_eq!(sequences(7), a);
+    assert_ne!(sequences(8), a);
+    // Clients draw interleaved sequence numbers: no key is put twice.
+    let mut puts: Vec<&str> = a
+        .iter()
+        .flatten()
+        .filter_map(|l| l.strip_prefix("put ")?.split(' ').next())
+        .collect();
+    let n = puts.len();
+    puts.sort();
+    puts.dedup();
+    assert!(n > 0 && puts.len() == n);
+}

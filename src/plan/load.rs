@@ -1,0 +1,390 @@
+//! The load of a run from the flags and the workload's `[load]`: a flag wins over the file;
+//! the stop conditions of the flags replace the file's as a whole. Every value is checked
+//! here and reported at its flag or its place in the file.
+
+use std::time::{Duration, SystemTime};
+
+use super::given::{pick, Given};
+use crate::cli::RunArgs;
+use crate::engine::{Arrivals, Connection, LoadPlan, Mode};
+use crate::error::InputError;
+use crate::spec::{self, duration, LoadSection, Source};
+
+/// Open loop: a start later than this against the schedule counts as late.
+pub const DEFAULT_LATE_AFTER: Duration = Duration::from_millis(1);
+/// The reporting interval when neither flag nor file sets one.
+const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+/// How long a run lasts when nothing says when to stop.
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// The most clients, in-flight operations or threads one run may have.
+const MAX_COUNT: u64 = 10_000;
+
+/// The resolved load of `args` over the workload's `[load]` section.
+pub fn resolve_load(
+    args: &RunArgs,
+    load: &LoadSection,
+    op_timeout: Option<Duration>,
+    source: &Source<'_>,
+) -> Result<LoadPlan, InputError> {
+    let open = is_open(args, load, source)?;
+    let interval = pick_duration(
+        args.interval.as_ref(),
+        "--interval",
+        load.interval.as_ref(),
+        "interval",
+        source,
+    )?;
+    let interval = match interval {
+        Some(g) if g.value < Duration::from_millis(1) => {
+            return Err(g
+                .error("the interval must be at least 1ms")
+                .help("for example --interval 1s"))
+        }
+        Some(g) => g.value,
+        None => DEFAULT_INTERVAL,
+    };
+    let warmup = pick_duration(
+        args.warmup.as_ref(),
+        "--warmup",
+        load.warmup.as_ref(),
+        "warmup",
+        source,
+    )?
+    .map_or(Duration::ZERO, |g| g.value);
+    let Stop {
+        duration,
+        ops,
+        samples,
+    } = stop_conditions(args, load, interval, source)?;
+    let mode = if open {
+        open_from(args, load, source)?
+    } else {
+        closed_from(args, load, source)?
+    };
+    let seed = pick(
+        args.seed.as_ref(),
+        "--seed",
+        load.seed.as_ref(),
+        "seed",
+        source,
+    )
+    .map_or_else(time_seed, |g| g.value);
+    let op_timeout = match &args.op_timeout {
+        Some(t) => Some(spec::positive(
+            duration::parse(t, "--op-timeout")?,
+            "--op-timeout",
+        )?),
+        None => op_timeout,
+    };
+    let threads = match pick(
+        args.threads.as_ref(),
+        "--threads",
+        load.threads.as_ref(),
+        "threads",
+        source,
+    ) {
+        Some(g) => checked_count(g)?,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+    };
+    Ok(LoadPlan {
+        mode,
+        duration,
+        ops,
+        samples,
+        interval,
+        warmup,
+        seed,
+        connection: connection(args, load, source)?,
+        op_timeout,
+        threads: threads as usize,
+    })
+}
+
+/// Whether the run is an open loop, after refusing flags that belong to the other kind.
+fn is_open(args: &RunArgs, load: &LoadSection, source: &Source<'_>) -> Result<bool, InputError> {
+    if args.rate.is_some() && args.clients.is_some() {
+        return Err(InputError::new("--rate and --clients cannot be used together")
+            .help("--clients N runs a closed loop (N clients back to back); --rate R runs an open loop, whose concurrency is set with --max-in-flight"));
+    }
+    let flags_choose = args.rate.is_some() || args.clients.is_some();
+    if let (Some(rate), Some(_), false) = (&load.rate, &load.clients, flags_choose) {
+        return Err(InputError::new("[load] sets both rate and clients")
+            .at(source.at(rate.span().start))
+            .help(
+                "keep clients for a closed loop, or rate (with max_in_flight) for an open loop",
+            ));
+    }
+    let open = args.rate.is_some() || (args.clients.is_none() && load.rate.is_some());
+    let misplaced = if open {
+        [(
+            args.think_time.is_some(),
+            "--think-time applies to closed loops only",
+            "an open loop starts operations on its schedule; drop --think-time or use --clients",
+        )]
+        .to_vec()
+    } else {
+        vec![
+            (
+                args.max_in_flight.is_some(),
+                "--max-in-flight applies to open loops only",
+                "add --rate R, or use --clients N for a closed loop",
+            ),
+            (
+                args.arrivals.is_some(),
+                "--arrivals applies to open loops only",
+                "add --rate R",
+            ),
+            (
+                args.late_after.is_some(),
+                "--late-after applies to open loops only",
+                "add --rate R",
+            ),
+        ]
+    };
+    match misplaced.into_iter().find(|(given, _, _)| *given) {
+        Some((_, message, help)) => Err(InputError::new(message).help(help)),
+        None => Ok(open),
+    }
+}
+
+/// When a run stops: after a time, after a count of operations (whichever comes first), or
+/// after exactly `samples` intervals.
+struct Stop {
+    duration: Option<Duration>,
+    ops: Option<u64>,
+    samples: Option<u64>,
+}
+
+/// `--duration`, `--ops`, `--samples`: the flags replace the file's as a whole. `--samples
+/// K` sets the duration to K intervals; nothing at all runs for 10 s.
+fn stop_conditions(
+    args: &RunArgs,
+    load: &LoadSection,
+    interval: Duration,
+    source: &Source<'_>,
+) -> Result<Stop, InputError> {
+    let flags = args.duration.is_some() || args.ops.is_some() || args.samples.is_some();
+    let (duration, ops, samples) = if flags {
+        (
+            pick_duration(args.duration.as_ref(), "--duration", None, "", source)?,
+            args.ops.map(|n| Given::flag(n, "--ops")),
+            args.samples.map(|k| Given::flag(k, "--samples")),
+        )
+    } else {
+        let file = |v: &Option<toml::Spanned<u64>>, field| {
+            v.as_ref()
+                .map(|s| Given::file(*s.get_ref(), field, s.span(), source))
+        };
+        (
+            pick_duration(None, "", load.duration.as_ref(), "duration", source)?,
+            file(&load.ops, "ops"),
+            file(&load.samples, "samples"),
+        )
+    };
+    if let (Some(k), Some(_)) = (&samples, &duration) {
+        return Err(k.error("--samples and --duration cannot be used together")
+            .help("--samples K --interval T runs exactly K intervals of length T; --duration sets the length directly"));
+    }
+    if let (Some(k), Some(_)) = (&samples, &ops) {
+        return Err(k
+            .error("--samples and --ops cannot be used together")
+            .help("choose one stop condition"));
+    }
+    for g in [&samples, &ops].into_iter().flatten() {
+        if g.value == 0 {
+            return Err(g.error("--samples and --ops must be at least 1"));
+        }
+    }
+    if let Some(d) = duration.as_ref().filter(|d| d.value.is_zero()) {
+        return Err(d
+            .error("--duration must be above zero")
+            .help("for example --duration 30s"));
+    }
+    let (ops, samples) = (ops.map(|g| g.value), samples.map(|g| g.value));
+    let duration = match (samples, duration, ops) {
+        (Some(k), _, _) => Some(interval * k.min(u32::MAX as u64) as u32),
+        (None, None, None) => Some(DEFAULT_DURATION),
+        (None, d, _) => d.map(|g| g.value),
+    };
+    Ok(Stop {
+        duration,
+        ops,
+        samples,
+    })
+}
+
+fn closed_from(
+    args: &RunArgs,
+    load: &LoadSection,
+    source: &Source<'_>,
+) -> Result<Mode, InputError> {
+    let think = pick_duration(
+        args.think_time.as_ref(),
+        "--think-time",
+        load.think_time.as_ref(),
+        "think_time",
+        source,
+    )?
+    .map_or(Duration::ZERO, |g| g.value);
+    let clients = pick(
+        args.clients.as_ref(),
+        "--clients",
+        load.clients.as_ref(),
+        "clients",
+        source,
+    );
+    Ok(Mode::Closed {
+        clients: clients.map_or(Ok(1), checked_count)? as usize,
+        think,
+    })
+}
+
+fn open_from(args: &RunArgs, load: &LoadSection, source: &Source<'_>) -> Result<Mode, InputError> {
+    let rate = pick(
+        args.rate.as_ref(),
+        "--rate",
+        load.rate.as_ref(),
+        "rate",
+        source,
+    )
+    .ok_or_else(|| InputError::new("an open loop needs a rate"))?;
+    let arrivals = match pick(
+        args.arrivals.as_ref(),
+        "--arrivals",
+        load.arrivals.as_ref(),
+        "arrivals",
+        source,
+    ) {
+        None => Arrivals::Constant,
+        Some(g) => match g.value.as_str() {
+            "constant" => Arrivals::Constant,
+            "poisson" => Arrivals::Poisson,
+            other => {
+                return Err(g.error(format!(
+                    "{} {other}: expected constant or poisson",
+                    g.name()
+                )))
+            }
+        },
+    };
+    // The concurrency of an open loop: --max-in-flight, or the file's max_in_flight, or
+    // its clients (a closed-loop workload run with --rate keeps its concurrency).
+    let workers = pick(
+        args.max_in_flight.as_ref(),
+        "--max-in-flight",
+        load.max_in_flight.as_ref(),
+        "max_in_flight",
+        source,
+    )
+    .or_else(|| pick(None, "", load.clients.as_ref(), "clients", source));
+    let workers = workers.map_or(Ok(1), checked_count)?;
+    let late_after = match &args.late_after {
+        Some(t) => duration::parse(t, "--late-after")?,
+        None => DEFAULT_LATE_AFTER,
+    };
+    check_rate(&rate)?;
+    open_mode(rate.value, arrivals, workers, late_after)
+}
+
+fn check_rate(rate: &Given<f64>) -> Result<(), InputError> {
+    if !(rate.value > 0.0 && rate.value.is_finite()) {
+        return Err(rate.error(format!(
+            "{} {}: expected operations per second above zero",
+            rate.name(),
+            rate.value
+        )));
+    }
+    Ok(())
+}
+
+/// An open loop at `rate` with `workers` in flight, checked.
+pub fn open_mode(
+    rate: f64,
+    arrivals: Arrivals,
+    workers: u64,
+    late_after: Duration,
+) -> Result<Mode, InputError> {
+    check_rate(&Given::flag(rate, "--rate"))?;
+    check_count(workers, "--max-in-flight")?;
+    if rate / (workers as f64) < 1e-3 {
+        return Err(InputError::new(format!(
+            "--rate {rate} spread over {workers} in flight is under one operation per 1000 s each"
+        ))
+        .help("lower --max-in-flight"));
+    }
+    Ok(Mode::Open {
+        rate,
+        arrivals,
+        workers: workers as usize,
+        late_after,
+    })
+}
+
+fn connection(
+    args: &RunArgs,
+    load: &LoadSection,
+    source: &Source<'_>,
+) -> Result<Connection, InputError> {
+    let Some(g) = pick(
+        args.connection.as_ref(),
+        "--connection",
+        load.connection.as_ref(),
+        "connection",
+        source,
+    ) else {
+        return Ok(Connection::Persistent);
+    };
+    match g.value.as_str() {
+        "persistent" => Ok(Connection::Persistent),
+        "per-op" => Ok(Connection::PerOp),
+        other => Err(g
+            .error(format!(
+                "{} {other}: expected persistent or per-op",
+                g.name()
+            ))
+            .help("per-op opens (and authenticates) a new connection inside every operation")),
+    }
+}
+
+/// A duration from a flag, or else from the file (errors at its position).
+fn pick_duration(
+    flag: Option<&String>,
+    flag_name: &'static str,
+    field: Option<&toml::Spanned<String>>,
+    field_name: &'static str,
+    source: &Source<'_>,
+) -> Result<Option<Given<Duration>>, InputError> {
+    let Some(text) = pick(flag, flag_name, field, field_name, source) else {
+        return Ok(None);
+    };
+    match duration::parse(&text.value, &text.name()) {
+        Ok(d) => Ok(Some(text.map(|_| d))),
+        Err(e) if text.is_flag() => Err(e),
+        Err(e) => Err(InputError {
+            location: text.error("").location,
+            ..e
+        }),
+    }
+}
+
+/// A count of clients, in-flight operations or threads: 1 to 10,000.
+pub fn check_count(n: u64, flag: &str) -> Result<(), InputError> {
+    if n == 0 || n > MAX_COUNT {
+        return Err(InputError::new(format!(
+            "{flag} {n}: expected 1 to {MAX_COUNT}"
+        )));
+    }
+    Ok(())
+}
+
+fn checked_count(g: Given<u64>) -> Result<u64, InputError> {
+    check_count(g.value, &g.name()).map_err(|e| g.error(e.message))?;
+    Ok(g.value)
+}
+
+/// A seed from the clock, when none is given: every run differs unless asked not to.
+fn time_seed() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}

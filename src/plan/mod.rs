@@ -1,0 +1,173 @@
+//! `RunPlan`: everything about one run, resolved and checked before anything connects.
+//!
+//! Flags and the workload file meet in one place ([`resolve`]); `run`, `sweep` and the
+//! studies build `RunPlan`s and hand them to one executor (`crate::runner`). A sweep changes
+//! a field of a plan (clients, rate, a parameter, a growth batch) through the setters here,
+//! which apply the same rules as resolving flags, so a point can never be a run that
+//! `loadrig run` would have refused.
+
+mod given;
+mod load;
+mod resolve;
+
+use std::path::PathBuf;
+
+pub use given::Given;
+pub use resolve::{default_out, resolve, resolve_workload, same_path};
+
+use crate::analysis::checks::Check;
+use crate::engine::{LoadPlan, Mode};
+use crate::error::InputError;
+use crate::spec::{self, OpSpec, Source, Workload};
+use crate::targets::TargetUrl;
+
+/// One run, fully resolved.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    /// The workload after `--set`; `ops` below are the ones that run.
+    pub workload: Workload,
+    /// Where the workload came from, so a parameter can be changed and the workload compiled
+    /// again (a sweep over a parameter).
+    pub source: WorkloadSource,
+    /// The operations that run (`--op` may choose some of the workload's).
+    pub ops: Vec<OpSpec>,
+    pub load: LoadPlan,
+    pub target: TargetSpec,
+    pub data: DataPolicy,
+    pub outputs: Outputs,
+    /// Thresholds evaluated on the result (the workload's `checks` and `--check`).
+    pub checks: Vec<Check>,
+}
+
+/// The workload file's text and the `--set` flags it was compiled with.
+#[derive(Debug, Clone)]
+pub struct WorkloadSource {
+    /// The name used in messages: the file path or `<builtin NAME>`.
+    pub name: String,
+    pub text: String,
+    pub sets: Vec<(String, String)>,
+    /// `--op` names: the operations chosen from the workload (empty: all).
+    pub only_ops: Vec<String>,
+}
+
+/// Where the load goes.
+#[derive(Debug, Clone)]
+pub struct TargetSpec {
+    /// The URL with `${VAR}` expanded. It may hold a password: show [`TargetSpec::shown`].
+    pub url: String,
+    pub parsed: TargetUrl,
+}
+
+impl TargetSpec {
+    pub fn parse(text: &str) -> Result<TargetSpec, InputError> {
+        let url = crate::targets::expand_env(text)?;
+        let parsed = TargetUrl::parse(&url)?;
+        // An unknown scheme is an input error now, not when the run starts.
+        let known: Result<(), InputError> =
+            crate::targets::with_target_type!(parsed.scheme.as_str(), _T => Ok(()));
+        known?;
+        Ok(TargetSpec { url, parsed })
+    }
+
+    /// The URL with any password replaced by `***`: what output and results show.
+    pub fn shown(&self) -> String {
+        crate::targets::redact(&self.url)
+    }
+
+    pub fn scheme(&self) -> &str {
+        &self.parsed.scheme
+    }
+}
+
+/// What happens to the workload's `[data]` before the measured run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DataPolicy {
+    /// `--skip-load`: reuse what an earlier run loaded.
+    pub skip_load: bool,
+    /// Where `seq` generators start: a growth study continues them across its batches.
+    pub seq_offset: u64,
+}
+
+/// Where a run writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outputs {
+    /// The result file; its `.jsonl` stream goes beside it.
+    pub result: PathBuf,
+    pub report: Option<PathBuf>,
+    pub metrics_addr: Option<String>,
+}
+
+impl RunPlan {
+    /// Closed loop with `n` clients, as `--clients n` would give (think time kept).
+    pub fn set_clients(&mut self, n: u64) -> Result<(), InputError> {
+        load::check_count(n, "--clients")?;
+        let think = match self.load.mode {
+            Mode::Closed { think, .. } => think,
+            Mode::Open { .. } => Default::default(),
+        };
+        self.load.mode = Mode::Closed {
+            clients: n as usize,
+            think,
+        };
+        Ok(())
+    }
+
+    /// Open loop at `rate` per second, as `--rate` would give; an open plan keeps its
+    /// arrivals and concurrency, a closed one becomes open with its clients as the
+    /// concurrency.
+    pub fn set_rate(&mut self, rate: f64) -> Result<(), InputError> {
+        self.load.mode = match self.load.mode {
+            Mode::Open {
+                arrivals,
+                workers,
+                late_after,
+                ..
+            } => load::open_mode(rate, arrivals, workers as u64, late_after)?,
+            Mode::Closed { clients, .. } => load::open_mode(
+                rate,
+                Default::default(),
+                clients as u64,
+                load::DEFAULT_LATE_AFTER,
+            )?,
+        };
+        Ok(())
+    }
+
+    /// The same plan with workload parameter `name` set to `value`, as `--set` would give:
+    /// the workload is compiled again, and its operations chosen again.
+    pub fn with_param(&self, name: &str, value: &str) -> Result<RunPlan, InputError> {
+        let mut source = self.source.clone();
+        source.sets.retain(|(n, _)| n != name);
+        source.sets.push((name.to_string(), value.to_string()));
+        let workload = spec::compile(
+            &Source {
+                path: &source.name,
+                text: &source.text,
+            },
+            &source.sets,
+        )?;
+        let ops = resolve::select_ops(&workload, &source.only_ops)?;
+        Ok(RunPlan {
+            workload,
+            source,
+            ops,
+            ..self.clone()
+        })
+    }
+
+    /// Batch `k` of a growth study: exactly `batch` operations, no warm-up, the data loaded
+    /// by the first batch only, `seq` generators continuing where the last batch ended.
+    pub fn growth_batch(&self, batch: u64, k: u64) -> RunPlan {
+        let mut plan = self.clone();
+        plan.load.ops = Some(batch);
+        plan.load.duration = None;
+        plan.load.samples = None;
+        plan.load.warmup = Default::default();
+        plan.data.skip_load = self.data.skip_load || k > 0;
+        plan.data.seq_offset = k * batch;
+        plan
+    }
+}
+
+#[cfg(test)]
+mod tests;

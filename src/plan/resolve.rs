@@ -1,0 +1,190 @@
+//! `loadrig run`'s flags and the workload file, resolved into a [`RunPlan`].
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use anyhow::Result;
+
+use super::load::resolve_load;
+use super::{DataPolicy, Outputs, RunPlan, TargetSpec, WorkloadSource};
+use crate::analysis::checks::{self, Check};
+use crate::cli::RunArgs;
+use crate::error::InputError;
+use crate::spec::{self, builtin, OpSpec, Source, Workload};
+
+/// Compile the workload and resolve the flags against it: everything is checked here,
+/// before anything connects or is written.
+pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
+    let (workload, source) = resolve_workload(args)?;
+    let ops = select_ops(&workload, &args.only_ops)?;
+    let load = resolve_load(
+        args,
+        &workload.load,
+        workload.op_timeout,
+        &Source {
+            path: &source.name,
+            text: &source.text,
+        },
+    )?;
+    let target = match (&args.target, &workload.target) {
+        (Some(t), _) | (None, Some(t)) => TargetSpec::parse(t)?,
+        (None, None) => {
+            return Err(InputError::new(
+                "no target: the workload names none and --target was not given",
+            )
+            .help("add --target sqlite://./bench.db (or fs://DIR, noop://, sleep://?latency=1ms)"))
+        }
+    };
+    let outputs = outputs(args, &workload.name)?;
+    let checks = run_checks(args, &workload, &ops)?;
+    Ok(RunPlan {
+        workload,
+        source,
+        ops,
+        load,
+        target,
+        data: DataPolicy {
+            skip_load: args.skip_load,
+            seq_offset: 0,
+        },
+        outputs,
+        checks,
+    })
+}
+
+/// The workload of `args` (a file or a built-in) compiled with its `--set` flags.
+pub fn resolve_workload(args: &RunArgs) -> Result<(Workload, WorkloadSource), InputError> {
+    let (name, text) = builtin::resolve(&args.workload)?;
+    let source = WorkloadSource {
+        name,
+        text,
+        sets: args.set.clone(),
+        only_ops: args.only_ops.clone(),
+    };
+    let workload = spec::compile(
+        &Source {
+            path: &source.name,
+            text: &source.text,
+        },
+        &source.sets,
+    )?;
+    Ok((workload, source))
+}
+
+fn outputs(args: &RunArgs, workload: &str) -> Result<Outputs, InputError> {
+    let result = args.out.clone().unwrap_or_else(|| default_out(workload));
+    if let Some(report) = &args.report {
+        if same_path(report, &result) || same_path(report, &result.with_extension("jsonl")) {
+            return Err(InputError::new(format!(
+                "--report {}: that is where the result goes",
+                report.display()
+            ))
+            .help("give the report its own name, like run.html"));
+        }
+    }
+    Ok(Outputs {
+        result,
+        report: args.report.clone(),
+        metrics_addr: args.metrics_addr.clone(),
+    })
+}
+
+/// The operations `--op` chose (all when it was not given), in the order asked.
+pub fn select_ops(workload: &Workload, only: &[String]) -> Result<Vec<OpSpec>, InputError> {
+    if only.is_empty() {
+        return Ok(workload.ops.clone());
+    }
+    only.iter()
+        .map(|name| {
+            workload
+                .ops
+                .iter()
+                .find(|o| &o.name == name)
+                .cloned()
+                .ok_or_else(|| {
+                    InputError::new(format!(
+                        "--op {name}: the workload '{}' has no such operation",
+                        workload.name
+                    ))
+                    .help(format!(
+                        "its operations are: {}",
+                        workload
+                            .ops
+                            .iter()
+                            .map(|o| o.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// The workload file's `checks` and the `--check` flags, parsed and matched against the
+/// operations before anything runs. A workload check on an operation that `--op` left out
+/// is skipped with a note; any other unknown operation is an input error.
+fn run_checks(
+    args: &RunArgs,
+    workload: &Workload,
+    ops: &[OpSpec],
+) -> Result<Vec<Check>, InputError> {
+    let selected: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
+    let all: Vec<String> = workload.ops.iter().map(|o| o.name.clone()).collect();
+    let context = format!("the workload '{}'", workload.name);
+    let mut out = Vec::new();
+    for c in &workload.checks {
+        let check = checks::parse(&c.text).map_err(|e| e.at(c.location.clone()))?;
+        checks::check_ops(std::slice::from_ref(&check), &all, &context)
+            .map_err(|e| e.at(c.location.clone()))?;
+        match &check.op {
+            Some(op) if !selected.contains(op) => {
+                println!(
+                    "note: check '{}' skipped: --op leaves out '{op}'",
+                    check.text
+                )
+            }
+            _ => out.push(check),
+        }
+    }
+    for text in &args.checks {
+        let check = checks::parse(text)?;
+        checks::check_ops(std::slice::from_ref(&check), &selected, &context)?;
+        out.push(check);
+    }
+    Ok(out)
+}
+
+/// `loadrig-results/TIME-WORKLOAD.json`.
+pub fn default_out(workload: &str) -> PathBuf {
+    let stamp: String = humantime::format_rfc3339_millis(SystemTime::now())
+        .to_string()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let name: String = workload
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    PathBuf::from("loadrig-results").join(format!("{stamp}-{name}.json"))
+}
+
+/// Whether two paths name the same file, existing or not yet.
+pub fn same_path(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => {
+            // Not there yet: compare the absolute spellings.
+            let abs = |p: &Path| std::env::current_dir().map(|d| d.join(p)).ok();
+            abs(a).is_some() && abs(a) == abs(b)
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! Every rule of resolving flags and `[load]` into a plan, and every conflict, in-process.
+
+use std::time::Duration;
+
+use clap::Parser;
+
+use super::*;
+use crate::cli::{Cli, Command, RunArgs};
+use crate::engine::{Arrivals, Connection, Mode};
+
+fn args(flags: &[&str]) -> RunArgs {
+    let mut argv = vec!["loadrig", "run"];
+    argv.extend_from_slice(flags);
+    match Cli::try_parse_from(argv).expect("flags parse").command {
+        Command::Run(a) => *a,
+        _ => unreachable!("a run command"),
+    }
+}
+
+/// A workload file with `load` as its `[load]` section, and the flags after it.
+fn with_load(load: &str, flags: &[&str]) -> (tempfile::TempDir, RunArgs) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("w.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"w\"\ntarget = \"noop://\"\n\n[load]\n{load}\n\n[[op]]\nname = \"nop\"\nnop = {{}}\n"
+        ),
+    )
+    .expect("write workload");
+    let mut all = vec![path.to_str().expect("utf-8 path")];
+    all.extend_from_slice(flags);
+    let a = args(&all);
+    (dir, a)
+}
+
+fn plan(flags: &[&str]) -> Result<RunPlan, InputError> {
+    resolve(&args(flags))
+}
+
+fn err(flags: &[&str]) -> InputError {
+    plan(flags).expect_err("should be refused")
+}
+
+fn file_err(load: &str, flags: &[&str]) -> InputError {
+    let (_dir, a) = with_load(load, flags);
+    resolve(&a).expect_err("should be refused")
+}
+
+fn file_plan(load: &str, flags: &[&str]) -> RunPlan {
+    let (_dir, a) = with_load(load, flags);
+    resolve(&a).expect("valid")
+}
+
+#[test]
+fn defaults_of_a_bare_run() {
+    let p = plan(&["noop", "--seed", "7"]).unwrap();
+    assert!(matches!(
+        p.load.mode,
+        Mode::Closed { clients: 1, think } if think.is_zero()
+    ));
+    assert_eq!(p.load.duration, Some(Duration::from_secs(10)));
+    assert_eq!(p.load.interval, Duration::from_secs(1));
+    assert_eq!((p.load.ops, p.load.samples), (None, None));
+    assert_eq!(p.load.seed, 7);
+    assert_eq!(p.load.connection, Connection::Persistent);
+    assert_eq!(p.target.scheme(), "noop");
+    assert_eq!(p.ops.len(), 1);
+    assert!(p.outputs.result.starts_with("loadrig-results"));
+}
+
+#[test]
+fn flags_win_over_the_file() {
+    let p = file_plan(
+        "clients = 3\nduration = \"5s\"\ninterval = \"2s\"\nseed = 1",
+        &["--clients", "5", "--interval", "500ms", "--seed", "9"],
+    );
+    assert!(matches!(p.load.mode, Mode::Closed { clients: 5, .. }));
+    assert_eq!(p.load.interval, Duration::from_millis(500));
+    assert_eq!(p.load.duration, Some(Duration::from_secs(5)));
+    assert_eq!(p.load.seed, 9);
+}
+
+#[test]
+fn stop_flags_replace_the_files_as_a_whole() {
+    let p = file_plan("duration = \"5s\"", &["--ops", "100"]);
+    assert_eq!((p.load.duration, p.load.ops), (None, Some(100)));
+    let p = file_plan("ops = 50", &[]);
+    assert_eq!((p.load.duration, p.load.ops), (None, Some(50)));
+    let p = file_plan("duration = \"3s\"\nops = 50", &[]);
+    assert_eq!(
+        (p.load.duration, p.load.ops),
+        (Some(Duration::from_secs(3)), Some(50))
+    );
+}
+
+#[test]
+fn samples_set_the_duration_to_whole_intervals() {
+    let p = plan(&["noop", "--samples", "4", "--interval", "250ms"]).unwrap();
+    assert_eq!(p.load.samples, Some(4));
+    assert_eq!(p.load.duration, Some(Duration::from_secs(1)));
+}
+
+#[test]
+fn stop_conditions_that_conflict() {
+    let e = err(&["noop", "--samples", "3", "--duration", "1s"]);
+    assert!(e
+        .message
+        .contains("--samples and --duration cannot be used together"));
+    let e = err(&["noop", "--samples", "3", "--ops", "10"]);
+    assert!(e.message.contains("--samples and --ops cannot be used"));
+    assert!(err(&["noop", "--ops", "0"]).message.contains("at least 1"));
+    assert!(err(&["noop", "--samples", "0"])
+        .message
+        .contains("at least 1"));
+    assert!(err(&["noop", "--duration", "0s"])
+        .message
+        .contains("--duration must be above zero"));
+}
+
+#[test]
+fn open_and_closed_loop_flags_do_not_mix() {
+    let e = err(&["noop", "--rate", "10", "--clients", "2"]);
+    assert!(e
+        .message
+        .contains("--rate and --clients cannot be used together"));
+    for (flag, value) in [
+        ("--max-in-flight", "2"),
+        ("--arrivals", "poisson"),
+        ("--late-after", "2ms"),
+    ] {
+        let e = err(&["noop", flag, value]);
+        assert!(e.message.contains("applies to open loops only"), "{flag}");
+    }
+    let e = err(&["noop", "--rate", "10", "--think-time", "1ms"]);
+    assert!(e
+        .message
+        .contains("--think-time applies to closed loops only"));
+}
+
+#[test]
+fn open_loop_settings() {
+    let p = plan(&[
+        "noop",
+        "--rate",
+        "200",
+        "--arrivals",
+        "poisson",
+        "--max-in-flight",
+        "4",
+        "--late-after",
+        "5ms",
+    ])
+    .unwrap();
+    match p.load.mode {
+        Mode::Open {
+            rate,
+            arrivals,
+            workers,
+            late_after,
+        } => {
+            assert_eq!(rate, 200.0);
+            assert_eq!(arrivals, Arrivals::Poisson);
+            assert_eq!(workers, 4);
+            assert_eq!(late_after, Duration::from_millis(5));
+        }
+        Mode::Closed { .. } => panic!("expected an open loop"),
+    }
+    // A closed-loop workload run with --rate keeps its clients as its concurrency.
+    let p = file_plan("clients = 6", &["--rate", "100"]);
+    assert!(matches!(p.load.mode, Mode::Open { workers: 6, .. }));
+    // The file's rate makes an open loop unless --clients says otherwise.
+    let p = file_plan("rate = 50\nmax_in_flight = 2", &[]);
+    assert!(matches!(p.load.mode, Mode::Open { workers: 2, .. }));
+    let p = file_plan("rate = 50", &["--clients", "3"]);
+    assert!(matches!(p.load.mode, Mode::Closed { clients: 3, .. }));
+}
+
+#[test]
+fn bad_rates_and_counts() {
+    let e = err(&["noop", "--rate=-5"]);
+    assert!(e.message.contains("--rate -5") && e.message.contains("above zero"));
+    let e = err(&["noop", "--rate", "0.001", "--max-in-flight", "100"]);
+    assert!(e.message.contains("under one operation per 1000 s"));
+    let e = err(&["noop", "--clients", "0"]);
+    assert_eq!(e.message, "--clients 0: expected 1 to 10000");
+    assert!(err(&["noop", "--clients", "10001"])
+        .message
+        .contains("expected 1 to 10000"));
+    assert!(err(&["noop", "--threads", "0"])
+        .message
+        .contains("--threads 0"));
+    let e = err(&["noop", "--arrivals", "bursty", "--rate", "5"]);
+    assert!(e
+        .message
+        .contains("--arrivals bursty: expected constant or poisson"));
+    let e = err(&["noop", "--connection", "pooled"]);
+    assert!(e.message.contains("expected persistent or per-op"));
+    assert!(err(&["noop", "--interval", "10us"])
+        .message
+        .contains("at least 1ms"));
+    assert!(err(&["noop", "--op-timeout", "0s"])
+        .message
+        .contains("--op-timeout must be above zero"));
+    assert!(err(&["noop", "--warmup", "soon"])
+        .message
+        .contains("--warmup: 'soon' is not a duration"));
+}
+
+#[test]
+fn file_values_are_reported_at_their_place() {
+    // Line 5 is the first line of [load] in the generated file.
+    let e = file_err("clients = 0", &[]);
+    assert_eq!(
+        e.location.as_deref().map(|l| l.ends_with("w.toml:5:11")),
+        Some(true),
+        "{e}"
+    );
+    assert!(e.message.contains("[load] clients 0: expected 1 to 10000"));
+    let e = file_err("interval = \"0s\"", &[]);
+    assert!(e.location.unwrap().ends_with("w.toml:5:12"));
+    let e = file_err("rate = 10\nclients = 2", &[]);
+    assert!(e.message.contains("[load] sets both rate and clients"));
+    assert!(e.location.unwrap().ends_with("w.toml:5:8"));
+    let e = file_err("rate = -1", &[]);
+    assert!(e.message.contains("[load] rate -1"), "{e}");
+    assert!(e.location.is_some());
+    let e = file_err("connection = \"sometimes\"", &[]);
+    assert!(e.message.contains("[load] connection sometimes"));
+    assert!(e.location.unwrap().ends_with("w.toml:5:14"));
+    let e = file_err("samples = 2\nops = 3", &[]);
+    assert!(e.location.is_some(), "{e}");
+    let e = file_err("think_time = \"later\"", &[]);
+    assert!(e.message.contains("[load] think_time"));
+    assert!(e.location.is_some());
+}
+
+#[test]
+fn targets_and_outputs() {
+    let e = err(&["noop", "--target", "gopher://x"]);
+    assert!(e.message.contains("unknown target scheme") || e.message.contains("gopher"));
+    let p = plan(&["noop", "--target", "sleep://?latency=1ms", "-o", "r.json"]).unwrap();
+    assert_eq!(p.target.scheme(), "sleep");
+    assert_eq!(p.outputs.result, std::path::PathBuf::from("r.json"));
+    let e = err(&["noop", "-o", "r.json", "--report", "r.json"]);
+    assert!(e.message.contains("that is where the result goes"));
+    let e = err(&["noop", "-o", "r.json", "--report", "r.jsonl"]);
+    assert!(e.message.contains("that is where the result goes"));
+}
+
+#[test]
+fn passwords_are_not_shown() {
+    let p = plan(&["noop", "--target", "redis://:s3cret@127.0.0.1:1/0"]).unwrap();
+    assert!(p.target.url.contains("s3cret"));
+    assert!(!p.target.shown().contains("s3cret"));
+}
+
+#[test]
+fn operations_and_checks() {
+    let e = err(&["noop", "--op", "missing"]);
+    assert!(e.message.contains("--op missing"));
+    assert!(e.help.unwrap().contains("nop"));
+    let p = plan(&[
+        "noop",
+        "--check",
+        "p99 < 20ms",
+        "--check",
+        "nop.errors < 1%",
+    ])
+    .unwrap();
+    assert_eq!(p.checks.len(), 2);
+    assert!(err(&["noop", "--check", "other.p99 < 1ms"])
+        .message
+        .contains("other"));
+    assert!(err(&["noop", "--check", "p99 <"])
+        .to_string()
+        .contains("p99"));
+}
+
+#[test]
+fn setters_follow_the_same_rules() {
+    let base = plan(&["noop", "--think-time", "2ms"]).unwrap();
+    let mut p = base.clone();
+    p.set_clients(8).unwrap();
+    assert!(matches!(
+        p.load.mode,
+        Mode::Closed { clients: 8, think } if think == Duration::from_millis(2)
+    ));
+    assert_eq!(
+        p.set_clients(0).unwrap_err().message,
+        "--clients 0: expected 1 to 10000"
+    );
+    let mut p = base.clone();
+    p.set_rate(100.0).unwrap();
+    assert!(matches!(p.load.mode, Mode::Open { rate, workers: 1, .. } if rate == 100.0));
+    assert!(p.set_rate(0.0).is_err());
+    assert!(p.set_rate(f64::NAN).is_err());
+    let mut open = plan(&[
+        "noop",
+        "--rate",
+        "10",
+        "--max-in-flight",
+        "3",
+        "--arrivals",
+        "poisson",
+    ])
+    .unwrap();
+    open.set_rate(20.0).unwrap();
+    assert!(matches!(
+        open.load.mode,
+        Mode::Open {
+            workers: 3,
+            arrivals: Arrivals::Poisson,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn a_parameter_recompiles_the_workload() {
+    let base = plan(&["session-store", "--set", "records=10", "--op", "create"]).unwrap();
+    let p = base.with_param("records", "20").unwrap();
+    assert_eq!(p.workload.params["records"].as_integer(), Some(20));
+    assert_eq!(p.workload.data.as_ref().map(|d| d.count), Some(20));
+    assert_eq!(p.ops.len(), 1);
+    assert_eq!(p.ops[0].name, "create");
+    assert!(base.with_param("records", "many").is_err());
+}
+
+#[test]
+fn growth_batches() {
+    let base = plan(&["session-store", "--duration", "5s", "--warmup", "1s"]).unwrap();
+    let b0 = base.growth_batch(100, 0);
+    assert_eq!(
+        (b0.load.ops, b0.load.duration, b0.load.samples),
+        (Some(100), None, None)
+    );
+    assert!(b0.load.warmup.is_zero());
+    assert_eq!(
+        b0.data,
+        DataPolicy {
+            skip_load: false,
+            seq_offset: 0
+        }
+    );
+    let b3 = base.growth_batch(100, 3);
+    assert_eq!(
+        b3.data,
+        DataPolicy {
+            skip_load: true,
+            seq_offset: 300
+        }
+    );
+}

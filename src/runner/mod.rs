@@ -1,0 +1,232 @@
+//! The one executor: a [`RunPlan`] in, a [`RunResult`] out. `run`, every sweep point and
+//! every study run go through here: connect, load, run the engine, summarise.
+
+mod assemble;
+mod observe;
+
+use std::io::IsTerminal;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Once};
+use std::time::SystemTime;
+
+use anyhow::{Context, Result};
+use indicatif::ProgressBar;
+
+use crate::engine::{self, LoadPlan, Mode, Prepared, Slots};
+use crate::error::InputError;
+use crate::plan::RunPlan;
+use crate::report::console::{self, Live};
+use crate::report::metrics::MetricsServer;
+use crate::result::RunResult;
+use crate::spec::OpSpec;
+use crate::targets::{with_target_type, Target};
+use crate::vocab::{Family, NativeOp, ValueKind};
+use observe::Observers;
+
+/// How a run shows itself while it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// `loadrig run`: a header, interval lines, a progress bar, the `.jsonl` stream.
+    Live,
+    /// A sweep point or a study run: nothing printed; the caller prints its own rows.
+    Quiet,
+}
+
+/// Open the plan's target and run the plan on it.
+pub fn execute(plan: &RunPlan, view: View) -> Result<RunResult> {
+    with_target_type!(plan.target.scheme(), T => {
+        let target = T::from_url(&plan.target.parsed, &plan.workload.params)?;
+        execute_on(Arc::new(target), plan, view)
+    })
+}
+
+/// Connect, load, run and summarise one run on a target already opened (a growth study
+/// keeps one target for all its batches); the caller writes and prints the result.
+pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Result<RunResult> {
+    install_ctrl_c();
+    engine::INTERRUPTED.store(false, Ordering::SeqCst);
+    let live = view == View::Live;
+    let shown_url = plan.target.shown();
+    let metrics = match &plan.outputs.metrics_addr {
+        Some(addr) => {
+            let m = MetricsServer::start(addr, &plan.workload.name, &op_names(&plan.ops))?;
+            println!("metrics: http://{}/metrics", m.addr);
+            Some(m)
+        }
+        None => None,
+    };
+    let started_at = SystemTime::now();
+    check_families(
+        &plan.ops,
+        &plan.workload.setup,
+        target.families(),
+        plan.target.scheme(),
+    )?;
+    let prepared = prepare(&*target, plan, live).with_context(|| format!("target {shown_url}"))?;
+    if live {
+        print_header(plan, &prepared);
+    }
+    let mut live_view = if live { Some(live_view(plan)?) } else { None };
+    let data_run = engine::run(
+        target,
+        Arc::new(plan.ops.clone()),
+        &plan.load,
+        Slots {
+            seq: plan.workload.seq_slots,
+            capture: plan.workload.capture_slots,
+            seq_offset: plan.data.seq_offset,
+        },
+        &mut Observers {
+            live: live_view.as_mut(),
+            metrics: metrics.as_ref(),
+        },
+    )
+    .with_context(|| format!("target {shown_url}"))?;
+    if let Some(view) = &mut live_view {
+        view.finish();
+    }
+    Ok(assemble::result(plan, &data_run, prepared, started_at))
+}
+
+fn op_names(ops: &[OpSpec]) -> Vec<String> {
+    ops.iter().map(|o| o.name.clone()).collect()
+}
+
+/// Setup statements, the server's version and the data load, with a progress bar on a
+/// terminal.
+fn prepare<T: Target>(target: &T, plan: &RunPlan, live: bool) -> Result<Prepared> {
+    let data = if plan.data.skip_load {
+        None
+    } else {
+        plan.workload.data.as_ref()
+    };
+    let bar = (live && data.is_some() && std::io::stderr().is_terminal())
+        .then(|| ProgressBar::new(data.map_or(0, |d| d.count)));
+    let prepared = engine::prepare(
+        target,
+        &plan.workload.setup,
+        data,
+        plan.load.seed,
+        &mut |done, _| {
+            if let Some(b) = &bar {
+                b.set_position(done)
+            }
+        },
+    )?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(prepared)
+}
+
+fn print_header(plan: &RunPlan, prepared: &Prepared) {
+    println!(
+        "loadrig {}: {} on {} — {}",
+        env!("CARGO_PKG_VERSION"),
+        plan.workload.name,
+        plan.target.shown(),
+        describe(&plan.load)
+    );
+    if let Some((n, t)) = prepared.loaded {
+        println!(
+            "loaded {} records in {:.2}s ({} records/s)",
+            console::thousands(n),
+            t.as_secs_f64(),
+            console::thousands((n as f64 / t.as_secs_f64().max(1e-9)) as u64)
+        );
+    }
+}
+
+/// The console view of a live run, streaming every interval to the `.jsonl` file beside
+/// the result.
+fn live_view(plan: &RunPlan) -> Result<Live> {
+    let jsonl_path = plan.outputs.result.with_extension("jsonl");
+    if let Some(dir) = jsonl_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("could not create folder '{}'", dir.display()))?;
+    }
+    let jsonl = std::fs::File::create(&jsonl_path)
+        .with_context(|| format!("could not create '{}'", jsonl_path.display()))?;
+    let total_time = plan.load.duration.map(|d| d + plan.load.warmup);
+    Ok(Live::new(op_names(&plan.ops), total_time, Some(jsonl)))
+}
+
+fn install_ctrl_c() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            if engine::INTERRUPTED.swap(true, Ordering::SeqCst) {
+                // A second Ctrl-C: the user wants out now.
+                std::process::exit(130);
+            }
+        });
+    });
+}
+
+/// The load in words: "closed loop, 4 clients, 10s after 2s warm-up".
+pub fn describe(plan: &LoadPlan) -> String {
+    let stop = match (plan.samples, plan.duration, plan.ops) {
+        (Some(k), _, _) => format!(
+            "{k} intervals of {}",
+            humantime::format_duration(plan.interval)
+        ),
+        (None, Some(d), Some(n)) => format!("{} or {n} ops", humantime::format_duration(d)),
+        (None, Some(d), None) => format!("{}", humantime::format_duration(d)),
+        (None, None, Some(n)) => format!("{n} ops"),
+        (None, None, None) => String::new(),
+    };
+    let warm = if plan.warmup.is_zero() {
+        String::new()
+    } else {
+        format!(" after {} warm-up", humantime::format_duration(plan.warmup))
+    };
+    match plan.mode {
+        Mode::Closed { clients, think } => format!(
+            "closed loop, {clients} client{}{}, {stop}{warm}",
+            if clients == 1 { "" } else { "s" },
+            if think.is_zero() {
+                String::new()
+            } else {
+                format!(", think {}", humantime::format_duration(think))
+            }
+        ),
+        Mode::Open {
+            rate,
+            arrivals,
+            workers,
+            ..
+        } => format!(
+            "open loop, {rate} ops/s {}, up to {workers} in flight, {stop}{warm}",
+            match arrivals {
+                crate::engine::Arrivals::Poisson => "Poisson",
+                crate::engine::Arrivals::Constant => "constant",
+            }
+        ),
+    }
+}
+
+/// Every native operation must be one the target runs; say which does not, before the run.
+fn check_families(
+    ops: &[OpSpec],
+    setup: &[NativeOp<ValueKind>],
+    families: &[Family],
+    scheme: &str,
+) -> Result<(), InputError> {
+    let needs = ops
+        .iter()
+        .flat_map(|o| {
+            o.kind
+                .families()
+                .into_iter()
+                .map(move |f| (o.name.as_str(), f))
+        })
+        .chain(setup.iter().map(|s| ("setup", s.family())));
+    for (name, family) in needs {
+        if !families.contains(&family) {
+            let family = family.name();
+            return Err(InputError::new(format!("operation '{name}' uses {family}, which {scheme}:// targets do not run"))
+                .help("kv.* operations run on every target; pick a target of the right kind, or --op to run only some operations"));
+        }
+    }
+    Ok(())
+}

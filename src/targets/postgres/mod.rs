@@ -1,0 +1,624 @@
+//! `postgres://USER:PASSWORD@HOST:PORT/DB`: PostgreSQL through tokio-postgres, plain TCP
+//! (no TLS: loadrig puts load on servers it can reach directly, normally on loopback).
+//!
+//! - Options: `connect_timeout` (default 5 s, a duration or plain seconds) bounds the TCP
+//!   connect and the whole handshake (SCRAM included); `application_name`.
+//! - kv operations use `loadrig_kv (k VARCHAR(255) PRIMARY KEY, v BYTEA NOT NULL)`, created
+//!   by setup: put is an upsert (`ON CONFLICT (k) DO UPDATE`), get reads the value (rows
+//!   1 or 0), update and delete count the rows they touched.
+//! - Native `sql` statements are prepared once per session, on first use, and cached by
+//!   their workload-wide number. Arguments are converted to the parameter types the server
+//!   declared: bool, int2/int4/int8, oid, float4/float8 and bytea are sent in binary;
+//!   text types as they are; every other type (numeric, date, timestamp, uuid, json, ...)
+//!   as text for the server to parse. An empty argument binds NULL for non-text types. A
+//!   value that does not parse fails the operation (class other) naming the parameter.
+//!   Rows are the rows returned, or for statements that return none the rows affected.
+//!   `capture` takes the first row's values as the server's output functions print them
+//!   (psql's text), rendered here from the binary results: NULL as empty, bytea raw; dates
+//!   and times for the session's DateStyle ISO, IntervalStyle postgres and, for
+//!   timestamptz, a UTC TimeZone; another type or setting fails the operation, saying to
+//!   cast the column with `::text`. A parameterless statement the server cannot prepare (several
+//!   commands in one string, as setup statements may be) runs as a simple query.
+//! - Transactions: BEGIN / COMMIT / ROLLBACK. Data loading: binary COPY into a temporary
+//!   table, then one upsert into `loadrig_kv`, so loading the same keys again replaces them.
+//! - Cleanup drops every table of the current schema whose name starts with `loadrig_`.
+//! - `authenticate` is not possible on an open PostgreSQL connection: use the `connect`
+//!   operation (or `--connection per-op`) to measure the handshake.
+//!
+//! Errors by SQLSTATE: 40P01 → deadlock, 40001 → serialization, 57014 (statement timeout
+//! or cancel) and 55P03 (lock not available) → timeout, 23xxx → constraint, 28xxx → auth,
+//! 08xxx, 57P0x (server shutting down) and any error that leaves the connection closed
+//! (I/O, end of stream) → connect, so the engine reconnects; a malformed reply → protocol;
+//! everything else → other. Messages never contain the password.
+
+mod text;
+
+use std::collections::HashMap;
+use std::error::Error as _;
+use std::future::Future;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::{SinkExt, StreamExt};
+use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
+use tokio_postgres::{Client, Config, NoTls, SimpleQueryMessage, Statement};
+
+use super::endpoint::Endpoint;
+use super::sql::{check_arity, handshake, kv_table, sqlstate_class, Dialect, Kv, Prepared};
+use super::{unsupported, Params, Session, Target, TargetUrl};
+use crate::error::InputError;
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
+
+/// A PostgreSQL server and how to log in to it.
+pub struct Postgres {
+    config: Config,
+    timeout: Duration,
+}
+
+impl Postgres {
+    pub fn open(url: &TargetUrl) -> Result<Postgres, InputError> {
+        url.check_options(&["connect_timeout", "application_name"])?;
+        let ep = Endpoint::parse(url)?;
+        let timeout = Endpoint::connect_timeout(url, Duration::from_secs(5))?;
+        let mut config = Config::new();
+        config
+            .host(&ep.host)
+            .port(ep.port.unwrap_or(5432))
+            .connect_timeout(timeout)
+            .application_name(
+                url.options
+                    .get("application_name")
+                    .map_or("loadrig", String::as_str),
+            );
+        if let Ok(ip) = ep.host.parse::<IpAddr>() {
+            // No name lookup (which would run on a blocking thread) for an address.
+            config.hostaddr(ip);
+        }
+        let user = ep.user.clone().unwrap_or_else(|| "postgres".to_string());
+        config.user(&user);
+        config.dbname(if ep.path.is_empty() { &user } else { &ep.path });
+        if let Some(p) = &ep.password {
+            config.password(p.as_bytes());
+        }
+        Ok(Postgres { config, timeout })
+    }
+}
+
+/// One connection: the client half of tokio-postgres (its I/O half runs as a task on the
+/// client's runtime) and the statements prepared on it.
+pub struct PgSession {
+    client: Client,
+    prepared: Prepared<Statement>,
+    /// The connection's I/O task.
+    io: tokio::task::JoinHandle<()>,
+    styles: text::Styles,
+}
+
+impl Drop for PgSession {
+    /// Close the socket at once, even with a reply still due (an operation that timed out).
+    fn drop(&mut self) {
+        self.io.abort();
+    }
+}
+
+impl Target for Postgres {
+    fn from_url(url: &TargetUrl, _params: &Params) -> Result<Self, InputError> {
+        Self::open(url)
+    }
+
+    type Session = PgSession;
+
+    fn blocking(&self) -> bool {
+        false
+    }
+
+    fn families(&self) -> &'static [Family] {
+        &[Family::Sql]
+    }
+
+    async fn connect(&self) -> Result<PgSession, OpError> {
+        let (client, connection) =
+            handshake(self.timeout, self.config.connect(NoTls), classify).await?;
+        // The connection's I/O half: it ends when the client is dropped or the server
+        // goes away (then every call on the client fails as closed).
+        let setting = |name: &str| connection.parameter(name).unwrap_or_default().to_string();
+        let styles = text::Styles {
+            timezone: setting("TimeZone"),
+            datestyle: setting("DateStyle"),
+            intervalstyle: setting("IntervalStyle"),
+        };
+        let io = tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(PgSession {
+            client,
+            prepared: Prepared::new(Dialect::Postgres),
+            io,
+            styles,
+        })
+    }
+}
+
+/// Map a driver error to a class and a message (SQLSTATE first when there is one).
+fn classify(e: &tokio_postgres::Error) -> OpError {
+    if let Some(db) = e.as_db_error() {
+        let code = db.code().code();
+        let class = match code {
+            "40P01" => ErrorClass::Deadlock,
+            "40001" => ErrorClass::Serialization,
+            "57014" | "55P03" => ErrorClass::Timeout,
+            // 57P01 to 57P05: the server is shutting down or cannot take the session.
+            c if c.starts_with("57P0") => ErrorClass::Connect,
+            c => sqlstate_class(c).unwrap_or(ErrorClass::Other),
+        };
+        return OpError::new(class, format!("{code} {}", db.message()));
+    }
+    // Everything else is the driver's own: an I/O error, a closed connection, bad replies.
+    let mut message = e.to_string();
+    let mut source = e.source();
+    let mut io = false;
+    while let Some(s) = source {
+        io |= s.is::<std::io::Error>();
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    let class = if io || e.is_closed() {
+        ErrorClass::Connect
+    } else if message.starts_with("unexpected message") || message.starts_with("error parsing") {
+        ErrorClass::Protocol
+    } else {
+        ErrorClass::Other
+    };
+    OpError::new(class, message)
+}
+
+/// One argument, converted for the type the server declared for its parameter.
+#[derive(Debug)]
+enum Param<'a> {
+    Null,
+    Bool(bool),
+    I16(i16),
+    I32(i32),
+    I64(i64),
+    Oid(u32),
+    F32(f32),
+    F64(f64),
+    /// Sent as it is in binary format: bytea and the text types.
+    Raw(&'a [u8]),
+    /// Sent in text format: the server parses it for its type.
+    Text(&'a [u8]),
+}
+
+impl ToSql for Param<'_> {
+    fn to_sql(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match *self {
+            Param::Null => return Ok(IsNull::Yes),
+            Param::Bool(b) => out.extend_from_slice(&[u8::from(b)]),
+            Param::I16(v) => out.extend_from_slice(&v.to_be_bytes()),
+            Param::I32(v) => out.extend_from_slice(&v.to_be_bytes()),
+            Param::I64(v) => out.extend_from_slice(&v.to_be_bytes()),
+            Param::Oid(v) => out.extend_from_slice(&v.to_be_bytes()),
+            Param::F32(v) => out.extend_from_slice(&v.to_be_bytes()),
+            Param::F64(v) => out.extend_from_slice(&v.to_be_bytes()),
+            Param::Raw(b) | Param::Text(b) => out.extend_from_slice(b),
+        }
+        Ok(IsNull::No)
+    }
+
+    /// Conversion already happened against the statement's declared types.
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
+
+    fn encode_format(&self, _ty: &Type) -> tokio_postgres::types::Format {
+        match self {
+            Param::Text(_) => tokio_postgres::types::Format::Text,
+            _ => tokio_postgres::types::Format::Binary,
+        }
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+/// Convert argument `i` (0-based) to the parameter type `ty`.
+fn convert<'a>(i: usize, arg: &'a [u8], ty: &Type) -> Result<Param<'a>, OpError> {
+    if *ty == Type::BYTEA || text::is_text_type(ty) {
+        return Ok(Param::Raw(arg));
+    }
+    if arg.is_empty() {
+        return Ok(Param::Null);
+    }
+    let bad = |why: String| {
+        let text = String::from_utf8_lossy(arg);
+        let shown: String = text.chars().take(40).collect();
+        let more = if text.chars().count() > 40 { "..." } else { "" };
+        OpError::new(
+            ErrorClass::Other,
+            format!(
+                "parameter ${} ('{shown}{more}') is not a valid {}: {why}",
+                i + 1,
+                ty.name()
+            ),
+        )
+    };
+    let text = || std::str::from_utf8(arg).map(str::trim);
+    macro_rules! number {
+        ($t:ty, $variant:ident) => {
+            match text() {
+                Ok(s) => s
+                    .parse::<$t>()
+                    .map(Param::$variant)
+                    .map_err(|e| bad(e.to_string())),
+                Err(e) => Err(bad(e.to_string())),
+            }
+        };
+    }
+    match *ty {
+        Type::BOOL => match text().map(str::to_ascii_lowercase).as_deref() {
+            Ok("t" | "true" | "1" | "yes" | "y" | "on") => Ok(Param::Bool(true)),
+            Ok("f" | "false" | "0" | "no" | "n" | "off") => Ok(Param::Bool(false)),
+            _ => Err(bad("expected true or false".into())),
+        },
+        Type::INT2 => number!(i16, I16),
+        Type::INT4 => number!(i32, I32),
+        Type::INT8 => number!(i64, I64),
+        Type::OID => number!(u32, Oid),
+        Type::FLOAT4 => number!(f32, F32),
+        Type::FLOAT8 => number!(f64, F64),
+        _ => Ok(Param::Text(arg)),
+    }
+}
+
+/// A column value as the server sent it (binary format), for captures.
+struct RawValue<'a>(Option<&'a [u8]>);
+
+impl<'a> FromSql<'a> for RawValue<'a> {
+    fn from_sql(
+        _ty: &Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawValue(Some(raw)))
+    }
+
+    fn from_sql_null(_ty: &Type) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(RawValue(None))
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
+}
+
+/// A row's values as the text the server prints for them (NULL as empty), for `capture`.
+fn captured(row: &tokio_postgres::Row, styles: &text::Styles) -> Result<Vec<Vec<u8>>, OpError> {
+    let mut values = Vec::with_capacity(row.len());
+    for (c, column) in row.columns().iter().enumerate() {
+        let value = row
+            .try_get::<_, RawValue<'_>>(c)
+            .map_err(|e| classify(&e))?;
+        let text = match value.0 {
+            Some(raw) => text::to_text(column.type_(), raw, styles).map_err(|why| {
+                OpError::new(
+                    ErrorClass::Other,
+                    format!(
+                        "cannot capture column '{}': {why}; cast it in the query ({}::text)",
+                        column.name(),
+                        column.name()
+                    ),
+                )
+            })?,
+            None => Vec::new(),
+        };
+        values.push(text);
+    }
+    Ok(values)
+}
+
+impl PgSession {
+    async fn kv(&mut self, op: Kv, params: &[Param<'_>]) -> Result<u64, OpError> {
+        let client = &self.client;
+        let st = self
+            .prepared
+            .kv(op, |sql| client.prepare(sql))
+            .await
+            .map_err(|e| classify(&e))?;
+        if op == Kv::Get {
+            let rows = self
+                .client
+                .query_raw(&st, params)
+                .await
+                .map_err(|e| classify(&e))?;
+            let mut rows = std::pin::pin!(rows);
+            let mut n = 0;
+            while let Some(row) = rows.next().await {
+                row.map_err(|e| classify(&e))?;
+                n += 1;
+            }
+            Ok(n)
+        } else {
+            self.client
+                .execute_raw(&st, params)
+                .await
+                .map_err(|e| classify(&e))
+        }
+    }
+
+    async fn native(
+        &mut self,
+        id: usize,
+        query: &str,
+        args: &[Vec<u8>],
+        capture: bool,
+    ) -> Result<Outcome, OpError> {
+        let client = &self.client;
+        let st = match self.prepared.native(id, || client.prepare(query)).await {
+            Ok(st) => st,
+            Err(e) if args.is_empty() && e.code().is_some_and(|c| c.code() == "42601") => {
+                // "cannot insert multiple commands into a prepared statement".
+                return self.simple(query, capture).await;
+            }
+            Err(e) => return Err(classify(&e)),
+        };
+        let types = st.params();
+        check_arity(query, types.len(), args.len())?;
+        let params = args
+            .iter()
+            .zip(types)
+            .enumerate()
+            .map(|(i, (a, ty))| convert(i, a, ty))
+            .collect::<Result<Vec<_>, _>>()?;
+        if st.columns().is_empty() {
+            let n = self
+                .client
+                .execute_raw(&st, &params)
+                .await
+                .map_err(|e| classify(&e))?;
+            return Ok(Outcome::rows(n));
+        }
+        let rows = self
+            .client
+            .query_raw(&st, &params)
+            .await
+            .map_err(|e| classify(&e))?;
+        let mut rows = std::pin::pin!(rows);
+        let mut out = Outcome::default();
+        while let Some(row) = rows.next().await {
+            let row = row.map_err(|e| classify(&e))?;
+            if capture && out.rows == 0 {
+                out.captured = captured(&row, &self.styles)?;
+            }
+            out.rows += 1;
+        }
+        Ok(out)
+    }
+
+    /// Run text with the simple query protocol (several commands allowed, no parameters).
+    async fn simple(&mut self, query: &str, capture: bool) -> Result<Outcome, OpError> {
+        let messages = self
+            .client
+            .simple_query(query)
+            .await
+            .map_err(|e| classify(&e))?;
+        let mut out = Outcome::default();
+        for m in messages {
+            match m {
+                SimpleQueryMessage::Row(row) if capture && out.captured.is_empty() => {
+                    out.captured = (0..row.len())
+                        .map(|c| row.get(c).unwrap_or("").as_bytes().to_vec())
+                        .collect();
+                }
+                SimpleQueryMessage::CommandComplete(n) => out.rows += n,
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
+    async fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
+        let rows = match *op {
+            Op::Nop => 0,
+            Op::Put { key, value } => {
+                self.kv(Kv::Put, &[Param::Raw(key.as_bytes()), Param::Raw(value)])
+                    .await?
+            }
+            Op::Get { key } => self.kv(Kv::Get, &[Param::Raw(key.as_bytes())]).await?,
+            Op::Update { key, value } => {
+                self.kv(Kv::Update, &[Param::Raw(key.as_bytes()), Param::Raw(value)])
+                    .await?
+            }
+            Op::Delete { key } => self.kv(Kv::Delete, &[Param::Raw(key.as_bytes())]).await?,
+            Op::Native {
+                op: NativeOp::Sql { id, query, .. },
+                args,
+                capture,
+            } => return self.native(*id, query, args, capture).await,
+            // Every other family's operation, by name: a new variant of a family this
+            // target runs must be handled above before this compiles.
+            Op::Native {
+                op:
+                    NativeOp::Redis { .. }
+                    | NativeOp::LdapSearch { .. }
+                    | NativeOp::LdapBind { .. }
+                    | NativeOp::LdapAdd { .. }
+                    | NativeOp::LdapModify { .. }
+                    | NativeOp::LdapDelete { .. }
+                    | NativeOp::Http { .. },
+                ..
+            } => return Err(unsupported(op, "postgres://")),
+            Op::Begin => return self.batch("BEGIN").await,
+            Op::Commit => return self.batch("COMMIT").await,
+            Op::Rollback => return self.batch("ROLLBACK").await,
+        };
+        Ok(Outcome::rows(rows))
+    }
+
+    async fn batch(&mut self, sql: &str) -> Result<Outcome, OpError> {
+        self.client
+            .batch_execute(sql)
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(Outcome::default())
+    }
+
+    /// Binary COPY of `records` into a temporary table, then one upsert into loadrig_kv.
+    async fn copy_batch(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
+        // A key given twice in one batch keeps its last value (an upsert cannot touch a
+        // row twice in one statement).
+        let mut last: HashMap<&str, usize> = HashMap::with_capacity(records.len());
+        for (i, (k, _)) in records.iter().enumerate() {
+            last.insert(k.as_str(), i);
+        }
+        let mut buf = BytesMut::with_capacity(64 + records.len() * 32);
+        buf.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
+        buf.extend_from_slice(&0i32.to_be_bytes()); // flags
+        buf.extend_from_slice(&0i32.to_be_bytes()); // header extension length
+        for (i, (k, v)) in records.iter().enumerate() {
+            if last.get(k.as_str()) != Some(&i) {
+                continue;
+            }
+            let (klen, vlen) = match (i32::try_from(k.len()), i32::try_from(v.len())) {
+                (Ok(a), Ok(b)) => (a, b),
+                _ => {
+                    return Err(OpError::new(
+                        ErrorClass::Other,
+                        "a record is over 2 GiB: PostgreSQL cannot store it",
+                    ))
+                }
+            };
+            buf.extend_from_slice(&2i16.to_be_bytes());
+            buf.extend_from_slice(&klen.to_be_bytes());
+            buf.extend_from_slice(k.as_bytes());
+            buf.extend_from_slice(&vlen.to_be_bytes());
+            buf.extend_from_slice(v);
+        }
+        buf.extend_from_slice(&(-1i16).to_be_bytes());
+
+        let c = &self.client;
+        let cl = |e: tokio_postgres::Error| classify(&e);
+        c.batch_execute(
+            "BEGIN; CREATE TEMP TABLE IF NOT EXISTS loadrig_load (k VARCHAR(255), v BYTEA) \
+             ON COMMIT DELETE ROWS",
+        )
+        .await
+        .map_err(cl)?;
+        let result = async {
+            let sink = c
+                .copy_in::<_, Bytes>("COPY loadrig_load (k, v) FROM STDIN (FORMAT binary)")
+                .await
+                .map_err(cl)?;
+            let mut sink = std::pin::pin!(sink);
+            sink.send(buf.freeze()).await.map_err(cl)?;
+            sink.as_mut().finish().await.map_err(cl)?;
+            c.batch_execute(concat!(
+                "INSERT INTO ",
+                kv_table!(),
+                " (k, v) SELECT k, v FROM loadrig_load \
+                 ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v; COMMIT"
+            ))
+            .await
+            .map_err(cl)
+        }
+        .await;
+        if result.is_err() {
+            let _ = c.batch_execute("ROLLBACK").await;
+        }
+        result
+    }
+
+    async fn drop_namespace(&mut self) -> Result<u64, OpError> {
+        let rows = self
+            .client
+            .query(Dialect::Postgres.list_tables(), &[])
+            .await
+            .map_err(|e| classify(&e))?;
+        let names: Vec<String> = rows
+            .iter()
+            .map(|r| r.try_get::<_, String>(0))
+            .collect::<Result<_, _>>()
+            .map_err(|e| classify(&e))?;
+        if names.is_empty() {
+            return Ok(0);
+        }
+        // One statement, so references between loadrig tables do not matter; no CASCADE,
+        // so an object of someone else's that depends on them stops the drop instead.
+        self.client
+            .batch_execute(&Dialect::Postgres.drop_tables(&names))
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(names.len() as u64)
+    }
+}
+
+impl Session for PgSession {
+    async fn setup(&mut self) -> Result<(), OpError> {
+        self.client
+            .batch_execute(Dialect::Postgres.create_kv())
+            .await
+            .map_err(|e| classify(&e))
+    }
+
+    async fn server_version(&mut self) -> Option<String> {
+        let messages = self.client.simple_query("SHOW server_version").await.ok()?;
+        messages.iter().find_map(|m| match m {
+            SimpleQueryMessage::Row(r) => r.get(0).map(|v| format!("PostgreSQL {v}")),
+            _ => None,
+        })
+    }
+
+    fn execute(&mut self, op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>> {
+        self.run(op)
+    }
+
+    async fn authenticate(&mut self) -> Result<Outcome, OpError> {
+        Err(OpError::new(
+            ErrorClass::Other,
+            "PostgreSQL cannot authenticate again on an open connection: measure the handshake \
+             with the `connect` operation (or --connection per-op)",
+        ))
+    }
+
+    async fn cleanup(&mut self) -> Result<u64, OpError> {
+        self.drop_namespace().await
+    }
+
+    async fn load(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
+        self.copy_batch(records).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_convert_to_declared_types() {
+        assert!(matches!(
+            convert(0, b" 42 ", &Type::INT4),
+            Ok(Param::I32(42))
+        ));
+        assert!(matches!(
+            convert(0, b"TRUE", &Type::BOOL),
+            Ok(Param::Bool(true))
+        ));
+        assert!(matches!(convert(0, b"", &Type::INT8), Ok(Param::Null)));
+        assert!(matches!(convert(0, b"", &Type::TEXT), Ok(Param::Raw(b""))));
+        assert!(matches!(
+            convert(0, b"1.50", &Type::NUMERIC),
+            Ok(Param::Text(_))
+        ));
+        let e = convert(1, b"12x", &Type::INT2).unwrap_err();
+        assert_eq!(e.class, ErrorClass::Other);
+        assert!(
+            e.message
+                .starts_with("parameter $2 ('12x') is not a valid int2"),
+            "{}",
+            e.message
+        );
+    }
+}

@@ -1,0 +1,351 @@
+//! What the SQL targets (postgres://, mysql://, sqlite://) share: the kv table, the text of
+//! its statements in each dialect and of the queries cleanup runs; for the two servers,
+//! the statement cache of a session, the handshake's errors and the SQLSTATE classes.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::vocab::{ErrorClass, OpError};
+
+/// The kv table's name, as a literal for `concat!`: the one place that names it.
+macro_rules! kv_table {
+    () => {
+        "loadrig_kv"
+    };
+}
+pub(crate) use kv_table;
+
+/// Whose SQL a statement is written in: placeholders, upserts, types and catalogs differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Postgres,
+    Mysql,
+    Sqlite,
+}
+
+/// A kv operation, each with a statement of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kv {
+    Put,
+    Get,
+    Update,
+    Delete,
+}
+
+impl Dialect {
+    /// Create the kv table where it is missing (setup): a key of up to 255 characters
+    /// and a value of bytes.
+    pub const fn create_kv(self) -> &'static str {
+        match self {
+            Dialect::Postgres => concat!(
+                "CREATE TABLE IF NOT EXISTS ",
+                kv_table!(),
+                " (k VARCHAR(255) PRIMARY KEY, v BYTEA NOT NULL)"
+            ),
+            Dialect::Mysql => concat!(
+                "CREATE TABLE IF NOT EXISTS ",
+                kv_table!(),
+                " (k VARCHAR(255) PRIMARY KEY, v LONGBLOB NOT NULL)"
+            ),
+            Dialect::Sqlite => concat!(
+                "CREATE TABLE IF NOT EXISTS ",
+                kv_table!(),
+                " (k TEXT PRIMARY KEY, v BLOB NOT NULL)"
+            ),
+        }
+    }
+
+    /// The statement of a kv operation: put is an upsert. Its parameters are the key,
+    /// then the value, except in MySQL's update, whose value comes first (`?` bind in
+    /// order of appearance).
+    pub const fn kv(self, op: Kv) -> &'static str {
+        match (self, op) {
+            (Dialect::Postgres, Kv::Put) => concat!(
+                "INSERT INTO ",
+                kv_table!(),
+                " (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
+            ),
+            (Dialect::Postgres, Kv::Get) => concat!("SELECT v FROM ", kv_table!(), " WHERE k = $1"),
+            (Dialect::Postgres, Kv::Update) => {
+                concat!("UPDATE ", kv_table!(), " SET v = $2 WHERE k = $1")
+            }
+            (Dialect::Postgres, Kv::Delete) => {
+                concat!("DELETE FROM ", kv_table!(), " WHERE k = $1")
+            }
+            (Dialect::Mysql, Kv::Put) => concat!(
+                "INSERT INTO ",
+                kv_table!(),
+                " (k, v) VALUES (?, ?) ON DUPLICATE KEY UPDATE v = VALUES(v)"
+            ),
+            (Dialect::Mysql, Kv::Get) => concat!("SELECT v FROM ", kv_table!(), " WHERE k = ?"),
+            (Dialect::Mysql, Kv::Update) => {
+                concat!("UPDATE ", kv_table!(), " SET v = ? WHERE k = ?")
+            }
+            (Dialect::Mysql, Kv::Delete) => concat!("DELETE FROM ", kv_table!(), " WHERE k = ?"),
+            (Dialect::Sqlite, Kv::Put) => concat!(
+                "INSERT INTO ",
+                kv_table!(),
+                "(k, v) VALUES (?1, ?2) ON CONFLICT(k) DO UPDATE SET v = excluded.v"
+            ),
+            // The length only: a get need not copy the value out.
+            (Dialect::Sqlite, Kv::Get) => {
+                concat!("SELECT length(v) FROM ", kv_table!(), " WHERE k = ?1")
+            }
+            (Dialect::Sqlite, Kv::Update) => {
+                concat!("UPDATE ", kv_table!(), " SET v = ?2 WHERE k = ?1")
+            }
+            (Dialect::Sqlite, Kv::Delete) => concat!("DELETE FROM ", kv_table!(), " WHERE k = ?1"),
+        }
+    }
+
+    /// The names of loadrig's tables (`loadrig_` and more) in the current schema or
+    /// database, which cleanup drops.
+    pub const fn list_tables(self) -> &'static str {
+        match self {
+            Dialect::Postgres => {
+                "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() \
+                 AND tablename LIKE 'loadrig|_%' ESCAPE '|' ORDER BY 1"
+            }
+            Dialect::Mysql => {
+                "SELECT table_name FROM information_schema.tables \
+                 WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE' \
+                 AND table_name LIKE 'loadrig|_%' ESCAPE '|' ORDER BY 1"
+            }
+            Dialect::Sqlite => {
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'loadrig\\_%' ESCAPE '\\'"
+            }
+        }
+    }
+
+    /// One `DROP TABLE` of all the tables named (SQLite takes one at a time), each name
+    /// quoted as an identifier.
+    pub fn drop_tables(self, names: &[String]) -> String {
+        let list: Vec<String> = names
+            .iter()
+            .map(|n| match self {
+                Dialect::Mysql => format!("`{}`", n.replace('`', "``")),
+                Dialect::Postgres | Dialect::Sqlite => format!("\"{}\"", n.replace('"', "\"\"")),
+            })
+            .collect();
+        format!("DROP TABLE {}", list.join(", "))
+    }
+}
+
+/// The statements a session has prepared: the kv ones by operation, native ones by their
+/// workload-wide number; each prepared on first use.
+pub struct Prepared<S> {
+    dialect: Dialect,
+    kv: [Option<S>; 4],
+    native: Vec<Option<S>>,
+}
+
+impl<S: Clone> Prepared<S> {
+    pub fn new(dialect: Dialect) -> Self {
+        Prepared {
+            dialect,
+            kv: Default::default(),
+            native: Vec::new(),
+        }
+    }
+
+    /// The statement of `op`, from `prepare` (given its text) the first time.
+    pub async fn kv<E, F>(
+        &mut self,
+        op: Kv,
+        prepare: impl FnOnce(&'static str) -> F,
+    ) -> Result<S, E>
+    where
+        F: Future<Output = Result<S, E>>,
+    {
+        let slot = &mut self.kv[op as usize];
+        if let Some(st) = slot {
+            return Ok(st.clone());
+        }
+        let st = prepare(self.dialect.kv(op)).await?;
+        *slot = Some(st.clone());
+        Ok(st)
+    }
+
+    /// Native statement `id`, from `prepare` the first time (and again after a failure).
+    pub async fn native<E, F>(&mut self, id: usize, prepare: impl FnOnce() -> F) -> Result<S, E>
+    where
+        F: Future<Output = Result<S, E>>,
+    {
+        if self.native.len() <= id {
+            self.native.resize(id + 1, None);
+        }
+        if let Some(st) = &self.native[id] {
+            return Ok(st.clone());
+        }
+        let st = prepare().await?;
+        self.native[id] = Some(st.clone());
+        Ok(st)
+    }
+
+    /// Forget every statement (the server has dropped them).
+    pub fn clear(&mut self) {
+        self.kv = Default::default();
+        self.native.clear();
+    }
+}
+
+/// A native statement's placeholders and the operation's arguments must agree in number.
+pub fn check_arity(query: &str, placeholders: usize, args: usize) -> Result<(), OpError> {
+    if placeholders == args {
+        return Ok(());
+    }
+    Err(OpError::new(
+        ErrorClass::Other,
+        format!(
+            "the query has {placeholders} parameter(s) but the operation gives {args}: {query}"
+        ),
+    ))
+}
+
+/// Connect within `limit` (the option connect_timeout). A driver's error is class auth
+/// where `classify` says so and connect otherwise (a server refusing the session is not
+/// worth retrying as another class), with a message that says which.
+pub async fn handshake<C, E>(
+    limit: Duration,
+    connecting: impl Future<Output = Result<C, E>>,
+    classify: impl FnOnce(&E) -> OpError,
+) -> Result<C, OpError> {
+    match tokio::time::timeout(limit, connecting).await {
+        Ok(Ok(connection)) => Ok(connection),
+        Ok(Err(e)) => {
+            let mut err = classify(&e);
+            if err.class != ErrorClass::Auth {
+                err.class = ErrorClass::Connect;
+            }
+            err.message = format!(
+                "{} ({}): {}",
+                if err.class == ErrorClass::Auth {
+                    "authentication failed"
+                } else {
+                    "connection failed"
+                },
+                err.class.name(),
+                err.message
+            );
+            Err(err)
+        }
+        Err(_) => Err(OpError::new(
+            ErrorClass::Connect,
+            format!(
+                "connection failed (connect): no complete handshake within {limit:?} (option connect_timeout)"
+            ),
+        )),
+    }
+}
+
+/// The class of the SQLSTATE classes that mean the same on every server: 23 integrity
+/// constraint violation, 28 invalid authorization, 08 connection exception.
+pub fn sqlstate_class(state: &str) -> Option<ErrorClass> {
+    match state.get(..2) {
+        Some("23") => Some(ErrorClass::Constraint),
+        Some("28") => Some(ErrorClass::Auth),
+        Some("08") => Some(ErrorClass::Connect),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_name_the_kv_table_with_each_dialects_placeholders() {
+        let all = [Kv::Put, Kv::Get, Kv::Update, Kv::Delete];
+        for (dialect, first) in [
+            (Dialect::Postgres, "$1"),
+            (Dialect::Mysql, "?"),
+            (Dialect::Sqlite, "?1"),
+        ] {
+            assert!(dialect.create_kv().contains("loadrig_kv"));
+            for op in all {
+                let sql = dialect.kv(op);
+                assert!(sql.contains("loadrig_kv") && sql.contains(first), "{sql}");
+            }
+        }
+        assert_eq!(
+            Dialect::Postgres.kv(Kv::Put),
+            "INSERT INTO loadrig_kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v"
+        );
+        assert_eq!(
+            Dialect::Mysql.kv(Kv::Update),
+            "UPDATE loadrig_kv SET v = ? WHERE k = ?"
+        );
+        assert_eq!(
+            Dialect::Sqlite.create_kv(),
+            "CREATE TABLE IF NOT EXISTS loadrig_kv (k TEXT PRIMARY KEY, v BLOB NOT NULL)"
+        );
+    }
+
+    #[test]
+    fn drop_tables_quotes_identifiers() {
+        let names = ["loadrig_kv".to_string(), "loadrig_a\"`b".to_string()];
+        assert_eq!(
+            Dialect::Postgres.drop_tables(&names),
+            r#"DROP TABLE "loadrig_kv", "loadrig_a""`b""#
+        );
+        assert_eq!(
+            Dialect::Mysql.drop_tables(&names),
+            "DROP TABLE `loadrig_kv`, `loadrig_a\"``b`"
+        );
+        assert_eq!(
+            Dialect::Sqlite.drop_tables(&names[..1]),
+            r#"DROP TABLE "loadrig_kv""#
+        );
+    }
+
+    #[test]
+    fn arity_and_sqlstate_classes() {
+        assert!(check_arity("SELECT 1", 0, 0).is_ok());
+        let e = check_arity("SELECT $1", 1, 2).unwrap_err();
+        assert_eq!(e.class, ErrorClass::Other);
+        assert_eq!(
+            e.message,
+            "the query has 1 parameter(s) but the operation gives 2: SELECT $1"
+        );
+        assert_eq!(sqlstate_class("23505"), Some(ErrorClass::Constraint));
+        assert_eq!(sqlstate_class("28P01"), Some(ErrorClass::Auth));
+        assert_eq!(sqlstate_class("08006"), Some(ErrorClass::Connect));
+        assert_eq!(sqlstate_class("40001"), None);
+        assert_eq!(sqlstate_class(""), None);
+    }
+
+    #[test]
+    fn handshake_errors_are_auth_or_connect() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let fail = |class: ErrorClass| {
+            rt.block_on(handshake(
+                Duration::from_secs(1),
+                async { Err::<(), _>(class) },
+                |c: &ErrorClass| OpError::new(*c, "refused"),
+            ))
+            .unwrap_err()
+        };
+        let e = fail(ErrorClass::Auth);
+        assert_eq!(e.class, ErrorClass::Auth);
+        assert_eq!(e.message, "authentication failed (auth): refused");
+        let e = fail(ErrorClass::Other);
+        assert_eq!(e.class, ErrorClass::Connect);
+        assert_eq!(e.message, "connection failed (connect): refused");
+        let e = rt
+            .block_on(handshake(
+                Duration::from_millis(10),
+                std::future::pending::<Result<(), ErrorClass>>(),
+                |c: &ErrorClass| OpError::new(*c, ""),
+            ))
+            .unwrap_err();
+        assert_eq!(e.class, ErrorClass::Connect);
+        assert!(
+            e.message.contains("no complete handshake within 10ms"),
+            "{}",
+            e.message
+        );
+    }
+}
