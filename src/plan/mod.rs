@@ -15,13 +15,17 @@ use std::path::PathBuf;
 pub use given::Given;
 pub use resolve::{default_out, resolve, resolve_workload, same_path};
 
+use serde::Serialize;
+
 use crate::analysis::checks::Check;
 use crate::engine::{LoadPlan, Mode};
 use crate::error::InputError;
+use crate::result::WorkloadRecord;
 use crate::spec::{self, OpSpec, Source, Workload};
 use crate::targets::TargetUrl;
 
-/// One run, fully resolved.
+/// One run, fully resolved. Serialised through [`PlanRecord`]: the compiled workload as
+/// the result file records it, the target without its password.
 #[derive(Debug, Clone)]
 pub struct RunPlan {
     /// The workload after `--set`; `ops` below are the ones that run.
@@ -37,6 +41,45 @@ pub struct RunPlan {
     pub outputs: Outputs,
     /// Thresholds evaluated on the result (the workload's `checks` and `--check`).
     pub checks: Vec<Check>,
+}
+
+/// What a plan says, as data: the same records the result file holds, plus outputs and
+/// checks. Never holds a password.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanRecord {
+    pub workload: WorkloadRecord,
+    pub load: LoadPlan,
+    /// The target URL with any password replaced by `***`.
+    pub target: String,
+    pub skip_load: bool,
+    pub seq_offset: u64,
+    pub result: PathBuf,
+    pub report: Option<PathBuf>,
+    pub metrics_addr: Option<String>,
+    /// Each check as written.
+    pub checks: Vec<String>,
+}
+
+impl RunPlan {
+    pub fn record(&self) -> PlanRecord {
+        PlanRecord {
+            workload: WorkloadRecord::of(&self.workload, &self.ops),
+            load: self.load.clone(),
+            target: self.target.shown(),
+            skip_load: self.data.skip_load,
+            seq_offset: self.data.seq_offset,
+            result: self.outputs.result.clone(),
+            report: self.outputs.report.clone(),
+            metrics_addr: self.outputs.metrics_addr.clone(),
+            checks: self.checks.iter().map(|c| c.text.clone()).collect(),
+        }
+    }
+}
+
+impl Serialize for RunPlan {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.record().serialize(s)
+    }
 }
 
 /// The workload file's text and the `--set` flags it was compiled with.

@@ -352,3 +352,31 @@ fn growth_batches() {
         }
     );
 }
+
+#[test]
+fn a_plan_serialises_without_its_password() {
+    let p = plan(&[
+        "session-store",
+        "--target",
+        "redis://:s3cret@127.0.0.1:1/0",
+        "--set",
+        "records=5",
+        "--rate",
+        "50",
+        "--check",
+        "p99 < 5ms",
+    ])
+    .unwrap();
+    let json = serde_json::to_value(&p).unwrap();
+    let text = json.to_string();
+    assert!(!text.contains("s3cret"), "{text}");
+    assert_eq!(json["target"], "redis://:***@127.0.0.1:1/0");
+    assert_eq!(json["workload"]["name"], "session-store");
+    assert_eq!(json["workload"]["params"]["records"], 5);
+    assert_eq!(json["load"]["mode"], "open");
+    assert_eq!(json["load"]["rate"], 50.0);
+    assert_eq!(json["checks"][0], "p99 < 5ms");
+    // The load reads back as the engine's own type.
+    let load: crate::engine::LoadPlan = serde_json::from_value(json["load"].clone()).unwrap();
+    assert!(matches!(load.mode, Mode::Open { rate, .. } if rate == 50.0));
+}
