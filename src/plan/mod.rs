@@ -93,6 +93,27 @@ pub struct WorkloadSource {
     pub only_ops: Vec<String>,
 }
 
+impl WorkloadSource {
+    /// The workload, compiled with the `--set` values.
+    pub fn compile(&self) -> Result<Workload, InputError> {
+        spec::compile(
+            &Source {
+                path: &self.name,
+                text: &self.text,
+            },
+            &self.sets,
+        )
+    }
+
+    /// For positions in messages about the file.
+    pub fn as_source(&self) -> Source<'_> {
+        Source {
+            path: &self.name,
+            text: &self.text,
+        }
+    }
+}
+
 /// Where the load goes.
 #[derive(Debug, Clone)]
 pub struct TargetSpec {
@@ -182,13 +203,7 @@ impl RunPlan {
         let mut source = self.source.clone();
         source.sets.retain(|(n, _)| n != name);
         source.sets.push((name.to_string(), value.to_string()));
-        let workload = spec::compile(
-            &Source {
-                path: &source.name,
-                text: &source.text,
-            },
-            &source.sets,
-        )?;
+        let workload = source.compile()?;
         let ops = resolve::select_ops(&workload, &source.only_ops)?;
         Ok(RunPlan {
             workload,

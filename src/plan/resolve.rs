@@ -10,7 +10,7 @@ use super::{DataPolicy, Outputs, RunPlan, TargetSpec, WorkloadSource};
 use crate::analysis::checks::{self, Check};
 use crate::cli::RunArgs;
 use crate::error::InputError;
-use crate::spec::{self, builtin, OpSpec, Source, Workload};
+use crate::spec::{builtin, OpSpec, Workload};
 
 /// Compile the workload and resolve the flags against it: everything is checked here,
 /// before anything connects or is written.
@@ -21,10 +21,7 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
         args,
         &workload.load,
         workload.op_timeout,
-        &Source {
-            path: &source.name,
-            text: &source.text,
-        },
+        &source.as_source(),
     )?;
     let target = match (&args.target, &workload.target) {
         (Some(t), _) | (None, Some(t)) => TargetSpec::parse(t)?,
@@ -61,13 +58,7 @@ pub fn resolve_workload(args: &RunArgs) -> Result<(Workload, WorkloadSource), In
         sets: args.set.clone(),
         only_ops: args.only_ops.clone(),
     };
-    let workload = spec::compile(
-        &Source {
-            path: &source.name,
-            text: &source.text,
-        },
-        &source.sets,
-    )?;
+    let workload = source.compile()?;
     Ok((workload, source))
 }
 
