@@ -8,7 +8,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::engine::{IntervalData, Observer};
-use crate::result::{IntervalOp, IntervalRecord, RunResult, RunStatus};
+use crate::result::{IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus};
 use crate::spec::duration::human_ns;
 
 pub const INTERVAL_HEADER: &str =
@@ -163,16 +163,39 @@ pub fn summary(r: &RunResult) -> String {
             ""
         }
     );
+    let mut rows: Vec<&OpResult> = r.operations.iter().collect();
+    if r.operations.len() > 1 {
+        rows.push(&r.total);
+    }
+    summary_table(&mut out, &rows);
+    error_lines(&mut out, &rows);
+    open_loop_lines(&mut out, r);
+    let c = &r.total.interval_counts;
+    if c.n > 0 {
+        let _ = writeln!(
+            out,
+            "ops per interval ({} full intervals): mean {:.1}, stdev {:.1}, min {}, max {}",
+            c.n,
+            c.mean,
+            c.stdev,
+            thousands(c.min as u64),
+            thousands(c.max as u64)
+        );
+    }
+    for note in &r.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    out
+}
+
+/// The table of the summary: its heading and one row per operation.
+fn summary_table(out: &mut String, rows: &[&OpResult]) {
     let _ = writeln!(
         out,
         "{:<16} {:>11} {:>8} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "operation", "ok", "errors", "ops/s", "mean", "p50", "p90", "p99", "p99.9", "max"
     );
-    let mut rows: Vec<_> = r.operations.iter().collect();
-    if r.operations.len() > 1 {
-        rows.push(&r.total);
-    }
-    for op in &rows {
+    for op in rows {
         let l = &op.latency;
         let t = |ns: u64| {
             if l.count > 0 {
@@ -200,60 +223,50 @@ pub fn summary(r: &RunResult) -> String {
             t(l.max_ns),
         );
     }
-    for op in &rows {
-        if op.errors > 0 {
-            let classes: Vec<String> = op
-                .errors_by_class
-                .iter()
-                .map(|(c, n)| format!("{} {}", c.name(), thousands(*n)))
-                .collect();
-            let _ = writeln!(out, "errors in {}: {}", op.name, classes.join(", "));
-            for m in op.error_messages.iter().take(3) {
-                let _ = writeln!(
-                    out,
-                    "  {} × {}: {}",
-                    thousands(m.count),
-                    m.class.name(),
-                    truncate(&m.message, 120)
-                );
-            }
+}
+
+/// For each operation that failed: its errors by class and its first three messages.
+fn error_lines(out: &mut String, rows: &[&OpResult]) {
+    for op in rows.iter().filter(|op| op.errors > 0) {
+        let classes: Vec<String> = op
+            .errors_by_class
+            .iter()
+            .map(|(c, n)| format!("{} {}", c.name(), thousands(*n)))
+            .collect();
+        let _ = writeln!(out, "errors in {}: {}", op.name, classes.join(", "));
+        for m in op.error_messages.iter().take(3) {
+            let _ = writeln!(
+                out,
+                "  {} × {}: {}",
+                thousands(m.count),
+                m.class.name(),
+                truncate(&m.message, 120)
+            );
         }
     }
-    let open = r.total.service.as_ref();
-    if let (Some(service), Some(lag)) = (open, r.total.start_lag.as_ref()) {
-        let _ = writeln!(
-            out,
-            "open loop: latency above counts from the intended start; service time p50 {} p99 {} max {}",
-            human_ns(service.p50_ns as f64),
-            human_ns(service.p99_ns as f64),
-            human_ns(service.max_ns as f64)
-        );
-        let _ = writeln!(
-            out,
-            "start lag p50 {} p99 {} max {}; {} late starts; {} arrivals never started",
-            human_ns(lag.p50_ns as f64),
-            human_ns(lag.p99_ns as f64),
-            human_ns(lag.max_ns as f64),
-            thousands(r.total.late_starts.unwrap_or(0)),
-            thousands(r.missed_starts)
-        );
-    }
-    let c = &r.total.interval_counts;
-    if c.n > 0 {
-        let _ = writeln!(
-            out,
-            "ops per interval ({} full intervals): mean {:.1}, stdev {:.1}, min {}, max {}",
-            c.n,
-            c.mean,
-            c.stdev,
-            thousands(c.min as u64),
-            thousands(c.max as u64)
-        );
-    }
-    for note in &r.notes {
-        let _ = writeln!(out, "note: {note}");
-    }
-    out
+}
+
+/// An open loop's service time and start lag, which the latency above does not show.
+fn open_loop_lines(out: &mut String, r: &RunResult) {
+    let (Some(service), Some(lag)) = (r.total.service.as_ref(), r.total.start_lag.as_ref()) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "open loop: latency above counts from the intended start; service time p50 {} p99 {} max {}",
+        human_ns(service.p50_ns as f64),
+        human_ns(service.p99_ns as f64),
+        human_ns(service.max_ns as f64)
+    );
+    let _ = writeln!(
+        out,
+        "start lag p50 {} p99 {} max {}; {} late starts; {} arrivals never started",
+        human_ns(lag.p50_ns as f64),
+        human_ns(lag.p99_ns as f64),
+        human_ns(lag.max_ns as f64),
+        thousands(r.total.late_starts.unwrap_or(0)),
+        thousands(r.missed_starts)
+    );
 }
 
 /// At most `n` characters, with an ellipsis when cut.

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use super::console::{rate, thousands};
-use super::plot::{self, RunView};
+use super::plot::{self, Plot, RunView};
 use crate::result::{OpResult, RunResult, RunStatus};
 use crate::spec::duration::human_ns;
 use crate::targets::redact;
@@ -64,6 +64,33 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
     let title = format!("loadrig report: {}", names.join(", "));
 
     let mut h = String::new();
+    page_head(&mut h, &title);
+    header(&mut h, &title, runs, &plots);
+
+    h.push_str("<h2 id=\"summary\">Summary</h2>\n");
+    summary_table(&mut h, runs);
+    errors_table(&mut h, runs);
+    run_notes(&mut h, runs);
+    interval_counts_table(&mut h, runs);
+
+    h.push_str("<h2 id=\"plots\">Plots</h2>\n");
+    plot_figures(&mut h, &plots);
+
+    h.push_str("<h2 id=\"setup\">Workload, load, target and host</h2>\n");
+    for (label, r) in runs {
+        if runs.len() > 1 {
+            let _ = writeln!(h, "<h3>{}</h3>", esc(label));
+        }
+        setup(&mut h, r);
+    }
+
+    footer(&mut h, runs);
+    Ok(h)
+}
+
+/// The page up to `<main>`: the policy, the inlined CSS and the title. A sweep's page
+/// starts the same way.
+fn page_head(h: &mut String, title: &str) {
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
@@ -71,11 +98,13 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"generator\" content=\"loadrig {}\">\n<link rel=\"icon\" href=\"data:,\">\n<title>{}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n<main>\n",
         env!("CARGO_PKG_VERSION"),
-        esc(&title)
+        esc(title)
     );
+}
 
-    // Header and navigation.
-    let _ = write!(h, "<header>\n<h1>{}</h1>\n<p>", esc(&title));
+/// The title, what was run (or which runs are overlaid), and links to each section.
+fn header(h: &mut String, title: &str, runs: &[(String, RunResult)], plots: &[Plot]) {
+    let _ = write!(h, "<header>\n<h1>{}</h1>\n<p>", esc(title));
     if runs.len() == 1 {
         let r = &runs[0].1;
         let _ = write!(
@@ -92,42 +121,30 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
         h.push_str(&labels.join(", "));
     }
     h.push_str("</p>\n<nav><a href=\"#summary\">Summary</a><a href=\"#plots\">Plots</a>");
-    for p in &plots {
+    for p in plots {
         let _ = write!(h, "<a href=\"#{}\">{}</a>", esc(&p.id), esc(&p.title));
     }
     h.push_str("<a href=\"#setup\">Workload, load, target, host</a></nav>\n</header>\n");
+}
 
-    // Summary.
-    h.push_str("<h2 id=\"summary\">Summary</h2>\n");
-    summary_table(&mut h, runs);
-    errors_table(&mut h, runs);
+/// Under the summary tables: each run's latency modes, its notes, and a run that did not
+/// complete.
+fn run_notes(h: &mut String, runs: &[(String, RunResult)]) {
     for (label, r) in runs {
+        // With several runs each line says which run it is about.
+        let prefix = if runs.len() > 1 {
+            format!("{}: ", esc(label))
+        } else {
+            String::new()
+        };
         let modes = r.latency_modes.as_ref();
         if let Some(line) = modes.and_then(|m| m.summary_line()) {
-            let _ = writeln!(
-                h,
-                "<p class=\"modes\">{}{}</p>",
-                if runs.len() > 1 {
-                    format!("{}: ", esc(label))
-                } else {
-                    String::new()
-                },
-                esc(&line)
-            );
+            let _ = writeln!(h, "<p class=\"modes\">{prefix}{}</p>", esc(&line));
         }
         // The modes' note says the same as the line above.
         let modes_note = modes.and_then(|m| m.note());
         for note in r.notes.iter().filter(|n| Some(*n) != modes_note.as_ref()) {
-            let _ = writeln!(
-                h,
-                "<p class=\"note\">{}note: {}</p>",
-                if runs.len() > 1 {
-                    format!("{}: ", esc(label))
-                } else {
-                    String::new()
-                },
-                esc(note)
-            );
+            let _ = writeln!(h, "<p class=\"note\">{prefix}note: {}</p>", esc(note));
         }
         if r.status != RunStatus::Complete {
             let _ = writeln!(
@@ -138,11 +155,10 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
             );
         }
     }
-    interval_counts_table(&mut h, runs);
+}
 
-    // Plots.
-    h.push_str("<h2 id=\"plots\">Plots</h2>\n");
-    for p in &plots {
+fn plot_figures(h: &mut String, plots: &[Plot]) {
+    for p in plots {
         let _ = write!(
             h,
             "<figure class=\"plot\" id=\"{}\">\n<figcaption><h3>{}</h3><p>{}</p></figcaption>\n{}\n</figure>\n",
@@ -152,16 +168,10 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
             p.svg
         );
     }
+}
 
-    // Setup.
-    h.push_str("<h2 id=\"setup\">Workload, load, target and host</h2>\n");
-    for (label, r) in runs {
-        if runs.len() > 1 {
-            let _ = writeln!(h, "<h3>{}</h3>", esc(label));
-        }
-        setup(&mut h, r);
-    }
-
+/// Where the figures come from, and the end of the page.
+fn footer(h: &mut String, runs: &[(String, RunResult)]) {
     let _ = write!(
         h,
         "<footer>Generated by loadrig {} from {}. Every figure is computed from the result file{}; the page is self-contained and makes no network request.</footer>\n</main>\n</body>\n</html>\n",
@@ -172,7 +182,6 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
             .join(", "),
         if runs.len() > 1 { "s" } else { "" }
     );
-    Ok(h)
 }
 
 fn op_rows(r: &RunResult) -> Vec<&OpResult> {

@@ -13,6 +13,7 @@
 //! loadrig_latency_seconds{op="read",quantile="0.99"} 0.002103
 //! ```
 
+use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -199,9 +200,19 @@ pub fn escape_label(v: &str) -> String {
     out
 }
 
+/// The whole exposition: each metric family in turn, then the closing `# EOF`.
 fn render(s: &State) -> String {
-    use std::fmt::Write as _;
     let mut out = String::new();
+    run_families(&mut out, s);
+    count_families(&mut out, s);
+    throughput_family(&mut out, s);
+    latency_family(&mut out, s);
+    out.push_str("# EOF\n");
+    out
+}
+
+/// The run itself: version and workload, warm-up, intervals finished.
+fn run_families(out: &mut String, s: &State) {
     let _ = writeln!(out, "# TYPE loadrig info");
     let _ = writeln!(out, "# HELP loadrig The running loadrig and its workload.");
     let _ = writeln!(
@@ -222,7 +233,10 @@ fn render(s: &State) -> String {
         "# HELP loadrig_intervals Finished intervals, warm-up included."
     );
     let _ = writeln!(out, "loadrig_intervals_total {}", s.intervals);
+}
 
+/// Successful operations per operation, and failed ones per operation and class.
+fn count_families(out: &mut String, s: &State) {
     let _ = writeln!(out, "# TYPE loadrig_operations counter");
     let _ = writeln!(
         out,
@@ -251,6 +265,9 @@ fn render(s: &State) -> String {
             );
         }
     }
+}
+
+fn throughput_family(out: &mut String, s: &State) {
     let _ = writeln!(out, "# TYPE loadrig_throughput_per_second gauge");
     let _ = writeln!(
         out,
@@ -263,6 +280,10 @@ fn render(s: &State) -> String {
             escape_label(name)
         );
     }
+}
+
+/// A summary per operation: quantiles (when there is any latency), sum and count.
+fn latency_family(out: &mut String, s: &State) {
     let _ = writeln!(out, "# TYPE loadrig_latency_seconds summary");
     let _ = writeln!(out, "# UNIT loadrig_latency_seconds seconds");
     let _ = writeln!(
@@ -296,8 +317,6 @@ fn render(s: &State) -> String {
             h.len()
         );
     }
-    out.push_str("# EOF\n");
-    out
 }
 
 #[cfg(test)]
