@@ -200,7 +200,7 @@ fn point_plan(base: &RunPlan, setting: &Setting, value: &str) -> Result<RunPlan,
 /// The flags of the first point: the loop kind the varied setting asks for, so that flags
 /// of that kind (`--max-in-flight` on a rate sweep) resolve. The sweep's report is the
 /// sweep's, written at its end.
-fn base_args(base: &RunArgs, course: &Course) -> Result<RunArgs, InputError> {
+fn base_args(base: &RunArgs, course: &Course) -> RunArgs {
     let mut a = base.clone();
     a.report = None;
     let first = |values: &[String]| values[0].parse::<f64>().ok();
@@ -223,13 +223,12 @@ fn base_args(base: &RunArgs, course: &Course) -> Result<RunArgs, InputError> {
         // Any stop flag replaces the file's: the batches set their own.
         Course::Growth { .. } => a.ops = Some(1),
     }
-    Ok(a)
+    a
 }
 
-/// Resolve the base plan, naming the sweep in the error.
+/// Resolve the base plan: the flags with the loop kind the sweep needs.
 fn resolve_base(args: &RunArgs, course: &Course) -> Result<RunPlan, InputError> {
-    let mut plan =
-        plan::resolve(&base_args(args, course)?).map_err(|e| InputError::new(format!("{e:#}")))?;
+    let mut plan = plan::resolve(&base_args(args, course))?;
     if let Course::Growth { batch, .. } = course {
         plan = plan.growth_batch(*batch, 0);
     }

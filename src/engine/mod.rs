@@ -76,15 +76,6 @@ pub enum Arrivals {
     Poisson,
 }
 
-impl Arrivals {
-    pub fn name(self) -> &'static str {
-        match self {
-            Arrivals::Constant => "constant",
-            Arrivals::Poisson => "poisson",
-        }
-    }
-}
-
 mod poisson_flag {
     use serde::{Deserialize, Deserializer, Serializer};
 
