@@ -4,6 +4,7 @@
 //! Every target implements the `kv` operations so backends compare on the same work, and
 //! keeps what it creates inside its own namespace (`loadrig_` tables, a `loadrig_kv` folder).
 
+pub mod dbm;
 pub mod endpoint;
 pub mod fs;
 pub mod http;
@@ -101,6 +102,10 @@ macro_rules! with_target_type {
             }
             "fs" => {
                 type $T = $crate::targets::fs::Fs;
+                $body
+            }
+            "dbm" => {
+                type $T = $crate::targets::dbm::Dbm;
                 $body
             }
             "postgres" | "postgresql" => {
@@ -220,6 +225,10 @@ pub const SCHEMES: &[(&str, &str)] = &[
     (
         "fs://DIR[?shards=N&sync=none|each|batch]",
         "one file per key under DIR/loadrig_kv, flat or in N shard folders",
+    ),
+    (
+        "dbm://PATH[?reopen=each|never&sync=each|none]",
+        "embedded key-value file (redb), table loadrig_kv; reopen=each opens it per operation",
     ),
     (
         "postgres://USER:PASSWORD@HOST:PORT/DB",
