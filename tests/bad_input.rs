@@ -70,6 +70,30 @@ fn cases() -> Vec<Case> {
             vec!["shards=100", "1, 16, 256, 4096 or 65536"],
         ),
         (
+            "bad dbm reopen",
+            None,
+            vec!["--target", "dbm://./s.redb?reopen=sometimes"],
+            vec!["reopen=sometimes", "expected each", "or never"],
+        ),
+        (
+            "bad dbm sync",
+            None,
+            vec!["--target", "dbm://./s.redb?sync=full"],
+            vec!["sync=full", "expected each", "or none"],
+        ),
+        (
+            "unknown dbm option",
+            None,
+            vec!["--target", "dbm://./s.redb?shards=4"],
+            vec!["unknown option 'shards' for dbm:// targets", "reopen, sync"],
+        ),
+        (
+            "unreachable dbm",
+            None,
+            vec!["--target", "dbm:///nonexistent-dir/x/y.redb?reopen=each"],
+            vec!["target dbm:///nonexistent-dir/x/y.redb", "cannot open"],
+        ),
+        (
             "bad sleep latency",
             None,
             vec!["--target", "sleep://?latency=soon"],

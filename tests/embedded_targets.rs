@@ -529,3 +529,213 @@ fn native_operations_need_a_target_that_runs_them() {
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("setup statements may only create objects named loadrig_"));
 }
+
+/// Every record in `loadrig_kv` of a redb file, read with the crate directly: key → value length.
+fn dbm_records(file: &Path) -> std::collections::BTreeMap<String, usize> {
+    use redb::{ReadableDatabase, ReadableTable};
+    let db = redb::Database::create(file).unwrap();
+    let tx = db.begin_read().unwrap();
+    let table = tx.open_table(loadrig::targets::dbm::TABLE).unwrap();
+    table
+        .iter()
+        .unwrap()
+        .map(|r| {
+            let (k, v) = r.unwrap();
+            (k.value().to_string(), v.value().len())
+        })
+        .collect()
+}
+
+/// A load of 600 records then 300 mixed operations on `target`, checked record by record.
+fn dbm_mixed_run_has_exact_effects(d: &Dir, target: &str, file: &str) {
+    d.write("w.toml", &common::mixed_kv(600, 128, true));
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        target,
+        "--clients",
+        "3",
+        "--ops",
+        "300",
+        "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    let op = |n: &str| r.operations.iter().find(|o| o.name == n).unwrap();
+    assert_eq!((r.total.ok, r.total.errors), (300, 0), "{target}");
+    let (gets, puts, updates, deletes) = (op("get"), op("put"), op("update"), op("delete"));
+    assert_eq!(gets.rows, gets.ok, "every get found its key");
+    assert_eq!(puts.rows, puts.ok);
+    assert_eq!(updates.rows, updates.ok, "every update found its key");
+    assert_eq!(deletes.rows, deletes.ok, "every delete removed one key");
+    assert_eq!(
+        op("missing").rows,
+        0,
+        "a missing key is 0 rows, not an error"
+    );
+    assert_eq!(r.data_load.as_ref().unwrap().records, 600);
+    assert_eq!(
+        r.target.server_version.as_deref(),
+        Some(loadrig::targets::dbm::ENGINE)
+    );
+
+    // Clients take `seq` values in turn, so which keys went is known by count and range.
+    let records = dbm_records(&d.join(file));
+    let k: std::collections::BTreeMap<u64, usize> = records
+        .iter()
+        .filter_map(|(key, len)| Some((key.strip_prefix('k')?.parse().ok()?, *len)))
+        .collect();
+    let n: Vec<usize> = records
+        .iter()
+        .filter(|(key, _)| key.starts_with('n'))
+        .map(|(_, len)| *len)
+        .collect();
+    assert_eq!(
+        records.len(),
+        k.len() + n.len(),
+        "{target}: only k and n keys"
+    );
+    assert_eq!(n.len() as u64, puts.ok);
+    assert!(n.iter().all(|len| *len == 50));
+    assert_eq!(k.len() as u64, 600 - deletes.ok);
+    assert_eq!(
+        (0..300).filter(|i| !k.contains_key(i)).count() as u64,
+        deletes.ok
+    );
+    let updated: Vec<u64> = k
+        .iter()
+        .filter(|(_, l)| **l == 70)
+        .map(|(i, _)| *i)
+        .collect();
+    assert_eq!(updated.len() as u64, updates.ok);
+    assert!(updated.iter().all(|i| *i >= 300));
+    assert_eq!(
+        k.values().filter(|l| **l == 100).count() as u64,
+        600 - deletes.ok - updates.ok
+    );
+}
+
+#[test]
+fn dbm_load_and_mixed_run_leave_exactly_the_expected_records() {
+    let d = Dir::new();
+    dbm_mixed_run_has_exact_effects(&d, "dbm://./s.redb", "s.redb");
+    // The seed's way: the file opened and closed for every operation, same records.
+    let d = Dir::new();
+    dbm_mixed_run_has_exact_effects(&d, "dbm://./s.redb?reopen=each", "s.redb");
+    let d = Dir::new();
+    dbm_mixed_run_has_exact_effects(&d, "dbm://./s.redb?reopen=each&sync=none", "s.redb");
+    // Options may also come from workload parameters.
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        &PUT_ONLY.replace("size = 100", "size = 100\nreopen = \"never\""),
+    );
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        "dbm://./p.redb",
+        "--set",
+        "reopen=each",
+        "--clients",
+        "2",
+        "--ops",
+        "40",
+        "-o",
+        "r.json",
+    ]);
+    assert_eq!(dbm_records(&d.join("p.redb")).len(), 40);
+}
+
+#[test]
+fn dbm_cleanup_removes_only_its_table() {
+    use redb::{ReadableDatabase, TableDefinition};
+    const MINE: TableDefinition<u64, u64> = TableDefinition::new("mine");
+    let d = Dir::new();
+    {
+        let db = redb::Database::create(d.join("s.redb")).unwrap();
+        let tx = db.begin_write().unwrap();
+        tx.open_table(MINE).unwrap().insert(1, 42).unwrap();
+        tx.commit().unwrap();
+    }
+    d.write("w.toml", PUT_ONLY);
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        "dbm://./s.redb",
+        "--ops",
+        "25",
+        "-o",
+        "r.json",
+    ]);
+    assert_eq!(dbm_records(&d.join("s.redb")).len(), 25);
+    let out = d.ok(&["cleanup", "--target", "dbm://./s.redb?reopen=each"]);
+    assert!(out.contains("removed 25 loadrig object(s)"), "{out}");
+    let db = redb::Database::create(d.join("s.redb")).unwrap();
+    let tx = db.begin_read().unwrap();
+    let names: Vec<String> = tx
+        .list_tables()
+        .unwrap()
+        .map(|t| redb::TableHandle::name(&t).to_string())
+        .collect();
+    assert_eq!(names, ["mine"]);
+    assert_eq!(
+        tx.open_table(MINE)
+            .unwrap()
+            .get(1)
+            .unwrap()
+            .unwrap()
+            .value(),
+        42
+    );
+}
+
+#[test]
+fn session_store_and_a_growth_study_run_on_dbm() {
+    let d = Dir::new();
+    d.ok(&[
+        "run",
+        "session-store",
+        "--target",
+        "dbm://./s.redb",
+        "--set",
+        "records=500",
+        "--ops",
+        "200",
+        "--warmup",
+        "0s",
+        "-o",
+        "a.json",
+    ]);
+    let r = d.result("a.json");
+    assert_eq!((r.total.ok, r.total.errors), (200, 0));
+    let names: Vec<&str> = r.operations.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(names, ["create", "read", "touch", "expire"]);
+    let creates = r.operations[0].ok;
+    let expires = r.operations[3].rows;
+    assert_eq!(
+        dbm_records(&d.join("s.redb")).len() as u64,
+        500 + creates - expires
+    );
+    // A growth study (seed 003's shape) against the file opened per record: it completes.
+    let out = d.ok(&[
+        "sweep",
+        "session-store",
+        "--op",
+        "create",
+        "--set",
+        "records=1",
+        "--target",
+        "dbm://./g.redb?reopen=each",
+        "--growth-batch",
+        "20",
+        "--growth-limit",
+        "60",
+        "-o",
+        "g.json",
+    ]);
+    assert!(out.contains("growth (dbm://./g.redb?reopen=each)"), "{out}");
+    assert_eq!(dbm_records(&d.join("g.redb")).len(), 61);
+}
