@@ -216,7 +216,9 @@ impl Template {
                     out.extend_from_slice(words[rng.random_range(0..words.len())].as_bytes())
                 }
                 Part::Capture(slot) => out.extend_from_slice(capture(st, *slot)),
-                Part::Sid { slot } => push_sid(*slot, rng, st, |b| out.extend_from_slice(b.as_bytes())),
+                Part::Sid { slot } => {
+                    push_sid(*slot, rng, st, |b| out.extend_from_slice(b.as_bytes()))
+                }
                 other => {
                     let _ = write!(VecWriter(out), "{}", number(other, rng, st));
                 }
@@ -599,7 +601,10 @@ mod tests {
         assert!(a
             .iter()
             .all(|s| s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit())));
-        assert_eq!(a.iter().collect::<std::collections::HashSet<_>>().len(), 1000);
+        assert_eq!(
+            a.iter().collect::<std::collections::HashSet<_>>().len(),
+            1000
+        );
         assert_eq!(a, ids(7));
         assert_ne!(a, ids(8));
     }
