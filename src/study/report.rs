@@ -11,7 +11,7 @@ use crate::report::html::{esc, page_head};
 use crate::report::plot::growths::{self, Series};
 
 pub fn render(record: &StudyRecord) -> Result<String> {
-    let title = format!("loadrig study: {}", record.study);
+    let title = format!("loadrig report: study {}", record.study);
     let mut h = String::new();
     page_head(&mut h, &title);
     let _ = write!(
@@ -53,7 +53,7 @@ pub fn render(record: &StudyRecord) -> Result<String> {
     let svg = growths::chart(&series, "seconds per 1000 added (log)")?;
     let _ = write!(
         h,
-        "<h2 id=\"plots\">Plots</h2>\n<figure id=\"growth\"><figcaption>Seconds per 1000 records added against the records already stored (the middle of each batch), every backend, with the curve of its fitted complexity class.</figcaption>\n{svg}\n</figure>\n"
+        "<h2 id=\"plots\">Plots</h2>\n<figure class=\"plot\" id=\"growth\"><figcaption>Seconds per 1000 records added against the records already stored (the middle of each batch), every backend, with the curve of its fitted complexity class.</figcaption>\n{svg}\n</figure>\n"
     );
     let _ = write!(
         h,
