@@ -84,6 +84,11 @@ fn session_stores_quick_runs_every_backend_and_its_cells_come_from_the_run_files
         }
         let cells = c["cells"].as_array().unwrap();
         assert_eq!(cells.len(), 10, "{name}: batches of 100 up to 1000");
+        let runs = c["runs"].as_array().unwrap();
+        assert!(
+            cells.iter().all(|x| runs.contains(&x["run"])),
+            "every cell's run is named"
+        );
         assert!(allowed.contains(&c["model"]["class"]), "{name}: {c}");
         assert_eq!(c["upper_bound_per_s"].as_array().unwrap().len(), 2);
         // Recompute the cells from the run files they name.

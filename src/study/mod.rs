@@ -149,6 +149,9 @@ pub struct Column {
     pub note: Option<String>,
     /// The class of the error that failed the column (`auth`, `connect`, ...).
     pub error_class: Option<String>,
+    /// Every run file the column wrote, relative to the study's folder (a batch that
+    /// stored nothing has a file but no cell).
+    pub runs: Vec<String>,
     pub cells: Vec<Cell>,
     /// The complexity class fitted to seconds per batch against records stored.
     pub model: Option<GrowthModel>,
@@ -164,6 +167,7 @@ impl Column {
             state: "not_run".into(),
             note: None,
             error_class: None,
+            runs: Vec::new(),
             cells: Vec::new(),
             model: None,
             upper_bound_per_s: Vec::new(),
@@ -252,12 +256,13 @@ fn growth_on<T: Target>(
             interrupted = true;
             return Ok(None);
         }
-        let k = col.cells.len() + 1;
+        let k = col.runs.len() + 1;
         let run = format!("runs/{}-{k:03}.json", g.slug);
         let mut plan = plan.clone();
         plan.outputs.result = g.dir.join(&run);
         let r = runner::execute_on(Arc::clone(&target), &plan, View::Quiet)?;
         result::write_atomic(&plan.outputs.result, &serde_json::to_vec_pretty(&r)?)?;
+        col.runs.push(run.clone());
         if r.status == RunStatus::Interrupted {
             interrupted = true;
             return Ok(None);

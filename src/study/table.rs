@@ -107,6 +107,17 @@ pub fn render(record: &StudyRecord) -> String {
         s.push('\n');
     }
     s.push_str("slope: seconds per 1000 added per record stored (O(1): the constant cost); req/s: 1 / the fitted cost per record\n");
+    let max = record.sizes.get("records_max").copied().unwrap_or(0);
+    if record
+        .columns
+        .iter()
+        .any(|c| c.upper_bound_per_s.iter().any(|b| b.stored > max))
+    {
+        let _ = writeln!(
+            s,
+            "req/s beyond {max} stored: extrapolated from the fit, not measured"
+        );
+    }
     for c in &record.columns {
         if let Some(note) = &c.note {
             let _ = writeln!(s, "{}: {note}", c.name);
