@@ -106,7 +106,7 @@ pub fn render(record: &StudyRecord) -> String {
         }
         s.push('\n');
     }
-    s.push_str("slope: seconds per 1000 added per record stored (O(1): the constant cost); req/s: 1 / the fitted cost per record\n");
+    s.push_str("slope: seconds per 1000 added per unit of the class's f(n) (n for O(n), ln(1+n) for O(log n)); for O(1) the constant cost; req/s: 1 / the fitted cost of one record\n");
     let max = record.sizes.get("records_max").copied().unwrap_or(0);
     if record
         .columns
