@@ -23,6 +23,9 @@ pub enum Command {
     /// curve: `--vary clients=1,2,4,8` (USL), `--vary rate=… --slo 'p99 < 50ms'` (knee),
     /// `--growth-batch 1000 --growth-limit 50000` (complexity class).
     Sweep(Box<SweepArgs>),
+    /// Run a seed's study on every backend the machine offers and print its table:
+    /// `loadrig study session-stores --quick`; `loadrig study --list` names them.
+    Study(StudyArgs),
     /// List the built-in workloads and the target kinds.
     List,
     /// Remove everything loadrig created on a target (its loadrig_ namespace) and nothing else.
@@ -42,6 +45,34 @@ pub enum Command {
     Compare(CompareArgs),
     /// Export a result file as CSV tables and/or an HdrHistogram interval log.
     Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StudyArgs {
+    /// The study to run (`loadrig study --list`).
+    #[arg(required_unless_present = "list")]
+    pub name: Option<String>,
+
+    /// A server backend's URL (postgres://, mysql://, redis://), overriding the environment's
+    /// (LOADRIG_PG_URL, LOADRIG_MYSQL_URL, LOADRIG_REDIS_URL). Repeatable.
+    #[arg(long = "target", short = 't', value_name = "URL")]
+    pub targets: Vec<String>,
+
+    /// Smaller sizes, so that the whole study runs in well under a minute.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// The study's folder: its run files, study.json and report.html (default: study-NAME-TIME).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// A size of the study: --set records_max=50000, --set batch=1000.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
+    pub set: Vec<(String, String)>,
+
+    /// Name the studies and what each needs.
+    #[arg(long, conflicts_with = "name")]
+    pub list: bool,
 }
 
 #[derive(Debug, Args)]

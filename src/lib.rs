@@ -30,6 +30,7 @@ pub mod result;
 pub mod runner;
 pub mod spec;
 pub mod stats;
+pub mod study;
 pub mod targets;
 pub mod vocab;
 

@@ -5,6 +5,7 @@ mod compare;
 mod export;
 mod report;
 mod run;
+mod study;
 mod sweep;
 mod targets;
 
@@ -18,6 +19,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Sweep(args) => sweep::sweep(&args),
+        Command::Study(args) => study::study(&args),
         Command::List => targets::list(),
         Command::Cleanup { target } => targets::cleanup(&target),
         Command::Init { name } => targets::init(&name),

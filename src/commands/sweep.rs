@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use anyhow::Result;
 
 use crate::analysis::knee::{self, Search};
-use crate::analysis::{growth, usl};
+use crate::analysis::usl;
 use crate::cli::{RunArgs, SweepArgs};
 use crate::engine::{self, Mode};
 use crate::error::InputError;
@@ -25,7 +25,8 @@ use crate::result::sweep::{
 };
 use crate::result::{self, RunResult, RunStatus};
 use crate::runner::{self, describe, View};
-use crate::spec::{OpKind, Workload};
+use crate::spec::Workload;
+use crate::study;
 use crate::targets::{with_target_type, Target};
 
 /// At most this many points in one grid.
@@ -609,60 +610,21 @@ impl<T: Target> Sweeper<T> {
 
     /// Batches against one store until `limit` records are stored; false when interrupted.
     fn growth(&mut self, base: &RunPlan, batch: u64, limit: u64, initial: u64) -> Result<bool> {
-        let puts: Vec<String> = base
-            .ops
-            .iter()
-            .filter(|o| matches!(o.kind, OpKind::Put { .. }))
-            .map(|o| o.name.clone())
-            .collect();
-        let (mut stored, mut k, mut series) = (initial, 0, Vec::new());
-        let mut complete = true;
-        while stored < limit {
-            let plan = base.growth_batch(batch, k);
+        let g = study::growth::grow(base, batch, limit, initial, |plan, stored| {
             let value = stored.to_string();
-            if !self.point(&plan, &value, Some(stored as f64), 1, Some(stored))? {
-                complete = false;
-                break;
+            if !self.point(plan, &value, Some(stored as f64), 1, Some(stored))? {
+                return Ok(None);
             }
-            let Some(p) = self.record.points.last() else {
-                break;
-            };
-            let added: u64 = if puts.is_empty() {
-                p.result.total.ok
-            } else {
-                p.result
-                    .operations
-                    .iter()
-                    .filter(|o| puts.contains(&o.name))
-                    .map(|o| o.ok)
-                    .sum()
-            };
-            if added == 0 {
-                self.record.notes.push(format!(
-                    "batch {} stored no record (every operation failed); the study stopped there",
-                    k + 1
-                ));
-                break;
-            }
-            // The batch's cost is that of the records it met on average: its middle.
-            series.push((stored as f64 + added as f64 / 2.0, p.measured_s));
-            stored += added;
-            k += 1;
-        }
-        if puts.is_empty() {
-            self.record.notes.push(
-                "the workload has no kv.put operation: every successful operation counts as one record stored"
-                    .to_string(),
-            );
-        }
-        let fit = growth::classify(&series);
+            Ok(self.record.points.last().map(|p| p.result.clone()))
+        })?;
+        self.record.notes.extend(g.notes);
         self.record.models.growth = Some(GrowthModel::new(
             self.record.target.clone(),
-            fit,
+            g.fit,
             initial as f64,
-            stored as f64,
+            g.stored as f64,
         ));
-        Ok(complete)
+        Ok(g.complete)
     }
 
     /// Write the finished sweep, print its summary and its report.

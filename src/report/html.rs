@@ -90,7 +90,7 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
 
 /// The page up to `<main>`: the policy, the inlined CSS and the title. A sweep's page
 /// starts the same way.
-fn page_head(h: &mut String, title: &str) {
+pub(crate) fn page_head(h: &mut String, title: &str) {
     let _ = write!(
         h,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\

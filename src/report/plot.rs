@@ -873,6 +873,7 @@ pub fn errors(runs: &[RunView]) -> Result<String> {
     })
 }
 
+pub mod growths;
 pub mod sweep;
 
 #[cfg(test)]

@@ -13,6 +13,8 @@
 //! | `string N`            | N random alphanumeric characters                              |
 //! | `choice a\|b\|c`      | one of the listed words, uniformly                            |
 //! | `client`              | the client's number, from 0                                   |
+//! | `sid`                 | a session id: 32 hex digits, the MD5 of a sequence number and |
+//! |                       | a random number (mod_python's `_new_sid`); never repeats      |
 //! | `NAME`                | the workload parameter NAME                                   |
 
 use std::collections::BTreeMap;
@@ -57,6 +59,12 @@ enum Part {
     Text(usize),
     Choice(Vec<String>),
     Client,
+    /// A session id: the MD5 hex digest of the next number of its own sequence and a random
+    /// draw, as mod_python's `_new_sid` hashes the time and a random number (seed 003). The
+    /// sequence keeps ids unique, the seed keeps them reproducible.
+    Sid {
+        slot: usize,
+    },
     /// A value captured by an earlier step of the same transaction.
     Capture(usize),
 }
@@ -185,6 +193,7 @@ impl Template {
                 }
                 Part::Choice(words) => out.push_str(&words[rng.random_range(0..words.len())]),
                 Part::Capture(slot) => out.push_str(&String::from_utf8_lossy(capture(st, *slot))),
+                Part::Sid { slot } => push_sid(*slot, rng, st, |b| out.push_str(b)),
                 other => {
                     let _ = write!(out, "{}", number(other, rng, st));
                 }
@@ -207,6 +216,9 @@ impl Template {
                     out.extend_from_slice(words[rng.random_range(0..words.len())].as_bytes())
                 }
                 Part::Capture(slot) => out.extend_from_slice(capture(st, *slot)),
+                Part::Sid { slot } => {
+                    push_sid(*slot, rng, st, |b| out.extend_from_slice(b.as_bytes()))
+                }
                 other => {
                     let _ = write!(VecWriter(out), "{}", number(other, rng, st));
                 }
@@ -214,6 +226,21 @@ impl Template {
         }
     }
 }
+
+/// `{sid}`: 32 lowercase hex digits (see [`Part::Sid`]).
+fn push_sid<R: RngCore>(slot: usize, rng: &mut R, st: &mut GenState, mut push: impl FnMut(&str)) {
+    use md5::Digest as _;
+    let n = number(&Part::Seq { start: 0, slot }, rng, st);
+    let digest = md5::Md5::digest(format!("{n}{}", rng.next_u64()).as_bytes());
+    let mut hex = [0u8; 32];
+    for (i, b) in digest.iter().enumerate() {
+        hex[2 * i] = HEX[(b >> 4) as usize];
+        hex[2 * i + 1] = HEX[(b & 15) as usize];
+    }
+    push(std::str::from_utf8(&hex).unwrap_or_default());
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn capture(st: &GenState, slot: usize) -> &[u8] {
     st.captures.get(slot).map_or(&[], Vec::as_slice)
@@ -275,10 +302,17 @@ fn compile_expr(
             call.arity(0..=0, "no arguments")?;
             Ok(Part::Client)
         }
+        "sid" => {
+            call.arity(0..=0, "no arguments")?;
+            *seq_slots += 1;
+            Ok(Part::Sid {
+                slot: *seq_slots - 1,
+            })
+        }
         name if call.args.is_empty() => named(name, head_at, params, captures),
         other => err(
             head_at,
-            format!("unknown generator '{other}': expected seq, uniform, zipf, bytes, string, choice or client"),
+            format!("unknown generator '{other}': expected seq, uniform, zipf, bytes, string, choice, client or sid"),
         ),
     }
 }
@@ -399,7 +433,7 @@ fn named(
         None => err(
             at,
             format!(
-                "unknown generator or parameter '{name}': expected seq, uniform, zipf, bytes, string, choice, client{}",
+                "unknown generator or parameter '{name}': expected seq, uniform, zipf, bytes, string, choice, client, sid{}",
                 param_list(params)
             ),
         ),
@@ -546,6 +580,33 @@ mod tests {
             render("{{{seq 10}}}-{name}", &mut GenState::new(0, 1, 1)),
             "{10}-x"
         );
+    }
+
+    #[test]
+    fn session_ids_are_32_hex_digits_unique_and_seeded() {
+        let ids = |seed| {
+            let mut st = GenState::new(0, 1, 1);
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+            let mut slots = 0;
+            let t = Template::compile("{sid}", &params(), &mut slots).unwrap();
+            (0..1000)
+                .map(|_| {
+                    let mut s = String::new();
+                    t.render_str(&mut rng, &mut st, &mut s);
+                    s
+                })
+                .collect::<Vec<_>>()
+        };
+        let a = ids(7);
+        assert!(a
+            .iter()
+            .all(|s| s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit())));
+        assert_eq!(
+            a.iter().collect::<std::collections::HashSet<_>>().len(),
+            1000
+        );
+        assert_eq!(a, ids(7));
+        assert_ne!(a, ids(8));
     }
 
     #[test]

@@ -1,0 +1,26 @@
+//! `loadrig study NAME`: the flags, handed to the study layer.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::cli::StudyArgs;
+use crate::error::InputError;
+use crate::study::{self, Request};
+
+pub fn study(args: &StudyArgs) -> Result<ExitCode> {
+    if args.list {
+        print!("{}", study::list());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(name) = args.name.clone() else {
+        return Err(InputError::new("which study? name one, or --list them").into());
+    };
+    study::run(&Request {
+        name,
+        targets: args.targets.clone(),
+        quick: args.quick,
+        out: args.out.clone(),
+        sets: args.set.clone(),
+    })
+}

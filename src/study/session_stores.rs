@@ -1,0 +1,231 @@
+//! Study `session-stores` (seed 003): session records added in batches up to a limit, each
+//! batch timed against the records already stored, on every store the machine offers: files
+//! in one folder (FS), in 256 shard folders (FS2 no_sync) and the same with a sync of the
+//! file system after each batch (FS2 sync), a dbm store opened for each record, SQLite,
+//! MariaDB and PostgreSQL with a new connection per record and with one, and Redis.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Parser;
+
+use super::{Column, GrowthColumn, Request, StudyRecord};
+use crate::cli::RunArgs;
+use crate::error::InputError;
+use crate::plan::{self, RunPlan};
+use crate::targets::redact;
+
+const WORKLOAD: &str = include_str!("session-stores.toml");
+/// Where the seed gave its upper bounds.
+const BOUNDS_AT: [u64; 2] = [1000, 50_000];
+
+/// A column: its name, the target URL (or why it cannot run) and whether every record
+/// opens its own connection.
+struct Backend {
+    name: &'static str,
+    slug: &'static str,
+    url: Result<String, String>,
+    per_op: bool,
+}
+
+/// The sizes: the seed's, `--quick`'s, or `--set batch=` / `--set records_max=`.
+fn sizes(req: &Request) -> Result<(u64, u64), InputError> {
+    let (mut batch, mut max) = if req.quick {
+        (100, 1000)
+    } else {
+        (1000, 50_000)
+    };
+    for (name, value) in &req.sets {
+        let n = value
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| {
+                InputError::new(format!(
+                    "--set {name}={value}: expected a whole number of records, at least 1"
+                ))
+            })?;
+        match name.as_str() {
+            "batch" => batch = n,
+            "records_max" => max = n,
+            other => {
+                return Err(InputError::new(format!(
+                    "--set {other}: the session-stores study has no such setting"
+                ))
+                .help("it takes --set batch=N and --set records_max=N"))
+            }
+        }
+    }
+    if batch > max {
+        return Err(InputError::new(format!(
+            "batch {batch} is above records_max {max}: not even one batch would be timed"
+        )));
+    }
+    if max / batch > 1000 {
+        return Err(InputError::new(format!(
+            "records_max {max} in batches of {batch} makes more than 1000 batches"
+        ))
+        .help("raise --set batch="));
+    }
+    Ok((batch, max))
+}
+
+fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Backend>, InputError> {
+    let servers = super::servers(&req.targets, &["postgres", "mysql", "redis"])?;
+    let d = dir.display();
+    let server = |kind: &str| {
+        servers
+            .get(kind)
+            .cloned()
+            .ok_or_else(|| "no URL".to_string())
+    };
+    let dbm = if super::has_scheme("dbm") {
+        Ok(format!("dbm://{d}/dbm/sessions.db?reopen=each"))
+    } else {
+        Err("no dbm target in this build".to_string())
+    };
+    let b = |name, slug, url, per_op| Backend {
+        name,
+        slug,
+        url,
+        per_op,
+    };
+    Ok(vec![
+        b("FS", "fs", Ok(format!("fs://{d}/fs")), false),
+        b(
+            "FS2 no_sync",
+            "fs2",
+            Ok(format!("fs://{d}/fs2?shards=256")),
+            false,
+        ),
+        b(
+            "FS2 sync",
+            "fs2-sync",
+            Ok(format!(
+                "fs://{d}/fs2-sync?shards=256&sync=batch&batch={batch}"
+            )),
+            false,
+        ),
+        b("Dbm", "dbm", dbm, false),
+        b(
+            "SQLite",
+            "sqlite",
+            Ok(format!("sqlite://{d}/sqlite/sessions.db")),
+            false,
+        ),
+        b("mysql", "mysql", server("mysql"), true),
+        b("mysql2", "mysql2", server("mysql"), false),
+        b("pg", "pg", server("postgres"), true),
+        b("pg2", "pg2", server("postgres"), false),
+        b("Redis", "redis", server("redis"), false),
+    ])
+}
+
+/// The plan of one column, through the same flags `loadrig run` takes.
+fn column_plan(
+    workload: &Path,
+    url: &str,
+    per_op: bool,
+    dir: &Path,
+) -> Result<RunPlan, InputError> {
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    let mut args: Vec<String> = ["loadrig", &workload.to_string_lossy(), "--target", url]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(["--ops", "1", "--seed", "3", "-o"].map(String::from));
+    args.push(dir.join("runs/plan.json").to_string_lossy().into_owned());
+    if per_op {
+        args.extend(["--connection", "per-op"].map(String::from));
+    }
+    let flags = Flags::try_parse_from(&args)
+        .map_err(|e| InputError::new(format!("target {}: {}", redact(url), e.kind())))?;
+    plan::resolve(&flags.run)
+}
+
+pub fn run(req: &Request) -> Result<ExitCode> {
+    let (batch, max) = sizes(req)?;
+    let dir = super::out_dir(req);
+    let backends = backends(req, &dir, batch)?;
+    std::fs::create_dir_all(dir.join("runs"))?;
+    for sub in ["fs", "fs2", "fs2-sync", "dbm", "sqlite"] {
+        std::fs::create_dir_all(dir.join(sub))?;
+    }
+    let workload = dir.join("session-stores.toml");
+    std::fs::write(&workload, WORKLOAD)?;
+    // Every plan is resolved before the first run: a bad URL exits 2 with nothing run.
+    let mut plans = Vec::new();
+    for b in &backends {
+        plans.push(match &b.url {
+            Ok(url) => Some(column_plan(&workload, url, b.per_op, &dir)?),
+            Err(_) => None,
+        });
+    }
+    let mut record = StudyRecord {
+        study: "session-stores".into(),
+        loadrig_version: env!("CARGO_PKG_VERSION").into(),
+        status: "running".into(),
+        quick: req.quick,
+        sizes: BTreeMap::from([("batch".into(), batch), ("records_max".into(), max)]),
+        workload: "session-stores.toml".into(),
+        started_at: super::now(),
+        ended_at: None,
+        unit: "seconds per 1000 records added, against the records already stored".into(),
+        rows: Vec::new(),
+        columns: Vec::new(),
+    };
+    println!(
+        "loadrig {} study session-stores: batches of {batch} up to {max} records, {} backends; into {}",
+        env!("CARGO_PKG_VERSION"),
+        backends.len(),
+        dir.display()
+    );
+    let mut complete = true;
+    for (b, plan) in backends.iter().zip(plans) {
+        let (Ok(url), Some(plan), true) = (&b.url, plan, complete) else {
+            let why = match (&b.url, complete) {
+                (Err(why), _) => why.clone(),
+                (_, false) => "interrupted before it started".into(),
+                _ => "no plan".into(),
+            };
+            record.columns.push(Column::not_run(b.name, &why));
+            continue;
+        };
+        let mut col = Column::new(b.name, Some(redact(url)));
+        println!("{}: {}", b.name, redact(url));
+        let g = GrowthColumn {
+            plan,
+            batch,
+            limit: max,
+            dir: &dir,
+            slug: b.slug.to_string(),
+            bounds_at: &BOUNDS_AT,
+        };
+        complete &= super::run_growth_column(&mut col, &g)?;
+        if let Some(note) = &col.note {
+            println!("  {note}");
+        }
+        record.columns.push(col);
+        record.rows = rows(&record);
+        super::write_record(&record, &dir)?;
+    }
+    super::finish(&mut record, &dir, complete)
+}
+
+/// Every number of records stored that some column timed a batch at, in order.
+fn rows(record: &StudyRecord) -> Vec<u64> {
+    let mut rows: Vec<u64> = record
+        .columns
+        .iter()
+        .flat_map(|c| c.cells.iter().map(|x| x.stored_before))
+        .collect();
+    rows.sort_unstable();
+    rows.dedup();
+    rows
+}
