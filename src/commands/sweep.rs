@@ -384,7 +384,7 @@ fn growth_course(args: &SweepArgs, workload: &Workload) -> Result<Course, InputE
         return Err(InputError::new(format!(
             "--growth-limit {limit}: the workload's [data] already stores {initial} records"
         ))
-        .help("raise --growth-limit, or lower the data count (e.g. --set records=0)"));
+        .help("raise --growth-limit, or start from an empty store with --skip-load (its [data] is then not loaded)"));
     }
     if (limit - initial).div_ceil(batch) as usize > MAX_POINTS {
         return Err(InputError::new(format!(
