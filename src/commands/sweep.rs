@@ -21,7 +21,7 @@ use crate::report::{html, sweep as table};
 use crate::result::models::{Knee, Slo};
 use crate::result::sweep::{
     self, GrowthModel, GrowthSpec, KneeModel, Models, SweepKind, SweepPoint, SweepResult,
-    SweepStatus, UslModel, VaryRecord,
+    SweepStatus, UslModel, VaryKind, VaryRecord,
 };
 use crate::result::{self, RunResult, RunStatus};
 use crate::runner::{self, describe, View};
@@ -478,20 +478,25 @@ fn record(args: &SweepArgs, course: &Course, slo: &Option<Slo>, first: &RunPlan)
         Course::Grid { setting, values } => (
             setting.name().to_string(),
             match setting {
-                Setting::Clients => "clients",
-                Setting::Rate => "rate",
-                Setting::Param(_) => "param",
+                Setting::Clients => VaryKind::Clients,
+                Setting::Rate => VaryKind::Rate,
+                Setting::Param(_) => VaryKind::Param,
             },
             args.vary.clone().unwrap_or_default(),
             values.clone(),
         ),
         Course::Search { min, max } => (
             "rate".to_string(),
-            "rate",
+            VaryKind::Rate,
             args.vary.clone().unwrap_or_default(),
             vec![fmt_num(*min), fmt_num(*max)],
         ),
-        Course::Growth { .. } => ("records".to_string(), "growth", String::new(), Vec::new()),
+        Course::Growth { .. } => (
+            "records".to_string(),
+            VaryKind::Growth,
+            String::new(),
+            Vec::new(),
+        ),
     };
     SweepResult {
         schema_version: sweep::SCHEMA_VERSION,
@@ -502,7 +507,7 @@ fn record(args: &SweepArgs, course: &Course, slo: &Option<Slo>, first: &RunPlan)
         target: first.target.shown(),
         vary: VaryRecord {
             name: vary_name,
-            kind: kind.to_string(),
+            kind,
             spec,
             values,
         },

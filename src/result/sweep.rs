@@ -68,13 +68,35 @@ impl SweepStatus {
     }
 }
 
+/// What kind of setting a sweep varied; written as `clients`, `rate`, `param`, `growth`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum VaryKind {
+    Clients,
+    Rate,
+    /// A workload parameter.
+    Param,
+    /// A growth study: the records stored.
+    Growth,
+}
+
+impl VaryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VaryKind::Clients => "clients",
+            VaryKind::Rate => "rate",
+            VaryKind::Param => "param",
+            VaryKind::Growth => "growth",
+        }
+    }
+}
+
 /// What the sweep varied.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct VaryRecord {
     /// `clients`, `rate`, a workload parameter, or `records` for a growth study.
     pub name: String,
-    /// `clients`, `rate`, `param` or `growth`.
-    pub kind: String,
+    pub kind: VaryKind,
     /// As written after --vary (empty for a growth study).
     pub spec: String,
     /// The values of a grid, in order; the range's ends for --find-max.

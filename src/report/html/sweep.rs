@@ -11,7 +11,7 @@ use super::{esc, kv_table, page_head};
 use crate::report::console::{rate, thousands};
 use crate::report::plot::{sweep as splot, Plot};
 use crate::report::sweep::summary;
-use crate::result::sweep::{SweepResult, SweepStatus};
+use crate::result::sweep::{SweepResult, SweepStatus, VaryKind};
 use crate::spec::duration::human_ns;
 
 /// The console summary in blocks: a line that does not start with a space opens one.
@@ -43,7 +43,7 @@ fn paragraphs(block: &str, class: &str) -> String {
 
 /// Render the page of one sweep file, labelled (usually) by its file name.
 pub fn render_sweep(label: &str, s: &SweepResult) -> Result<String> {
-    let growth = s.models.growth.is_some() || s.vary.kind == "growth";
+    let growth = s.models.growth.is_some() || s.vary.kind == VaryKind::Growth;
     let title = if growth {
         format!("loadrig report: growth study of {}", s.workload)
     } else {
@@ -194,7 +194,10 @@ fn setup_section(h: &mut String, s: &SweepResult) {
     let mut rows: Vec<(&str, String)> = vec![
         ("workload", s.workload.clone()),
         ("target", s.target.clone()),
-        ("varied", format!("{} ({})", s.vary.name, s.vary.kind)),
+        (
+            "varied",
+            format!("{} ({})", s.vary.name, s.vary.kind.as_str()),
+        ),
         ("values", s.vary.values.join(", ")),
         ("runs per value", s.repeat.to_string()),
         (

@@ -8,7 +8,7 @@ use plotters::prelude::*;
 
 use super::{color, empty, log_ticks, pad_range, svg, tick_ns, FONT, GRID_BOLD, GRID_LIGHT};
 use crate::result::models::Class;
-use crate::result::sweep::SweepResult;
+use crate::result::sweep::{SweepResult, VaryKind};
 
 const KNEE: RGBColor = RGBColor(44, 160, 44);
 const SLO: RGBColor = RGBColor(214, 39, 40);
@@ -53,11 +53,11 @@ fn mean_by_x(pts: &[(f64, f64)]) -> Vec<(f64, f64)> {
 }
 
 fn x_desc(s: &SweepResult) -> String {
-    match s.vary.kind.as_str() {
-        "clients" => "clients".into(),
-        "rate" => "offered rate (ops/s)".into(),
-        "growth" => "records stored".into(),
-        _ => s.vary.name.clone(),
+    match s.vary.kind {
+        VaryKind::Clients => "clients".into(),
+        VaryKind::Rate => "offered rate (ops/s)".into(),
+        VaryKind::Growth => "records stored".into(),
+        VaryKind::Param => s.vary.name.clone(),
     }
 }
 
