@@ -29,7 +29,7 @@ use crate::result::sweep::GrowthModel;
 use crate::result::{self, RunResult, RunStatus};
 use crate::runner::{self, View};
 use crate::targets::{self, with_target_type, Target};
-use crate::vocab::OpError;
+use crate::vocab::{ErrorClass, OpError};
 
 /// The studies: name, what it reproduces, what it needs.
 pub const STUDIES: &[(&str, &str, &str)] = &[(
@@ -117,13 +117,53 @@ pub fn has_scheme(scheme: &str) -> bool {
         .any(|(s, _)| s.split("://").next() == Some(scheme))
 }
 
+/// Where a study stands; Ctrl-C leaves it `interrupted`, with the columns that finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StudyStatus {
+    Running,
+    Complete,
+    Interrupted,
+}
+
+impl StudyStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StudyStatus::Running => "running",
+            StudyStatus::Complete => "complete",
+            StudyStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// What became of one backend's column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColumnState {
+    NotRun,
+    Ran,
+    Failed,
+    Interrupted,
+}
+
+impl ColumnState {
+    /// In words: `not run`, `ran`, `failed`, `interrupted`.
+    pub fn words(self) -> &'static str {
+        match self {
+            ColumnState::NotRun => "not run",
+            ColumnState::Ran => "ran",
+            ColumnState::Failed => "failed",
+            ColumnState::Interrupted => "interrupted",
+        }
+    }
+}
+
 /// The study file, `DIR/study.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StudyRecord {
     pub study: String,
     pub loadrig_version: String,
-    /// `running`, `complete` or `interrupted` (Ctrl-C: the columns that finished).
-    pub status: String,
+    pub status: StudyStatus,
     pub quick: bool,
     /// The study's sizes (`batch`, `records_max`).
     pub sizes: BTreeMap<String, u64>,
@@ -143,12 +183,11 @@ pub struct Column {
     pub name: String,
     /// The target URL, password replaced by ***; none when not run for want of one.
     pub target: Option<String>,
-    /// `ran`, `not_run`, `failed` or `interrupted`.
-    pub state: String,
+    pub state: ColumnState,
     /// Why not run or why failed, in words.
     pub note: Option<String>,
     /// The class of the error that failed the column (`auth`, `connect`, ...).
-    pub error_class: Option<String>,
+    pub error_class: Option<ErrorClass>,
     /// Every run file the column wrote, relative to the study's folder (a batch that
     /// stored nothing has a file but no cell).
     pub runs: Vec<String>,
@@ -164,7 +203,7 @@ impl Column {
         Column {
             name: name.to_string(),
             target,
-            state: "not_run".into(),
+            state: ColumnState::NotRun,
             note: None,
             error_class: None,
             runs: Vec::new(),
@@ -181,10 +220,10 @@ impl Column {
         }
     }
 
-    fn fail(&mut self, class: &str, message: String) {
-        self.state = "failed".into();
-        self.error_class = Some(class.to_string());
-        self.note = Some(format!("failed ({class}): {message}"));
+    fn fail(&mut self, class: ErrorClass, message: String) {
+        self.state = ColumnState::Failed;
+        self.error_class = Some(class);
+        self.note = Some(format!("failed ({}): {message}", class.name()));
     }
 }
 
@@ -223,12 +262,12 @@ pub struct GrowthColumn<'a> {
 /// into the column (with their class); only writing files can fail the study.
 pub fn run_growth_column(col: &mut Column, g: &GrowthColumn) -> Result<bool> {
     let scheme = g.plan.target.scheme().to_string();
-    let outcome: Result<Result<bool, (String, String)>> =
+    let outcome: Result<Result<bool, (ErrorClass, String)>> =
         with_target_type!(scheme.as_str(), T => growth_on::<T>(col, g));
     match outcome? {
         Ok(complete) => Ok(complete),
         Err((class, message)) => {
-            col.fail(&class, message);
+            col.fail(class, message);
             Ok(true)
         }
     }
@@ -239,17 +278,17 @@ pub fn run_growth_column(col: &mut Column, g: &GrowthColumn) -> Result<bool> {
 fn growth_on<T: Target>(
     col: &mut Column,
     g: &GrowthColumn,
-) -> Result<Result<bool, (String, String)>> {
+) -> Result<Result<bool, (ErrorClass, String)>> {
     let target = match T::from_url(&g.plan.target.parsed, &g.plan.workload.params) {
         Ok(t) => Arc::new(t),
-        Err(e) => return Ok(Err(("other".into(), e.to_string()))),
+        Err(e) => return Ok(Err((ErrorClass::Other, e.to_string()))),
     };
     if let Err(e) = clean(&*target) {
-        return Ok(Err((e.class.name().to_string(), e.message)));
+        return Ok(Err((e.class, e.message)));
     }
-    col.state = "ran".into();
+    col.state = ColumnState::Ran;
     let puts = growth::put_ops(&g.plan);
-    let mut failure: Option<(String, String)> = None;
+    let mut failure: Option<(ErrorClass, String)> = None;
     let mut interrupted = false;
     let grown = growth::grow(&g.plan, g.batch, g.limit, 0, |plan, stored| {
         if engine::INTERRUPTED.load(Ordering::SeqCst) {
@@ -283,7 +322,7 @@ fn growth_on<T: Target>(
         return Ok(Err(f));
     }
     if interrupted {
-        col.state = "interrupted".into();
+        col.state = ColumnState::Interrupted;
     }
     if col.cells.len() >= 2 {
         let model = GrowthModel::new(col.name.clone(), grown.fit, 0.0, grown.stored as f64);
@@ -311,36 +350,35 @@ fn cell(stored: u64, added: u64, r: &RunResult, run: String) -> Cell {
 }
 
 /// The class and first message of a batch in which every operation failed.
-fn batch_failure(r: &RunResult) -> (String, String) {
+fn batch_failure(r: &RunResult) -> (ErrorClass, String) {
     let class = r
         .total
         .errors_by_class
         .iter()
         .max_by_key(|(_, n)| **n)
-        .map_or("other", |(c, _)| c.name());
+        .map_or(ErrorClass::Other, |(c, _)| *c);
     let message = r
         .total
         .error_messages
         .first()
         .map_or_else(|| "every operation failed".into(), |m| m.message.clone());
-    (class.to_string(), message)
+    (class, message)
 }
 
 /// The class of an error from the runner: an `OpError` in its chain, else a guess from
 /// the words of a driver's message, else `other`.
-fn error_class(e: &anyhow::Error) -> String {
+fn error_class(e: &anyhow::Error) -> ErrorClass {
     if let Some(op) = e.chain().find_map(|c| c.downcast_ref::<OpError>()) {
-        return op.class.name().to_string();
+        return op.class;
     }
     let text = format!("{e:#}").to_lowercase();
-    let class = if text.contains("password") || text.contains("authentication") {
-        "auth"
+    if text.contains("password") || text.contains("authentication") {
+        ErrorClass::Auth
     } else if text.contains("connect") || text.contains("refused") {
-        "connect"
+        ErrorClass::Connect
     } else {
-        "other"
-    };
-    class.to_string()
+        ErrorClass::Other
+    }
 }
 
 /// Connect and remove loadrig's namespace, so that the study starts from zero stored. The
@@ -375,7 +413,11 @@ pub fn now() -> String {
 
 /// Write `study.json` and `report.html`, print the table; exit 130 when interrupted.
 pub fn finish(record: &mut StudyRecord, dir: &Path, complete: bool) -> Result<ExitCode> {
-    record.status = if complete { "complete" } else { "interrupted" }.into();
+    record.status = if complete {
+        StudyStatus::Complete
+    } else {
+        StudyStatus::Interrupted
+    };
     record.ended_at = Some(now());
     write_record(record, dir)?;
     let page = report::render(record)?;

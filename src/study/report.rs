@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::{table, StudyRecord};
+use super::{table, StudyRecord, StudyStatus};
 use crate::report::html::{esc, page_head};
 use crate::report::plot::growths::{self, Series};
 
@@ -18,14 +18,14 @@ pub fn render(record: &StudyRecord) -> Result<String> {
         h,
         "<header>\n<h1>{}</h1>\n<p>{} · {} · started {}{}</p>\n</header>\n",
         esc(&title),
-        esc(&record.status),
+        esc(record.status.as_str()),
         if record.quick {
             "--quick sizes"
         } else {
             "full sizes"
         },
         esc(&record.started_at),
-        if record.status == "interrupted" {
+        if record.status == StudyStatus::Interrupted {
             " · interrupted: the table holds what finished"
         } else {
             ""

@@ -170,7 +170,7 @@ pub fn run(req: &Request) -> Result<ExitCode> {
     let mut record = StudyRecord {
         study: "session-stores".into(),
         loadrig_version: env!("CARGO_PKG_VERSION").into(),
-        status: "running".into(),
+        status: super::StudyStatus::Running,
         quick: req.quick,
         sizes: BTreeMap::from([("batch".into(), batch), ("records_max".into(), max)]),
         workload: "session-stores.toml".into(),

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Column, StudyRecord};
+use super::{Column, ColumnState, StudyRecord, StudyStatus};
 
 const W: usize = 12;
 
@@ -39,9 +39,9 @@ pub fn footer(record: &StudyRecord) -> Vec<(String, Vec<String>)> {
         lines.push((format!("req/s @{n}"), Vec::new()));
     }
     for c in &record.columns {
-        let state = match (c.state.as_str(), &c.error_class) {
-            ("failed", Some(class)) => format!("failed:{class}"),
-            (s, _) => s.replace('_', " "),
+        let state = match (c.state, c.error_class) {
+            (ColumnState::Failed, Some(class)) => format!("failed:{}", class.name()),
+            (s, _) => s.words().to_string(),
         };
         lines[0].1.push(state);
         let m = c.model.as_ref().map(|m| &m.fit);
@@ -81,7 +81,7 @@ pub fn render(record: &StudyRecord) -> String {
         record.study,
         if record.quick { " (--quick sizes)" } else { "" },
         record.unit,
-        if record.status == "interrupted" {
+        if record.status == StudyStatus::Interrupted {
             " — INTERRUPTED: the table holds what finished"
         } else {
             ""
