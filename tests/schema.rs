@@ -34,6 +34,7 @@ fn check_schema(schema: schemars::Schema, file: &str) {
 fn committed_schemas_match_the_types() {
     check_schema(result::run_schema(), "run.schema.json");
     check_schema(sweep::schema(), "sweep.schema.json");
+    check_schema(loadrig::study::schema(), "study.schema.json");
 }
 
 /// Every fixture file: (path, is a sweep file).

@@ -61,7 +61,11 @@ fn session_stores_quick_runs_every_backend_and_its_cells_come_from_the_run_files
     }
     let s = study_json(&d, "st");
     assert_eq!(s["status"], "complete");
+    assert_eq!(s["schema_version"], 1);
     assert_eq!(s["columns"].as_array().unwrap().len(), COLUMNS.len());
+    // The file reads back as the typed study record (docs/schema/study.schema.json).
+    let typed: loadrig::study::StudyRecord = serde_json::from_value(s.clone()).unwrap();
+    assert_eq!(typed.columns.len(), COLUMNS.len());
     let allowed: Vec<Value> = [Class::Constant, Class::Log, Class::Linear, Class::NLogN]
         .iter()
         .map(|c| serde_json::to_value(c).unwrap())

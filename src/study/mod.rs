@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::Result;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::engine;
@@ -118,7 +119,7 @@ pub fn has_scheme(scheme: &str) -> bool {
 }
 
 /// Where a study stands; Ctrl-C leaves it `interrupted`, with the columns that finished.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StudyStatus {
     Running,
@@ -137,7 +138,7 @@ impl StudyStatus {
 }
 
 /// What became of one backend's column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ColumnState {
     NotRun,
@@ -158,9 +159,20 @@ impl ColumnState {
     }
 }
 
+/// The version of the study file this build writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The JSON Schema of the study file (committed as docs/schema/study.schema.json).
+pub fn schema() -> schemars::Schema {
+    schemars::schema_for!(StudyRecord)
+}
+
 /// The study file, `DIR/study.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct StudyRecord {
+    /// The study file's contract version (docs/schema/study.schema.json); it changes when a
+    /// field changes meaning or goes away.
+    pub schema_version: u32,
     pub study: String,
     pub loadrig_version: String,
     pub status: StudyStatus,
@@ -178,7 +190,7 @@ pub struct StudyRecord {
     pub columns: Vec<Column>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Column {
     pub name: String,
     /// The target URL, password replaced by ***; none when not run for want of one.
@@ -228,7 +240,7 @@ impl Column {
 }
 
 /// One batch: the records stored before it, what it added, how long it took, its run file.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Cell {
     pub stored_before: u64,
     pub added: u64,
@@ -240,7 +252,7 @@ pub struct Cell {
     pub run: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Bound {
     pub stored: u64,
     pub per_s: f64,

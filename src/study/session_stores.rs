@@ -168,6 +168,7 @@ pub fn run(req: &Request) -> Result<ExitCode> {
         });
     }
     let mut record = StudyRecord {
+        schema_version: super::SCHEMA_VERSION,
         study: "session-stores".into(),
         loadrig_version: env!("CARGO_PKG_VERSION").into(),
         status: super::StudyStatus::Running,
