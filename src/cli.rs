@@ -70,6 +70,11 @@ pub struct StudyArgs {
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
     pub set: Vec<(String, String)>,
 
+    /// Run only these columns (names or short names, comma-separated, e.g. --only FS,pg2);
+    /// the others are listed as not chosen.
+    #[arg(long, value_name = "COLUMNS", value_delimiter = ',')]
+    pub only: Vec<String>,
+
     /// Name the studies and what each needs.
     #[arg(long, conflicts_with = "name")]
     pub list: bool,

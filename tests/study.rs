@@ -170,6 +170,42 @@ fn a_wrong_password_fails_its_backend_alone_with_class_auth() {
 }
 
 #[test]
+fn only_runs_the_chosen_columns() {
+    let d = Dir::new();
+    d.ok(&[
+        "study",
+        "session-stores",
+        "--quick",
+        "--only",
+        "FS,sqlite",
+        "--set",
+        "records_max=300",
+        "-o",
+        "st",
+    ]);
+    let s = study_json(&d, "st");
+    assert_eq!(s["columns"].as_array().unwrap().len(), COLUMNS.len());
+    for name in COLUMNS {
+        let c = column(&s, name);
+        if name == "FS" || name == "SQLite" {
+            assert_eq!(c["state"], "ran", "{c}");
+            assert_eq!(c["cells"].as_array().unwrap().len(), 3, "{c}");
+        } else {
+            assert_eq!(c["state"], "not_run", "{c}");
+            assert_eq!(c["note"], "not run: not chosen (--only)", "{c}");
+            assert!(c["runs"].as_array().unwrap().is_empty(), "{c}");
+        }
+    }
+    let (_, err) = d.code(
+        2,
+        &["study", "session-stores", "--only", "FS,tape", "-o", "x"],
+    );
+    assert!(err.contains("--only tape"), "{err}");
+    assert!(err.contains("FS2 no_sync (fs2)"), "{err}");
+    assert!(!d.join("x").exists(), "nothing is written for bad input");
+}
+
+#[test]
 fn list_names_the_studies() {
     let d = Dir::new();
     let out = d.ok(&["study", "--list"]);

@@ -22,5 +22,6 @@ pub fn study(args: &StudyArgs) -> Result<ExitCode> {
         quick: args.quick,
         out: args.out.clone(),
         sets: args.set.clone(),
+        only: args.only.clone(),
     })
 }

@@ -47,6 +47,38 @@ pub struct Request {
     pub quick: bool,
     pub out: Option<PathBuf>,
     pub sets: Vec<(String, String)>,
+    /// `--only`: the columns to run (name or short name, any case); empty: all.
+    pub only: Vec<String>,
+}
+
+impl Request {
+    /// Check `--only` against the study's columns (name, short name) and say which of them
+    /// it leaves out: every unknown name is an input error.
+    pub fn chosen(&self, columns: &[(&str, &str)]) -> Result<Vec<bool>, InputError> {
+        let matches = |want: &str, (name, slug): &(&str, &str)| {
+            want.eq_ignore_ascii_case(name) || want.eq_ignore_ascii_case(slug)
+        };
+        for want in &self.only {
+            if !columns.iter().any(|c| matches(want.trim(), c)) {
+                return Err(InputError::new(format!(
+                    "--only {want}: the {} study has no such column",
+                    self.name
+                ))
+                .help(format!(
+                    "its columns: {}",
+                    columns
+                        .iter()
+                        .map(|(name, slug)| format!("{name} ({slug})"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+        Ok(columns
+            .iter()
+            .map(|c| self.only.is_empty() || self.only.iter().any(|w| matches(w.trim(), c)))
+            .collect())
+    }
 }
 
 /// `loadrig study --list`.

@@ -92,7 +92,7 @@ fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Backend>, Input
         url,
         per_op,
     };
-    Ok(vec![
+    let mut all = vec![
         b("FS", "fs", Ok(format!("fs://{d}/fs")), false),
         b(
             "FS2 no_sync",
@@ -120,7 +120,14 @@ fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Backend>, Input
         b("pg", "pg", server("postgres"), true),
         b("pg2", "pg2", server("postgres"), false),
         b("Redis", "redis", server("redis"), false),
-    ])
+    ];
+    let names: Vec<(&str, &str)> = all.iter().map(|b| (b.name, b.slug)).collect();
+    for (b, chosen) in all.iter_mut().zip(req.chosen(&names)?) {
+        if !chosen {
+            b.url = Err("not chosen (--only)".to_string());
+        }
+    }
+    Ok(all)
 }
 
 /// The plan of one column, through the same flags `loadrig run` takes.
