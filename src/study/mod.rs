@@ -287,7 +287,9 @@ pub struct Cell {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Bound {
     pub stored: u64,
-    pub per_s: f64,
+    /// None where the fitted curve predicts no positive cost (a fit with a negative
+    /// intercept, far from its data): no bound can be read off it there.
+    pub per_s: Option<f64>,
 }
 
 /// One growth column to run: its plan (target and connection mode resolved) and sizes.
@@ -375,7 +377,9 @@ fn growth_on<T: Target>(
             .iter()
             .map(|&n| Bound {
                 stored: n,
-                per_s: g.batch as f64 / model.fit.predict(n as f64),
+                per_s: Some(model.fit.predict(n as f64))
+                    .filter(|cost| *cost > 0.0)
+                    .map(|cost| g.batch as f64 / cost),
             })
             .collect();
         col.model = Some(model);

@@ -64,9 +64,10 @@ pub fn footer(record: &StudyRecord) -> Vec<(String, Vec<String>)> {
             }));
         for (i, n) in bounds.iter().enumerate() {
             let b = c.upper_bound_per_s.iter().find(|b| b.stored == *n);
-            lines[4 + i]
-                .1
-                .push(b.map_or("-".into(), |b| format!("{:.0}", b.per_s)));
+            lines[4 + i].1.push(
+                b.and_then(|b| b.per_s)
+                    .map_or("-".into(), |v| format!("{v:.0}")),
+            );
         }
     }
     lines
