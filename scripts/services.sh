@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Private, throwaway PostgreSQL, MariaDB, Redis, OpenLDAP and nginx on free
-# loopback ports, for integration tests and benchmarks.
+# Private, throwaway PostgreSQL, MariaDB, Redis (with a password, and a second
+# one without: redis-open), OpenLDAP and nginx on free loopback ports, for
+# integration tests and benchmarks.
 #
-#   scripts/services.sh up [postgres|mariadb|redis|slapd|nginx ...]   default: all five
+#   scripts/services.sh up [postgres|mariadb|redis|redis-open|slapd|nginx ...]   default: all
 #   scripts/services.sh env       export lines:  eval "$(scripts/services.sh env)"
 #   scripts/services.sh status    which are up
 #   scripts/services.sh down      stop what `up` started, remove the state dir
@@ -15,7 +16,7 @@ STATE=$(realpath -m "${LOADRIG_SERVICES_DIR:-/tmp/loadrig-services}")
 SVC_USER=loadrig-svc
 # Runs a command as $SVC_USER by exec, not fork, so `$!` is the server itself.
 AS_SVC=(setpriv --reuid="$SVC_USER" --regid="$SVC_USER" --init-groups --)
-ALL=(postgres mariadb redis slapd nginx)
+ALL=(postgres mariadb redis redis-open slapd nginx)
 LDAP_BASE=dc=loadrig,dc=test
 LDAP_ADMIN=cn=admin,$LDAP_BASE
 WAIT_SECONDS=30
@@ -60,7 +61,7 @@ free_port() {
 # for clients to disconnect).
 comm_of() {
     case $1 in
-    postgres) echo postgres ;; mariadb) echo mariadbd ;; redis) echo redis-server ;;
+    postgres) echo postgres ;; mariadb) echo mariadbd ;; redis | redis-open) echo redis-server ;;
     slapd) echo slapd ;; nginx) echo nginx ;;
     esac
 }
@@ -169,7 +170,7 @@ packages_of() {
     case $1 in
     postgres) echo postgresql ;;
     mariadb) echo mariadb-server mariadb-client ;;
-    redis) echo redis-server ;;
+    redis | redis-open) echo redis-server ;;
     slapd) echo slapd ldap-utils ;;
     nginx) echo nginx curl ;;
     esac
@@ -244,6 +245,11 @@ start_postgres() {
     "${AS_SVC[@]}" "$bin/initdb" -D "$dir/data" -U postgres -E UTF8 --no-locale --no-sync \
         --auth-local=trust --auth-host=scram-sha-256 >"$dir/initdb.log" 2>&1 ||
         die "postgres: initdb failed; see $dir/initdb.log"
+    # One role without a password, for measuring the handshake without SCRAM (the
+    # connections study): first match wins, so it goes above initdb's lines.
+    { echo "host loadrig_trust loadrig_trust 127.0.0.1/32 trust"; cat "$dir/data/pg_hba.conf"; } \
+        >"$dir/pg_hba.new"
+    mv "$dir/pg_hba.new" "$dir/data/pg_hba.conf"
     mkdir "$dir/run"
     cat >>"$dir/data/postgresql.conf" <<EOF
 listen_addresses = '127.0.0.1'
@@ -256,10 +262,13 @@ EOF
     wait_ready postgres "$dir/log" "$bin/pg_isready" -q -h 127.0.0.1 -p "$port"
     "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir/run" -p "$port" -U postgres -d postgres \
         -c "CREATE ROLE loadrig LOGIN PASSWORD '$pw'" \
-        -c "CREATE DATABASE loadrig OWNER loadrig" >/dev/null
+        -c "CREATE DATABASE loadrig OWNER loadrig" \
+        -c "CREATE ROLE loadrig_trust LOGIN" \
+        -c "CREATE DATABASE loadrig_trust OWNER loadrig_trust" >/dev/null
     write_fragment postgres LOADRIG_PG_HOST=127.0.0.1 "LOADRIG_PG_PORT=$port" \
         LOADRIG_PG_USER=loadrig "LOADRIG_PG_PASSWORD=$pw" LOADRIG_PG_DB=loadrig \
-        "LOADRIG_PG_URL=postgres://loadrig:$pw@127.0.0.1:$port/loadrig"
+        "LOADRIG_PG_URL=postgres://loadrig:$pw@127.0.0.1:$port/loadrig" \
+        "LOADRIG_PG_TRUST_URL=postgres://loadrig_trust@127.0.0.1:$port/loadrig_trust"
 }
 
 start_mariadb() {
@@ -300,22 +309,38 @@ start_redis() {
     local dir=$STATE/redis port pw
     port=$(free_port)
     pw=$(password)
-    # The config path goes into the process title so is_ours can recognise it.
-    cat >"$dir/redis.conf" <<EOF
-bind 127.0.0.1
-port $port
-requirepass $pw
-save ""
-appendonly no
-dir $dir
-proc-title-template "{title} {listen-addr} {config-file}"
-EOF
-    chown -R "$SVC_USER:$SVC_USER" "$dir"
+    redis_conf "$dir" "$port" "requirepass $pw"
     launch redis "$dir/log" "${AS_SVC[@]}" redis-server "$dir/redis.conf"
     wait_ready redis "$dir/log" \
         env REDISCLI_AUTH="$pw" redis-cli -h 127.0.0.1 -p "$port" --no-auth-warning ping
     write_fragment redis "LOADRIG_REDIS_PORT=$port" "LOADRIG_REDIS_PASSWORD=$pw" \
         "LOADRIG_REDIS_URL=redis://:$pw@127.0.0.1:$port/0"
+}
+
+# A second Redis that asks for no password: the connections study compares a
+# handshake with AUTH and one without on the same build of the server.
+start_redis-open() {
+    local dir=$STATE/redis-open port
+    port=$(free_port)
+    redis_conf "$dir" "$port" ""
+    launch redis-open "$dir/log" "${AS_SVC[@]}" redis-server "$dir/redis.conf"
+    wait_ready redis-open "$dir/log" redis-cli -h 127.0.0.1 -p "$port" ping
+    write_fragment redis-open "LOADRIG_REDIS_OPEN_PORT=$port" \
+        "LOADRIG_REDIS_OPEN_URL=redis://127.0.0.1:$port/0"
+}
+
+redis_conf() { # dir port extra-line
+    # The config path goes into the process title so is_ours can recognise it.
+    cat >"$1/redis.conf" <<CONF
+bind 127.0.0.1
+port $2
+$3
+save ""
+appendonly no
+dir $1
+proc-title-template "{title} {listen-addr} {config-file}"
+CONF
+    chown -R "$SVC_USER:$SVC_USER" "$1"
 }
 
 start_slapd() {
@@ -423,6 +448,7 @@ cmd_up() {
         postgres | postgresql | pg) want+=(postgres) ;;
         mariadb | mysql) want+=(mariadb) ;;
         redis) want+=(redis) ;;
+        redis-open) want+=(redis-open) ;;
         slapd | ldap) want+=(slapd) ;;
         nginx | http) want+=(nginx) ;;
         *) usage ;;
@@ -480,9 +506,9 @@ cmd_status() {
     for svc in "${ALL[@]}"; do
         if pid=$(running_pid "$svc"); then
             port=$(grep -so '_PORT=[0-9]*' "$STATE/$svc/env" | cut -d= -f2) || true
-            printf '%-9s up    pid %-8s port %s\n' "$svc" "$pid" "$port"
+            printf '%-10s up    pid %-8s port %s\n' "$svc" "$pid" "$port"
         else
-            printf '%-9s down\n' "$svc"
+            printf '%-10s down\n' "$svc"
         fi
     done
 }

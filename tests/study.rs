@@ -35,7 +35,7 @@ fn study_json(d: &Dir, dir: &str) -> Value {
 }
 
 fn column<'a>(s: &'a Value, name: &str) -> &'a Value {
-    s["columns"]
+    s["table"]["columns"]
         .as_array()
         .unwrap()
         .iter()
@@ -61,11 +61,19 @@ fn session_stores_quick_runs_every_backend_and_its_cells_come_from_the_run_files
     }
     let s = study_json(&d, "st");
     assert_eq!(s["status"], "complete");
-    assert_eq!(s["schema_version"], 1);
-    assert_eq!(s["columns"].as_array().unwrap().len(), COLUMNS.len());
+    assert_eq!(s["schema_version"], 2);
+    assert_eq!(s["table"]["kind"], "growth");
+    assert_eq!(
+        s["table"]["columns"].as_array().unwrap().len(),
+        COLUMNS.len()
+    );
     // The file reads back as the typed study record (docs/schema/study.schema.json).
     let typed: loadrig::study::StudyRecord = serde_json::from_value(s.clone()).unwrap();
-    assert_eq!(typed.columns.len(), COLUMNS.len());
+    let loadrig::study::StudyTable::Growth(table) = &typed.table else {
+        panic!("a growth table")
+    };
+    assert_eq!(table.columns.len(), COLUMNS.len());
+    assert_eq!(table.rows, (0..10).map(|k| 100 * k).collect::<Vec<u64>>());
     let allowed: Vec<Value> = [Class::Constant, Class::Log, Class::Linear, Class::NLogN]
         .iter()
         .map(|c| serde_json::to_value(c).unwrap())
@@ -184,7 +192,10 @@ fn only_runs_the_chosen_columns() {
         "st",
     ]);
     let s = study_json(&d, "st");
-    assert_eq!(s["columns"].as_array().unwrap().len(), COLUMNS.len());
+    assert_eq!(
+        s["table"]["columns"].as_array().unwrap().len(),
+        COLUMNS.len()
+    );
     for name in COLUMNS {
         let c = column(&s, name);
         if name == "FS" || name == "SQLite" {
@@ -210,6 +221,7 @@ fn list_names_the_studies() {
     let d = Dir::new();
     let out = d.ok(&["study", "--list"]);
     assert!(out.contains("session-stores"), "{out}");
+    assert!(out.contains("connections"), "{out}");
     assert!(out.contains("needs:"), "{out}");
 }
 

@@ -739,12 +739,12 @@ fn count_bars(counts: &[f64], lo: f64, width: f64) -> Vec<(f64, f64, f64)> {
         .collect()
 }
 
-/// The kernel density of counts, on their own linear scale: Silverman's rule, made for one
-/// steady rate's roughly normal counts, and at least half a count so that whole numbers do
-/// not draw as spikes.
-fn count_curve(counts: &[f64], grid: &Grid) -> Vec<f64> {
+/// The kernel density of values on their own linear scale: Silverman's rule, made for one
+/// steady rate's roughly normal counts, and at least `min_bandwidth` (half a count for whole
+/// numbers) so that they do not draw as spikes.
+fn count_curve(counts: &[f64], grid: &Grid, min_bandwidth: f64) -> Vec<f64> {
     let pts: Vec<(f64, f64)> = counts.iter().map(|c| (*c, 1.0)).collect();
-    let h = density::silverman(&pts).max(0.5);
+    let h = density::silverman(&pts).max(min_bandwidth);
     Kde::new(pts, h).density(grid)
 }
 
@@ -753,27 +753,45 @@ pub fn counts_density(runs: &[RunView]) -> Result<String> {
     if sets.is_empty() {
         return empty("no full measured intervals");
     }
+    density_chart(&sets, "successful operations per interval", true)
+}
+
+/// The probability density of each set of values on one linear axis: kernel density lines,
+/// and for counts (`whole`) histogram bars too, by whole numbers while that gives at most 40
+/// bins, and smoothed over at least half a count. Other values get lines only: the bars of
+/// several sets of ratios would hide each other.
+pub fn density_chart(sets: &[(String, Vec<f64>)], x_desc: &str, whole: bool) -> Result<String> {
     let all = || sets.iter().flat_map(|(_, c)| c.iter().copied());
+    if all().next().is_none() {
+        return empty("no values");
+    }
     let lo = all().fold(f64::INFINITY, f64::min);
     let hi = all().fold(f64::NEG_INFINITY, f64::max);
-    // Integer counts: bins of width 1 while that gives at most 40 bins.
-    let width = if hi - lo <= 40.0 {
-        1.0
-    } else {
-        ((hi - lo) / 30.0).ceil()
+    let width = match whole {
+        true if hi - lo <= 40.0 => 1.0,
+        true => ((hi - lo) / 30.0).ceil(),
+        false => ((hi - lo) / 30.0)
+            .max(hi.abs() * 1e-3)
+            .max(f64::MIN_POSITIVE),
     };
     let (x0, x1) = pad_range(lo - 2.0 * width, hi + 2.0 * width);
     let grid = Grid::between(x0, x1, 301);
+    let min_bandwidth = if whole { 0.5 } else { width / 2.0 };
     let drawn: Vec<DensitySet> = sets
         .iter()
-        .map(|(name, counts)| DensitySet {
+        .map(|(name, values)| DensitySet {
             name: name.clone(),
-            bars: count_bars(counts, lo, width),
-            curve: count_curve(counts, &grid),
+            bars: if whole {
+                count_bars(values, lo, width)
+            } else {
+                Vec::new()
+            },
+            curve: count_curve(values, &grid, min_bandwidth),
         })
         .collect();
     let ymax = top(&drawn);
     let ymax = if ymax > 0.0 { ymax * 1.25 } else { 1.0 };
+    let decimals = if whole { 0 } else { 2 };
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(14)
@@ -781,14 +799,10 @@ pub fn counts_density(runs: &[RunView]) -> Result<String> {
             .x_label_area_size(44)
             .y_label_area_size(72)
             .build_cartesian_2d(x0..x1, 0.0..ymax)?;
-        mesh!(
-            chart,
-            "successful operations per interval",
-            "probability density"
-        )
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| format!("{v:.3}"))
-        .draw()?;
+        mesh!(chart, x_desc, "probability density")
+            .x_label_formatter(&|v| format!("{v:.decimals$}"))
+            .y_label_formatter(&|v| format!("{v:.3}"))
+            .draw()?;
         for (i, set) in drawn.into_iter().enumerate() {
             let c = color(i);
             chart.draw_series(

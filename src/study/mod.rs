@@ -7,37 +7,48 @@
 //! `--target` or the environment `scripts/services.sh env` prints), the study record and
 //! the running of one growth column on one target.
 
+mod backend_table;
+mod connections;
 pub mod growth;
+mod growth_table;
 mod report;
 mod session_stores;
 mod table;
 
+pub use backend_table::{BackendRow, BackendTable, IntervalCounts, Measure, MeasureCell};
+pub use growth_table::{Bound, Cell, Column, GrowthTable};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::engine;
 use crate::error::InputError;
-use crate::plan::RunPlan;
-use crate::result::sweep::GrowthModel;
-use crate::result::{self, RunResult, RunStatus};
-use crate::runner::{self, View};
-use crate::targets::{self, with_target_type, Target};
+use clap::Parser;
+
+use crate::cli::RunArgs;
+use crate::plan::{self, RunPlan};
+use crate::result::{self, RunResult};
+use crate::targets::{self, Target, TargetUrl};
 use crate::vocab::{ErrorClass, OpError};
 
 /// The studies: name, what it reproduces, what it needs.
-pub const STUDIES: &[(&str, &str, &str)] = &[(
+pub const STUDIES: &[(&str, &str, &str)] = &[
+    (
+        "connections",
+        "seed 000: connect, authenticate, create and fetch, one client, operations counted in each of K intervals of T, on every backend",
+        "embedded: sqlite; servers: postgres with a password and with trust, mysql, redis with and without a password, ldap from --target or LOADRIG_PG_URL, LOADRIG_PG_TRUST_URL, LOADRIG_MYSQL_URL, LOADRIG_REDIS_URL, LOADRIG_REDIS_OPEN_URL, LOADRIG_LDAP_URL (with LOADRIG_LDAP_BIND_DN, _PASSWORD, _BASE)",
+    ),
+    (
     "session-stores",
     "seed 003: session records added in batches of 1000 up to 50,000, each batch timed against the records already stored, on every store",
     "embedded: fs, sqlite (and dbm when built in); servers: postgres, mysql, redis from --target or LOADRIG_PG_URL, LOADRIG_MYSQL_URL, LOADRIG_REDIS_URL",
-)];
+    ),
+];
 
 /// What the command line asked for.
 #[derive(Debug, Clone, Default)]
@@ -97,6 +108,7 @@ pub fn list() -> String {
 /// Run the study `req.name`: every input is checked before the first run.
 pub fn run(req: &Request) -> Result<ExitCode> {
     match req.name.as_str() {
+        "connections" => connections::run(req),
         "session-stores" => session_stores::run(req),
         other => Err(InputError::new(format!("unknown study '{other}'"))
             .help(format!(
@@ -107,39 +119,111 @@ pub fn run(req: &Request) -> Result<ExitCode> {
     }
 }
 
-/// The server URLs a study may use, by kind (`postgres`, `mysql`, `redis`): `--target`
-/// first, then the environment. A `--target` of another kind is an input error.
-pub fn servers(targets: &[String], kinds: &[&str]) -> Result<BTreeMap<String, String>, InputError> {
-    let mut out = BTreeMap::new();
-    for (kind, var) in [
-        ("postgres", "LOADRIG_PG_URL"),
-        ("mysql", "LOADRIG_MYSQL_URL"),
-        ("redis", "LOADRIG_REDIS_URL"),
-    ] {
-        if let Ok(url) = std::env::var(var) {
-            if kinds.contains(&kind) && !url.is_empty() {
-                out.insert(kind.to_string(), url);
-            }
+/// A server backend a study can use: its key, its URL from the environment that
+/// `scripts/services.sh env` prints (if set), and which `--target` URLs are meant for it.
+pub struct Slot {
+    pub key: &'static str,
+    pub from_env: Option<String>,
+    pub takes: fn(&TargetUrl) -> bool,
+}
+
+impl Slot {
+    /// The slot of one kind of server: URLs of these schemes, from the variable `var`.
+    pub fn new(key: &'static str, var: &str, takes: fn(&TargetUrl) -> bool) -> Slot {
+        Slot {
+            key,
+            from_env: std::env::var(var).ok().filter(|v| !v.is_empty()),
+            takes,
         }
     }
+}
+
+/// Whether the URL names a password (in its authority or as a `password` option).
+pub fn has_password(url: &TargetUrl) -> bool {
+    let in_authority = url
+        .location
+        .rsplit_once('@')
+        .and_then(|(login, _)| login.split_once(':'))
+        .is_some_and(|(_, pw)| !pw.is_empty());
+    in_authority || url.options.get("password").is_some_and(|p| !p.is_empty())
+}
+
+/// The server URLs a study may use, by slot key: `--target` first (the first slot that
+/// takes it), then the environment. A `--target` no slot takes is an input error.
+pub fn servers(
+    targets: &[String],
+    slots: &[Slot],
+    kinds: &str,
+) -> Result<BTreeMap<&'static str, String>, InputError> {
+    let mut out: BTreeMap<&'static str, String> = slots
+        .iter()
+        .filter_map(|s| s.from_env.clone().map(|url| (s.key, url)))
+        .collect();
     for t in targets {
-        let url = targets::TargetUrl::parse(&targets::expand_env(t)?)?;
-        let kind = match url.scheme.as_str() {
-            "postgresql" => "postgres",
-            "mariadb" => "mysql",
-            s => s,
-        };
-        if !kinds.contains(&kind) {
+        let expanded = targets::expand_env(t)?;
+        let url = targets::TargetUrl::parse(&expanded)?;
+        let Some(slot) = slots.iter().find(|s| (s.takes)(&url)) else {
             return Err(InputError::new(format!(
                 "--target {}: this study cannot use {}:// targets",
                 targets::redact(t),
                 url.scheme
             ))
-            .help(format!("it takes {}", kinds.join(", "))));
-        }
-        out.insert(kind.to_string(), targets::expand_env(t)?);
+            .help(format!("it takes {kinds}")));
+        };
+        out.insert(slot.key, expanded);
     }
     Ok(out)
+}
+
+/// A run's plan, through the same flags `loadrig run` takes: the workload, the target and
+/// `flags`. A URL the flags refuse is an input error naming the (redacted) target.
+pub fn plan_with_flags(
+    workload: &Path,
+    url: &str,
+    flags: &[String],
+) -> Result<RunPlan, InputError> {
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    let mut args: Vec<String> = ["loadrig", &workload.to_string_lossy(), "--target", url]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(flags.iter().cloned());
+    let parsed = Flags::try_parse_from(&args)
+        .map_err(|e| InputError::new(format!("target {}: {}", targets::redact(url), e.kind())))?;
+    plan::resolve(&parsed.run)
+}
+
+/// Make the study's folder (`runs/` and `subdirs` in it) and its workload file, then resolve
+/// the plans against that file. When resolving fails, remove what this made (only empty
+/// folders in a folder that was there before), so bad input leaves nothing behind.
+pub fn prepare<P>(
+    dir: &Path,
+    file: &str,
+    text: &str,
+    subdirs: &[&str],
+    resolve: impl FnOnce(&Path) -> Result<P, InputError>,
+) -> Result<P> {
+    let existed = dir.exists();
+    for sub in std::iter::once(&"runs").chain(subdirs) {
+        std::fs::create_dir_all(dir.join(sub))?;
+    }
+    let workload = dir.join(file);
+    std::fs::write(&workload, text)?;
+    resolve(&workload).map_err(|e| {
+        if existed {
+            let _ = std::fs::remove_file(&workload);
+            for sub in std::iter::once(&"runs").chain(subdirs) {
+                let _ = std::fs::remove_dir(dir.join(sub));
+            }
+        } else {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        e.into()
+    })
 }
 
 /// Whether this build has a target for `scheme` (a target another branch adds appears here
@@ -169,30 +253,30 @@ impl StudyStatus {
     }
 }
 
-/// What became of one backend's column.
+/// What became of one backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum ColumnState {
+pub enum BackendState {
     NotRun,
     Ran,
     Failed,
     Interrupted,
 }
 
-impl ColumnState {
+impl BackendState {
     /// In words: `not run`, `ran`, `failed`, `interrupted`.
     pub fn words(self) -> &'static str {
         match self {
-            ColumnState::NotRun => "not run",
-            ColumnState::Ran => "ran",
-            ColumnState::Failed => "failed",
-            ColumnState::Interrupted => "interrupted",
+            BackendState::NotRun => "not run",
+            BackendState::Ran => "ran",
+            BackendState::Failed => "failed",
+            BackendState::Interrupted => "interrupted",
         }
     }
 }
 
 /// The version of the study file this build writes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The JSON Schema of the study file (committed as docs/schema/study.schema.json).
 pub fn schema() -> schemars::Schema {
@@ -203,13 +287,13 @@ pub fn schema() -> schemars::Schema {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct StudyRecord {
     /// The study file's contract version (docs/schema/study.schema.json); it changes when a
-    /// field changes meaning or goes away.
+    /// field changes meaning or goes away. 2: the table became `table`, with its `kind`.
     pub schema_version: u32,
     pub study: String,
     pub loadrig_version: String,
     pub status: StudyStatus,
     pub quick: bool,
-    /// The study's sizes (`batch`, `records_max`).
+    /// The study's sizes (`batch`, `records_max`; `samples`, `interval_ms`, `records`).
     pub sizes: BTreeMap<String, u64>,
     /// The workload file every run used, in the study's folder.
     pub workload: String,
@@ -217,188 +301,80 @@ pub struct StudyRecord {
     pub ended_at: Option<String>,
     /// What a cell holds.
     pub unit: String,
-    /// The table's rows: records stored before a batch.
-    pub rows: Vec<u64>,
-    pub columns: Vec<Column>,
+    pub table: StudyTable,
 }
 
+/// The study's table, in the seed's shape.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct Column {
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StudyTable {
+    /// Seed 003's: a row per number of records stored, a column per backend.
+    Growth(GrowthTable),
+    /// Seed 000's: a row per backend, a column per measure.
+    Backends(BackendTable),
+}
+
+impl StudyTable {
+    pub fn backends(&self) -> Vec<&Backend> {
+        match self {
+            StudyTable::Growth(t) => t.columns.iter().map(|c| &c.backend).collect(),
+            StudyTable::Backends(t) => t.rows.iter().map(|r| &r.backend).collect(),
+        }
+    }
+}
+
+/// One backend of a study (a column of the growth table, a row of the backend table): its
+/// target, how it went and the run files it wrote.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Backend {
     pub name: String,
     /// The target URL, password replaced by ***; none when not run for want of one.
     pub target: Option<String>,
-    pub state: ColumnState,
+    pub state: BackendState,
     /// Why not run or why failed, in words.
     pub note: Option<String>,
-    /// The class of the error that failed the column (`auth`, `connect`, ...).
+    /// The class of the error that failed the backend (`auth`, `connect`, ...).
     pub error_class: Option<ErrorClass>,
-    /// Every run file the column wrote, relative to the study's folder (a batch that
-    /// stored nothing has a file but no cell).
+    /// Every run file the backend wrote, relative to the study's folder.
     pub runs: Vec<String>,
-    pub cells: Vec<Cell>,
-    /// The complexity class fitted to seconds per batch against records stored.
-    pub model: Option<GrowthModel>,
-    /// Records per second the fitted cost allows at these numbers of records stored.
-    pub upper_bound_per_s: Vec<Bound>,
 }
 
-impl Column {
-    pub fn new(name: &str, target: Option<String>) -> Column {
-        Column {
+impl Backend {
+    pub fn new(name: &str, target: Option<String>) -> Backend {
+        Backend {
             name: name.to_string(),
             target,
-            state: ColumnState::NotRun,
+            state: BackendState::NotRun,
             note: None,
             error_class: None,
             runs: Vec::new(),
-            cells: Vec::new(),
-            model: None,
-            upper_bound_per_s: Vec::new(),
         }
     }
 
-    pub fn not_run(name: &str, why: &str) -> Column {
-        Column {
+    pub fn not_run(name: &str, why: &str) -> Backend {
+        Backend {
             note: Some(format!("not run: {why}")),
-            ..Column::new(name, None)
+            ..Backend::new(name, None)
         }
     }
 
-    fn fail(&mut self, class: ErrorClass, message: String) {
-        self.state = ColumnState::Failed;
+    pub fn fail(&mut self, class: ErrorClass, message: String) {
+        self.state = BackendState::Failed;
         self.error_class = Some(class);
         self.note = Some(format!("failed ({}): {message}", class.name()));
     }
-}
 
-/// One batch: the records stored before it, what it added, how long it took, its run file.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct Cell {
-    pub stored_before: u64,
-    pub added: u64,
-    /// The batch's measured time (`measured_s` of its run file).
-    pub seconds: f64,
-    /// Seconds per 1000 records added: `seconds × 1000 / added`.
-    pub per_1000_s: f64,
-    /// The run file, relative to the study's folder.
-    pub run: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct Bound {
-    pub stored: u64,
-    /// None where the fitted curve predicts no positive cost (a fit with a negative
-    /// intercept, far from its data): no bound can be read off it there.
-    pub per_s: Option<f64>,
-}
-
-/// One growth column to run: its plan (target and connection mode resolved) and sizes.
-pub struct GrowthColumn<'a> {
-    pub plan: RunPlan,
-    pub batch: u64,
-    pub limit: u64,
-    /// The study's folder; run files go to `runs/SLUG-NNN.json` under it.
-    pub dir: &'a Path,
-    pub slug: String,
-    /// Where the implied upper bound is given.
-    pub bounds_at: &'a [u64],
-}
-
-/// Run one column on its own target; false when the study was interrupted. Failures go
-/// into the column (with their class); only writing files can fail the study.
-pub fn run_growth_column(col: &mut Column, g: &GrowthColumn) -> Result<bool> {
-    let scheme = g.plan.target.scheme().to_string();
-    let outcome: Result<Result<bool, (ErrorClass, String)>> =
-        with_target_type!(scheme.as_str(), T => growth_on::<T>(col, g));
-    match outcome? {
-        Ok(complete) => Ok(complete),
-        Err((class, message)) => {
-            col.fail(class, message);
-            Ok(true)
+    /// `ran`, `failed:auth`, ...
+    pub fn state_text(&self) -> String {
+        match (self.state, self.error_class) {
+            (BackendState::Failed, Some(class)) => format!("failed:{}", class.name()),
+            (s, _) => s.words().to_string(),
         }
-    }
-}
-
-/// The column on targets of type `T`: clean its namespace, then the growth loop. The inner
-/// error is a failure of the backend: (class, message).
-fn growth_on<T: Target>(
-    col: &mut Column,
-    g: &GrowthColumn,
-) -> Result<Result<bool, (ErrorClass, String)>> {
-    let target = match T::from_url(&g.plan.target.parsed, &g.plan.workload.params) {
-        Ok(t) => Arc::new(t),
-        Err(e) => return Ok(Err((ErrorClass::Other, e.to_string()))),
-    };
-    if let Err(e) = clean(&*target) {
-        return Ok(Err((e.class, e.message)));
-    }
-    col.state = ColumnState::Ran;
-    let puts = growth::put_ops(&g.plan);
-    let mut failure: Option<(ErrorClass, String)> = None;
-    let mut interrupted = false;
-    let grown = growth::grow(&g.plan, g.batch, g.limit, 0, |plan, stored| {
-        if engine::INTERRUPTED.load(Ordering::SeqCst) {
-            interrupted = true;
-            return Ok(None);
-        }
-        let k = col.runs.len() + 1;
-        let run = format!("runs/{}-{k:03}.json", g.slug);
-        let mut plan = plan.clone();
-        plan.outputs.result = g.dir.join(&run);
-        let r = runner::execute_on(Arc::clone(&target), &plan, View::Quiet)?;
-        result::write_atomic(&plan.outputs.result, &serde_json::to_vec_pretty(&r)?)?;
-        col.runs.push(run.clone());
-        if r.status == RunStatus::Interrupted {
-            interrupted = true;
-            return Ok(None);
-        }
-        let added = growth::added(&puts, &r);
-        if added == 0 {
-            failure = Some(batch_failure(&r));
-        } else {
-            col.cells.push(cell(stored, added, &r, run));
-        }
-        Ok(Some(r))
-    });
-    let grown = match grown {
-        Ok(grown) => grown,
-        Err(e) => return Ok(Err((error_class(&e), format!("{e:#}")))),
-    };
-    if let Some(f) = failure {
-        return Ok(Err(f));
-    }
-    if interrupted {
-        col.state = ColumnState::Interrupted;
-    }
-    if col.cells.len() >= 2 {
-        let model = GrowthModel::new(col.name.clone(), grown.fit, 0.0, grown.stored as f64);
-        col.upper_bound_per_s = g
-            .bounds_at
-            .iter()
-            .map(|&n| Bound {
-                stored: n,
-                per_s: Some(model.fit.predict(n as f64))
-                    .filter(|cost| *cost > 0.0)
-                    .map(|cost| g.batch as f64 / cost),
-            })
-            .collect();
-        col.model = Some(model);
-    }
-    Ok(Ok(!interrupted))
-}
-
-fn cell(stored: u64, added: u64, r: &RunResult, run: String) -> Cell {
-    Cell {
-        stored_before: stored,
-        added,
-        seconds: r.measured_s,
-        per_1000_s: r.measured_s * 1000.0 / added as f64,
-        run,
     }
 }
 
 /// The class and first message of a batch in which every operation failed.
-fn batch_failure(r: &RunResult) -> (ErrorClass, String) {
+pub(crate) fn batch_failure(r: &RunResult) -> (ErrorClass, String) {
     let class = r
         .total
         .errors_by_class
@@ -415,7 +391,7 @@ fn batch_failure(r: &RunResult) -> (ErrorClass, String) {
 
 /// The class of an error from the runner: an `OpError` in its chain, else a guess from
 /// the words of a driver's message, else `other`.
-fn error_class(e: &anyhow::Error) -> ErrorClass {
+pub(crate) fn error_class(e: &anyhow::Error) -> ErrorClass {
     if let Some(op) = e.chain().find_map(|c| c.downcast_ref::<OpError>()) {
         return op.class;
     }
@@ -431,7 +407,7 @@ fn error_class(e: &anyhow::Error) -> ErrorClass {
 
 /// Connect and remove loadrig's namespace, so that the study starts from zero stored. The
 /// error keeps its class (a wrong password is `auth`).
-fn clean<T: Target>(target: &T) -> Result<u64, OpError> {
+pub(crate) fn clean<T: Target>(target: &T) -> Result<u64, OpError> {
     use crate::targets::Session as _;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

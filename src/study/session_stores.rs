@@ -9,12 +9,11 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::Parser;
 
-use super::{Column, GrowthColumn, Request, StudyRecord};
-use crate::cli::RunArgs;
+use super::growth_table::GrowthColumn;
+use super::{Backend, Column, GrowthTable, Request, Slot, StudyRecord, StudyTable};
 use crate::error::InputError;
-use crate::plan::{self, RunPlan};
+use crate::plan::RunPlan;
 use crate::targets::redact;
 
 const WORKLOAD: &str = include_str!("session-stores.toml");
@@ -23,7 +22,7 @@ const BOUNDS_AT: [u64; 2] = [1000, 50_000];
 
 /// A column: its name, the target URL (or why it cannot run) and whether every record
 /// opens its own connection.
-struct Backend {
+struct Store {
     name: &'static str,
     slug: &'static str,
     url: Result<String, String>,
@@ -72,8 +71,20 @@ fn sizes(req: &Request) -> Result<(u64, u64), InputError> {
     Ok((batch, max))
 }
 
-fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Backend>, InputError> {
-    let servers = super::servers(&req.targets, &["postgres", "mysql", "redis"])?;
+fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Store>, InputError> {
+    let servers = super::servers(
+        &req.targets,
+        &[
+            Slot::new("postgres", "LOADRIG_PG_URL", |u| {
+                matches!(u.scheme.as_str(), "postgres" | "postgresql")
+            }),
+            Slot::new("mysql", "LOADRIG_MYSQL_URL", |u| {
+                matches!(u.scheme.as_str(), "mysql" | "mariadb")
+            }),
+            Slot::new("redis", "LOADRIG_REDIS_URL", |u| u.scheme == "redis"),
+        ],
+        "postgres, mysql, redis",
+    )?;
     let d = dir.display();
     let server = |kind: &str| {
         servers
@@ -86,7 +97,7 @@ fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Backend>, Input
     } else {
         Err("no dbm target in this build".to_string())
     };
-    let b = |name, slug, url, per_op| Backend {
+    let b = |name, slug, url, per_op| Store {
         name,
         slug,
         url,
@@ -130,50 +141,41 @@ fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Backend>, Input
     Ok(all)
 }
 
-/// The plan of one column, through the same flags `loadrig run` takes.
+/// The plan of one column: one operation per batch (the growth loop sets the count).
 fn column_plan(
     workload: &Path,
     url: &str,
     per_op: bool,
     dir: &Path,
 ) -> Result<RunPlan, InputError> {
-    #[derive(Parser)]
-    struct Flags {
-        #[command(flatten)]
-        run: RunArgs,
-    }
-    let mut args: Vec<String> = ["loadrig", &workload.to_string_lossy(), "--target", url]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(["--ops", "1", "--seed", "3", "-o"].map(String::from));
-    args.push(dir.join("runs/plan.json").to_string_lossy().into_owned());
+    let mut flags: Vec<String> = ["--ops", "1", "--seed", "3", "-o"].map(String::from).into();
+    flags.push(dir.join("runs/plan.json").to_string_lossy().into_owned());
     if per_op {
-        args.extend(["--connection", "per-op"].map(String::from));
+        flags.extend(["--connection", "per-op"].map(String::from));
     }
-    let flags = Flags::try_parse_from(&args)
-        .map_err(|e| InputError::new(format!("target {}: {}", redact(url), e.kind())))?;
-    plan::resolve(&flags.run)
+    super::plan_with_flags(workload, url, &flags)
 }
 
 pub fn run(req: &Request) -> Result<ExitCode> {
     let (batch, max) = sizes(req)?;
     let dir = super::out_dir(req);
     let backends = backends(req, &dir, batch)?;
-    std::fs::create_dir_all(dir.join("runs"))?;
-    for sub in ["fs", "fs2", "fs2-sync", "dbm", "sqlite"] {
-        std::fs::create_dir_all(dir.join(sub))?;
-    }
-    let workload = dir.join("session-stores.toml");
-    std::fs::write(&workload, WORKLOAD)?;
     // Every plan is resolved before the first run: a bad URL exits 2 with nothing run.
-    let mut plans = Vec::new();
-    for b in &backends {
-        plans.push(match &b.url {
-            Ok(url) => Some(column_plan(&workload, url, b.per_op, &dir)?),
-            Err(_) => None,
-        });
-    }
+    let plans = super::prepare(
+        &dir,
+        "session-stores.toml",
+        WORKLOAD,
+        &["fs", "fs2", "fs2-sync", "dbm", "sqlite"],
+        |workload| {
+            backends
+                .iter()
+                .map(|b| match &b.url {
+                    Ok(url) => column_plan(workload, url, b.per_op, &dir).map(Some),
+                    Err(_) => Ok(None),
+                })
+                .collect::<Result<Vec<_>, InputError>>()
+        },
+    )?;
     let mut record = StudyRecord {
         schema_version: super::SCHEMA_VERSION,
         study: "session-stores".into(),
@@ -185,8 +187,7 @@ pub fn run(req: &Request) -> Result<ExitCode> {
         started_at: super::now(),
         ended_at: None,
         unit: "seconds per 1000 records added, against the records already stored".into(),
-        rows: Vec::new(),
-        columns: Vec::new(),
+        table: StudyTable::Growth(GrowthTable::default()),
     };
     println!(
         "loadrig {} study session-stores: batches of {batch} up to {max} records, {} backends; into {}",
@@ -195,6 +196,7 @@ pub fn run(req: &Request) -> Result<ExitCode> {
         dir.display()
     );
     let mut complete = true;
+    let mut table = GrowthTable::default();
     for (b, plan) in backends.iter().zip(plans) {
         let (Ok(url), Some(plan), true) = (&b.url, plan, complete) else {
             let why = match (&b.url, complete) {
@@ -202,10 +204,10 @@ pub fn run(req: &Request) -> Result<ExitCode> {
                 (_, false) => "interrupted before it started".into(),
                 _ => "no plan".into(),
             };
-            record.columns.push(Column::not_run(b.name, &why));
+            table.push(Column::new(Backend::not_run(b.name, &why)));
             continue;
         };
-        let mut col = Column::new(b.name, Some(redact(url)));
+        let mut col = Column::new(Backend::new(b.name, Some(redact(url))));
         println!("{}: {}", b.name, redact(url));
         let g = GrowthColumn {
             plan,
@@ -215,25 +217,14 @@ pub fn run(req: &Request) -> Result<ExitCode> {
             slug: b.slug.to_string(),
             bounds_at: &BOUNDS_AT,
         };
-        complete &= super::run_growth_column(&mut col, &g)?;
-        if let Some(note) = &col.note {
+        complete &= super::growth_table::run_growth_column(&mut col, &g)?;
+        if let Some(note) = &col.backend.note {
             println!("  {note}");
         }
-        record.columns.push(col);
-        record.rows = rows(&record);
+        table.push(col);
+        record.table = StudyTable::Growth(table.clone());
         super::write_record(&record, &dir)?;
     }
+    record.table = StudyTable::Growth(table);
     super::finish(&mut record, &dir, complete)
-}
-
-/// Every number of records stored that some column timed a batch at, in order.
-fn rows(record: &StudyRecord) -> Vec<u64> {
-    let mut rows: Vec<u64> = record
-        .columns
-        .iter()
-        .flat_map(|c| c.cells.iter().map(|x| x.stored_before))
-        .collect();
-    rows.sort_unstable();
-    rows.dedup();
-    rows
 }
