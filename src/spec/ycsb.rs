@@ -197,10 +197,6 @@ impl Hotspot {
         })
     }
 
-    pub fn hot_keys(&self) -> u64 {
-        self.hot
-    }
-
     pub fn sample<R: RngCore>(&self, rng: &mut R) -> u64 {
         // Java's `Math.abs(nextLong())`; its one negative result (2^-64) is taken as 2^63.
         if rng.random::<f64>() < self.hot_opn {
