@@ -169,6 +169,21 @@ fn cases() -> Vec<Case> {
             vec!["empty range 5..5"],
         ),
         (
+            "YCSB hotspot fraction outside (0, 1)",
+            with("k{uniform 0..records}", "k{ycsb_hotspot 0..records 0.2 1}"),
+            vec![],
+            vec![
+                "w.toml:9:49",
+                "hot operation fraction must lie between 0 and 1",
+            ],
+        ),
+        (
+            "YCSB latest without its record count",
+            with("k{uniform 0..records}", "k{ycsb_latest}"),
+            vec![],
+            vec!["w.toml:9:21", "'ycsb_latest' takes the number of records loaded"],
+        ),
+        (
             "unclosed brace",
             with("k{uniform 0..records}", "k{seq"),
             vec![],

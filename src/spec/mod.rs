@@ -8,6 +8,7 @@ pub mod builtin;
 pub mod duration;
 pub mod ops;
 pub mod template;
+pub mod ycsb;
 
 use std::collections::BTreeMap;
 use std::ops::Range;

@@ -9,6 +9,12 @@
 //! | `seq` / `seq START`   | a sequence; clients take interleaved numbers, never the same  |
 //! | `uniform A..B`        | uniform integer in A..B (B excluded)                          |
 //! | `zipf A..B [S]`       | Zipfian integer in A..B, exponent S (default 0.99), A hottest |
+//! | `ycsb_zipfian A..B`   | YCSB 0.17's ZipfianGenerator (an approximation), A hottest    |
+//! | `ycsb_scrambled A..B` | YCSB's ScrambledZipfianGenerator: hot keys spread by a hash   |
+//! | `ycsb_hotspot A..B H O` | a fraction O of draws on the first fraction H of the range  |
+//! | `ycsb_latest N`       | YCSB's SkewedLatestGenerator: the newest `seq` number (at     |
+//! |                       | least N - 1) minus a YCSB Zipfian number                      |
+//! | `fnvhash64 GEN`       | YCSB's FNV-64 hash of the number GEN draws (hashed key order) |
 //! | `bytes N`             | N random bytes (values only)                                  |
 //! | `string N`            | N random alphanumeric characters                              |
 //! | `choice a\|b\|c`      | one of the listed words, uniformly                            |
@@ -24,6 +30,7 @@ use rand::distr::{Alphanumeric, Distribution};
 use rand::{Rng, RngCore};
 use rand_distr::Zipf;
 
+use super::ycsb;
 use crate::vocab::ValueKind;
 
 /// A compile error with the byte offset inside the template string where it was found.
@@ -55,6 +62,12 @@ enum Part {
         lo: u64,
         dist: Zipf<f64>,
     },
+    YcsbZipfian(ycsb::RangeZipfian),
+    YcsbScrambled(ycsb::ScrambledZipfian),
+    YcsbHotspot(ycsb::Hotspot),
+    YcsbLatest(ycsb::SkewedLatest),
+    /// YCSB's hash of the number the inner generator draws.
+    FnvHash(Box<Part>),
     Bytes(usize),
     Text(usize),
     Choice(Vec<String>),
@@ -87,6 +100,11 @@ pub struct GenState {
     pub offset: u64,
     /// Values captured by transaction steps, by capture slot.
     pub captures: Vec<Vec<u8>>,
+    /// The largest number this client's `seq` generators have handed out: the newest key
+    /// for `ycsb_latest`.
+    pub newest: Option<u64>,
+    /// `ycsb_latest`'s Zipfian for the current newest key.
+    pub latest: Option<ycsb::LatestZipfian>,
 }
 
 impl GenState {
@@ -97,6 +115,8 @@ impl GenState {
             counters: vec![0; seq_slots],
             offset: 0,
             captures: Vec::new(),
+            newest: None,
+            latest: None,
         }
     }
 }
@@ -230,7 +250,7 @@ impl Template {
 /// `{sid}`: 32 lowercase hex digits (see [`Part::Sid`]).
 fn push_sid<R: RngCore>(slot: usize, rng: &mut R, st: &mut GenState, mut push: impl FnMut(&str)) {
     use md5::Digest as _;
-    let n = number(&Part::Seq { start: 0, slot }, rng, st);
+    let n = next_seq(st, 0, slot);
     let digest = md5::Md5::digest(format!("{n}{}", rng.next_u64()).as_bytes());
     let mut hex = [0u8; 32];
     for (i, b) in digest.iter().enumerate() {
@@ -255,19 +275,49 @@ impl std::fmt::Write for VecWriter<'_> {
     }
 }
 
+/// The next number of the sequence in `slot`: client c of N takes c, c + N, ...
+fn next_seq(st: &mut GenState, start: u64, slot: usize) -> u64 {
+    let n = st.counters[slot];
+    st.counters[slot] += 1;
+    start + st.offset + st.client + n * st.stride
+}
+
 fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
     match part {
         Part::Seq { start, slot } => {
-            let n = st.counters[*slot];
-            st.counters[*slot] += 1;
-            start + st.offset + st.client + n * st.stride
+            let n = next_seq(st, *start, *slot);
+            st.newest = Some(st.newest.map_or(n, |m| m.max(n)));
+            n
         }
         Part::Uniform { lo, hi } => rng.random_range(*lo..*hi),
         Part::Zipf { lo, dist } => lo + dist.sample(rng) as u64 - 1,
+        Part::YcsbZipfian(z) => z.sample(rng),
+        Part::YcsbScrambled(z) => z.sample(rng),
+        Part::YcsbHotspot(h) => h.sample(rng),
+        Part::YcsbLatest(l) => l.sample(rng, st.newest, st.offset, &mut st.latest),
+        Part::FnvHash(inner) => ycsb::fnvhash64(number(inner, rng, st) as i64) as u64,
         Part::Client => st.client,
         _ => 0,
     }
 }
+
+/// True if `part` draws a number (which `fnvhash64` can hash, and which alone is an integer).
+fn is_number(part: &Part) -> bool {
+    matches!(
+        part,
+        Part::Seq { .. }
+            | Part::Uniform { .. }
+            | Part::Zipf { .. }
+            | Part::YcsbZipfian(_)
+            | Part::YcsbScrambled(_)
+            | Part::YcsbHotspot(_)
+            | Part::YcsbLatest(_)
+            | Part::FnvHash(_)
+            | Part::Client
+    )
+}
+
+const GENERATORS: &str = "seq, uniform, zipf, ycsb_zipfian, ycsb_scrambled, ycsb_hotspot, ycsb_latest, fnvhash64, bytes, string, choice, client or sid";
 
 fn compile_expr(
     expr: &str,
@@ -280,6 +330,17 @@ fn compile_expr(
         .into_iter()
         .map(|(o, w)| (offset + o, w))
         .collect();
+    compile_words(&words, offset, params, captures, seq_slots)
+}
+
+/// One generator expression as words with their offsets (`offset`: where it starts).
+fn compile_words(
+    words: &[(usize, &str)],
+    offset: usize,
+    params: &BTreeMap<String, toml::Value>,
+    captures: &[(String, usize)],
+    seq_slots: &mut usize,
+) -> Result<Part, TemplateError> {
     let Some(&(head_at, head)) = words.first() else {
         return err(
             offset,
@@ -296,6 +357,20 @@ fn compile_expr(
         "seq" => call.seq(seq_slots),
         "uniform" => call.uniform(),
         "zipf" => call.zipf(),
+        "ycsb_zipfian" | "ycsb_scrambled" => call.ycsb_zipfian(),
+        "ycsb_hotspot" => call.ycsb_hotspot(),
+        "ycsb_latest" => call.ycsb_latest(),
+        "fnvhash64" => {
+            call.arity(
+                1..=usize::MAX,
+                "a number generator: {fnvhash64 seq} or {fnvhash64 ycsb_scrambled 0..1000}",
+            )?;
+            let inner = compile_words(call.args, head_at, params, captures, seq_slots)?;
+            if !is_number(&inner) {
+                return err(call.args[0].0, format!("'fnvhash64' hashes the number a generator draws (seq, uniform, zipf, ycsb_*, client), not '{}'", call.args[0].1));
+            }
+            Ok(Part::FnvHash(Box::new(inner)))
+        }
         "bytes" | "string" => call.size(),
         "choice" => call.choice(),
         "client" => {
@@ -312,7 +387,7 @@ fn compile_expr(
         name if call.args.is_empty() => named(name, head_at, params, captures),
         other => err(
             head_at,
-            format!("unknown generator '{other}': expected seq, uniform, zipf, bytes, string, choice, client or sid"),
+            format!("unknown generator '{other}': expected {GENERATORS}"),
         ),
     }
 }
@@ -379,6 +454,66 @@ impl Call<'_> {
         Ok(Part::Zipf { lo, dist })
     }
 
+    /// `ycsb_zipfian A..B` or `ycsb_scrambled A..B`.
+    fn ycsb_zipfian(&self) -> Result<Part, TemplateError> {
+        self.arity(1..=1, &format!("a range: {{{} 0..1000}}", self.head))?;
+        let (lo, hi) = range(self.args[0].1, self.args[0].0, self.params)?;
+        Ok(if self.head == "ycsb_zipfian" {
+            Part::YcsbZipfian(ycsb::RangeZipfian::new(lo, hi))
+        } else {
+            Part::YcsbScrambled(ycsb::ScrambledZipfian::new(lo, hi))
+        })
+    }
+
+    fn ycsb_hotspot(&self) -> Result<Part, TemplateError> {
+        self.arity(
+            3..=3,
+            "a range, the fraction of it that is hot and the fraction of draws that go there: {ycsb_hotspot 0..1000 0.2 0.8}",
+        )?;
+        let (lo, hi) = range(self.args[0].1, self.args[0].0, self.params)?;
+        let mut fractions = [0.0; 2];
+        for (f, (&(at, w), what)) in fractions
+            .iter_mut()
+            .zip(self.args[1..].iter().zip(["hot set", "hot operation"]))
+        {
+            *f = float(w, at, self.params)?;
+            if !(*f > 0.0 && *f < 1.0) {
+                return err(
+                    at,
+                    format!("ycsb_hotspot's {what} fraction must lie between 0 and 1 (both excluded), not {w}"),
+                );
+            }
+        }
+        match ycsb::Hotspot::new(lo, hi, fractions[0], fractions[1]) {
+            Some(h) => Ok(Part::YcsbHotspot(h)),
+            None => err(
+                self.args[1].0,
+                format!(
+                    "ycsb_hotspot's hot set is empty: {} of the {} keys in {} is less than one key; use a larger range or hot set fraction",
+                    self.args[1].1,
+                    hi - lo,
+                    self.args[0].1
+                ),
+            ),
+        }
+    }
+
+    fn ycsb_latest(&self) -> Result<Part, TemplateError> {
+        self.arity(
+            1..=1,
+            "the number of records loaded (keys 0..N): {ycsb_latest records}",
+        )?;
+        let (at, w) = self.args[0];
+        let records = integer(w, at, self.params)?;
+        if records < 3 {
+            return err(
+                at,
+                format!("ycsb_latest needs at least 3 records loaded (YCSB's formula divides by zero below), not {records}"),
+            );
+        }
+        Ok(Part::YcsbLatest(ycsb::SkewedLatest::new(records)))
+    }
+
     /// `bytes N` or `string N`.
     fn size(&self) -> Result<Part, TemplateError> {
         self.arity(1..=1, "a size: {bytes 512}")?;
@@ -433,7 +568,7 @@ fn named(
         None => err(
             at,
             format!(
-                "unknown generator or parameter '{name}': expected seq, uniform, zipf, bytes, string, choice, client, sid{}",
+                "unknown generator or parameter '{name}': expected {GENERATORS}{}",
                 param_list(params)
             ),
         ),
@@ -443,9 +578,7 @@ fn named(
 /// The kind of a template that is the single expression `expr`, compiled into `part`.
 fn expr_kind(part: &Part, expr: &str, params: &BTreeMap<String, toml::Value>) -> ValueKind {
     match part {
-        Part::Seq { .. } | Part::Uniform { .. } | Part::Zipf { .. } | Part::Client => {
-            ValueKind::Integer
-        }
+        p if is_number(p) => ValueKind::Integer,
         Part::Literal(_) => match params.get(expr.trim()) {
             Some(toml::Value::Integer(_)) => ValueKind::Integer,
             Some(toml::Value::Float(_)) => ValueKind::Float,
@@ -617,6 +750,9 @@ mod tests {
             "{uniform 5..records}",
             "{zipf 5..records}",
             "{zipf 5..records 1.5}",
+            "{ycsb_zipfian 5..records}",
+            "{ycsb_scrambled 5..records}",
+            "{ycsb_hotspot 5..records 0.1 0.9}",
         ] {
             let t = Template::compile(src, &p, &mut slots).unwrap();
             let mut rng = SmallRng::seed_from_u64(7);
@@ -640,6 +776,72 @@ mod tests {
         assert!(e.message.contains("unknown generator"));
         assert!(Template::compile("{seq", &params(), &mut slots).is_err());
         assert!(Template::compile("{uniform 9..3}", &params(), &mut slots).is_err());
+        for (src, offset, fragment) in [
+            ("{ycsb_zipfian}", 1, "'ycsb_zipfian' takes a range"),
+            ("{ycsb_zipfian 5..5}", 14, "empty range 5..5"),
+            (
+                "{ycsb_scrambled 0..9 2}",
+                1,
+                "'ycsb_scrambled' takes a range",
+            ),
+            ("{ycsb_scrambled 0..x}", 19, "found 'x'"),
+            (
+                "{ycsb_hotspot 0..100 0.2}",
+                1,
+                "'ycsb_hotspot' takes a range, the fraction",
+            ),
+            ("{ycsb_hotspot 9..3 0.2 0.8}", 14, "empty range"),
+            (
+                "{ycsb_hotspot 0..100 1.2 0.8}",
+                21,
+                "hot set fraction must lie between 0 and 1",
+            ),
+            (
+                "{ycsb_hotspot 0..100 0.2 0}",
+                25,
+                "hot operation fraction must lie between 0 and 1",
+            ),
+            (
+                "{ycsb_hotspot 0..100 0.2 nan}",
+                25,
+                "hot operation fraction",
+            ),
+            (
+                "{ycsb_hotspot 0..100 x 0.8}",
+                21,
+                "expected a number, found 'x'",
+            ),
+            (
+                "{ycsb_hotspot 0..4 0.2 0.5}",
+                19,
+                "hot set is empty: 0.2 of the 4 keys",
+            ),
+            (
+                "{ycsb_latest}",
+                1,
+                "'ycsb_latest' takes the number of records loaded",
+            ),
+            ("{ycsb_latest 1 2}", 1, "'ycsb_latest' takes the number"),
+            ("{ycsb_latest 2}", 13, "at least 3 records loaded"),
+            ("{ycsb_latest name}", 13, "parameter 'name' is \"x\""),
+            ("{fnvhash64}", 1, "'fnvhash64' takes a number generator"),
+            (
+                "{fnvhash64 name}",
+                11,
+                "hashes the number a generator draws",
+            ),
+            (
+                "{fnvhash64 string 3}",
+                11,
+                "hashes the number a generator draws",
+            ),
+            ("{fnvhash64 bogus 1}", 11, "unknown generator 'bogus'"),
+            ("{fnvhash64 ycsb_latest 1}", 23, "at least 3 records"),
+        ] {
+            let e = Template::compile(src, &params(), &mut slots).unwrap_err();
+            assert!(e.message.contains(fragment), "{src}: {}", e.message);
+            assert_eq!(e.offset, offset, "{src}: {}", e.message);
+        }
     }
 
     #[test]
@@ -652,6 +854,11 @@ mod tests {
             "{seq 5}",
             "{uniform 1..9}",
             "{zipf 1..9}",
+            "{ycsb_zipfian 1..9}",
+            "{ycsb_scrambled 1..9}",
+            "{ycsb_hotspot 1..9 0.5 0.5}",
+            "{ycsb_latest records}",
+            "{fnvhash64 seq}",
             "{client}",
             "{records}",
         ] {

@@ -1,0 +1,307 @@
+//! Each chooser against ground truth: many draws through the workload language with a fixed
+//! seed, key frequencies compared with the reference distribution by Pearson's chi-square test
+//! at significance 0.001 (adjacent keys merged until each bin expects at least 5 draws).
+
+use std::collections::BTreeMap;
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use statrs::distribution::{ChiSquared, ContinuousCDF};
+
+use super::*;
+use crate::spec::template::{GenState, Template};
+
+const ALPHA: f64 = 0.001;
+
+/// The p-value of Pearson's chi-square test of `observed` counts against the probabilities
+/// `expected` (summing to 1), adjacent bins merged until each expects at least 5.
+fn chi_square_p(observed: &[u64], expected: &[f64]) -> f64 {
+    assert_eq!(observed.len(), expected.len());
+    let total = observed.iter().sum::<u64>() as f64;
+    let mut bins: Vec<(f64, f64)> = Vec::new();
+    let (mut o, mut e) = (0.0, 0.0);
+    for (&ob, &p) in observed.iter().zip(expected) {
+        o += ob as f64;
+        e += p * total;
+        if e >= 5.0 {
+            bins.push((o, e));
+            (o, e) = (0.0, 0.0);
+        }
+    }
+    match bins.last_mut() {
+        Some(last) => {
+            last.0 += o;
+            last.1 += e;
+        }
+        None => bins.push((o, e)),
+    }
+    let statistic: f64 = bins.iter().map(|(o, e)| (o - e) * (o - e) / e).sum();
+    let df = (bins.len() - 1) as f64;
+    ChiSquared::new(df).unwrap().sf(statistic)
+}
+
+/// `n` numbers drawn by the template `source` for the client `st`, with seed `seed`.
+fn draws(source: &str, n: usize, seed: u64, st: &mut GenState) -> Vec<u64> {
+    let mut params = BTreeMap::new();
+    params.insert("records".to_string(), toml::Value::Integer(1000));
+    let t = Template::compile(source, &params, &mut 0).unwrap();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut text = String::new();
+    (0..n)
+        .map(|_| {
+            text.clear();
+            t.render_str(&mut rng, st, &mut text);
+            text.parse().unwrap()
+        })
+        .collect()
+}
+
+/// How often each of `lo..lo + len` was drawn; every draw must be in that range.
+fn counts(values: &[u64], lo: u64, len: usize) -> Vec<u64> {
+    let mut c = vec![0; len];
+    for &v in values {
+        assert!((lo..lo + len as u64).contains(&v), "{v} outside {lo}..");
+        c[(v - lo) as usize] += 1;
+    }
+    c
+}
+
+/// The Zipf law over `n` ranks with exponent `s`: rank k (from 0) has weight (k + 1)^-s.
+fn zipf_law(n: usize, s: f64) -> Vec<f64> {
+    let w: Vec<f64> = (1..=n).map(|k| (k as f64).powf(-s)).collect();
+    let sum: f64 = w.iter().sum();
+    w.iter().map(|x| x / sum).collect()
+}
+
+#[test]
+fn fnvhash64_makes_ycsbs_hashed_keys() {
+    // The first keys YCSB's load phase inserts with insertorder=hashed (its BasicDB output).
+    let ycsb = [
+        6284781860667377211,
+        8517097267634966620,
+        1820151046732198393,
+    ];
+    for (keynum, key) in ycsb.iter().enumerate() {
+        assert_eq!(fnvhash64(keynum as i64), *key);
+    }
+    let keys = draws("{fnvhash64 seq}", 3, 1, &mut GenState::new(0, 1, 1));
+    assert_eq!(keys, ycsb.map(|k| k as u64));
+}
+
+/// The numbers below 2^40 whose FNV-1a hash is `target`, met in the middle: the two lowest
+/// bytes forward from the offset basis, the other six (the top three zero) back from `target`.
+fn preimages_below_2_40(target: u64) -> Vec<u64> {
+    let mut inverse = FNV_PRIME;
+    for _ in 0..6 {
+        inverse = inverse.wrapping_mul(2u64.wrapping_sub(FNV_PRIME.wrapping_mul(inverse)));
+    }
+    assert_eq!(FNV_PRIME.wrapping_mul(inverse), 1);
+    let step = |h: u64, byte: u64| (h ^ byte).wrapping_mul(FNV_PRIME);
+    let mut forward: Vec<(u64, u64)> = (0..1u64 << 16)
+        .map(|low| (step(step(FNV_OFFSET_BASIS, low & 0xff), low >> 8), low))
+        .collect();
+    forward.sort_unstable();
+    let mut seen = vec![false; 1 << 20];
+    for (h, _) in &forward {
+        seen[(h >> 44) as usize] = true;
+    }
+    let back = |h: u64, byte: u64| h.wrapping_mul(inverse) ^ byte;
+    let above = back(back(back(target, 0), 0), 0);
+    let mut found = Vec::new();
+    for b4 in 0..256 {
+        let h4 = back(above, b4);
+        for b3 in 0..256 {
+            let h3 = back(h4, b3);
+            for b2 in 0..256 {
+                let h2 = back(h3, b2);
+                if !seen[(h2 >> 44) as usize] {
+                    continue;
+                }
+                let at = forward.partition_point(|(h, _)| *h < h2);
+                for (_, low) in forward[at..].iter().take_while(|(h, _)| *h == h2) {
+                    found.push(b4 << 32 | b3 << 24 | b2 << 16 | low);
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_key_number_below_2_pow_40_hashes_to_the_one_negative_value() {
+    // The search finds a number it is given ...
+    let known = 0x12_3456_789a;
+    assert!(preimages_below_2_40(fnv1a(known as i64)).contains(&known));
+    // ... and no number below 2^40 (the scrambled Zipfian's stay below 2^34) has the hash
+    // whose Java `Math.abs` stays negative, so fnvhash64 is never negative for them.
+    assert_eq!(preimages_below_2_40(1 << 63), Vec::<u64>::new());
+}
+
+#[test]
+fn zeta_matches_the_term_by_term_sum_and_ycsbs_constant() {
+    let mut sum = 0.0;
+    for i in 1..=300_000u64 {
+        sum += (i as f64).powf(-THETA);
+        if [1, 2, 49, 50, 51, 1000, 123_457, 300_000].contains(&i) {
+            assert!((zeta(i) - sum).abs() <= 1e-12 * sum, "zeta({i})");
+        }
+    }
+    assert_eq!(zeta(0), 0.0);
+    let ycsb = SCRAMBLED_ZETAN;
+    assert!((zeta(10_000_000_000) - ycsb).abs() < 1e-10 * ycsb);
+}
+
+#[test]
+fn ycsb_zipfian_matches_the_exact_distribution_of_ycsbs_algorithm() {
+    let pmf = Zipfian::new(1000).pmf(1000);
+    assert!((pmf.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    let values = draws(
+        "{ycsb_zipfian 5..1005}",
+        200_000,
+        1,
+        &mut GenState::new(0, 1, 0),
+    );
+    let p = chi_square_p(&counts(&values, 5, 1000), &pmf);
+    assert!(p >= ALPHA, "p = {p}");
+}
+
+#[test]
+fn ycsb_zipfian_is_not_the_zipf_law() {
+    // YCSB's approximation: exact for the two hottest ranks, then 17 % too often at the
+    // third and 11 % at the fourth, and 3.5 % too seldom in the tail (1000 keys).
+    let (ycsb, law) = (Zipfian::new(1000).pmf(1000), zipf_law(1000, THETA));
+    let ratio = |k: usize| ycsb[k] / law[k];
+    assert!((ratio(0) - 1.0).abs() < 1e-9 && (ratio(1) - 1.0).abs() < 1e-9);
+    assert!((1.16..1.18).contains(&ratio(2)), "{}", ratio(2));
+    assert!((1.10..1.12).contains(&ratio(3)), "{}", ratio(3));
+    assert!((0.96..0.97).contains(&ratio(900)), "{}", ratio(900));
+    // At 10^10 + 1 numbers (the scrambled generator's), 20 % at the third rank.
+    let big = Zipfian::grown(SCRAMBLED_ITEMS, SCRAMBLED_ITEMS, SCRAMBLED_ZETAN);
+    let third = big.pmf(3)[2] * SCRAMBLED_ZETAN * 3f64.powf(THETA);
+    assert!((1.19..1.21).contains(&third), "{third}");
+    // And the draws show it: the Zipf law is rejected.
+    let values = draws(
+        "{ycsb_zipfian 0..1000}",
+        200_000,
+        2,
+        &mut GenState::new(0, 1, 0),
+    );
+    let p = chi_square_p(&counts(&values, 0, 1000), &law);
+    assert!(p < ALPHA, "p = {p}");
+}
+
+#[test]
+fn exact_zipf_matches_the_zipf_law() {
+    for (source, s, n) in [
+        ("{zipf 0..1000}", THETA, 1000),
+        ("{zipf 1..101 1.5}", 1.5, 100),
+    ] {
+        let lo = if n == 1000 { 0 } else { 1 };
+        let values = draws(source, 200_000, 3, &mut GenState::new(0, 1, 0));
+        let p = chi_square_p(&counts(&values, lo, n), &zipf_law(n, s));
+        assert!(p >= ALPHA, "{source}: p = {p}");
+    }
+}
+
+#[test]
+fn scrambled_matches_ycsbs_zipfian_hashed_onto_the_range() {
+    // Reference: the exact masses of the first million Zipfian numbers, each put on its key
+    // through the hash; the rest (42 % of the mass, spread over ten thousand million numbers)
+    // evenly over the keys: how unevenly the hash spreads it (a standard deviation of about
+    // 0.14 % of a key's share) is far under the 4.5 % a key's count varies by in these draws.
+    let (lo, keys) = (100, 1000);
+    let gen = ScrambledZipfian::new(lo, lo + keys);
+    let head = gen.zipf.pmf(1_000_000);
+    let tail = 1.0 - head.iter().sum::<f64>();
+    let mut expected = vec![tail / keys as f64; keys as usize];
+    for (n, p) in head.iter().enumerate() {
+        expected[(gen.key(n as u64) - lo) as usize] += p;
+    }
+    let values = draws(
+        "{ycsb_scrambled 100..1100}",
+        500_000,
+        4,
+        &mut GenState::new(0, 1, 0),
+    );
+    let observed = counts(&values, lo, keys as usize);
+    let p = chi_square_p(&observed, &expected);
+    assert!(p >= ALPHA, "p = {p}");
+    // The hottest key is where number 0 hashes, with 1/zeta(10^10) of the draws, whatever
+    // the range: 3.8 %, where the Zipf law over 1000 keys gives 12.9 %.
+    let hottest = gen.key(0) - lo;
+    assert_eq!(
+        Some(hottest as usize),
+        (0..1000).max_by_key(|&k| observed[k])
+    );
+    assert!((expected[hottest as usize] - 1.0 / SCRAMBLED_ZETAN).abs() < 0.002);
+}
+
+#[test]
+fn hotspot_matches_its_two_uniform_sets() {
+    let values = draws(
+        "{ycsb_hotspot 0..records 0.2 0.8}",
+        100_000,
+        5,
+        &mut GenState::new(0, 1, 0),
+    );
+    let expected: Vec<f64> = (0..1000)
+        .map(|k| if k < 200 { 0.8 / 200.0 } else { 0.2 / 800.0 })
+        .collect();
+    let p = chi_square_p(&counts(&values, 0, 1000), &expected);
+    assert!(p >= ALPHA, "p = {p}");
+    // Java's `(int)` cast: a hot set of more than 2^31 - 1 keys is cut to that.
+    let big = Hotspot::new(0, 10_000_000_000, 0.5, 0.5).unwrap();
+    assert_eq!(big.hot, i32::MAX as u64);
+    assert!(Hotspot::new(0, 4, 0.2, 0.5).is_none());
+}
+
+/// Draws of `{ycsb_latest 1000}` against the newest key minus YCSB's Zipfian made for 999
+/// numbers and grown to `newest`.
+fn latest_matches_reference(st: &mut GenState, newest: u64, seed: u64) {
+    let values = draws("{ycsb_latest records}", 100_000, seed, st);
+    let offsets: Vec<u64> = values.iter().map(|v| newest - v).collect();
+    let zipf = Zipfian::grown(999, newest, zeta(newest));
+    let p = chi_square_p(&counts(&offsets, 0, newest as usize), &zipf.pmf(newest));
+    assert!(p >= ALPHA, "newest {newest}: p = {p}");
+    assert!(values.iter().all(|&v| (1..=newest).contains(&v)));
+}
+
+#[test]
+fn latest_is_the_newest_key_minus_a_ycsb_zipfian() {
+    let mut st = GenState::new(0, 1, 1);
+    latest_matches_reference(&mut st, 999, 6);
+    // After 500 inserts by this client, the newest key is 1499.
+    draws("{seq records}", 500, 7, &mut st);
+    latest_matches_reference(&mut st, 1499, 8);
+}
+
+#[test]
+fn latest_follows_the_clients_own_seq_only() {
+    // Client 1 of 4 took 1001 and 1005: its newest is 1005, the most frequent draw.
+    let mut st = GenState::new(1, 4, 1);
+    assert_eq!(draws("{seq records}", 2, 9, &mut st), [1001, 1005]);
+    let values = draws("{ycsb_latest records}", 10_000, 10, &mut st);
+    let c = counts(&values, 0, 1006);
+    assert_eq!((0..1006).max_by_key(|&k| c[k]), Some(1005));
+    assert_eq!(c[0], 0);
+    // A sequence inside fnvhash64 counts: the keys are hashed, their numbers are not.
+    let mut st = GenState::new(0, 1, 1);
+    draws("{fnvhash64 seq records}", 1, 14, &mut st);
+    let values = draws("{ycsb_latest records}", 10_000, 15, &mut st);
+    assert_eq!(values.iter().max(), Some(&1000));
+    // A session id's sequence is not a key: 5000 of them leave the newest at 999.
+    let mut st = GenState::new(0, 1, 1);
+    let sid = Template::compile("{sid}", &BTreeMap::new(), &mut 0).unwrap();
+    let mut rng = SmallRng::seed_from_u64(11);
+    for _ in 0..5000 {
+        sid.render_str(&mut rng, &mut st, &mut String::new());
+    }
+    assert_eq!(st.counters, [5000]);
+    let values = draws("{ycsb_latest records}", 10_000, 12, &mut st);
+    assert_eq!(values.iter().max(), Some(&999));
+    // A growth study's batch starts where the last one ended.
+    let mut st = GenState::new(0, 1, 0);
+    st.offset = 500;
+    let values = draws("{ycsb_latest records}", 10_000, 13, &mut st);
+    assert_eq!(values.iter().max(), Some(&1499));
+}
