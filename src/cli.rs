@@ -45,6 +45,39 @@ pub enum Command {
     Compare(CompareArgs),
     /// Export a result file as CSV tables and/or an HdrHistogram interval log.
     Export(ExportArgs),
+    /// Print the first operations each client of a workload would send, with their
+    /// parameters bound, without a target: `loadrig ops session-store --count 5`.
+    Ops(OpsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct OpsArgs {
+    /// A workload file (.toml) or a built-in workload name (`loadrig list`).
+    pub workload: String,
+
+    /// Set a workload parameter: --set records=50000 (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
+    pub set: Vec<(String, String)>,
+
+    /// Show only these operations of the workload, chosen as `run --op` chooses (repeatable).
+    #[arg(long = "op", value_name = "NAME")]
+    pub only_ops: Vec<String>,
+
+    /// This many clients (default: the workload's, as `loadrig run` would have).
+    #[arg(long, short = 'c')]
+    pub clients: Option<u64>,
+
+    /// Operations shown per client.
+    #[arg(long, short = 'n', value_name = "K", default_value_t = 10)]
+    pub count: u64,
+
+    /// The seed `loadrig run --seed S` would use (default: the workload's, else 0).
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// One JSON object per operation and line, with its arguments in full.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -144,7 +177,7 @@ pub struct ExportArgs {
     pub hdr_log: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct RunArgs {
     /// A workload file (.toml) or a built-in workload name (`loadrig list`).
     pub workload: String,
