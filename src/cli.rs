@@ -43,7 +43,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two result files: change, 95 % interval, test and verdict for each metric.
     Compare(CompareArgs),
-    /// Export a result file as CSV tables and/or an HdrHistogram interval log.
+    /// Export a result file as CSV tables, an HdrHistogram interval log and/or YCSB's text
+    /// output.
     Export(ExportArgs),
     /// Print the first operations each client of a workload would send, with their
     /// parameters bound, without a target: `loadrig ops session-store --count 5`.
@@ -175,6 +176,11 @@ pub struct ExportArgs {
     /// Write the HdrHistogram interval log (HistogramLogProcessor's input) to this file.
     #[arg(long, value_name = "FILE")]
     pub hdr_log: Option<PathBuf>,
+
+    /// Write the measurements as YCSB 0.17 prints them (its text exporter, hdrhistogram
+    /// measurements) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub ycsb: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Default, Args)]

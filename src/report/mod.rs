@@ -1,5 +1,5 @@
 //! Outputs computed from a run: the console view and summary, and what is computed from
-//! result files alone (HTML report with SVG plots, CSV and HdrHistogram log exports, the
+//! result files alone (HTML report with SVG plots, CSV, HdrHistogram log and YCSB exports, the
 //! sweep's table and summary), the operations `loadrig ops` shows, plus the live OpenMetrics
 //! endpoint. The files themselves
 //! are [`crate::result`].
@@ -13,3 +13,4 @@ pub mod metrics;
 pub mod ops;
 pub mod plot;
 pub mod sweep;
+pub mod ycsb;
