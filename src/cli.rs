@@ -43,8 +43,42 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two result files: change, 95 % interval, test and verdict for each metric.
     Compare(CompareArgs),
-    /// Export a result file as CSV tables and/or an HdrHistogram interval log.
+    /// Export a result file as CSV tables, an HdrHistogram interval log and/or YCSB's text
+    /// output.
     Export(ExportArgs),
+    /// Print the first operations each client of a workload would send, with their
+    /// parameters bound, without a target: `loadrig ops session-store --count 5`.
+    Ops(OpsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct OpsArgs {
+    /// A workload file (.toml) or a built-in workload name (`loadrig list`).
+    pub workload: String,
+
+    /// Set a workload parameter: --set records=50000 (repeatable).
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
+    pub set: Vec<(String, String)>,
+
+    /// Show only these operations of the workload, chosen as `run --op` chooses (repeatable).
+    #[arg(long = "op", value_name = "NAME")]
+    pub only_ops: Vec<String>,
+
+    /// This many clients (default: the workload's, as `loadrig run` would have).
+    #[arg(long, short = 'c')]
+    pub clients: Option<u64>,
+
+    /// Operations shown per client.
+    #[arg(long, short = 'n', value_name = "K", default_value_t = 10)]
+    pub count: u64,
+
+    /// The seed `loadrig run --seed S` would use (default: the workload's, else 0).
+    #[arg(long)]
+    pub seed: Option<u64>,
+
+    /// One JSON object per operation and line, with its arguments in full.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -142,9 +176,14 @@ pub struct ExportArgs {
     /// Write the HdrHistogram interval log (HistogramLogProcessor's input) to this file.
     #[arg(long, value_name = "FILE")]
     pub hdr_log: Option<PathBuf>,
+
+    /// Write the measurements as YCSB 0.17 prints them (its text exporter, hdrhistogram
+    /// measurements) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub ycsb: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Clone, Default, Args)]
 pub struct RunArgs {
     /// A workload file (.toml) or a built-in workload name (`loadrig list`).
     pub workload: String,

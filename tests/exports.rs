@@ -359,3 +359,147 @@ fn a_busy_metrics_port_is_an_input_error() {
     assert!(err.contains("expected IP:PORT"), "{err}");
     assert!(d.files().is_empty(), "{:?}", d.files());
 }
+
+const YCSB_OPS: &str = r#"name = "ycsb-like"
+target = "sleep://?latency=uniform(200us..600us)&errors=0.2"
+
+[[op]]
+name = "read"
+weight = 3
+nop = {}
+
+[[op]]
+name = "read-modify-write"
+nop = {}
+
+[[op]]
+name = "never"
+weight = 0.000001
+nop = {}
+"#;
+
+/// YCSB's text output parsed back: (metric, measurement, value) per line, in order.
+fn parse_ycsb(text: &str) -> Vec<(String, String, String)> {
+    text.lines()
+        .map(|l| {
+            let (metric, rest) = l
+                .strip_prefix('[')
+                .and_then(|l| l.split_once("], "))
+                .unwrap_or_else(|| panic!("not a YCSB line: {l}"));
+            let (measurement, value) = rest.split_once(", ").expect("MEASUREMENT, VALUE");
+            (metric.into(), measurement.into(), value.into())
+        })
+        .collect()
+}
+
+#[test]
+fn ycsb_text_reads_back_as_the_run() {
+    let d = Dir::new();
+    d.write("w.toml", YCSB_OPS);
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--clients",
+        "2",
+        "--ops",
+        "600",
+        "--seed",
+        "5",
+        "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    let out = d.ok(&["export", "r.json", "--ycsb", "r.ycsb"]);
+    assert!(out.contains("wrote "), "{out}");
+    let lines = parse_ycsb(&std::fs::read_to_string(d.join("r.ycsb")).unwrap());
+    let value = |metric: &str, measurement: &str| -> &str {
+        &lines
+            .iter()
+            .find(|(m, s, _)| m == metric && s == measurement)
+            .unwrap_or_else(|| panic!("no [{metric}], {measurement}"))
+            .2
+    };
+    let int = |metric: &str, measurement: &str| value(metric, measurement).parse::<u64>().unwrap();
+
+    // The exact lines, in YCSB's order; `never` did not run, so it has no measurement.
+    let (read, rmw, never) = (&r.operations[0], &r.operations[1], &r.operations[2]);
+    assert_eq!(never.ok + never.errors, 0, "the seed leaves `never` out");
+    // About 30 failures expected for the rarer operation: never none.
+    assert!(read.errors > 0 && rmw.errors > 0, "errors for both");
+    let per_op = [
+        "Operations",
+        "AverageLatency(us)",
+        "MinLatency(us)",
+        "MaxLatency(us)",
+        "95thPercentileLatency(us)",
+        "99thPercentileLatency(us)",
+        "Return=OK",
+        "Return=ERROR",
+    ];
+    let mut expected: Vec<(&str, &str)> = vec![
+        ("OVERALL", "RunTime(ms)"),
+        ("OVERALL", "Throughput(ops/sec)"),
+        ("TOTAL_GCs", "Count"),
+        ("TOTAL_GC_TIME", "Time(ms)"),
+        ("TOTAL_GC_TIME_%", "Time(%)"),
+    ];
+    for name in ["READ", "READ-MODIFY-WRITE"] {
+        expected.extend(per_op.iter().map(|m| (name, *m)));
+    }
+    let got: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|(m, s, _)| (m.as_str(), s.as_str()))
+        .collect();
+    assert_eq!(got, expected);
+
+    // Counts, the run time and the throughput over every operation.
+    let runtime = int("OVERALL", "RunTime(ms)");
+    assert_eq!(runtime, (r.measured_s * 1000.0).round() as u64);
+    let throughput: f64 = value("OVERALL", "Throughput(ops/sec)").parse().unwrap();
+    assert_eq!(throughput, 1000.0 * 600.0 / runtime as f64);
+    for (name, o) in [("READ", read), ("READ-MODIFY-WRITE", rmw)] {
+        assert_eq!(int(name, "Operations"), o.ok);
+        assert_eq!(int(name, "Return=OK"), o.ok);
+        assert_eq!(
+            int(name, "Return=ERROR"),
+            o.errors,
+            "sleep's errors are class other"
+        );
+        // Latencies in whole microseconds, from the run file's own figures.
+        let l = &o.latency;
+        assert_eq!(int(name, "MinLatency(us)"), l.min_ns / 1000);
+        assert_eq!(int(name, "MaxLatency(us)"), l.max_ns / 1000);
+        assert_eq!(int(name, "99thPercentileLatency(us)"), l.p99_ns / 1000);
+        let h = o.histogram.decode().unwrap();
+        assert_eq!(
+            int(name, "95thPercentileLatency(us)"),
+            h.value_at_quantile(0.95) / 1000
+        );
+        let mean: f64 = value(name, "AverageLatency(us)").parse().unwrap();
+        assert_eq!(mean, l.mean_ns / 1000.0);
+        assert!((200.0..=700.0).contains(&mean), "{mean}");
+    }
+}
+
+#[test]
+fn ycsb_export_refuses_names_that_would_clash() {
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        "name = \"clash\"\n[[op]]\nname = \"read it\"\nnop = {}\n[[op]]\nname = \"READ_IT\"\nnop = {}\n",
+    );
+    d.ok(&[
+        "run", "w.toml", "--target", "noop://", "--ops", "20", "-o", "r.json",
+    ]);
+    let (_, err) = d.code(2, &["export", "r.json", "--ycsb", "r.ycsb", "--csv", "csv"]);
+    assert!(
+        err.contains("[READ_IT]") && err.contains("'read it'"),
+        "{err}"
+    );
+    let (_, err) = d.code(2, &["export", "r.json", "--ycsb", "r.json"]);
+    assert!(err.contains("the result file itself"), "{err}");
+    assert!(
+        !d.join("r.ycsb").exists() && !d.join("csv").exists(),
+        "nothing written"
+    );
+}

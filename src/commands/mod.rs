@@ -3,6 +3,7 @@
 
 mod compare;
 mod export;
+mod ops;
 mod report;
 mod run;
 mod study;
@@ -26,5 +27,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(args) => report::report(&args),
         Command::Compare(args) => compare::compare(&args),
         Command::Export(args) => export::export(&args),
+        Command::Ops(args) => ops::ops(&args),
     }
 }

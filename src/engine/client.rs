@@ -65,6 +65,10 @@ pub fn mix_seed(seed: u64, stream: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// What a captured value holds when operations are bound without a target: only a server
+/// can give the real one.
+pub const CAPTURED: &[u8] = b"<captured>";
+
 /// Chooses the next operation by weight and binds its parameters into reusable buffers.
 pub struct Chooser<'a> {
     ops: &'a [OpSpec],
@@ -128,6 +132,35 @@ impl<'a> Chooser<'a> {
         for (slot, value) in step.capture.iter().zip(captured) {
             self.gen.captures[*slot] = value;
         }
+    }
+
+    /// Choose and bind the next operation without a target (`loadrig ops`): `send` gets
+    /// every [`Op`] the client's session would receive for it, in order (a transaction's
+    /// `Begin`, steps and `Commit`; nothing for `connect` and `authenticate`, which send no
+    /// `Op`), as if every step succeeded at its first attempt. Values a step captures come
+    /// from a server, so each capture slot holds [`CAPTURED`] instead. Returns the
+    /// operation's index. The choices and draws are the ones [`run`] makes.
+    pub fn next_offline(&mut self, send: &mut impl FnMut(&Op<'_>)) -> usize {
+        let i = self.pick();
+        let ops = self.ops;
+        match &ops[i].kind {
+            OpKind::Connect | OpKind::Authenticate => {}
+            OpKind::Native(step) => self.step_offline(step, send),
+            OpKind::Tx(steps) => {
+                send(&Op::Begin);
+                for step in steps {
+                    self.step_offline(step, send);
+                }
+                send(&Op::Commit);
+            }
+            _ => send(&self.bind(i)),
+        }
+        i
+    }
+
+    fn step_offline(&mut self, step: &'a Step, send: &mut impl FnMut(&Op<'_>)) {
+        send(&self.bind_step(step));
+        self.keep(step, vec![CAPTURED.to_vec(); step.capture.len()]);
     }
 
     /// Bind the parameters of a kv operation `i` (other kinds bind nothing here).

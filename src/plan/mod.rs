@@ -13,7 +13,7 @@ mod resolve;
 use std::path::PathBuf;
 
 pub use given::Given;
-pub use resolve::{default_out, resolve, resolve_workload, same_path};
+pub use resolve::{default_out, resolve, resolve_offline, resolve_workload, same_path};
 
 use serde::Serialize;
 

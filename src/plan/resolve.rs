@@ -9,6 +9,7 @@ use super::load::resolve_load;
 use super::{DataPolicy, Outputs, RunPlan, TargetSpec, WorkloadSource};
 use crate::analysis::checks::{self, Check};
 use crate::cli::RunArgs;
+use crate::engine::LoadPlan;
 use crate::error::InputError;
 use crate::spec::{builtin, OpSpec, Workload};
 
@@ -47,6 +48,24 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
         outputs,
         checks,
     })
+}
+
+/// What `loadrig ops` needs of a run: the workload, the operations `--op` chose and the
+/// load, resolved and checked as [`resolve`] does, without a target or outputs. With neither
+/// `--seed` nor a `[load]` seed the seed is 0, where a run would take one from the clock.
+pub fn resolve_offline(args: &RunArgs) -> Result<(Workload, Vec<OpSpec>, LoadPlan), InputError> {
+    let (workload, source) = resolve_workload(args)?;
+    let ops = select_ops(&workload, &args.only_ops)?;
+    let mut load = resolve_load(
+        args,
+        &workload.load,
+        workload.op_timeout,
+        &source.as_source(),
+    )?;
+    if args.seed.is_none() && workload.load.seed.is_none() {
+        load.seed = 0;
+    }
+    Ok((workload, ops, load))
 }
 
 /// The workload of `args` (a file or a built-in) compiled with its `--set` flags.

@@ -1,6 +1,7 @@
 //! Outputs computed from a run: the console view and summary, and what is computed from
-//! result files alone (HTML report with SVG plots, CSV and HdrHistogram log exports, the
-//! sweep's table and summary), plus the live OpenMetrics endpoint. The files themselves
+//! result files alone (HTML report with SVG plots, CSV, HdrHistogram log and YCSB exports, the
+//! sweep's table and summary), the operations `loadrig ops` shows, plus the live OpenMetrics
+//! endpoint. The files themselves
 //! are [`crate::result`].
 
 pub mod comparison;
@@ -9,5 +10,7 @@ pub mod export;
 pub mod host;
 pub mod html;
 pub mod metrics;
+pub mod ops;
 pub mod plot;
 pub mod sweep;
+pub mod ycsb;

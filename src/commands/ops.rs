@@ -1,0 +1,63 @@
+//! `loadrig ops WORKLOAD`: the first operations each client would send, bound by the
+//! engine's own chooser, without a target.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::cli::{OpsArgs, RunArgs};
+use crate::engine::client::Chooser;
+use crate::engine::Slots;
+use crate::error::InputError;
+use crate::plan;
+use crate::report::ops as view;
+
+/// `loadrig ops WORKLOAD [--set …] [--op …] [--clients N] [--count K] [--seed S] [--json]`.
+pub fn ops(args: &OpsArgs) -> Result<ExitCode> {
+    if args.count == 0 {
+        return Err(
+            InputError::new("--count 0: expected at least 1 operation per client")
+                .help("for example --count 10")
+                .into(),
+        );
+    }
+    let (workload, ops, load) = plan::resolve_offline(&RunArgs {
+        workload: args.workload.clone(),
+        set: args.set.clone(),
+        only_ops: args.only_ops.clone(),
+        clients: args.clients,
+        seed: args.seed,
+        ..RunArgs::default()
+    })?;
+    let clients = load.clients() as u64;
+    let slots = Slots {
+        seq: workload.seq_slots,
+        capture: workload.capture_slots,
+        seq_offset: 0,
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for client in 0..clients {
+        let mut chooser = Chooser::new(&ops, load.seed, client, clients, slots);
+        for index in 0..args.count {
+            let mut steps = Vec::new();
+            let i = chooser.next_offline(&mut |op| steps.extend(view::step(op)));
+            let (name, kind) = (&ops[i].name, ops[i].kind.label());
+            let shown = view::operation(kind, steps);
+            let line = if args.json {
+                view::json_line(client, index, name, &shown)?
+            } else {
+                view::text_line(client, name, &shown)
+            };
+            writeln!(out, "{line}")?;
+        }
+    }
+    out.flush()?;
+    if args.seed.is_none() {
+        eprintln!(
+            "note: seed {}: `loadrig run --seed {}` sends these operations",
+            load.seed, load.seed
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
