@@ -224,3 +224,51 @@ fn bad_input_exits_2_before_anything_runs() {
         );
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_ends_the_study_with_what_finished_marked_interrupted() {
+    let d = Dir::new();
+    let bin = assert_cmd::cargo::cargo_bin("loadrig");
+    let child = std::process::Command::new(bin)
+        .current_dir(d.path())
+        .args([
+            "study",
+            "connections",
+            "--only",
+            "sqlite",
+            "--set",
+            "samples=1000",
+            "--set",
+            "interval=100ms",
+            "-o",
+            "cs",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first run (connect, 100 s) is under way once the study's folder holds its workload.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !d.join("cs/connections.toml").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // SAFETY: plain kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("INTERRUPTED"), "{text}");
+    let s = record(&d, "cs");
+    assert_eq!(s.status.as_str(), "interrupted");
+    let sqlite = row(&s, "SQLite");
+    assert_eq!(sqlite.backend.state.words(), "interrupted");
+    assert_eq!(sqlite.backend.runs, ["runs/sqlite-connect.json"]);
+    let run = loadrig::result::read(&d.join("cs/runs/sqlite-connect.json")).unwrap();
+    assert_eq!(run.status.name(), "interrupted");
+    assert!(
+        run.total.ok > 0,
+        "the interrupted run still counts what it did"
+    );
+    assert!(d.join("cs/report.html").exists());
+}
