@@ -316,27 +316,21 @@ pub fn run(req: &Request) -> Result<ExitCode> {
                 .collect::<Result<Vec<_>, InputError>>()
         },
     )?;
-    let mut record = StudyRecord {
-        schema_version: super::SCHEMA_VERSION,
-        study: "connections".into(),
-        loadrig_version: env!("CARGO_PKG_VERSION").into(),
-        status: super::StudyStatus::Running,
-        quick: req.quick,
-        sizes: BTreeMap::from([
+    let mut record = StudyRecord::start(
+        "connections",
+        req,
+        BTreeMap::from([
             ("samples".into(), s.samples),
             ("interval_ms".into(), s.interval.as_millis() as u64),
             ("records".into(), s.records),
         ]),
-        workload: "connections.toml".into(),
-        started_at: super::now(),
-        ended_at: None,
-        unit: format!(
+        format!(
             "operations per second, one client, from {} intervals of {}",
             s.samples,
             humantime::format_duration(s.interval)
         ),
-        table: StudyTable::Backends(BackendTable::default()),
-    };
+        StudyTable::Backends(BackendTable::default()),
+    );
     println!(
         "loadrig {} study connections: {} intervals of {} per operation, {} backends; into {}",
         env!("CARGO_PKG_VERSION"),
@@ -346,14 +340,7 @@ pub fn run(req: &Request) -> Result<ExitCode> {
         dir.display()
     );
     let mut table = BackendTable {
-        measures: MEASURES
-            .iter()
-            .map(|(name, unit, what)| Measure {
-                name: (*name).into(),
-                unit: (*unit).into(),
-                what: (*what).into(),
-            })
-            .collect(),
+        measures: measures(),
         rows: Vec::new(),
     };
     let mut complete = true;
@@ -385,6 +372,17 @@ pub fn run(req: &Request) -> Result<ExitCode> {
     derive_auth(&mut table, &rows);
     record.table = StudyTable::Backends(table);
     super::finish(&mut record, &dir, complete)
+}
+
+fn measures() -> Vec<Measure> {
+    MEASURES
+        .iter()
+        .map(|(name, unit, what)| Measure {
+            name: (*name).into(),
+            unit: (*unit).into(),
+            what: (*what).into(),
+        })
+        .collect()
 }
 
 fn empty_row(backend: Backend) -> BackendRow {

@@ -304,6 +304,31 @@ pub struct StudyRecord {
     pub table: StudyTable,
 }
 
+impl StudyRecord {
+    /// A study that is starting: status running, started now.
+    pub fn start(
+        study: &str,
+        req: &Request,
+        sizes: BTreeMap<String, u64>,
+        unit: String,
+        table: StudyTable,
+    ) -> StudyRecord {
+        StudyRecord {
+            schema_version: SCHEMA_VERSION,
+            study: study.into(),
+            loadrig_version: env!("CARGO_PKG_VERSION").into(),
+            status: StudyStatus::Running,
+            quick: req.quick,
+            sizes,
+            workload: format!("{study}.toml"),
+            started_at: now(),
+            ended_at: None,
+            unit,
+            table,
+        }
+    }
+}
+
 /// The study's table, in the seed's shape.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]

@@ -176,19 +176,13 @@ pub fn run(req: &Request) -> Result<ExitCode> {
                 .collect::<Result<Vec<_>, InputError>>()
         },
     )?;
-    let mut record = StudyRecord {
-        schema_version: super::SCHEMA_VERSION,
-        study: "session-stores".into(),
-        loadrig_version: env!("CARGO_PKG_VERSION").into(),
-        status: super::StudyStatus::Running,
-        quick: req.quick,
-        sizes: BTreeMap::from([("batch".into(), batch), ("records_max".into(), max)]),
-        workload: "session-stores.toml".into(),
-        started_at: super::now(),
-        ended_at: None,
-        unit: "seconds per 1000 records added, against the records already stored".into(),
-        table: StudyTable::Growth(GrowthTable::default()),
-    };
+    let mut record = StudyRecord::start(
+        "session-stores",
+        req,
+        BTreeMap::from([("batch".into(), batch), ("records_max".into(), max)]),
+        "seconds per 1000 records added, against the records already stored".into(),
+        StudyTable::Growth(GrowthTable::default()),
+    );
     println!(
         "loadrig {} study session-stores: batches of {batch} up to {max} records, {} backends; into {}",
         env!("CARGO_PKG_VERSION"),
