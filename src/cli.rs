@@ -49,6 +49,35 @@ pub enum Command {
     /// Print the first operations each client of a workload would send, with their
     /// parameters bound, without a target: `loadrig ops session-store --count 5`.
     Ops(OpsArgs),
+    /// Generate test data: `loadrig gen ldif --entries 100000 -o people.ldif`.
+    #[command(subcommand)]
+    Gen(GenCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GenCommand {
+    /// A directory of people as LDIF (seed 002): the `ou=people` entry, then entries with
+    /// cn "fname<i> lname<i>", sn, givenName, mail, uid and telephoneNumber.
+    Ldif(LdifArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LdifArgs {
+    /// How many people.
+    #[arg(long, default_value_t = 100_000)]
+    pub entries: u64,
+
+    /// The DN the `ou=people` folder goes under.
+    #[arg(long, default_value = "dc=example,dc=com")]
+    pub base: String,
+
+    /// The seed of the telephone numbers (the rest follows from each entry's number).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Write here instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 
 mod compare;
 mod export;
+mod gen;
 mod ops;
 mod report;
 mod run;
@@ -28,5 +29,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare::compare(&args),
         Command::Export(args) => export::export(&args),
         Command::Ops(args) => ops::ops(&args),
+        Command::Gen(what) => gen::gen(&what),
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod builtin;
 pub mod duration;
+pub mod ldif;
 pub mod ops;
 pub mod template;
 pub mod ycsb;

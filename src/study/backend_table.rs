@@ -36,6 +36,9 @@ pub struct BackendRow {
     pub cells: Vec<MeasureCell>,
     /// Successful operations in each full measured interval of each run.
     pub samples: Vec<IntervalCounts>,
+    /// The query and the database's plan for it (EXPLAIN), when the row is an SQL search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
 }
 
 /// A cell: its value (none when not measured), the run file it was read from (none when
@@ -45,6 +48,9 @@ pub struct MeasureCell {
     pub value: Option<f64>,
     pub run: Option<String>,
     pub note: Option<String>,
+    /// A value in words (`index`, `scan`), shown instead of a number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 /// The operations that succeeded in each full measured interval of one run.
@@ -66,6 +72,9 @@ impl MeasureCell {
     }
 
     fn text(&self, unit: &str) -> String {
+        if let Some(label) = &self.label {
+            return label.clone();
+        }
         match (self.value, unit) {
             (None, _) => if self.note.is_some() { "n/a" } else { "-" }.to_string(),
             (Some(v), "%") => format!("{v:.1}%"),
@@ -98,6 +107,16 @@ pub fn render_text(s: &mut String, t: &BackendTable) {
     }
     for (row, measure, note) in cell_notes(t) {
         let _ = writeln!(s, "{row}, {measure}: {note}");
+    }
+    for r in &t.rows {
+        if let Some(plan) = &r.plan {
+            let _ = writeln!(
+                s,
+                "{} plan:\n  {}",
+                r.backend.name,
+                plan.replace('\n', "\n  ")
+            );
+        }
     }
 }
 
@@ -139,7 +158,9 @@ pub fn render_html(h: &mut String, t: &BackendTable) -> Result<()> {
     for (row, measure, note) in cell_notes(t) {
         let _ = writeln!(h, "<li>{}, {}: {}</li>", esc(row), esc(measure), esc(note));
     }
-    h.push_str("</ul>\n<h2 id=\"plots\">Plots</h2>\n");
+    h.push_str("</ul>\n");
+    render_plans(h, t);
+    h.push_str("<h2 id=\"plots\">Plots</h2>\n");
     for (k, m) in t.measures.iter().enumerate() {
         let sets = relative_counts(t, &m.name);
         if sets.is_empty() {
@@ -154,6 +175,22 @@ pub fn render_html(h: &mut String, t: &BackendTable) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Each row's query and its plan (EXPLAIN), when it has one.
+fn render_plans(h: &mut String, t: &BackendTable) {
+    let plans: Vec<(&str, &str)> = t
+        .rows
+        .iter()
+        .filter_map(|r| Some((r.backend.name.as_str(), r.plan.as_deref()?)))
+        .collect();
+    if plans.is_empty() {
+        return;
+    }
+    h.push_str("<h2 id=\"plans\">Query plans</h2>\n");
+    for (name, plan) in plans {
+        let _ = writeln!(h, "<h3>{}</h3>\n<pre>{}</pre>", esc(name), esc(plan));
+    }
 }
 
 /// Each backend's interval counts for `measure`, divided by their mean, labelled with it.

@@ -390,6 +390,7 @@ fn empty_row(backend: Backend) -> BackendRow {
         backend,
         cells: vec![MeasureCell::default(); MEASURES.len()],
         samples: Vec::new(),
+        plan: None,
     }
 }
 
@@ -463,6 +464,7 @@ fn fill(
         run: Some(run.clone()),
         note: (op.errors > 0)
             .then(|| format!("{} of {} operations failed", op.errors, op.ok + op.errors)),
+        label: None,
     };
     let counts = full_intervals(r)
         .iter()
@@ -516,6 +518,7 @@ fn derive_auth(table: &mut BackendTable, rows: &[Row]) {
                 value: Some(1.0 / (1.0 / a - 1.0 / b)),
                 run: None,
                 note: Some("derived: PostgreSQL cannot authenticate again on an open connection, so 1 / (1/connect with SCRAM - 1/connect with trust)".into()),
+                label: None,
             },
             (Some(_), Some(_)) => MeasureCell::empty("derived: connect with SCRAM was not slower than with trust, so no authentication cost can be read off"),
             _ => MeasureCell::empty("PostgreSQL cannot authenticate again on an open connection; derived from connect with SCRAM against trust, which needs the trust row"),

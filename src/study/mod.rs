@@ -9,6 +9,7 @@
 
 mod backend_table;
 mod connections;
+mod directory;
 pub mod growth;
 mod growth_table;
 mod report;
@@ -42,6 +43,11 @@ pub const STUDIES: &[(&str, &str, &str)] = &[
         "connections",
         "seed 000: connect, authenticate, create and fetch, one client, operations counted in each of K intervals of T, on every backend",
         "embedded: sqlite; servers: postgres with a password and with trust, mysql, redis with and without a password, ldap from --target or LOADRIG_PG_URL, LOADRIG_PG_TRUST_URL, LOADRIG_MYSQL_URL, LOADRIG_REDIS_URL, LOADRIG_REDIS_OPEN_URL, LOADRIG_LDAP_URL (with LOADRIG_LDAP_BIND_DN, _PASSWORD, _BASE)",
+    ),
+    (
+        "directory",
+        "seed 002: a directory of people loaded into slapd (LDAP adds) and into SQLite and PostgreSQL under back-sql's naive schema and the optimised one, then the prefix search (cn=fname2101*) K times over one connection on each",
+        "embedded: sqlite; servers: ldap, postgres from --target or LOADRIG_LDAP_URL (with LOADRIG_LDAP_BIND_DN, _PASSWORD, _BASE), LOADRIG_PG_URL",
     ),
     (
     "session-stores",
@@ -109,6 +115,7 @@ pub fn list() -> String {
 pub fn run(req: &Request) -> Result<ExitCode> {
     match req.name.as_str() {
         "connections" => connections::run(req),
+        "directory" => directory::run(req),
         "session-stores" => session_stores::run(req),
         other => Err(InputError::new(format!("unknown study '{other}'"))
             .help(format!(
