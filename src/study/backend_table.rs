@@ -69,6 +69,7 @@ impl MeasureCell {
         match (self.value, unit) {
             (None, _) => if self.note.is_some() { "n/a" } else { "-" }.to_string(),
             (Some(v), "%") => format!("{v:.1}%"),
+            (Some(v), "s") if v < 100.0 => format!("{v:.2}"),
             (Some(v), _) if v >= 100.0 => format!("{v:.0}"),
             (Some(v), _) => format!("{v:.1}"),
         }

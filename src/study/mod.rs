@@ -9,6 +9,7 @@
 
 mod backend_table;
 mod connections;
+mod documents;
 pub mod growth;
 mod growth_table;
 mod report;
@@ -42,6 +43,11 @@ pub const STUDIES: &[(&str, &str, &str)] = &[
         "connections",
         "seed 000: connect, authenticate, create and fetch, one client, operations counted in each of K intervals of T, on every backend",
         "embedded: sqlite; servers: postgres with a password and with trust, mysql, redis with and without a password, ldap from --target or LOADRIG_PG_URL, LOADRIG_PG_TRUST_URL, LOADRIG_MYSQL_URL, LOADRIG_REDIS_URL, LOADRIG_REDIS_OPEN_URL, LOADRIG_LDAP_URL (with LOADRIG_LDAP_BIND_DN, _PASSWORD, _BASE)",
+    ),
+    (
+        "documents",
+        "seed 001: T clients each create W documents with an attachment, then every document is found and its attachment read back and checked; with the seed's 100 ms delays reproduced on sleep://",
+        "embedded: files on tmpfs and on disk, sqlite; servers: postgres and http (WebDAV) from --target or LOADRIG_PG_URL, LOADRIG_HTTP_URL",
     ),
     (
     "session-stores",
@@ -109,6 +115,7 @@ pub fn list() -> String {
 pub fn run(req: &Request) -> Result<ExitCode> {
     match req.name.as_str() {
         "connections" => connections::run(req),
+        "documents" => documents::run(req),
         "session-stores" => session_stores::run(req),
         other => Err(InputError::new(format!("unknown study '{other}'"))
             .help(format!(
