@@ -313,3 +313,53 @@ fn bad_input_exits_2_before_anything_runs() {
         );
     }
 }
+
+#[test]
+fn an_attachment_changed_on_the_webdav_server_is_a_protocol_error() {
+    let Some(url) = server_url("LOADRIG_HTTP_URL") else {
+        return;
+    };
+    let _one = SERVERS.lock().unwrap_or_else(|e| e.into_inner());
+    let d = Dir::new();
+    d.ok(&[
+        "study",
+        "documents",
+        "--quick",
+        "--only",
+        "http",
+        "-o",
+        "ds",
+    ]);
+    // doc:0's attachment, replaced by as many other bytes.
+    let att = format!("{url}/dav/loadrig-documents/doc~3a0.att");
+    ureq::put(&att).send(&vec![7u8; 65536][..]).expect("PUT");
+    let target = format!("{url}?kv_path=/dav/loadrig-documents");
+    d.ok(&[
+        "run",
+        "ds/documents.toml",
+        "--target",
+        &target,
+        "--op",
+        "search",
+        "--clients",
+        "2",
+        "--ops",
+        "10",
+        "--warmup",
+        "0s",
+        "--set",
+        "attachment_size=65536",
+        "-o",
+        "search.json",
+    ]);
+    let op = &d.result("search.json").operations[0];
+    assert_eq!((op.ok, op.errors), (9, 1), "{:?}", op.error_messages);
+    assert_eq!(
+        op.errors_by_class
+            .get(&loadrig::vocab::ErrorClass::Protocol),
+        Some(&1)
+    );
+    assert!(op.error_messages[0]
+        .message
+        .contains("attachment of doc:0: differs"));
+}

@@ -5,7 +5,7 @@
 //! `attachment_size=N`, N bytes that are a function of the key and the offset alone (each
 //! chunk drawn from a generator seeded by the key's hash and the chunk's number), or with
 //! `attachment=PATH`, the bytes of that file for every key. Both come from the URL query or
-//! from workload parameters of the same name. A `kv.get` reads the attachment back chunk
+//! from workload parameters of the same name; a non-empty `attachment` wins. A `kv.get` reads the attachment back chunk
 //! by chunk and compares it with the same bytes produced again, byte for byte: a difference,
 //! a short or long attachment, or a missing document is an error of class `protocol`.
 
