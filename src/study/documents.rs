@@ -408,7 +408,7 @@ fn fill(row: &mut BackendRow, k: usize, r: &RunResult, run: &str) {
     let cell = |value: f64| MeasureCell {
         value: Some(value),
         run: Some(run.to_string()),
-        note: None,
+        ..MeasureCell::default()
     };
     let ms = |ns: f64| ns / 1e6;
     row.cells[base] = cell(r.elapsed_s);
@@ -443,6 +443,6 @@ fn period_cell(r: &RunResult, run: &str) -> MeasureCell {
     MeasureCell {
         value: modes.periodic.as_ref().map(|p| p.period_ns / 1e6),
         run: Some(run.to_string()),
-        note: Some(words),
+        ..MeasureCell::empty(words)
     }
 }
