@@ -115,9 +115,9 @@ fn documents_quick_reads_every_attachment_back_on_every_backend() {
             assert_eq!(r.backend.note.as_deref(), Some("not run: no URL"));
             continue;
         }
-        // The reproduction rows take 300 operations a phase, so the modes have samples.
+        // The reproduction rows take 600 operations a phase, so the modes have samples.
         if i >= DELAYED {
-            check_row(&d, "ds", r, 300, 0);
+            check_row(&d, "ds", r, 600, 0);
         } else {
             check_row(&d, "ds", r, 10, 10);
         }

@@ -124,7 +124,7 @@ const DELAYED: &str = "sleep://?latency=0.8*3ms,0.12*103ms,0.08*203ms";
 const CLEAN: &str = "sleep://?latency=3ms";
 /// The reproduction rows run at least this many operations per phase, so that the mode
 /// finder (which gives no verdict under 50 samples) sees every cluster with 10 or more.
-const REPRO_MIN_OPS: u64 = 300;
+const REPRO_MIN_OPS: u64 = 600;
 
 struct Row {
     name: &'static str,
