@@ -41,6 +41,31 @@ pub struct BackendRow {
     pub plan: Option<String>,
 }
 
+impl Measure {
+    /// The columns of a table from (name, unit, what).
+    pub fn all(spec: &[(&str, &str, &str)]) -> Vec<Measure> {
+        spec.iter()
+            .map(|(name, unit, what)| Measure {
+                name: (*name).into(),
+                unit: (*unit).into(),
+                what: (*what).into(),
+            })
+            .collect()
+    }
+}
+
+impl BackendRow {
+    /// A row with `measures` empty cells.
+    pub fn new(backend: Backend, measures: usize) -> BackendRow {
+        BackendRow {
+            backend,
+            cells: vec![MeasureCell::default(); measures],
+            samples: Vec::new(),
+            plan: None,
+        }
+    }
+}
+
 /// A cell: its value (none when not measured), the run file it was read from (none when
 /// derived from other cells), and why it is empty or how it was derived.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
@@ -78,6 +103,7 @@ impl MeasureCell {
         match (self.value, unit) {
             (None, _) => if self.note.is_some() { "n/a" } else { "-" }.to_string(),
             (Some(v), "%") => format!("{v:.1}%"),
+            (Some(v), "s") if v < 100.0 => format!("{v:.2}"),
             (Some(v), _) if v >= 100.0 => format!("{v:.0}"),
             (Some(v), _) => format!("{v:.1}"),
         }

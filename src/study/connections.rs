@@ -340,7 +340,7 @@ pub fn run(req: &Request) -> Result<ExitCode> {
         dir.display()
     );
     let mut table = BackendTable {
-        measures: measures(),
+        measures: Measure::all(&MEASURES),
         rows: Vec::new(),
     };
     let mut complete = true;
@@ -374,24 +374,8 @@ pub fn run(req: &Request) -> Result<ExitCode> {
     super::finish(&mut record, &dir, complete)
 }
 
-fn measures() -> Vec<Measure> {
-    MEASURES
-        .iter()
-        .map(|(name, unit, what)| Measure {
-            name: (*name).into(),
-            unit: (*unit).into(),
-            what: (*what).into(),
-        })
-        .collect()
-}
-
 fn empty_row(backend: Backend) -> BackendRow {
-    BackendRow {
-        backend,
-        cells: vec![MeasureCell::default(); MEASURES.len()],
-        samples: Vec::new(),
-        plan: None,
-    }
+    BackendRow::new(backend, MEASURES.len())
 }
 
 /// Run one row's plans on one target, created once; false when the study was interrupted.

@@ -10,6 +10,7 @@
 mod backend_table;
 mod connections;
 mod directory;
+mod documents;
 pub mod growth;
 mod growth_table;
 mod report;
@@ -48,6 +49,11 @@ pub const STUDIES: &[(&str, &str, &str)] = &[
         "directory",
         "seed 002: a directory of people loaded into slapd (LDAP adds) and into SQLite and PostgreSQL under back-sql's naive schema and the optimised one, then the prefix search (cn=fname2101*) K times over one connection on each",
         "embedded: sqlite; servers: ldap, postgres from --target or LOADRIG_LDAP_URL (with LOADRIG_LDAP_BIND_DN, _PASSWORD, _BASE), LOADRIG_PG_URL",
+    ),
+    (
+        "documents",
+        "seed 001: T clients each create W documents with an attachment, then every document is found and its attachment read back and checked; with the seed's 100 ms delays reproduced on sleep://",
+        "embedded: files on tmpfs and on disk, sqlite; servers: postgres and http (WebDAV) from --target or LOADRIG_PG_URL, LOADRIG_HTTP_URL",
     ),
     (
     "session-stores",
@@ -116,6 +122,7 @@ pub fn run(req: &Request) -> Result<ExitCode> {
     match req.name.as_str() {
         "connections" => connections::run(req),
         "directory" => directory::run(req),
+        "documents" => documents::run(req),
         "session-stores" => session_stores::run(req),
         other => Err(InputError::new(format!("unknown study '{other}'"))
             .help(format!(

@@ -4,8 +4,11 @@
 //! `shards=N` (16, 256, 4096 or 65536) they go into N folders named by the first hex digits
 //! of the file name, as in `ab/abff1785…` (seed 003's FS2 layout). `sync=each` fsyncs every
 //! write; `sync=batch` syncs the file system every `batch` writes (default 1000), like
-//! calling /bin/sync after each thousand sessions. Options come from the URL query or from
-//! workload parameters of the same name. Only files inside `loadrig_kv` are ever touched.
+//! calling /bin/sync after each thousand sessions. With `attachment=PATH` or
+//! `attachment_size=N` (see [`super::attachment`]) each document's attachment is streamed
+//! into a file beside it, named like it with `.att` added, and checked on `kv.get`. Options
+//! come from the URL query or from workload parameters of the same name. Only files inside
+//! `loadrig_kv` are ever touched.
 //! Errors: every I/O failure is class `other`, with the path in the message.
 
 use std::fs::{self, File, OpenOptions};
@@ -13,6 +16,7 @@ use std::future::{ready, Future};
 use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 
+use super::attachment::{self, Attachment, CHUNK};
 use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::vocab::{ErrorClass, Op, OpError, Outcome};
@@ -32,6 +36,7 @@ pub struct Fs {
     /// Hex digits of the shard folder name; 0 for a flat folder.
     shard_digits: usize,
     sync: Sync,
+    attachment: Option<Attachment>,
 }
 
 impl Fs {
@@ -39,7 +44,7 @@ impl Fs {
         url: &TargetUrl,
         params: &std::collections::BTreeMap<String, toml::Value>,
     ) -> Result<Fs, InputError> {
-        url.check_options(&["shards", "sync", "batch"])?;
+        url.check_options(&["shards", "sync", "batch", "attachment", "attachment_size"])?;
         if url.location.is_empty() {
             return Err(InputError::new(
                 "fs:// needs a folder, like fs://./sessions",
@@ -80,6 +85,7 @@ impl Fs {
             root: Path::new(&url.location).join(NAMESPACE),
             shard_digits,
             sync,
+            attachment: Attachment::from_options(url, params)?,
         })
     }
 }
@@ -100,6 +106,9 @@ pub struct FsSession {
     sync: Sync,
     writes: u64,
     buf: Vec<u8>,
+    attachment: Option<Attachment>,
+    /// One piece of an attachment on its way in or out.
+    chunk: Vec<u8>,
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> OpError {
@@ -126,6 +135,8 @@ impl Target for Fs {
                 sync: self.sync,
                 writes: 0,
                 buf: Vec::new(),
+                attachment: self.attachment.clone(),
+                chunk: Vec::with_capacity(CHUNK),
             }),
             Err(e) => Err(OpError::new(
                 ErrorClass::Connect,
@@ -149,6 +160,17 @@ impl FsSession {
             Err(e) => return Err(io_error(&path, e)),
         };
         file.write_all(value).map_err(|e| io_error(&path, e))?;
+        if let Some(a) = &self.attachment {
+            let att = path.with_extension("att");
+            let mut out = File::create(&att).map_err(|e| io_error(&att, e))?;
+            let mut chunks = a.chunks(key)?;
+            while chunks.next_into(&mut self.chunk)? {
+                out.write_all(&self.chunk).map_err(|e| io_error(&att, e))?;
+            }
+            if self.sync == Sync::Each {
+                out.sync_data().map_err(|e| io_error(&att, e))?;
+            }
+        }
         self.writes += 1;
         match self.sync {
             Sync::None => {}
@@ -162,6 +184,42 @@ impl FsSession {
         Ok(1)
     }
 
+    /// Read a document, and check its attachment when there is one.
+    fn read(&mut self, key: &str) -> Result<u64, OpError> {
+        let path = file_for(&self.root, self.shard_digits, key);
+        match File::open(&path) {
+            Ok(mut f) => {
+                self.buf.clear();
+                f.read_to_end(&mut self.buf)
+                    .map_err(|e| io_error(&path, e))?;
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                return match self.attachment {
+                    Some(_) => Err(attachment::missing(key)),
+                    None => Ok(0),
+                }
+            }
+            Err(e) => return Err(io_error(&path, e)),
+        }
+        let Some(a) = &self.attachment else {
+            return Ok(1);
+        };
+        let att = path.with_extension("att");
+        let mut file = File::open(&att)
+            .map_err(|e| OpError::new(ErrorClass::Protocol, format!("{}: {e}", att.display())))?;
+        let mut check = a.check(key)?;
+        self.chunk.resize(CHUNK, 0);
+        loop {
+            let n = file.read(&mut self.chunk).map_err(|e| io_error(&att, e))?;
+            if n == 0 {
+                break;
+            }
+            check.feed(&self.chunk[..n])?;
+        }
+        check.finish()?;
+        Ok(1)
+    }
+
     fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
         let rows = match *op {
             Op::Nop => 0,
@@ -170,21 +228,17 @@ impl FsSession {
             }
             Op::Put { key, value } => self.write(key, value, true)?,
             Op::Update { key, value } => self.write(key, value, false)?,
-            Op::Get { key } => {
-                let path = file_for(&self.root, self.shard_digits, key);
-                match File::open(&path) {
-                    Ok(mut f) => {
-                        self.buf.clear();
-                        f.read_to_end(&mut self.buf)
-                            .map_err(|e| io_error(&path, e))?;
-                        1
-                    }
-                    Err(e) if e.kind() == ErrorKind::NotFound => 0,
-                    Err(e) => return Err(io_error(&path, e)),
-                }
-            }
+            Op::Get { key } => self.read(key)?,
             Op::Delete { key } => {
                 let path = file_for(&self.root, self.shard_digits, key);
+                if self.attachment.is_some() {
+                    match fs::remove_file(path.with_extension("att")) {
+                        Err(e) if e.kind() != ErrorKind::NotFound => {
+                            return Err(io_error(&path.with_extension("att"), e))
+                        }
+                        _ => {}
+                    }
+                }
                 match fs::remove_file(&path) {
                     Ok(()) => 1,
                     Err(e) if e.kind() == ErrorKind::NotFound => 0,

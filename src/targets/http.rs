@@ -14,6 +14,11 @@
 //!   WebDAV sends when the collection is missing, makes one `MKCOL` and one retry);
 //!   get = `GET` (200 → rows 1, 404 → rows 0); update = `HEAD`, then `PUT` only if the
 //!   resource exists (rows 0 otherwise); delete = `DELETE` (404 → rows 0).
+//! - With `attachment=PATH` or `attachment_size=N` (see [`super::attachment`]) a document
+//!   has an attachment, the resource of the same name with `.att` added: put sends the
+//!   document, then streams the attachment as the body of a second `PUT` (Content-Length
+//!   first, then 64 KiB at a time); get reads the document (404 → a `protocol` error), then
+//!   the attachment, checking its body piece by piece as it arrives; delete removes both.
 //! - `cleanup` sends `DELETE PREFIX/kv_path/` (`Depth: infinity`) and counts 1 if the
 //!   collection existed. `server_version` is the `Server` header of `HEAD PREFIX/`.
 //! - No `tx` and no `authenticate` (HTTP has no session login); `connect` opens a new
@@ -48,6 +53,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::attachment::{self, Attachment, Check, CHUNK};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
@@ -66,6 +72,7 @@ struct Server {
     prefix: String,
     /// PREFIX + kv_path, without a trailing slash.
     kv_root: String,
+    attachment: Option<Attachment>,
 }
 
 pub struct Http {
@@ -77,7 +84,7 @@ impl Http {
         url: &TargetUrl,
         params: &BTreeMap<String, toml::Value>,
     ) -> Result<Http, InputError> {
-        url.check_options(&["kv_path"])?;
+        url.check_options(&["kv_path", "attachment", "attachment_size"])?;
         let (authority, path) = match url.location.find('/') {
             Some(i) => url.location.split_at(i),
             None => (url.location.as_str(), ""),
@@ -136,6 +143,7 @@ impl Http {
                 shown: authority.to_string(),
                 kv_root: format!("{prefix}{kv_path}"),
                 prefix,
+                attachment: Attachment::from_options(url, params)?,
             }),
         })
     }
@@ -173,6 +181,9 @@ impl Target for Http {
                 used: false,
                 want_server: false,
                 server_header: None,
+                check: None,
+                check_failed: None,
+                chunk: Vec::with_capacity(CHUNK),
             })
         }
     }
@@ -232,6 +243,11 @@ pub struct HttpSession {
     /// Keep the next response's `Server` header in `server_header`.
     want_server: bool,
     server_header: Option<String>,
+    /// The attachment being read back, checked as the body arrives, and its first failure.
+    check: Option<Check>,
+    check_failed: Option<OpError>,
+    /// One piece of an attachment on its way out.
+    chunk: Vec<u8>,
 }
 
 /// A response's status line, as far as loadrig needs it.
@@ -433,6 +449,11 @@ impl HttpSession {
                 _ => Retry::Failed(self.io_error(e)),
             });
         }
+        self.receive(head, keep).await
+    }
+
+    /// Read one response (its head, then its body); the request has been sent.
+    async fn receive(&mut self, head: bool, keep: bool) -> Result<Status, Retry> {
         let started = self.filled;
         // The response head; informational (1xx) heads are skipped.
         let (status, framing, close) = loop {
@@ -493,6 +514,12 @@ impl HttpSession {
         if keep {
             self.body
                 .extend_from_slice(&self.inbuf[self.pos..self.pos + have]);
+        } else if self.check_failed.is_none() {
+            if let Some(check) = &mut self.check {
+                if let Err(e) = check.feed(&self.inbuf[self.pos..self.pos + have]) {
+                    self.check_failed = Some(e);
+                }
+            }
         }
         self.pos += have;
         have as u64
@@ -600,6 +627,95 @@ impl HttpSession {
         }
     }
 
+    /// PUT the attachment of `key` (the path is set), streamed: the head with its
+    /// Content-Length, then the body a chunk at a time, then the response.
+    async fn put_attachment(&mut self, key: &str, a: &Attachment) -> Result<u64, OpError> {
+        if self.reopen {
+            self.reconnect().await?;
+        }
+        self.format("PUT", &[], &[])?;
+        // format wrote "Content-Length: 0" for the empty body: the real length instead.
+        let zero = b"Content-Length: 0\r\n\r\n";
+        if !self.out.ends_with(zero) {
+            return Err(OpError::new(
+                ErrorClass::Other,
+                "a PUT head without its length",
+            ));
+        }
+        self.out.truncate(self.out.len() - 5);
+        push_number(&mut self.out, a.size() as usize);
+        self.out.extend_from_slice(b"\r\n\r\n");
+        if self.pos == self.filled {
+            self.pos = 0;
+            self.filled = 0;
+        }
+        self.stream
+            .write_all(&self.out)
+            .await
+            .map_err(|e| self.io_error(e))?;
+        let mut chunks = a.chunks(key)?;
+        while chunks.next_into(&mut self.chunk)? {
+            if let Err(e) = self.stream.write_all(&self.chunk).await {
+                return Err(self.io_error(e));
+            }
+        }
+        let status = self.receive(false, false).await.map_err(|e| match e {
+            Retry::Closed => self.closed(),
+            Retry::Failed(e) => e,
+        })?;
+        if (200..300).contains(&status.code) {
+            Ok(1)
+        } else {
+            Err(status_error(None, &status))
+        }
+    }
+
+    /// GET the attachment of `key` (the path is set) and check its body as it arrives.
+    async fn get_attachment(&mut self, key: &str, a: &Attachment) -> Result<u64, OpError> {
+        self.check = Some(a.check(key)?);
+        self.check_failed = None;
+        let status = self.simple("GET", &[]).await;
+        let check = self.check.take();
+        match status? {
+            s if s.code == 404 => Err(OpError::new(
+                ErrorClass::Protocol,
+                format!("attachment of {key} not found"),
+            )),
+            s if s.code != 200 => Err(status_error(Some(200), &s)),
+            _ => match (self.check_failed.take(), check) {
+                (Some(e), _) => Err(e),
+                (None, Some(check)) => check.finish().map(|()| 1),
+                (None, None) => Ok(1),
+            },
+        }
+    }
+
+    /// A document's kv operation, then the same on its attachment.
+    async fn attached(&mut self, op: &Op<'_>, key: &str, a: &Attachment) -> Result<u64, OpError> {
+        let rows = self.run_plain(op).await?.rows;
+        self.kv_path(key);
+        self.path.push_str(".att");
+        match *op {
+            Op::Put { .. } => self.put_attachment(key, a).await,
+            Op::Get { .. } if rows == 0 => Err(attachment::missing(key)),
+            Op::Get { .. } => self.get_attachment(key, a).await,
+            _ => {
+                self.simple("DELETE", &[]).await?;
+                Ok(rows)
+            }
+        }
+    }
+
+    async fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
+        let server = Arc::clone(&self.server);
+        if let (Some(a), Op::Put { key, .. } | Op::Get { key } | Op::Delete { key }) =
+            (&server.attachment, *op)
+        {
+            return self.attached(op, key, a).await.map(Outcome::rows);
+        }
+        self.run_plain(op).await
+    }
+
     async fn native(
         &mut self,
         method: &str,
@@ -645,7 +761,7 @@ impl HttpSession {
         Ok(out)
     }
 
-    async fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
+    async fn run_plain(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
         let rows = match *op {
             Op::Nop => 0,
             Op::Put { key, value } => {

@@ -4,6 +4,7 @@
 //! Every target implements the `kv` operations so backends compare on the same work, and
 //! keeps what it creates inside its own namespace (`loadrig_` tables, a `loadrig_kv` folder).
 
+pub mod attachment;
 pub mod dbm;
 pub mod endpoint;
 pub mod fs;

@@ -2,7 +2,10 @@
 //!
 //! Records live in the table `loadrig_kv(k TEXT PRIMARY KEY, v BLOB)`; loadrig touches no
 //! other table. Each client opens its own connection on its own thread (SQLite blocks).
-//! Options: `sync=off|normal|full` (PRAGMA synchronous, default normal).
+//! Options: `sync=off|normal|full` (PRAGMA synchronous, default normal); `attachment=PATH`
+//! or `attachment_size=N` (see [`super::attachment`]): each document's attachment is kept
+//! in `loadrig_attachment(k, n, chunk)`, one row per 64 KiB piece, written in the document's
+//! transaction and read back row by row, so no client holds a whole attachment.
 //! Errors: SQLITE_BUSY/LOCKED → timeout, constraint violations → constraint,
 //! CANTOPEN/NOTADB → connect, everything else → other.
 
@@ -13,6 +16,7 @@ use std::time::Duration;
 use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
+use super::attachment::{self, Attachment, CHUNK};
 use super::sql::{Dialect, Kv};
 use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
@@ -21,11 +25,14 @@ use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
 pub struct Sqlite {
     path: PathBuf,
     synchronous: &'static str,
+    attachment: Option<Attachment>,
 }
 
+const CREATE_ATTACHMENT: &str = "CREATE TABLE IF NOT EXISTS loadrig_attachment (k TEXT NOT NULL, n INTEGER NOT NULL, chunk BLOB NOT NULL, PRIMARY KEY (k, n))";
+
 impl Sqlite {
-    pub fn open(url: &TargetUrl) -> Result<Sqlite, InputError> {
-        url.check_options(&["sync"])?;
+    pub fn open(url: &TargetUrl, params: &Params) -> Result<Sqlite, InputError> {
+        url.check_options(&["sync", "attachment", "attachment_size"])?;
         if url.location.is_empty() {
             return Err(InputError::new(
                 "sqlite:// needs a file path, like sqlite://./bench.db",
@@ -44,6 +51,7 @@ impl Sqlite {
         Ok(Sqlite {
             path: PathBuf::from(&url.location),
             synchronous,
+            attachment: Attachment::from_options(url, params)?,
         })
     }
 }
@@ -62,11 +70,13 @@ fn classify(e: rusqlite::Error) -> OpError {
 
 pub struct SqliteSession {
     conn: Connection,
+    attachment: Option<Attachment>,
+    chunk: Vec<u8>,
 }
 
 impl Target for Sqlite {
-    fn from_url(url: &TargetUrl, _params: &Params) -> Result<Self, InputError> {
-        Self::open(url)
+    fn from_url(url: &TargetUrl, params: &Params) -> Result<Self, InputError> {
+        Self::open(url, params)
     }
 
     type Session = SqliteSession;
@@ -91,7 +101,11 @@ impl Target for Sqlite {
             conn.pragma_update(None, "journal_mode", "WAL")?;
             conn.pragma_update(None, "synchronous", self.synchronous)?;
             conn.set_prepared_statement_cache_capacity(32);
-            Ok(SqliteSession { conn })
+            Ok(SqliteSession {
+                conn,
+                attachment: self.attachment.clone(),
+                chunk: Vec::with_capacity(CHUNK),
+            })
         };
         ready(open().map_err(|e| {
             let mut err = classify(e);
@@ -158,6 +172,93 @@ impl SqliteSession {
         Ok(Outcome::rows(rows))
     }
 
+    /// A put with its attachment, in one transaction (the caller's, if one is open).
+    fn put_attached(&mut self, key: &str, value: &[u8], a: &Attachment) -> Result<u64, OpError> {
+        let own = self.conn.is_autocommit();
+        if own {
+            self.conn
+                .execute_batch("BEGIN IMMEDIATE")
+                .map_err(classify)?;
+        }
+        let mut write = || -> Result<u64, OpError> {
+            let n = self
+                .conn
+                .prepare_cached(Dialect::Sqlite.kv(Kv::Put))
+                .and_then(|mut st| st.execute(params![key, value]))
+                .map_err(classify)?;
+            self.conn
+                .prepare_cached("DELETE FROM loadrig_attachment WHERE k = ?1")
+                .and_then(|mut st| st.execute([key]))
+                .map_err(classify)?;
+            let mut insert = self
+                .conn
+                .prepare_cached("INSERT INTO loadrig_attachment (k, n, chunk) VALUES (?1, ?2, ?3)")
+                .map_err(classify)?;
+            let mut chunks = a.chunks(key)?;
+            let mut i = 0i64;
+            while chunks.next_into(&mut self.chunk)? {
+                insert
+                    .execute(params![key, i, &self.chunk[..]])
+                    .map_err(classify)?;
+                i += 1;
+            }
+            Ok(n as u64)
+        };
+        let result = write();
+        if own {
+            let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+            self.conn.execute_batch(end).map_err(classify)?;
+        }
+        result
+    }
+
+    /// A get that reads the attachment back row by row and checks it.
+    fn get_attached(&mut self, key: &str, a: &Attachment) -> Result<u64, OpError> {
+        let found = self
+            .conn
+            .prepare_cached(Dialect::Sqlite.kv(Kv::Get))
+            .and_then(|mut st| st.query_row([key], |_| Ok(())).optional())
+            .map_err(classify)?;
+        if found.is_none() {
+            return Err(attachment::missing(key));
+        }
+        let mut check = a.check(key)?;
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT chunk FROM loadrig_attachment WHERE k = ?1 ORDER BY n")
+            .map_err(classify)?;
+        let mut rows = st.query([key]).map_err(classify)?;
+        while let Some(row) = rows.next().map_err(classify)? {
+            let piece = row.get_ref(0).map_err(classify)?.as_blob().map_err(|e| {
+                OpError::new(ErrorClass::Protocol, format!("attachment of {key}: {e}"))
+            })?;
+            check.feed(piece)?;
+        }
+        check.finish()?;
+        Ok(1)
+    }
+
+    /// The kv operations on documents with attachments; none for any other operation.
+    fn attached(&mut self, op: &Op<'_>) -> Option<Result<Outcome, OpError>> {
+        let a = self.attachment.take()?;
+        let result = match *op {
+            Op::Put { key, value } => Some(self.put_attached(key, value, &a)),
+            Op::Get { key } => Some(self.get_attached(key, &a)),
+            Op::Delete { key } => Some(
+                self.run(op)
+                    .and_then(|o| {
+                        self.conn
+                            .execute("DELETE FROM loadrig_attachment WHERE k = ?1", [key])
+                            .map(|_| o.rows)
+                    })
+                    .map_err(classify),
+            ),
+            _ => None,
+        };
+        self.attachment = Some(a);
+        result.map(|r| r.map(Outcome::rows))
+    }
+
     /// Run one statement; arguments bind as text, or as a blob when they are not UTF-8.
     fn sql(
         &mut self,
@@ -209,11 +310,11 @@ impl SqliteSession {
 
 impl Session for SqliteSession {
     fn setup(&mut self) -> impl Future<Output = Result<(), OpError>> {
-        ready(
-            self.conn
-                .execute_batch(Dialect::Sqlite.create_kv())
-                .map_err(classify),
-        )
+        let mut result = self.conn.execute_batch(Dialect::Sqlite.create_kv());
+        if self.attachment.is_some() {
+            result = result.and_then(|()| self.conn.execute_batch(CREATE_ATTACHMENT));
+        }
+        ready(result.map_err(classify))
     }
 
     fn cleanup(&mut self) -> impl Future<Output = Result<u64, OpError>> {
@@ -238,7 +339,10 @@ impl Session for SqliteSession {
     }
 
     fn execute(&mut self, op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>> {
-        ready(self.run(op).map_err(classify))
+        ready(match self.attached(op) {
+            Some(result) => result,
+            None => self.run(op).map_err(classify),
+        })
     }
 
     fn load(&mut self, records: &[(String, Vec<u8>)]) -> impl Future<Output = Result<(), OpError>> {

@@ -341,37 +341,24 @@ pub fn run(req: &Request) -> Result<ExitCode> {
 }
 
 fn new_record(req: &Request, s: &Sizes) -> StudyRecord {
-    StudyRecord {
-        schema_version: super::SCHEMA_VERSION,
-        study: "directory".into(),
-        loadrig_version: env!("CARGO_PKG_VERSION").into(),
-        status: super::StudyStatus::Running,
-        quick: req.quick,
-        sizes: BTreeMap::from([
+    StudyRecord::start(
+        "directory",
+        req,
+        BTreeMap::from([
             ("entries".into(), s.entries),
             ("searches".into(), s.searches),
         ]),
-        workload: "directory.toml".into(),
-        started_at: super::now(),
-        ended_at: None,
-        unit: format!(
+        format!(
             "{} entries loaded; the subtree search {} issued {} times over one connection",
             s.entries, s.filter.text, s.searches
         ),
-        table: StudyTable::Backends(BackendTable::default()),
-    }
+        StudyTable::Backends(BackendTable::default()),
+    )
 }
 
 fn new_table(rows: &[Row]) -> BackendTable {
     BackendTable {
-        measures: MEASURES
-            .iter()
-            .map(|(name, unit, what)| Measure {
-                name: (*name).into(),
-                unit: (*unit).into(),
-                what: (*what).into(),
-            })
-            .collect(),
+        measures: Measure::all(&MEASURES),
         rows: rows
             .iter()
             .map(|r| empty_row(Backend::new(r.name, None)))
@@ -380,12 +367,7 @@ fn new_table(rows: &[Row]) -> BackendTable {
 }
 
 fn empty_row(backend: Backend) -> BackendRow {
-    BackendRow {
-        backend,
-        cells: vec![MeasureCell::default(); MEASURES.len()],
-        samples: Vec::new(),
-        plan: None,
-    }
+    BackendRow::new(backend, MEASURES.len())
 }
 
 /// What every backend shares.

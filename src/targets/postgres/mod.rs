@@ -21,7 +21,11 @@
 //!   commands in one string, as setup statements may be) runs as a simple query.
 //! - Transactions: BEGIN / COMMIT / ROLLBACK. Data loading: binary COPY into a temporary
 //!   table, then one upsert into `loadrig_kv`, so loading the same keys again replaces them.
-//! - Cleanup drops every table of the current schema whose name starts with `loadrig_`.
+//! - Documents with attachments (`attachment=PATH` or `attachment_size=N`): `kv.put`
+//!   stores the value as jsonb and streams the attachment into a large object, `kv.get`
+//!   reads it back in pieces and checks it (see `documents.rs`).
+//! - Cleanup unlinks the attachments, then drops every table of the current schema whose
+//!   name starts with `loadrig_`.
 //! - `authenticate` is not possible on an open PostgreSQL connection: use the `connect`
 //!   operation (or `--connection per-op`) to measure the handshake.
 //!
@@ -31,6 +35,7 @@
 //! (I/O, end of stream) → connect, so the engine reconnects; a malformed reply → protocol;
 //! everything else → other. Messages never contain the password.
 
+mod documents;
 mod text;
 
 use std::collections::HashMap;
@@ -44,6 +49,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
 use tokio_postgres::{Client, Config, NoTls, SimpleQueryMessage, Statement};
 
+use super::attachment::Attachment;
 use super::endpoint::Endpoint;
 use super::sql::{check_arity, handshake, kv_table, sqlstate_class, Dialect, Kv, Prepared};
 use super::{unsupported, Params, Session, Target, TargetUrl};
@@ -54,11 +60,17 @@ use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
 pub struct Postgres {
     config: Config,
     timeout: Duration,
+    attachment: Option<Attachment>,
 }
 
 impl Postgres {
-    pub fn open(url: &TargetUrl) -> Result<Postgres, InputError> {
-        url.check_options(&["connect_timeout", "application_name"])?;
+    pub fn open(url: &TargetUrl, params: &Params) -> Result<Postgres, InputError> {
+        url.check_options(&[
+            "connect_timeout",
+            "application_name",
+            "attachment",
+            "attachment_size",
+        ])?;
         let ep = Endpoint::parse(url)?;
         let timeout = Endpoint::connect_timeout(url, Duration::from_secs(5))?;
         let mut config = Config::new();
@@ -81,7 +93,11 @@ impl Postgres {
         if let Some(p) = &ep.password {
             config.password(p.as_bytes());
         }
-        Ok(Postgres { config, timeout })
+        Ok(Postgres {
+            config,
+            timeout,
+            attachment: Attachment::from_options(url, params)?,
+        })
     }
 }
 
@@ -93,6 +109,9 @@ pub struct PgSession {
     /// The connection's I/O task.
     io: tokio::task::JoinHandle<()>,
     styles: text::Styles,
+    attachment: Option<Attachment>,
+    /// The documents' statements, prepared on first use.
+    documents: Option<documents::Statements>,
 }
 
 impl Drop for PgSession {
@@ -103,8 +122,8 @@ impl Drop for PgSession {
 }
 
 impl Target for Postgres {
-    fn from_url(url: &TargetUrl, _params: &Params) -> Result<Self, InputError> {
-        Self::open(url)
+    fn from_url(url: &TargetUrl, params: &Params) -> Result<Self, InputError> {
+        Self::open(url, params)
     }
 
     type Session = PgSession;
@@ -136,6 +155,8 @@ impl Target for Postgres {
             prepared: Prepared::new(Dialect::Postgres),
             io,
             styles,
+            attachment: self.attachment.clone(),
+            documents: None,
         })
     }
 }
@@ -421,6 +442,17 @@ impl PgSession {
     }
 
     async fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
+        if let Some(a) = self.attachment.clone() {
+            let rows = match *op {
+                Op::Put { key, value } => Some(self.put_document(key, value, &a).await?),
+                Op::Get { key } => Some(self.get_document(key, &a).await?),
+                Op::Delete { key } => Some(self.delete_document(key).await?),
+                _ => None,
+            };
+            if let Some(rows) = rows {
+                return Ok(Outcome::rows(rows));
+            }
+        }
         let rows = match *op {
             Op::Nop => 0,
             Op::Put { key, value } => {
@@ -545,6 +577,12 @@ impl PgSession {
         if names.is_empty() {
             return Ok(0);
         }
+        if names.iter().any(|n| n == "loadrig_documents") {
+            self.client
+                .batch_execute(documents::UNLINK_ALL)
+                .await
+                .map_err(|e| classify(&e))?;
+        }
         // One statement, so references between loadrig tables do not matter; no CASCADE,
         // so an object of someone else's that depends on them stops the drop instead.
         self.client
@@ -560,7 +598,14 @@ impl Session for PgSession {
         self.client
             .batch_execute(Dialect::Postgres.create_kv())
             .await
-            .map_err(|e| classify(&e))
+            .map_err(|e| classify(&e))?;
+        if self.attachment.is_some() {
+            self.client
+                .batch_execute(documents::CREATE)
+                .await
+                .map_err(|e| classify(&e))?;
+        }
+        Ok(())
     }
 
     async fn server_version(&mut self) -> Option<String> {

@@ -1,0 +1,438 @@
+//! Study `documents` (seed 001, `nshload -t30 -w100 -a FILE`): T clients each create W
+//! documents with an attachment, then a search phase finds every document and reads its
+//! attachment back, checked byte for byte. Each phase is one closed-loop run (`--clients T
+//! --ops T*W`, so client c takes the keys c, c+T, ... in both). Rows are backends: files on
+//! tmpfs (the seed's "no network" reference), files on disk, SQLite, PostgreSQL, HTTP
+//! PUT/GET on WebDAV; and the seed's finding with ground truth: a `sleep://` server that
+//! delays some requests by 100 or 200 ms (the thread-pool coordination delay) against the
+//! same server without the delays, where the latency-mode finder must report clusters at
+//! multiples of 100 ms in the first and not in the second.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::{
+    batch_failure, clean, error_class, Backend, BackendRow, BackendState, BackendTable, Measure,
+    MeasureCell, Request, Slot, StudyRecord, StudyTable,
+};
+use crate::engine;
+use crate::error::InputError;
+use crate::plan::RunPlan;
+use crate::result::{self, RunResult, RunStatus};
+use crate::runner::{self, View};
+use crate::targets::attachment::Attachment;
+use crate::targets::{redact, with_target_type, Target};
+use crate::vocab::ErrorClass;
+
+const WORKLOAD: &str = include_str!("documents.toml");
+
+/// The phases: the workload's operation and the name in the table.
+const PHASES: [&str; 2] = ["create", "search"];
+
+/// The columns: per phase elapsed seconds, mean, p50 and p99 response time; then the
+/// period of the latency modes of the create phase.
+fn measures() -> Vec<Measure> {
+    let mut m = Vec::new();
+    for phase in PHASES {
+        let what = if phase == "create" {
+            "creating every document with its attachment"
+        } else {
+            "finding every document and reading its attachment back, checked byte for byte"
+        };
+        m.push(Measure {
+            name: format!("{phase} s"),
+            unit: "s".into(),
+            what: format!("elapsed time of the {phase} phase: {what}"),
+        });
+        for (stat, words) in [
+            ("mean", "mean"),
+            ("p50", "median"),
+            ("p99", "99th percentile"),
+        ] {
+            m.push(Measure {
+                name: format!("{phase} {stat}"),
+                unit: "ms".into(),
+                what: format!("client response time per {phase} operation, {words}"),
+            });
+        }
+    }
+    m.push(Measure {
+        name: "delay period".into(),
+        unit: "ms".into(),
+        what: "the period of the latency modes of the create phase when they sit at multiples of one (analysis::modes); empty when they do not".into(),
+    });
+    m
+}
+const PERIOD: usize = 8;
+
+/// The study's sizes.
+struct Sizes {
+    threads: u64,
+    docs: u64,
+    attachment: Attachment,
+}
+
+/// The seed's (30 × 100, 2 MB), `--quick`'s (2 × 5, 64 KiB), or `--set`.
+fn sizes(req: &Request) -> Result<Sizes, InputError> {
+    let (mut threads, mut docs, mut size) = if req.quick {
+        (2, 5, 64 << 10)
+    } else {
+        (30, 100, 2 << 20)
+    };
+    let mut file = None;
+    for (name, value) in &req.sets {
+        let count = |max: u64| {
+            value
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| {
+                    InputError::new(format!(
+                        "--set {name}={value}: expected a whole number from 1 to {max}"
+                    ))
+                })
+        };
+        match name.as_str() {
+            "threads" => threads = count(1000)?,
+            "documents" => docs = count(1_000_000)?,
+            "attachment_size" => size = count(64 << 20)?,
+            "attachment" => file = Some(Attachment::file(PathBuf::from(value))?),
+            other => return Err(InputError::new(format!(
+                "--set {other}: the documents study has no such setting"
+            ))
+            .help(
+                "it takes --set threads=T, documents=W, attachment=PATH or attachment_size=BYTES",
+            )),
+        }
+    }
+    Ok(Sizes {
+        threads,
+        docs,
+        attachment: file.unwrap_or(Attachment::Generated { size }),
+    })
+}
+
+/// The seed's delays: most requests fast, some 100 ms and some 200 ms later; and the same
+/// server without them.
+const DELAYED: &str = "sleep://?latency=0.8*3ms,0.12*103ms,0.08*203ms";
+const CLEAN: &str = "sleep://?latency=3ms";
+/// The reproduction rows run at least this many operations per phase, so that the mode
+/// finder (which gives no verdict under 50 samples) sees every cluster with 10 or more.
+const REPRO_MIN_OPS: u64 = 600;
+
+struct Row {
+    name: &'static str,
+    slug: &'static str,
+    url: Result<String, String>,
+    /// A reproduction row: `sleep://`, no attachment, at least REPRO_MIN_OPS operations.
+    repro: bool,
+}
+
+/// Where the "no network" row keeps its files: tmpfs when the machine has one.
+fn tmpfs_dir(dir: &Path) -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.join(format!("loadrig-documents-{}", std::process::id()))
+    } else {
+        dir.join("local")
+    }
+}
+
+fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
+    let servers = super::servers(
+        &req.targets,
+        &[
+            Slot::new("postgres", "LOADRIG_PG_URL", |u| {
+                matches!(u.scheme.as_str(), "postgres" | "postgresql")
+            }),
+            Slot::new("http", "LOADRIG_HTTP_URL", |u| u.scheme == "http"),
+        ],
+        "postgres, http",
+    )?;
+    let server = |kind: &str| {
+        servers
+            .get(kind)
+            .cloned()
+            .ok_or_else(|| "no URL".to_string())
+    };
+    let d = dir.display();
+    let http = server("http").map(|u| {
+        let sep = if u.contains('?') { '&' } else { '?' };
+        format!("{u}{sep}kv_path=/dav/loadrig-documents")
+    });
+    let row = |name, slug, url, repro| Row {
+        name,
+        slug,
+        url,
+        repro,
+    };
+    let mut all = vec![
+        row(
+            "no network (files on tmpfs)",
+            "local",
+            Ok(format!("fs://{}", tmpfs_dir(dir).display())),
+            false,
+        ),
+        row("files", "fs", Ok(format!("fs://{d}/fs")), false),
+        row(
+            "SQLite",
+            "sqlite",
+            Ok(format!("sqlite://{d}/sqlite/documents.db")),
+            false,
+        ),
+        row("PostgreSQL", "pg", server("postgres"), false),
+        row("HTTP WebDAV", "http", http, false),
+        row(
+            "100 ms delays (without fix)",
+            "delayed",
+            Ok(DELAYED.into()),
+            true,
+        ),
+        row("no delays (fix)", "clean", Ok(CLEAN.into()), true),
+    ];
+    let names: Vec<(&str, &str)> = all.iter().map(|r| (r.name, r.slug)).collect();
+    for (r, chosen) in all.iter_mut().zip(req.chosen(&names)?) {
+        if !chosen {
+            r.url = Err("not chosen (--only)".to_string());
+        }
+    }
+    Ok(all)
+}
+
+/// The plans of one row's two phases, resolved before anything runs.
+fn row_plans(
+    row: &Row,
+    url: &str,
+    workload: &Path,
+    dir: &Path,
+    s: &Sizes,
+) -> Result<Vec<RunPlan>, InputError> {
+    let docs = if row.repro {
+        s.docs.max(REPRO_MIN_OPS.div_ceil(s.threads))
+    } else {
+        s.docs
+    };
+    let attachment = match &s.attachment {
+        Attachment::File { path, .. } => format!("attachment={}", path.display()),
+        Attachment::Generated { size } => format!("attachment_size={size}"),
+    };
+    PHASES
+        .iter()
+        .map(|phase| {
+            let flags: Vec<String> = vec![
+                "--op".into(),
+                (*phase).into(),
+                "--clients".into(),
+                s.threads.to_string(),
+                "--ops".into(),
+                (s.threads * docs).to_string(),
+                "--warmup".into(),
+                "0s".into(),
+                "--seed".into(),
+                "1".into(),
+                "--set".into(),
+                attachment.clone(),
+                "-o".into(),
+                dir.join("runs/plan.json").to_string_lossy().into_owned(),
+            ];
+            super::plan_with_flags(workload, url, &flags)
+        })
+        .collect()
+}
+
+pub fn run(req: &Request) -> Result<ExitCode> {
+    let s = sizes(req)?;
+    let dir = super::out_dir(req);
+    let rows = rows(req, &dir)?;
+    let plans = super::prepare(
+        &dir,
+        "documents.toml",
+        WORKLOAD,
+        &["fs", "sqlite"],
+        |workload| {
+            rows.iter()
+                .map(|r| match &r.url {
+                    Ok(url) => row_plans(r, url, workload, &dir, &s).map(Some),
+                    Err(_) => Ok(None),
+                })
+                .collect::<Result<Vec<_>, InputError>>()
+        },
+    )?;
+    let (mut record, attachment) = new_record(req, &s);
+    println!(
+        "loadrig {} study documents: {} clients × {} documents, attachment {attachment}, {} backends; into {}",
+        env!("CARGO_PKG_VERSION"),
+        s.threads,
+        s.docs,
+        rows.len(),
+        dir.display()
+    );
+    let mut table = BackendTable {
+        measures: measures(),
+        rows: Vec::new(),
+    };
+    let mut complete = true;
+    for (r, plans) in rows.iter().zip(plans) {
+        let (Ok(url), Some(plans), true) = (&r.url, plans, complete) else {
+            let why = match (&r.url, complete) {
+                (Err(why), _) => why.clone(),
+                _ => "interrupted before it started".into(),
+            };
+            table.rows.push(empty_row(Backend::not_run(r.name, &why)));
+            continue;
+        };
+        println!("{}: {}", r.name, redact(url));
+        let mut row = empty_row(Backend::new(r.name, Some(redact(url))));
+        let scheme = plans[0].target.scheme().to_string();
+        complete &=
+            with_target_type!(scheme.as_str(), T => row_on::<T>(&mut row, &plans, &dir, r.slug))?;
+        if r.slug == "local" {
+            // Its files are in memory: give it back.
+            let _ = std::fs::remove_dir_all(tmpfs_dir(&dir));
+        }
+        if let Some(note) = &row.backend.note {
+            println!("  {note}");
+        }
+        table.rows.push(row);
+        record.table = StudyTable::Backends(table.clone());
+        super::write_record(&record, &dir)?;
+    }
+    record.table = StudyTable::Backends(table);
+    super::finish(&mut record, &dir, complete)
+}
+
+/// The study file as it starts, and the attachment in words.
+fn new_record(req: &Request, s: &Sizes) -> (StudyRecord, String) {
+    let attachment = match &s.attachment {
+        Attachment::File { path, size } => format!("{} ({size} bytes)", path.display()),
+        Attachment::Generated { size } => format!("{size} generated bytes"),
+    };
+    let record = StudyRecord::start(
+        "documents",
+        req,
+        BTreeMap::from([
+            ("threads".into(), s.threads),
+            ("documents".into(), s.docs),
+            ("attachment_bytes".into(), s.attachment.size()),
+        ]),
+        format!(
+            "seconds per phase and milliseconds per operation; {} clients × {} documents, attachment {attachment}",
+            s.threads, s.docs
+        ),
+        StudyTable::Backends(BackendTable::default()),
+    );
+    (record, attachment)
+}
+
+fn empty_row(backend: Backend) -> BackendRow {
+    BackendRow::new(backend, PERIOD + 1)
+}
+
+/// Run one row's phases on one target, created once; false when interrupted. A failure
+/// to connect fails the row; a phase whose every operation failed leaves its cells empty
+/// with the reason; an attachment read back wrong fails the row as `protocol`, its cells
+/// kept.
+fn row_on<T: Target>(
+    row: &mut BackendRow,
+    plans: &[RunPlan],
+    dir: &Path,
+    slug: &str,
+) -> Result<bool> {
+    let first = &plans[0];
+    let target = match T::from_url(&first.target.parsed, &first.workload.params) {
+        Ok(t) => Arc::new(t),
+        Err(e) => {
+            row.backend.fail(ErrorClass::Other, e.to_string());
+            return Ok(true);
+        }
+    };
+    if let Err(e) = clean(&*target) {
+        row.backend.fail(e.class, e.message);
+        return Ok(true);
+    }
+    row.backend.state = BackendState::Ran;
+    for (k, plan) in plans.iter().enumerate() {
+        if engine::INTERRUPTED.load(Ordering::SeqCst) {
+            row.backend.state = BackendState::Interrupted;
+            return Ok(false);
+        }
+        let run = format!("runs/{slug}-{}.json", PHASES[k]);
+        let mut plan = plan.clone();
+        plan.outputs.result = dir.join(&run);
+        match runner::execute_on(Arc::clone(&target), &plan, View::Quiet) {
+            Err(e) => {
+                row.backend.fail(error_class(&e), format!("{e:#}"));
+                return Ok(true);
+            }
+            Ok(r) => {
+                result::write_atomic(&plan.outputs.result, &serde_json::to_vec_pretty(&r)?)?;
+                row.backend.runs.push(run.clone());
+                if r.status == RunStatus::Interrupted {
+                    row.backend.state = BackendState::Interrupted;
+                    return Ok(false);
+                }
+                fill(row, k, &r, &run);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// The cells of phase `k` from its run; a failed read-back fails the row as `protocol`.
+fn fill(row: &mut BackendRow, k: usize, r: &RunResult, run: &str) {
+    let Some(op) = r.operations.first() else {
+        return;
+    };
+    let base = 4 * k;
+    if op.ok == 0 {
+        let (class, message) = batch_failure(r);
+        row.cells[base] = MeasureCell::empty(format!("failed ({}): {message}", class.name()));
+        return;
+    }
+    let cell = |value: f64| MeasureCell {
+        value: Some(value),
+        run: Some(run.to_string()),
+        ..MeasureCell::default()
+    };
+    let ms = |ns: f64| ns / 1e6;
+    row.cells[base] = cell(r.elapsed_s);
+    row.cells[base + 1] = cell(ms(op.latency.mean_ns));
+    row.cells[base + 2] = cell(ms(op.latency.p50_ns as f64));
+    row.cells[base + 3] = cell(ms(op.latency.p99_ns as f64));
+    if op.errors > 0 {
+        row.cells[base].note = Some(format!(
+            "{} of {} operations failed: {}",
+            op.errors,
+            op.ok + op.errors,
+            op.error_messages.first().map_or("", |m| m.message.as_str())
+        ));
+        if op.errors_by_class.contains_key(&ErrorClass::Protocol) {
+            let (_, message) = batch_failure(r);
+            row.backend.fail(ErrorClass::Protocol, message);
+        }
+    }
+    if k == 0 {
+        row.cells[PERIOD] = period_cell(r, run);
+    }
+}
+
+/// The delay period the mode finder reports, with its finding in words.
+fn period_cell(r: &RunResult, run: &str) -> MeasureCell {
+    let Some(modes) = &r.latency_modes else {
+        return MeasureCell::empty("no latency modes in this run file");
+    };
+    let words = modes
+        .summary_line()
+        .unwrap_or_else(|| format!("{}: one cluster", modes.shape.replace('_', " ")));
+    MeasureCell {
+        value: modes.periodic.as_ref().map(|p| p.period_ns / 1e6),
+        run: Some(run.to_string()),
+        ..MeasureCell::empty(words)
+    }
+}
