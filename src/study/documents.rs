@@ -302,6 +302,12 @@ pub fn run(req: &Request) -> Result<ExitCode> {
             // Its files are in memory: give it back.
             let _ = std::fs::remove_dir_all(tmpfs_dir(&dir));
         }
+        if r.slug == "sqlite" && drop_after {
+            // Dropped tables leave their pages in the file: remove the study's own file.
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(dir.join(format!("sqlite/documents.db{suffix}")));
+            }
+        }
         if let Some(note) = &row.backend.note {
             println!("  {note}");
         }
