@@ -167,17 +167,6 @@ fn is_scheme(u: &TargetUrl, schemes: &[&str]) -> bool {
 /// The server backends: a PostgreSQL or Redis URL with a password is the authenticated row,
 /// one without is the other.
 fn slots() -> Vec<Slot> {
-    let ldap = std::env::var("LOADRIG_LDAP_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .map(|url| {
-            let var = |v: &str| std::env::var(v).unwrap_or_default();
-            format!(
-                "{url}?bind_dn={}&password=${{LOADRIG_LDAP_PASSWORD}}&base={}",
-                var("LOADRIG_LDAP_BIND_DN"),
-                var("LOADRIG_LDAP_BASE")
-            )
-        });
     vec![
         Slot::new("pg", "LOADRIG_PG_URL", |u| {
             is_scheme(u, &["postgres", "postgresql"]) && super::has_password(u)
@@ -194,11 +183,7 @@ fn slots() -> Vec<Slot> {
         Slot::new("redis-open", "LOADRIG_REDIS_OPEN_URL", |u| {
             u.scheme == "redis" && !super::has_password(u)
         }),
-        Slot {
-            key: "ldap",
-            from_env: ldap,
-            takes: |u| u.scheme == "ldap",
-        },
+        Slot::ldap(),
     ]
 }
 
@@ -250,12 +235,7 @@ fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
         ),
         row("OpenLDAP simple bind", "ldap", server("ldap"), Auth::Again),
     ];
-    let names: Vec<(&str, &str)> = all.iter().map(|r| (r.name, r.slug)).collect();
-    for (r, chosen) in all.iter_mut().zip(req.chosen(&names)?) {
-        if !chosen {
-            r.url = Err("not chosen (--only)".to_string());
-        }
-    }
+    req.leave_out_unchosen(&mut all, |r| (r.name, r.slug), |r| &mut r.url)?;
     Ok(all)
 }
 

@@ -200,12 +200,7 @@ fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
         ),
         row("no delays (fix)", "clean", Ok(CLEAN.into()), true),
     ];
-    let names: Vec<(&str, &str)> = all.iter().map(|r| (r.name, r.slug)).collect();
-    for (r, chosen) in all.iter_mut().zip(req.chosen(&names)?) {
-        if !chosen {
-            r.url = Err("not chosen (--only)".to_string());
-        }
-    }
+    req.leave_out_unchosen(&mut all, |r| (r.name, r.slug), |r| &mut r.url)?;
     Ok(all)
 }
 

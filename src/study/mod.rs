@@ -102,6 +102,22 @@ impl Request {
             .map(|c| self.only.is_empty() || self.only.iter().any(|w| matches(w.trim(), c)))
             .collect())
     }
+    /// Mark the rows `--only` leaves out "not chosen (--only)"; an unknown name is an input
+    /// error. `key` gives a row's (name, short name), `url` its URL or why it does not run.
+    pub fn leave_out_unchosen<R>(
+        &self,
+        rows: &mut [R],
+        key: impl Fn(&R) -> (&'static str, &'static str),
+        url: impl Fn(&mut R) -> &mut Result<String, String>,
+    ) -> Result<(), InputError> {
+        let names: Vec<(&str, &str)> = rows.iter().map(&key).collect();
+        for (row, chosen) in rows.iter_mut().zip(self.chosen(&names)?) {
+            if !chosen {
+                *url(row) = Err("not chosen (--only)".to_string());
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `loadrig study --list`.
@@ -148,6 +164,26 @@ impl Slot {
             key,
             from_env: std::env::var(var).ok().filter(|v| !v.is_empty()),
             takes,
+        }
+    }
+    /// The throwaway slapd: `LOADRIG_LDAP_URL` with its bind DN, base and the password by
+    /// reference (`${LOADRIG_LDAP_PASSWORD}`, read when the target is made); any ldap:// URL.
+    pub fn ldap() -> Slot {
+        let from_env = std::env::var("LOADRIG_LDAP_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .map(|url| {
+                let var = |v: &str| std::env::var(v).unwrap_or_default();
+                format!(
+                    "{url}?bind_dn={}&password=${{LOADRIG_LDAP_PASSWORD}}&base={}",
+                    var("LOADRIG_LDAP_BIND_DN"),
+                    var("LOADRIG_LDAP_BASE")
+                )
+            });
+        Slot {
+            key: "ldap",
+            from_env,
+            takes: |u| u.scheme == "ldap",
         }
     }
 }

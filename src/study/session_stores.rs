@@ -132,12 +132,7 @@ fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Store>, InputEr
         b("pg2", "pg2", server("postgres"), false),
         b("Redis", "redis", server("redis"), false),
     ];
-    let names: Vec<(&str, &str)> = all.iter().map(|b| (b.name, b.slug)).collect();
-    for (b, chosen) in all.iter_mut().zip(req.chosen(&names)?) {
-        if !chosen {
-            b.url = Err("not chosen (--only)".to_string());
-        }
-    }
+    req.leave_out_unchosen(&mut all, |r| (r.name, r.slug), |r| &mut r.url)?;
     Ok(all)
 }
 

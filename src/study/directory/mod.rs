@@ -144,26 +144,11 @@ fn sizes(req: &Request) -> Result<Sizes, InputError> {
 
 /// PostgreSQL (any URL) and slapd (its URL with the bind DN, password and base).
 fn slots() -> Vec<Slot> {
-    let ldap = std::env::var("LOADRIG_LDAP_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .map(|url| {
-            let var = |v: &str| std::env::var(v).unwrap_or_default();
-            format!(
-                "{url}?bind_dn={}&password=${{LOADRIG_LDAP_PASSWORD}}&base={}",
-                var("LOADRIG_LDAP_BIND_DN"),
-                var("LOADRIG_LDAP_BASE")
-            )
-        });
     vec![
         Slot::new("pg", "LOADRIG_PG_URL", |u| {
             matches!(u.scheme.as_str(), "postgres" | "postgresql")
         }),
-        Slot {
-            key: "ldap",
-            from_env: ldap,
-            takes: |u| u.scheme == "ldap",
-        },
+        Slot::ldap(),
     ]
 }
 
