@@ -24,7 +24,7 @@ use rand::SeedableRng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{DataSpec, GenState, OpSpec};
+use crate::spec::{DataSpec, GenState, OpSpec, VerifySpec};
 use crate::stats::OpCounters;
 use crate::targets::{Session, Target};
 use crate::vocab::{NativeOp, Op, OpError, ValueKind};
@@ -302,6 +302,37 @@ pub fn prepare<T: Target>(
             server_version,
             loaded,
         })
+    })
+}
+
+/// Run each `[[verify]]`'s queries on one session after the run: per check, the first row of
+/// each query as text (its columns joined by `,`).
+pub fn verify<T: Target>(target: &T, checks: &[VerifySpec]) -> Result<Vec<Vec<String>>> {
+    runtime()?.block_on(async {
+        let mut session = connect(target).await?;
+        let mut out = Vec::new();
+        for check in checks {
+            let mut rows = Vec::new();
+            for query in &check.queries {
+                let op = Op::Native {
+                    op: query,
+                    args: &[],
+                    capture: true,
+                };
+                let got = session
+                    .execute(&op)
+                    .await
+                    .map_err(|e| anyhow!("verify '{}' query failed: {}", check.name, e.message))?;
+                let text: Vec<String> = got
+                    .captured
+                    .iter()
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+                    .collect();
+                rows.push(text.join(","));
+            }
+            out.push(rows);
+        }
+        Ok(out)
     })
 }
 

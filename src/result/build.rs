@@ -97,6 +97,7 @@ impl RunResult {
                 .collect(),
             latency_modes: Some(latency_modes),
             notes,
+            verify: Vec::new(),
         }
     }
 }

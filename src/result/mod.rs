@@ -63,6 +63,40 @@ pub struct RunResult {
     #[serde(default)]
     pub latency_modes: Option<LatencyModes>,
     pub notes: Vec<String>,
+    /// The workload's `[[verify]]` checks after the run; a failed one fails the run. Left
+    /// out when the workload has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify: Vec<VerifyRecord>,
+}
+
+/// One `[[verify]]` check: each query's first row as text, and whether they were all equal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VerifyRecord {
+    pub name: String,
+    pub values: Vec<String>,
+    pub passed: bool,
+}
+
+impl VerifyRecord {
+    pub fn of(name: &str, values: Vec<String>) -> VerifyRecord {
+        let passed = values.windows(2).all(|w| w[0] == w[1]);
+        VerifyRecord {
+            name: name.to_string(),
+            values,
+            passed,
+        }
+    }
+
+    /// The note a failed check leaves in the result.
+    pub fn note(&self) -> Option<String> {
+        (!self.passed).then(|| {
+            format!(
+                "verify '{}' failed: its queries gave {} where all must be equal",
+                self.name,
+                self.values.join(" / ")
+            )
+        })
+    }
 }
 
 /// How the run ended.

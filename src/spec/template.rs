@@ -208,6 +208,17 @@ impl Template {
         self.parts.iter().all(|p| matches!(p, Part::Literal(_)))
     }
 
+    /// The text of a template that holds only literals and parameters.
+    pub fn constant_text(&self) -> Option<String> {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Literal(s) => Some(s.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Append one expansion to `out` as text (keys).
     pub fn render_str<R: RngCore>(&self, rng: &mut R, st: &mut GenState, out: &mut String) {
         for part in &self.parts {
