@@ -319,6 +319,7 @@ fn op_compiler<'a>(
         seq_slots: 0,
         statements: 0,
         capture_slots: 0,
+        let_kinds: BTreeMap::new(),
     }
 }
 

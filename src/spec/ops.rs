@@ -268,6 +268,8 @@ pub(super) struct OpCompiler<'a> {
     pub seq_slots: usize,
     pub statements: usize,
     pub capture_slots: usize,
+    /// The kind of each `let` value's generator, by capture slot.
+    pub let_kinds: BTreeMap<usize, ValueKind>,
 }
 
 impl OpCompiler<'_> {
@@ -276,10 +278,16 @@ impl OpCompiler<'_> {
         text: &Spanned<String>,
         captures: &[(String, usize)],
     ) -> Result<Template, InputError> {
-        Template::compile_with(text.get_ref(), self.params, captures, &mut self.seq_slots).map_err(
-            |e| {
+        let t = Template::compile_with(text.get_ref(), self.params, captures, &mut self.seq_slots)
+            .map_err(|e| {
                 InputError::new(format!("in \"{}\": {}", text.get_ref(), e.message))
                     .at(self.source.at(text.span().start + 1 + e.offset))
+            })?;
+        // `"{aid}"` alone binds as the number its `let` draws, not as text.
+        Ok(
+            match t.single_capture().and_then(|s| self.let_kinds.get(&s)) {
+                Some(kind) => t.with_kind(*kind),
+                None => t,
             },
         )
     }
@@ -407,6 +415,7 @@ impl OpCompiler<'_> {
         for (name, text) in lets.get_ref() {
             let template = self.template(text, &[])?;
             let slot = self.slots(std::slice::from_ref(name))[0];
+            self.let_kinds.insert(slot, template.kind());
             compiled.push((slot, template));
             visible.push((name.clone(), slot));
         }

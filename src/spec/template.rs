@@ -208,6 +208,19 @@ impl Template {
         self.parts.iter().all(|p| matches!(p, Part::Literal(_)))
     }
 
+    /// The slot of a template that is one captured value and nothing else.
+    pub fn single_capture(&self) -> Option<usize> {
+        match self.parts.as_slice() {
+            [Part::Capture(slot)] => Some(*slot),
+            _ => None,
+        }
+    }
+
+    /// The same template, bound as `kind` (a `let` value keeps the kind of its generator).
+    pub fn with_kind(self, kind: ValueKind) -> Template {
+        Template { kind, ..self }
+    }
+
     /// The text of a template that holds only literals and parameters.
     pub fn constant_text(&self) -> Option<String> {
         self.parts
