@@ -291,3 +291,58 @@ fn scale_sets_the_sizes() {
     );
     assert_eq!(bids, [2, 1, 2]);
 }
+
+/// What the pgbench built-ins added to the workload language, and its mistakes (exit 2).
+#[test]
+fn let_verify_and_setup_in_workload_files() {
+    let d = Dir::new();
+    let w = |body: &str| {
+        d.write(
+            "w.toml",
+            &format!("name = \"w\"\n{body}\n[params]\nn = 4\n\n[[op]]\nname = \"get\"\nlet = {{ k = \"{{uniform 0..n*2}}\" }}\nkv.put = {{ key = \"k{{k}}\", value = \"v{{k}}\" }}\n"),
+        )
+    };
+    // A let value is drawn once per operation and shared by its key and value.
+    w("");
+    let out = d.ok(&["ops", "w.toml", "--count", "20", "--json"]);
+    for line in out.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let key = v["key"].as_str().unwrap();
+        assert_eq!(v["args"][1].as_str().unwrap(), key.replacen('k', "v", 1));
+        assert!((0..8).contains(&key[1..].parse::<i64>().unwrap()), "{key}");
+    }
+    let cases = [
+        (
+            "setup = [\"CREATE TABLE loadrig_x (v INTEGER) -- {uniform 0..3}\"]",
+            "setup statements may use {parameters} but no generators",
+        ),
+        (
+            "setup = [\"CREATE TABLE loadrig_{nope} (v INTEGER)\"]",
+            "unknown generator or parameter 'nope'",
+        ),
+        (
+            "[[verify]]\nname = \"one\"\nsql = [\"SELECT 1 FROM loadrig_x\"]\n",
+            "verify 'one' needs at least two queries",
+        ),
+    ];
+    for (body, message) in cases {
+        // [[verify]] must follow the other tables: put it after the operation.
+        let text = if body.starts_with("[[verify]]") {
+            std::fs::read_to_string(w("")).unwrap() + "\n" + body
+        } else {
+            std::fs::read_to_string(w(body)).unwrap()
+        };
+        d.write("w.toml", &text);
+        let (_, stderr) = d.code(2, &["ops", "w.toml"]);
+        assert!(stderr.contains(message), "{body}: {stderr}");
+    }
+    let clash = std::fs::read_to_string(w(""))
+        .unwrap()
+        .replace("k = ", "n = ");
+    d.write("w.toml", &clash);
+    let (_, stderr) = d.code(2, &["ops", "w.toml"]);
+    assert!(
+        stderr.contains("capture name 'n' is also a parameter"),
+        "{stderr}"
+    );
+}
