@@ -104,6 +104,9 @@ fn every_builtin(url: &str, clients: &str, row: &dyn Fn(&str) -> Vec<i64>) {
                 assert_eq!(r.verify.len(), 1);
                 assert!(r.verify[0].passed, "{:?}", r.verify);
                 assert!(out.contains("verify balances: passed"), "{out}");
+                // The result file records the let values the statements use.
+                assert_eq!(r.workload.ops[0].lets["aid"], "{uniform 1..100000*scale+1}");
+                assert_eq!(r.workload.ops[0].lets["delta"], "{uniform -5000..5001}");
             }
             "pgbench-simple-update" => {
                 assert_eq!(sums[0], sums[3], "{name}: {sums:?}");

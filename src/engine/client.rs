@@ -114,11 +114,12 @@ impl<'a> Chooser<'a> {
     /// its templates is bound.
     #[inline]
     pub fn draw_lets(&mut self, i: usize) {
-        for (slot, template) in &self.ops[i].lets {
-            let mut value = std::mem::take(&mut self.gen.captures[*slot]);
+        for l in &self.ops[i].lets {
+            let mut value = std::mem::take(&mut self.gen.captures[l.slot]);
             value.clear();
-            template.render_bytes(&mut self.rng, &mut self.gen, &mut value);
-            self.gen.captures[*slot] = value;
+            l.template
+                .render_bytes(&mut self.rng, &mut self.gen, &mut value);
+            self.gen.captures[l.slot] = value;
         }
     }
 

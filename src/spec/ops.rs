@@ -249,8 +249,16 @@ pub struct OpSpec {
     pub weight: f64,
     pub kind: OpKind,
     pub retry: Option<Retry>,
-    /// `let`: (capture slot, template) drawn at the start of every attempt, in name order.
-    pub lets: Vec<(usize, Template)>,
+    /// `let`: drawn at the start of every attempt, in name order.
+    pub lets: Vec<Let>,
+}
+
+/// One `let` value: its name, the capture slot it is drawn into, and its template.
+#[derive(Debug, Clone)]
+pub struct Let {
+    pub name: String,
+    pub slot: usize,
+    pub template: Template,
 }
 
 const CAPTURES: &str = "capture applies to sql, redis and ldap.search operations and tx steps";
@@ -259,7 +267,7 @@ const CAPTURES: &str = "capture applies to sql, redis and ldap.search operations
 type CaptureNames = (Vec<String>, Range<usize>);
 
 /// An operation's `let` values (slot, template) and their names with their slots.
-type LetSlots = (Vec<(usize, Template)>, Vec<(String, usize)>);
+type LetSlots = (Vec<Let>, Vec<(String, usize)>);
 
 /// Compiles ops, numbering SQL statements and capture slots across the workload.
 pub(super) struct OpCompiler<'a> {
@@ -416,7 +424,11 @@ impl OpCompiler<'_> {
             let template = self.template(text, &[])?;
             let slot = self.slots(std::slice::from_ref(name))[0];
             self.let_kinds.insert(slot, template.kind());
-            compiled.push((slot, template));
+            compiled.push(Let {
+                name: name.clone(),
+                slot,
+                template,
+            });
             visible.push((name.clone(), slot));
         }
         Ok((compiled, visible))
