@@ -1,6 +1,7 @@
 //! The pgbench built-ins (`pgbench-tpcb`, `pgbench-simple-update`, `pgbench-select-only`) on
-//! SQLite and on a throwaway PostgreSQL (`scripts/services.sh up postgres`, then
-//! `eval "$(scripts/services.sh env)"`; without LOADRIG_PG_URL those tests say "skipped").
+//! SQLite and on throwaway PostgreSQL and MariaDB servers (`scripts/services.sh up postgres
+//! mariadb`, then `eval "$(scripts/services.sh env)"`; without LOADRIG_PG_URL or
+//! LOADRIG_MYSQL_URL those tests say "skipped").
 //! Fixed operation counts, scale 1 (pgbench's 100,000 accounts): exact counts, pgbench's
 //! rows per transaction and its balance check, read back from the database itself.
 
@@ -11,7 +12,7 @@ use std::sync::Mutex;
 use common::{server_url, Dir};
 use serde_json::Value;
 
-/// The PostgreSQL tests share one database and its `loadrig_pgbench_` tables.
+/// The server tests share their databases' `loadrig_pgbench_` tables: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// (workload, statements per transaction: the rows each one touches).
@@ -60,6 +61,29 @@ fn pg_row(url: &str, sql: &str) -> Vec<i64> {
             }
         }
         out
+    })
+}
+
+fn mysql_row(url: &str, sql: &str) -> Vec<i64> {
+    use mysql_async::prelude::Queryable;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let opts = mysql_async::Opts::from_url(url).unwrap();
+        let opts = mysql_async::OptsBuilder::from_opts(opts).prefer_socket(false);
+        let mut conn = mysql_async::Conn::new(opts).await.unwrap();
+        let row: mysql_async::Row = conn.query_first(sql).await.unwrap().unwrap();
+        row.unwrap()
+            .into_iter()
+            .map(|v| match v {
+                mysql_async::Value::Int(i) => i,
+                mysql_async::Value::UInt(u) => u as i64,
+                mysql_async::Value::Bytes(b) => String::from_utf8(b).unwrap().parse().unwrap(),
+                other => panic!("unexpected value {other:?}"),
+            })
+            .collect()
     })
 }
 
@@ -190,6 +214,17 @@ fn builtins_on_postgres() {
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     every_builtin(&url, "4", &|sql| pg_row(&url, sql));
+    check_fails(&url);
+}
+
+/// MariaDB takes the same statements: the target turns `$N` into `?`.
+#[test]
+fn builtins_on_mariadb() {
+    let Some(url) = server_url("LOADRIG_MYSQL_URL") else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    every_builtin(&url, "4", &|sql| mysql_row(&url, sql));
     check_fails(&url);
 }
 
