@@ -384,3 +384,52 @@ fn let_verify_and_setup_in_workload_files() {
         "{stderr}"
     );
 }
+
+/// A retried operation draws its `let` values again: a transaction that only commits for
+/// v = 1 always ends committed, after retries, where a value kept across retries would fail.
+#[test]
+fn a_retry_draws_let_values_again() {
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"
+name = "redraw"
+setup = [
+  "DROP TABLE IF EXISTS loadrig_redraw",
+  "CREATE TABLE loadrig_redraw (n INTEGER, v INTEGER CHECK (v = 1))",
+]
+
+[[op]]
+name = "insert"
+let = { v = "{uniform 0..2}" }
+retry = { on = ["constraint"], max = 60, backoff = "1us" }
+tx = [
+  { sql = { query = "INSERT INTO loadrig_redraw (n, v) VALUES (1, $1)", params = ["{v}"] } },
+]
+"#,
+    );
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        "sqlite://./r.db",
+        "--ops",
+        "40",
+        "--seed",
+        "3",
+        "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    let op = &r.operations[0];
+    assert_eq!((op.ok, op.errors), (40, 0));
+    // Half the draws are 0: with 40 operations some were retried (probability 1 - 2^-40).
+    assert!(op.retries > 0);
+    assert_eq!(
+        sqlite_row(
+            &d.join("r.db"),
+            "SELECT COUNT(*), MIN(v) FROM loadrig_redraw"
+        ),
+        [40, 1]
+    );
+}
