@@ -113,6 +113,9 @@ fn every_builtin(url: &str, clients: &str, row: &dyn Fn(&str) -> Vec<i64>) {
         assert_eq!((op.ok, op.errors), (OPS, 0), "{name}: {out}");
         // pgbench's statements per transaction, each touching one row.
         assert_eq!(op.rows, statements * OPS, "{name}");
+        // pgbench -i: 11 statements generate 1 + 10 + 100,000 rows.
+        let setup = r.setup.as_ref().expect("setup record");
+        assert_eq!((setup.statements, setup.rows), (11, 100_011), "{name}");
         let sums = row(SUMS);
         // pgbench -i at scale 1: 100,000 accounts, 10 tellers, 1 branch.
         assert_eq!(&sums[5..], &[100_000, 10, 1], "{name}");

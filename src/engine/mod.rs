@@ -236,6 +236,8 @@ pub struct RunData {
 pub struct Prepared {
     pub server_version: Option<String>,
     pub loaded: Option<(u64, Duration)>,
+    /// The setup statements: how many, the rows they changed, and their time.
+    pub setup: Option<(usize, u64, Duration)>,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -258,17 +260,21 @@ pub fn prepare<T: Target>(
             .setup()
             .await
             .map_err(|e| anyhow!("setting up: {}", e.message))?;
+        let started = Instant::now();
+        let mut rows = 0;
         for statement in setup {
             let op = Op::Native {
                 op: statement,
                 args: &[],
                 capture: false,
             };
-            session
+            rows += session
                 .execute(&op)
                 .await
-                .map_err(|e| anyhow!("setup statement failed: {}", e.message))?;
+                .map_err(|e| anyhow!("setup statement failed: {}", e.message))?
+                .rows;
         }
+        let setup = (!setup.is_empty()).then(|| (setup.len(), rows, started.elapsed()));
         let server_version = session.server_version().await;
         let loaded = match data {
             Some(d) => {
@@ -301,6 +307,7 @@ pub fn prepare<T: Target>(
         Ok(Prepared {
             server_version,
             loaded,
+            setup,
         })
     })
 }

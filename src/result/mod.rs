@@ -51,6 +51,10 @@ pub struct RunResult {
     /// The part after warm-up that every statistic covers.
     pub measured_s: f64,
     pub data_load: Option<DataLoadRecord>,
+    /// The workload's setup statements, when it has some (the pgbench built-ins load their
+    /// tables there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<SetupRecord>,
     /// Open loop: arrivals scheduled before the end that never started (target too slow).
     pub missed_starts: u64,
     /// Clients still busy when the run had to end; their last operation is not counted.
@@ -133,6 +137,16 @@ pub struct HostRecord {
     pub os: String,
     pub kernel: String,
     pub arch: String,
+}
+
+/// The setup statements of a run: how many, the rows they changed (as each target counts
+/// them: inserted, updated or deleted), and their time.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SetupRecord {
+    pub statements: usize,
+    pub rows: u64,
+    pub seconds: f64,
+    pub rows_per_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

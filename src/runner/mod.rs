@@ -135,6 +135,14 @@ fn print_header(plan: &RunPlan, prepared: &Prepared) {
         plan.target.shown(),
         describe(&plan.load)
     );
+    if let Some((statements, rows, t)) = prepared.setup {
+        println!(
+            "set up: {statements} statement(s), {} rows in {:.2}s ({} rows/s)",
+            console::thousands(rows),
+            t.as_secs_f64(),
+            console::thousands((rows as f64 / t.as_secs_f64().max(1e-9)) as u64)
+        );
+    }
     if let Some((n, t)) = prepared.loaded {
         println!(
             "loaded {} records in {:.2}s ({} records/s)",
