@@ -18,11 +18,15 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let out = &plan.outputs.result;
     result::write_atomic(out, &serde_json::to_vec_pretty(&result)?)?;
     print!("{}", console::summary(&result));
+    for v in &result.verify {
+        let verdict = if v.passed { "passed" } else { "FAILED" };
+        println!("verify {}: {verdict} ({})", v.name, v.values.join(" / "));
+    }
     println!("result: {}", out.display());
     let checks_passed = after_run(out, plan.outputs.report.as_deref(), &plan.checks)?;
     Ok(if result.status == RunStatus::Interrupted {
         ExitCode::from(130)
-    } else if !checks_passed {
+    } else if !checks_passed || result.verify.iter().any(|v| !v.passed) {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -110,6 +110,19 @@ impl<'a> Chooser<'a> {
         }
     }
 
+    /// Draw operation `i`'s `let` values into their slots: once per attempt, before any of
+    /// its templates is bound.
+    #[inline]
+    pub fn draw_lets(&mut self, i: usize) {
+        for l in &self.ops[i].lets {
+            let mut value = std::mem::take(&mut self.gen.captures[l.slot]);
+            value.clear();
+            l.template
+                .render_bytes(&mut self.rng, &mut self.gen, &mut value);
+            self.gen.captures[l.slot] = value;
+        }
+    }
+
     /// Render a native step's arguments into the reusable buffers.
     pub fn bind_step(&mut self, step: &'a Step) -> Op<'_> {
         let n = step.templates.len();
@@ -142,6 +155,7 @@ impl<'a> Chooser<'a> {
     /// operation's index. The choices and draws are the ones [`run`] makes.
     pub fn next_offline(&mut self, send: &mut impl FnMut(&Op<'_>)) -> usize {
         let i = self.pick();
+        self.draw_lets(i);
         let ops = self.ops;
         match &ops[i].kind {
             OpKind::Connect | OpKind::Authenticate => {}
@@ -352,6 +366,7 @@ impl<'a, T: Target> Worker<'a, T> {
             return Err(OpError::new(ErrorClass::Connect, "not connected"));
         };
         let ops = chooser.ops;
+        chooser.draw_lets(i);
         match &ops[i].kind {
             OpKind::Connect => target
                 .connect()
@@ -430,6 +445,7 @@ macro_rules! perform {
         if w.session.is_some()
             && spec.retry.is_none()
             && spec.kind.is_plain()
+            && spec.lets.is_empty()
             && $ctx.plan.op_timeout.is_none()
         {
             let Worker { session, chooser, .. } = w;

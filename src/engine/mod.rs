@@ -24,7 +24,7 @@ use rand::SeedableRng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{DataSpec, GenState, OpSpec};
+use crate::spec::{DataSpec, GenState, OpSpec, VerifySpec};
 use crate::stats::OpCounters;
 use crate::targets::{Session, Target};
 use crate::vocab::{NativeOp, Op, OpError, ValueKind};
@@ -236,6 +236,8 @@ pub struct RunData {
 pub struct Prepared {
     pub server_version: Option<String>,
     pub loaded: Option<(u64, Duration)>,
+    /// The setup statements: how many, the rows they changed, and their time.
+    pub setup: Option<(usize, u64, Duration)>,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -258,17 +260,21 @@ pub fn prepare<T: Target>(
             .setup()
             .await
             .map_err(|e| anyhow!("setting up: {}", e.message))?;
+        let started = Instant::now();
+        let mut rows = 0;
         for statement in setup {
             let op = Op::Native {
                 op: statement,
                 args: &[],
                 capture: false,
             };
-            session
+            rows += session
                 .execute(&op)
                 .await
-                .map_err(|e| anyhow!("setup statement failed: {}", e.message))?;
+                .map_err(|e| anyhow!("setup statement failed: {}", e.message))?
+                .rows;
         }
+        let setup = (!setup.is_empty()).then(|| (setup.len(), rows, started.elapsed()));
         let server_version = session.server_version().await;
         let loaded = match data {
             Some(d) => {
@@ -301,7 +307,43 @@ pub fn prepare<T: Target>(
         Ok(Prepared {
             server_version,
             loaded,
+            setup,
         })
+    })
+}
+
+/// Run each `[[verify]]`'s queries on one session after the run: per check, the first row of
+/// each query as text (its columns joined by `,`).
+pub fn verify<T: Target>(target: &T, checks: &[VerifySpec]) -> Result<Vec<Vec<String>>> {
+    if checks.is_empty() {
+        // No session: some targets (redb) allow only one open at a time.
+        return Ok(Vec::new());
+    }
+    runtime()?.block_on(async {
+        let mut session = connect(target).await?;
+        let mut out = Vec::new();
+        for check in checks {
+            let mut rows = Vec::new();
+            for query in &check.queries {
+                let op = Op::Native {
+                    op: query,
+                    args: &[],
+                    capture: true,
+                };
+                let got = session
+                    .execute(&op)
+                    .await
+                    .map_err(|e| anyhow!("verify '{}' query failed: {}", check.name, e.message))?;
+                let text: Vec<String> = got
+                    .captured
+                    .iter()
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+                    .collect();
+                rows.push(text.join(","));
+            }
+            out.push(rows);
+        }
+        Ok(out)
     })
 }
 

@@ -6,7 +6,8 @@ use std::time::SystemTime;
 use super::models::LatencyModes;
 use super::{
     DataLoadRecord, EncodedHistogram, ErrorMessage, ErrorsByClass, HostRecord, IntervalOp,
-    IntervalRecord, OpResult, RunResult, RunStatus, TargetRecord, WorkloadRecord, SCHEMA_VERSION,
+    IntervalRecord, OpResult, RunResult, RunStatus, SetupRecord, TargetRecord, WorkloadRecord,
+    SCHEMA_VERSION,
 };
 use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
 use crate::spec::{OpSpec, Workload};
@@ -86,6 +87,12 @@ impl RunResult {
             elapsed_s: run.elapsed.as_secs_f64(),
             measured_s,
             data_load: DataLoadRecord::of(workload, prepared.loaded),
+            setup: prepared.setup.map(|(statements, rows, t)| SetupRecord {
+                statements,
+                rows,
+                seconds: t.as_secs_f64(),
+                rows_per_s: rows as f64 / t.as_secs_f64().max(1e-9),
+            }),
             missed_starts: run.missed,
             abandoned_clients: run.abandoned,
             operations,
@@ -97,6 +104,7 @@ impl RunResult {
                 .collect(),
             latency_modes: Some(latency_modes),
             notes,
+            verify: Vec::new(),
         }
     }
 }

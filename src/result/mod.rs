@@ -51,6 +51,10 @@ pub struct RunResult {
     /// The part after warm-up that every statistic covers.
     pub measured_s: f64,
     pub data_load: Option<DataLoadRecord>,
+    /// The workload's setup statements, when it has some (the pgbench built-ins load their
+    /// tables there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<SetupRecord>,
     /// Open loop: arrivals scheduled before the end that never started (target too slow).
     pub missed_starts: u64,
     /// Clients still busy when the run had to end; their last operation is not counted.
@@ -63,6 +67,40 @@ pub struct RunResult {
     #[serde(default)]
     pub latency_modes: Option<LatencyModes>,
     pub notes: Vec<String>,
+    /// The workload's `[[verify]]` checks after the run; a failed one fails the run. Left
+    /// out when the workload has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify: Vec<VerifyRecord>,
+}
+
+/// One `[[verify]]` check: each query's first row as text, and whether they were all equal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VerifyRecord {
+    pub name: String,
+    pub values: Vec<String>,
+    pub passed: bool,
+}
+
+impl VerifyRecord {
+    pub fn of(name: &str, values: Vec<String>) -> VerifyRecord {
+        let passed = values.windows(2).all(|w| w[0] == w[1]);
+        VerifyRecord {
+            name: name.to_string(),
+            values,
+            passed,
+        }
+    }
+
+    /// The note a failed check leaves in the result.
+    pub fn note(&self) -> Option<String> {
+        (!self.passed).then(|| {
+            format!(
+                "verify '{}' failed: its queries gave {} where all must be equal",
+                self.name,
+                self.values.join(" / ")
+            )
+        })
+    }
 }
 
 /// How the run ended.
@@ -99,6 +137,16 @@ pub struct HostRecord {
     pub os: String,
     pub kernel: String,
     pub arch: String,
+}
+
+/// The setup statements of a run: how many, the rows they changed (as each target counts
+/// them: inserted, updated or deleted), and their time.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SetupRecord {
+    pub statements: usize,
+    pub rows: u64,
+    pub seconds: f64,
+    pub rows_per_s: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

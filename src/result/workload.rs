@@ -52,6 +52,9 @@ pub struct OpRecord {
     pub kind: String,
     pub args: OpArgs,
     pub retry: Option<RetryRecord>,
+    /// The operation's `let` values (name, template); left out when it has none.
+    #[serde(default, rename = "let", skip_serializing_if = "BTreeMap::is_empty")]
+    pub lets: BTreeMap<String, String>,
 }
 
 /// An operation's templates as written, by kind of operation.
@@ -155,6 +158,11 @@ impl OpRecord {
                 max: r.max,
                 backoff_s: r.backoff.as_secs_f64(),
             }),
+            lets: o
+                .lets
+                .iter()
+                .map(|l| (l.name.clone(), l.template.source().to_string()))
+                .collect(),
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::error::InputError;
 use crate::plan::RunPlan;
 use crate::report::console::{self, Live};
 use crate::report::metrics::MetricsServer;
-use crate::result::RunResult;
+use crate::result::{RunResult, VerifyRecord};
 use crate::spec::OpSpec;
 use crate::targets::{with_target_type, Target};
 use crate::vocab::{Family, NativeOp, ValueKind};
@@ -68,7 +68,7 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     }
     let mut live_view = if live { Some(live_view(plan)?) } else { None };
     let data_run = engine::run(
-        target,
+        Arc::clone(&target),
         Arc::new(plan.ops.clone()),
         &plan.load,
         Slots {
@@ -85,7 +85,15 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     if let Some(view) = &mut live_view {
         view.finish();
     }
-    Ok(assemble::result(plan, &data_run, prepared, started_at))
+    let verified = engine::verify(&*target, &plan.workload.verify)
+        .with_context(|| format!("target {shown_url}"))?;
+    let mut result = assemble::result(plan, &data_run, prepared, started_at);
+    for (check, values) in plan.workload.verify.iter().zip(verified) {
+        let record = VerifyRecord::of(&check.name, values);
+        result.notes.extend(record.note());
+        result.verify.push(record);
+    }
+    Ok(result)
 }
 
 fn op_names(ops: &[OpSpec]) -> Vec<String> {
@@ -127,6 +135,14 @@ fn print_header(plan: &RunPlan, prepared: &Prepared) {
         plan.target.shown(),
         describe(&plan.load)
     );
+    if let Some((statements, rows, t)) = prepared.setup {
+        println!(
+            "set up: {statements} statement(s), {} rows in {:.2}s ({} rows/s)",
+            console::thousands(rows),
+            t.as_secs_f64(),
+            console::thousands((rows as f64 / t.as_secs_f64().max(1e-9)) as u64)
+        );
+    }
     if let Some((n, t)) = prepared.loaded {
         println!(
             "loaded {} records in {:.2}s ({} records/s)",

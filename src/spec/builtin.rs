@@ -11,6 +11,18 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../workloads/session-store.toml"),
     ),
     ("noop", include_str!("../../workloads/noop.toml")),
+    (
+        "pgbench-tpcb",
+        include_str!("../../workloads/pgbench-tpcb.toml"),
+    ),
+    (
+        "pgbench-simple-update",
+        include_str!("../../workloads/pgbench-simple-update.toml"),
+    ),
+    (
+        "pgbench-select-only",
+        include_str!("../../workloads/pgbench-select-only.toml"),
+    ),
 ];
 
 /// The text of a built-in workload.

@@ -46,6 +46,24 @@ struct WorkloadFile {
     /// Thresholds checked at the end of a run, like `--check` (see analysis::checks).
     #[serde(default)]
     checks: Vec<Spanned<String>>,
+    /// Queries run after the run whose results must agree (pgbench's balance check).
+    #[serde(default)]
+    verify: Vec<Spanned<VerifySection>>,
+}
+
+/// `[[verify]]`: SQL queries whose first rows must all be equal after the run.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VerifySection {
+    name: Spanned<String>,
+    sql: Vec<Spanned<String>>,
+}
+
+/// A compiled `[[verify]]`: its name and its queries (parameters substituted).
+#[derive(Debug, Clone)]
+pub struct VerifySpec {
+    pub name: String,
+    pub queries: Vec<NativeOp<ValueKind>>,
 }
 
 /// `[load]`: defaults for the load flags of `loadrig run`.
@@ -108,6 +126,8 @@ pub struct Workload {
     pub statements: usize,
     /// The `checks = [...]` array, each with its place in the file for error messages.
     pub checks: Vec<CheckSource>,
+    /// `[[verify]]`: run after the measured run; a disagreement fails the run.
+    pub verify: Vec<VerifySpec>,
 }
 
 /// One threshold from the workload file, parsed by `analysis::checks` when the run starts.
@@ -161,6 +181,7 @@ pub fn compile(
     let mut compiler = op_compiler(source, &params);
     let setup = compile_setup(&mut compiler, &file.setup)?;
     let ops = compile_ops(&mut compiler, &file.ops)?;
+    let verify = compile_verify(&mut compiler, &file.verify)?;
     let (seq_slots, statements, capture_slots) = (
         compiler.seq_slots,
         compiler.statements,
@@ -190,7 +211,35 @@ pub fn compile(
         capture_slots,
         statements,
         checks: check_sources(source, &file.checks),
+        verify,
     })
+}
+
+/// The `[[verify]]` tables: at least two queries each, since their results are compared.
+fn compile_verify(
+    compiler: &mut ops::OpCompiler<'_>,
+    sections: &[Spanned<VerifySection>],
+) -> Result<Vec<VerifySpec>, InputError> {
+    let mut out = Vec::new();
+    for section in sections {
+        let v = section.get_ref();
+        if v.sql.len() < 2 {
+            return Err(compiler.source.error(
+                section.span(),
+                format!("verify '{}' needs at least two queries in sql = [...]: their first rows must be equal", v.name.get_ref()),
+            ));
+        }
+        let queries = v
+            .sql
+            .iter()
+            .map(|q| compiler.setup_sql(&ops::SqlArgsRef { query: q }))
+            .collect::<Result<_, _>>()?;
+        out.push(VerifySpec {
+            name: v.name.get_ref().clone(),
+            queries,
+        });
+    }
+    Ok(out)
 }
 
 /// `op_timeout`: a duration above zero.
@@ -270,6 +319,7 @@ fn op_compiler<'a>(
         seq_slots: 0,
         statements: 0,
         capture_slots: 0,
+        let_kinds: BTreeMap::new(),
     }
 }
 

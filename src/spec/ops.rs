@@ -33,6 +33,9 @@ pub(super) struct OpSection {
     tx: Option<Spanned<Vec<Spanned<StepSection>>>>,
     capture: Option<Spanned<Vec<String>>>,
     retry: Option<Spanned<RetrySection>>,
+    /// Values drawn once per attempt of the operation, which all its templates share.
+    #[serde(rename = "let")]
+    lets: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -246,12 +249,25 @@ pub struct OpSpec {
     pub weight: f64,
     pub kind: OpKind,
     pub retry: Option<Retry>,
+    /// `let`: drawn at the start of every attempt, in name order.
+    pub lets: Vec<Let>,
+}
+
+/// One `let` value: its name, the capture slot it is drawn into, and its template.
+#[derive(Debug, Clone)]
+pub struct Let {
+    pub name: String,
+    pub slot: usize,
+    pub template: Template,
 }
 
 const CAPTURES: &str = "capture applies to sql, redis and ldap.search operations and tx steps";
 
 /// Capture names as written, with their place in the file.
 type CaptureNames = (Vec<String>, Range<usize>);
+
+/// An operation's `let` values (slot, template) and their names with their slots.
+type LetSlots = (Vec<Let>, Vec<(String, usize)>);
 
 /// Compiles ops, numbering SQL statements and capture slots across the workload.
 pub(super) struct OpCompiler<'a> {
@@ -260,6 +276,8 @@ pub(super) struct OpCompiler<'a> {
     pub seq_slots: usize,
     pub statements: usize,
     pub capture_slots: usize,
+    /// The kind of each `let` value's generator, by capture slot.
+    pub let_kinds: BTreeMap<usize, ValueKind>,
 }
 
 impl OpCompiler<'_> {
@@ -268,10 +286,16 @@ impl OpCompiler<'_> {
         text: &Spanned<String>,
         captures: &[(String, usize)],
     ) -> Result<Template, InputError> {
-        Template::compile_with(text.get_ref(), self.params, captures, &mut self.seq_slots).map_err(
-            |e| {
+        let t = Template::compile_with(text.get_ref(), self.params, captures, &mut self.seq_slots)
+            .map_err(|e| {
                 InputError::new(format!("in \"{}\": {}", text.get_ref(), e.message))
                     .at(self.source.at(text.span().start + 1 + e.offset))
+            })?;
+        // `"{aid}"` alone binds as the number its `let` draws, not as text.
+        Ok(
+            match t.single_capture().and_then(|s| self.let_kinds.get(&s)) {
+                Some(kind) => t.with_kind(*kind),
+                None => t,
             },
         )
     }
@@ -290,7 +314,16 @@ impl OpCompiler<'_> {
     }
 
     pub fn key(&mut self, text: &Spanned<String>) -> Result<Template, InputError> {
-        let key = self.template(text, &[])?;
+        self.key_with(text, &[])
+    }
+
+    /// A key that may use an operation's `let` values.
+    fn key_with(
+        &mut self,
+        text: &Spanned<String>,
+        lets: &[(String, usize)],
+    ) -> Result<Template, InputError> {
+        let key = self.template(text, lets)?;
         if key.has_bytes() {
             return Err(self
                 .source
@@ -314,6 +347,7 @@ impl OpCompiler<'_> {
             Some(w) => *w.get_ref(),
             None => 1.0,
         };
+        let (lets, visible) = self.lets(&op.lets)?;
         let mut kinds = Vec::new();
         if op.nop.is_some() {
             kinds.push(OpKind::Nop);
@@ -325,7 +359,7 @@ impl OpCompiler<'_> {
             kinds.push(OpKind::Authenticate);
         }
         if let Some(kv) = &op.kv {
-            self.kv(kv, &mut kinds)?;
+            self.kv(kv, &visible, &mut kinds)?;
         }
         let capture = self.capture_names(&op.capture)?;
         for native in self.natives(
@@ -333,12 +367,12 @@ impl OpCompiler<'_> {
             op.redis.as_ref(),
             op.ldap.as_ref(),
             op.http.as_ref(),
-            &[],
+            &visible,
         )? {
             kinds.push(OpKind::Native(Step::new(native, Vec::new())));
         }
         if let Some(tx) = &op.tx {
-            kinds.push(self.tx(tx)?);
+            kinds.push(self.tx(tx, visible)?);
         }
         let mut kind = match kinds.len() {
             1 => kinds.remove(0),
@@ -368,7 +402,36 @@ impl OpCompiler<'_> {
             weight,
             kind,
             retry,
+            lets,
         })
+    }
+
+    /// `let = { aid = "{uniform 1..100001}" }`: each name gets a capture slot that every
+    /// template of the operation may use as `{aid}`. The values may use parameters, not
+    /// each other.
+    fn lets(
+        &mut self,
+        lets: &Option<Spanned<BTreeMap<String, Spanned<String>>>>,
+    ) -> Result<LetSlots, InputError> {
+        let Some(lets) = lets else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        let names: Vec<String> = lets.get_ref().keys().cloned().collect();
+        self.capture_names(&Some(Spanned::new(lets.span(), names.clone())))?;
+        let mut compiled = Vec::new();
+        let mut visible = Vec::new();
+        for (name, text) in lets.get_ref() {
+            let template = self.template(text, &[])?;
+            let slot = self.slots(std::slice::from_ref(name))[0];
+            self.let_kinds.insert(slot, template.kind());
+            compiled.push(Let {
+                name: name.clone(),
+                slot,
+                template,
+            });
+            visible.push((name.clone(), slot));
+        }
+        Ok((compiled, visible))
     }
 
     /// Only operations that return values capture, and an LDAP search no more values than
@@ -434,7 +497,12 @@ impl OpCompiler<'_> {
         Ok(Some((c.get_ref().clone(), c.span())))
     }
 
-    fn kv(&mut self, kv: &KvSection, kinds: &mut Vec<OpKind>) -> Result<(), InputError> {
+    fn kv(
+        &mut self,
+        kv: &KvSection,
+        lets: &[(String, usize)],
+        kinds: &mut Vec<OpKind>,
+    ) -> Result<(), InputError> {
         let no_value = |c: &Self, a: &Spanned<KvArgs>, verb: &str| match &a.get_ref().value {
             Some(v) => Err(c
                 .source
@@ -444,25 +512,25 @@ impl OpCompiler<'_> {
         if let Some(a) = &kv.get {
             no_value(self, a, "get")?;
             kinds.push(OpKind::Get {
-                key: self.key(&a.get_ref().key)?,
+                key: self.key_with(&a.get_ref().key, lets)?,
             });
         }
         if let Some(a) = &kv.delete {
             no_value(self, a, "delete")?;
             kinds.push(OpKind::Delete {
-                key: self.key(&a.get_ref().key)?,
+                key: self.key_with(&a.get_ref().key, lets)?,
             });
         }
         for (verb, args) in [("put", &kv.put), ("update", &kv.update)] {
             let Some(a) = args else { continue };
-            let key = self.key(&a.get_ref().key)?;
+            let key = self.key_with(&a.get_ref().key, lets)?;
             let Some(v) = &a.get_ref().value else {
                 return Err(self.source.error(
                     a.span(),
                     format!("kv.{verb} needs a value: kv.{verb} = {{ key = \"...\", value = \"{{bytes 100}}\" }}"),
                 ));
             };
-            let value = self.template(v, &[])?;
+            let value = self.template(v, lets)?;
             kinds.push(if verb == "put" {
                 OpKind::Put { key, value }
             } else {
@@ -618,12 +686,25 @@ impl OpCompiler<'_> {
         })
     }
 
-    /// A setup statement: SQL without parameters.
+    /// A setup statement: SQL without bound parameters, where `{NAME}` is replaced by the
+    /// workload parameter NAME (`{{` and `}}` are braces).
     pub fn setup_sql(&mut self, s: &SqlArgsRef<'_>) -> Result<NativeOp<ValueKind>, InputError> {
+        let mut slots = 0;
+        let template =
+            Template::compile(s.query.get_ref(), self.params, &mut slots).map_err(|e| {
+                InputError::new(format!("in \"{}\": {}", s.query.get_ref(), e.message))
+                    .at(self.source.at(s.query.span().start + 1 + e.offset))
+            })?;
+        let Some(query) = template.constant_text() else {
+            return Err(self
+                .source
+                .error(s.query.span(), "setup statements may use {parameters} but no generators: they run once, before the load")
+                .help("draw values in the operations, or generate rows in SQL (generate_series, a recursive CTE)"));
+        };
         self.statements += 1;
         Ok(NativeOp::Sql {
             id: self.statements - 1,
-            query: s.query.get_ref().clone(),
+            query,
             params: Vec::new(),
         })
     }
@@ -670,14 +751,17 @@ impl OpCompiler<'_> {
         Ok(out)
     }
 
-    fn tx(&mut self, tx: &Spanned<Vec<Spanned<StepSection>>>) -> Result<OpKind, InputError> {
+    fn tx(
+        &mut self,
+        tx: &Spanned<Vec<Spanned<StepSection>>>,
+        mut visible: Vec<(String, usize)>,
+    ) -> Result<OpKind, InputError> {
         if tx.get_ref().is_empty() {
             return Err(self.source.error(
                 tx.span(),
                 "tx has no steps: tx = [ { sql = { query = \"...\" } }, ... ]",
             ));
         }
-        let mut visible: Vec<(String, usize)> = Vec::new();
         let mut steps = Vec::new();
         for step in tx.get_ref() {
             let s = step.get_ref();

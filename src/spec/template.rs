@@ -58,6 +58,11 @@ enum Part {
         lo: u64,
         hi: u64,
     },
+    /// A uniform range that starts below zero (pgbench's `random(-5000, 5000)`).
+    UniformSigned {
+        lo: i64,
+        hi: i64,
+    },
     Zipf {
         lo: u64,
         dist: Zipf<f64>,
@@ -203,6 +208,30 @@ impl Template {
         self.parts.iter().all(|p| matches!(p, Part::Literal(_)))
     }
 
+    /// The slot of a template that is one captured value and nothing else.
+    pub fn single_capture(&self) -> Option<usize> {
+        match self.parts.as_slice() {
+            [Part::Capture(slot)] => Some(*slot),
+            _ => None,
+        }
+    }
+
+    /// The same template, bound as `kind` (a `let` value keeps the kind of its generator).
+    pub fn with_kind(self, kind: ValueKind) -> Template {
+        Template { kind, ..self }
+    }
+
+    /// The text of a template that holds only literals and parameters.
+    pub fn constant_text(&self) -> Option<String> {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Literal(s) => Some(s.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Append one expansion to `out` as text (keys).
     pub fn render_str<R: RngCore>(&self, rng: &mut R, st: &mut GenState, out: &mut String) {
         for part in &self.parts {
@@ -214,6 +243,9 @@ impl Template {
                 Part::Choice(words) => out.push_str(&words[rng.random_range(0..words.len())]),
                 Part::Capture(slot) => out.push_str(&String::from_utf8_lossy(capture(st, *slot))),
                 Part::Sid { slot } => push_sid(*slot, rng, st, |b| out.push_str(b)),
+                Part::UniformSigned { lo, hi } => {
+                    let _ = write!(out, "{}", rng.random_range(*lo..*hi));
+                }
                 other => {
                     let _ = write!(out, "{}", number(other, rng, st));
                 }
@@ -238,6 +270,9 @@ impl Template {
                 Part::Capture(slot) => out.extend_from_slice(capture(st, *slot)),
                 Part::Sid { slot } => {
                     push_sid(*slot, rng, st, |b| out.extend_from_slice(b.as_bytes()))
+                }
+                Part::UniformSigned { lo, hi } => {
+                    let _ = write!(VecWriter(out), "{}", rng.random_range(*lo..*hi));
                 }
                 other => {
                     let _ = write!(VecWriter(out), "{}", number(other, rng, st));
@@ -290,6 +325,8 @@ fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
             n
         }
         Part::Uniform { lo, hi } => rng.random_range(*lo..*hi),
+        // Hashed as YCSB hashes a Java long: its two's complement bits.
+        Part::UniformSigned { lo, hi } => rng.random_range(*lo..*hi) as u64,
         Part::Zipf { lo, dist } => lo + dist.sample(rng) as u64 - 1,
         Part::YcsbZipfian(z) => z.sample(rng),
         Part::YcsbScrambled(z) => z.sample(rng),
@@ -307,6 +344,7 @@ fn is_number(part: &Part) -> bool {
         part,
         Part::Seq { .. }
             | Part::Uniform { .. }
+            | Part::UniformSigned { .. }
             | Part::Zipf { .. }
             | Part::YcsbZipfian(_)
             | Part::YcsbScrambled(_)
@@ -424,8 +462,22 @@ impl Call<'_> {
 
     fn uniform(&self) -> Result<Part, TemplateError> {
         self.arity(1..=1, "a range: {uniform 1..100}")?;
-        let (lo, hi) = range(self.args[0].1, self.args[0].0, self.params)?;
-        Ok(Part::Uniform { lo, hi })
+        let (at, word) = self.args[0];
+        let Some((lo, hi)) = word.split_once("..") else {
+            return range(word, at, self.params).map(|(lo, hi)| Part::Uniform { lo, hi });
+        };
+        let lo_v = signed(lo, at, self.params)?;
+        let hi_v = signed(hi, at + lo.len() + 2, self.params)?;
+        if hi_v <= lo_v {
+            return err(
+                at,
+                format!("empty range {word} ({lo_v}..{hi_v}): HIGH must be above LOW"),
+            );
+        }
+        Ok(match (u64::try_from(lo_v), u64::try_from(hi_v)) {
+            (Ok(lo), Ok(hi)) => Part::Uniform { lo, hi },
+            _ => Part::UniformSigned { lo: lo_v, hi: hi_v },
+        })
     }
 
     fn zipf(&self) -> Result<Part, TemplateError> {
@@ -618,7 +670,8 @@ fn split_words(expr: &str) -> Vec<(usize, &str)> {
     words
 }
 
-/// A non-negative integer literal or the name of an integer parameter.
+/// A non-negative integer literal or the name of an integer parameter, or sums of products
+/// of those (`100000*scale+1`).
 fn integer(
     word: &str,
     at: usize,
@@ -626,6 +679,15 @@ fn integer(
 ) -> Result<u64, TemplateError> {
     if let Ok(n) = word.replace('_', "").parse::<u64>() {
         return Ok(n);
+    }
+    if word.contains(['*', '+']) {
+        let n = signed(word, at, params)?;
+        return u64::try_from(n).or_else(|_| {
+            err(
+                at,
+                format!("'{word}' is {n}, expected a non-negative integer"),
+            )
+        });
     }
     match params.get(word) {
         Some(toml::Value::Integer(n)) if *n >= 0 => Ok(*n as u64),
@@ -641,6 +703,47 @@ fn integer(
             ),
         ),
     }
+}
+
+/// An integer with an optional sign, an integer parameter, or sums of products of those
+/// written without spaces (`100000*scale+1`, as pgbench's `random(1, 100000 * :scale)`).
+fn signed(
+    word: &str,
+    at: usize,
+    params: &BTreeMap<String, toml::Value>,
+) -> Result<i64, TemplateError> {
+    let overflow = || TemplateError {
+        offset: at,
+        message: format!("'{word}' overflows a 64-bit integer"),
+    };
+    let mut total: i64 = 0;
+    for term in word.split('+') {
+        let mut product: i64 = 1;
+        for factor in term.split('*') {
+            let value = match (factor.replace('_', "").parse::<i64>(), params.get(factor)) {
+                (Ok(n), _) => n,
+                (_, Some(toml::Value::Integer(n))) => *n,
+                (_, Some(other)) => {
+                    return err(
+                        at,
+                        format!("parameter '{factor}' is {other}, expected an integer"),
+                    )
+                }
+                (_, None) => {
+                    return err(
+                        at,
+                        format!(
+                            "expected an integer, an integer parameter or a product or sum of those (100000*scale+1), found '{factor}'{}",
+                            param_list(params)
+                        ),
+                    )
+                }
+            };
+            product = product.checked_mul(value).ok_or_else(overflow)?;
+        }
+        total = total.checked_add(product).ok_or_else(overflow)?;
+    }
+    Ok(total)
 }
 
 fn float(
@@ -700,6 +803,28 @@ mod tests {
         let mut s = String::new();
         t.render_str(&mut rng, st, &mut s);
         s
+    }
+
+    #[test]
+    fn uniform_takes_negative_bounds_and_products_of_parameters() {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut slots = 0;
+        let t = Template::compile("{uniform -2..2}", &params(), &mut slots).unwrap();
+        assert_eq!(t.kind(), ValueKind::Integer);
+        let mut rng = SmallRng::seed_from_u64(3);
+        let mut st = GenState::new(0, 1, 0);
+        for _ in 0..200 {
+            let mut s = String::new();
+            t.render_str(&mut rng, &mut st, &mut s);
+            seen.insert(s.parse::<i64>().unwrap());
+        }
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![-2, -1, 0, 1]);
+        // records = 100: 1..2*records+1 is 1..201, one number.
+        assert_eq!(render("{uniform 2*records+1..2*records+2}", &mut st), "201");
+        let e = Template::compile("{uniform 1..2*nope}", &params(), &mut slots).unwrap_err();
+        assert!(e.message.contains("found 'nope'"), "{}", e.message);
+        let e = Template::compile("{zipf -1..5}", &params(), &mut slots).unwrap_err();
+        assert!(e.message.contains("non-negative"), "{}", e.message);
     }
 
     #[test]

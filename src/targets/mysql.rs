@@ -12,7 +12,8 @@
 //!   their workload-wide number. An argument that is one number generator or one number
 //!   parameter alone (`{seq}`, `{uniform 1..9}`, `{records}`) is bound as an integer (a
 //!   float parameter as a double); every other argument as bytes, which the server
-//!   converts to the column types. Rows are the rows returned, or for statements that
+//!   converts to the column types. PostgreSQL's `$1, $2` placeholders (outside quotes) are
+//!   sent as `?` and bound by number, so one statement serves every SQL target. Rows are the rows returned, or for statements that
 //!   return none the rows affected. `capture` takes the first row's values as text (NULL
 //!   as empty, numbers in decimal, dates as `YYYY-MM-DD hh:mm:ss[.ffffff]`, blobs raw).
 //! - Transactions: BEGIN / COMMIT / ROLLBACK. Data loading: multi-row
@@ -88,6 +89,65 @@ impl Mysql {
 pub struct MysqlSession {
     conn: Conn,
     prepared: Prepared<Statement>,
+    /// Each native statement's `$N` placeholders as `?`, by statement number.
+    placeholders: Vec<Option<Placeholders>>,
+}
+
+/// A statement written with PostgreSQL's `$1, $2` placeholders, as MySQL takes it: the text
+/// with `?` for each `$N` (outside quotes), and the argument each `?` takes. The pgbench
+/// built-ins are written once for PostgreSQL, SQLite and MySQL this way.
+#[derive(Debug, Clone, PartialEq)]
+struct Placeholders {
+    /// `None`: the statement has no `$N` and goes as written.
+    text: Option<String>,
+    order: Vec<usize>,
+}
+
+impl Placeholders {
+    fn of(query: &str) -> Placeholders {
+        let bytes = query.as_bytes();
+        let mut text = String::with_capacity(query.len());
+        let mut order = Vec::new();
+        let mut quote = None;
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            match quote {
+                Some(q) if b == b'\\' && q != b'`' => {
+                    text.push_str(&query[i..(i + 2).min(bytes.len())]);
+                    i += 2;
+                    continue;
+                }
+                Some(q) if b == q => quote = None,
+                Some(_) => {}
+                None if matches!(b, b'\'' | b'"' | b'`') => quote = Some(b),
+                None if b == b'$' && (i == 0 || !is_word(bytes[i - 1])) => {
+                    let digits = bytes[i + 1..]
+                        .iter()
+                        .take_while(|d| d.is_ascii_digit())
+                        .count();
+                    if let Ok(n @ 1..) = query[i + 1..i + 1 + digits].parse::<usize>() {
+                        text.push('?');
+                        order.push(n - 1);
+                        i += 1 + digits;
+                        continue;
+                    }
+                }
+                None => {}
+            }
+            let len = query[i..].chars().next().map_or(1, char::len_utf8);
+            text.push_str(&query[i..i + len]);
+            i += len;
+        }
+        Placeholders {
+            text: (!order.is_empty()).then_some(text),
+            order,
+        }
+    }
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$'
 }
 
 impl Target for Mysql {
@@ -110,6 +170,7 @@ impl Target for Mysql {
         Ok(MysqlSession {
             conn,
             prepared: Prepared::new(Dialect::Mysql),
+            placeholders: Vec::new(),
         })
     }
 }
@@ -236,16 +297,31 @@ impl MysqlSession {
         args: &[Vec<u8>],
         capture: bool,
     ) -> Result<Outcome, OpError> {
-        let conn = &mut self.conn;
-        let st = self
-            .prepared
-            .native(id, || conn.prep(query))
-            .await
-            .map_err(cl)?;
-        check_arity(query, usize::from(st.num_params()), args.len())?;
-        let params = if args.is_empty() {
+        let MysqlSession {
+            conn,
+            prepared,
+            placeholders,
+        } = self;
+        if placeholders.len() <= id {
+            placeholders.resize(id + 1, None);
+        }
+        let ph = placeholders[id].get_or_insert_with(|| Placeholders::of(query));
+        let text = ph.text.as_deref().unwrap_or(query);
+        let st = prepared.native(id, || conn.prep(text)).await.map_err(cl)?;
+        let params = if ph.text.is_some() {
+            let used = ph.order.iter().max().map_or(0, |m| m + 1);
+            check_arity(query, used, args.len())?;
+            Params::Positional(
+                ph.order
+                    .iter()
+                    .map(|&i| typed(&args[i], kinds[i]))
+                    .collect(),
+            )
+        } else if args.is_empty() {
+            check_arity(query, usize::from(st.num_params()), 0)?;
             Params::Empty
         } else {
+            check_arity(query, usize::from(st.num_params()), args.len())?;
             Params::Positional(
                 args.iter()
                     .zip(kinds)
@@ -410,6 +486,24 @@ impl Session for MysqlSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dollar_placeholders_become_question_marks_outside_quotes() {
+        let p = Placeholders::of("UPDATE t SET b = b + $1 WHERE a = $2 AND c <> '$1' AND d$1 = $1");
+        assert_eq!(
+            p.text.as_deref(),
+            Some("UPDATE t SET b = b + ? WHERE a = ? AND c <> '$1' AND d$1 = ?")
+        );
+        assert_eq!(p.order, [0, 1, 0]);
+        let p = Placeholders::of("SELECT 'it\\'s $1', `$2`, \"$3\", $10");
+        assert_eq!(
+            p.text.as_deref(),
+            Some("SELECT 'it\\'s $1', `$2`, \"$3\", ?")
+        );
+        assert_eq!(p.order, [9]);
+        let p = Placeholders::of("SELECT v FROM t WHERE k = ? AND p = '$' AND q = $0");
+        assert_eq!((p.text, p.order), (None, vec![]));
+    }
 
     #[test]
     fn values_read_as_text() {
