@@ -28,12 +28,13 @@ pub fn cleanup(target: &str) -> Result<ExitCode> {
 
 pub fn list() -> Result<ExitCode> {
     println!("Built-in workloads (loadrig run NAME; loadrig init NAME > my.toml):");
+    let width = builtin::BUILTIN.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
     for (name, text) in builtin::BUILTIN {
         let source = Source { path: name, text };
         let description = spec::compile(&source, &[])
             .map(|w| w.description)
             .unwrap_or_default();
-        println!("  {name:<16} {description}");
+        println!("  {name:<width$}  {description}");
     }
     println!("\nTargets (--target URL):");
     for (scheme, what) in targets::SCHEMES {
