@@ -28,7 +28,11 @@ pub fn cleanup(target: &str) -> Result<ExitCode> {
 
 pub fn list() -> Result<ExitCode> {
     println!("Built-in workloads (loadrig run NAME; loadrig init NAME > my.toml):");
-    let width = builtin::BUILTIN.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    let width = builtin::BUILTIN
+        .iter()
+        .map(|(n, _)| n.len())
+        .max()
+        .unwrap_or(0);
     for (name, text) in builtin::BUILTIN {
         let source = Source { path: name, text };
         let description = spec::compile(&source, &[])
