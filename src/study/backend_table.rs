@@ -9,9 +9,12 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::Backend;
+use std::path::Path;
+
+use super::{write_record, Backend, StudyRecord, StudyTable};
 use crate::report::html::esc;
 use crate::report::plot;
+use crate::targets::redact;
 
 /// A row per backend, a column per measure.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
@@ -39,6 +42,43 @@ pub struct BackendRow {
     /// The query and the database's plan for it (EXPLAIN), when the row is an SQL search.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<String>,
+}
+
+/// Each backend in turn, as the backend-table studies run them: one without a URL or plans,
+/// or any after an interruption, is a row "not run: WHY"; the others go through `run_row`
+/// (which fills the row and says whether the study may go on), and the study file is written
+/// after each row, so a crash loses at most the row in progress.
+pub fn run_rows<P>(
+    record: &mut StudyRecord,
+    dir: &Path,
+    mut table: BackendTable,
+    rows: Vec<(&'static str, &Result<String, String>, Option<P>)>,
+    mut run_row: impl FnMut(&mut BackendRow, &str, P) -> anyhow::Result<bool>,
+) -> anyhow::Result<(BackendTable, bool)> {
+    let measures = table.measures.len();
+    let mut complete = true;
+    for (name, url, plans) in rows {
+        let (Ok(url), Some(plans), true) = (url, plans, complete) else {
+            let why = match (url, complete) {
+                (Err(why), _) => why.clone(),
+                _ => "interrupted before it started".into(),
+            };
+            table
+                .rows
+                .push(BackendRow::new(Backend::not_run(name, &why), measures));
+            continue;
+        };
+        println!("{name}: {}", redact(url));
+        let mut row = BackendRow::new(Backend::new(name, Some(redact(url))), measures);
+        complete &= run_row(&mut row, url, plans)?;
+        if let Some(note) = &row.backend.note {
+            println!("  {note}");
+        }
+        table.rows.push(row);
+        record.table = StudyTable::Backends(table.clone());
+        write_record(record, dir)?;
+    }
+    Ok((table, complete))
 }
 
 impl Measure {

@@ -15,8 +15,8 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::{
-    batch_failure, clean, error_class, Backend, BackendRow, BackendState, BackendTable,
-    IntervalCounts, Measure, MeasureCell, Request, Slot, StudyRecord, StudyTable,
+    batch_failure, clean, error_class, BackendRow, BackendState, BackendTable, IntervalCounts,
+    Measure, MeasureCell, Request, Slot, StudyRecord, StudyTable,
 };
 use crate::analysis::full_intervals;
 use crate::engine;
@@ -25,7 +25,7 @@ use crate::plan::RunPlan;
 use crate::result::{self, RunResult, RunStatus};
 use crate::runner::{self, View};
 use crate::spec::duration;
-use crate::targets::{redact, with_target_type, Target, TargetUrl};
+use crate::targets::{with_target_type, Target, TargetUrl};
 use crate::vocab::ErrorClass;
 
 const WORKLOAD: &str = include_str!("connections.toml");
@@ -319,43 +319,29 @@ pub fn run(req: &Request) -> Result<ExitCode> {
         rows.len(),
         dir.display()
     );
-    let mut table = BackendTable {
+    let table = BackendTable {
         measures: Measure::all(&MEASURES),
         rows: Vec::new(),
     };
-    let mut complete = true;
-    for (r, plans) in rows.iter().zip(plans) {
-        let (Ok(url), Some(plans), true) = (&r.url, plans, complete) else {
-            let why = match (&r.url, complete) {
-                (Err(why), _) => why.clone(),
-                _ => "interrupted before it started".into(),
-            };
-            table.rows.push(empty_row(Backend::not_run(r.name, &why)));
-            continue;
-        };
-        println!("{}: {}", r.name, redact(url));
-        let mut row = empty_row(Backend::new(r.name, Some(redact(url))));
-        if let Auth::Not(why) = r.auth {
-            row.cells[1] = MeasureCell::empty(format!("not applicable: {why}"));
-        }
-        let scheme = plans[0].1.target.scheme().to_string();
-        complete &=
-            with_target_type!(scheme.as_str(), T => row_on::<T>(&mut row, &plans, &dir, r.slug))?;
-        derive_share(&mut row);
-        if let Some(note) = &row.backend.note {
-            println!("  {note}");
-        }
-        table.rows.push(row);
-        record.table = StudyTable::Backends(table.clone());
-        super::write_record(&record, &dir)?;
-    }
+    let each = rows
+        .iter()
+        .zip(plans)
+        .map(|(r, plans)| (r.name, &r.url, plans.map(|p| (r, p))))
+        .collect();
+    let (mut table, complete) =
+        super::backend_table::run_rows(&mut record, &dir, table, each, |row, _, (r, plans)| {
+            if let Auth::Not(why) = r.auth {
+                row.cells[1] = MeasureCell::empty(format!("not applicable: {why}"));
+            }
+            let scheme = plans[0].1.target.scheme().to_string();
+            let go_on =
+                with_target_type!(scheme.as_str(), T => row_on::<T>(row, &plans, &dir, r.slug))?;
+            derive_share(row);
+            Ok(go_on)
+        })?;
     derive_auth(&mut table, &rows);
     record.table = StudyTable::Backends(table);
     super::finish(&mut record, &dir, complete)
-}
-
-fn empty_row(backend: Backend) -> BackendRow {
-    BackendRow::new(backend, MEASURES.len())
 }
 
 /// Run one row's plans on one target, created once; false when the study was interrupted.

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::{
-    batch_failure, clean, error_class, Backend, BackendRow, BackendState, BackendTable, Measure,
+    batch_failure, clean, error_class, BackendRow, BackendState, BackendTable, Measure,
     MeasureCell, Request, Slot, StudyRecord, StudyTable,
 };
 use crate::engine;
@@ -26,7 +26,7 @@ use crate::plan::RunPlan;
 use crate::result::{self, RunResult, RunStatus};
 use crate::runner::{self, View};
 use crate::targets::attachment::Attachment;
-use crate::targets::{redact, with_target_type, Target};
+use crate::targets::{with_target_type, Target};
 use crate::vocab::ErrorClass;
 
 const WORKLOAD: &str = include_str!("documents.toml");
@@ -272,44 +272,34 @@ pub fn run(req: &Request) -> Result<ExitCode> {
         rows.len(),
         dir.display()
     );
-    let mut table = BackendTable {
+    let table = BackendTable {
         measures: measures(),
         rows: Vec::new(),
     };
-    let mut complete = true;
-    for (r, plans) in rows.iter().zip(plans) {
-        let (Ok(url), Some(plans), true) = (&r.url, plans, complete) else {
-            let why = match (&r.url, complete) {
-                (Err(why), _) => why.clone(),
-                _ => "interrupted before it started".into(),
-            };
-            table.rows.push(empty_row(Backend::not_run(r.name, &why)));
-            continue;
-        };
-        println!("{}: {}", r.name, redact(url));
-        let mut row = empty_row(Backend::new(r.name, Some(redact(url))));
-        let scheme = plans[0].target.scheme().to_string();
-        let drop_after = s.threads * s.docs * s.attachment.size() > KEEP_AT_MOST;
-        complete &= with_target_type!(scheme.as_str(), T => {
-            row_on::<T>(&mut row, &plans, &dir, r.slug, drop_after)
-        })?;
-        if r.slug == "local" {
-            // Its files are in memory: give it back.
-            let _ = std::fs::remove_dir_all(tmpfs_dir(&dir));
-        }
-        if r.slug == "sqlite" && drop_after {
-            // Dropped tables leave their pages in the file: remove the study's own file.
-            for suffix in ["", "-wal", "-shm"] {
-                let _ = std::fs::remove_file(dir.join(format!("sqlite/documents.db{suffix}")));
+    let drop_after = s.threads * s.docs * s.attachment.size() > KEEP_AT_MOST;
+    let each = rows
+        .iter()
+        .zip(plans)
+        .map(|(r, plans)| (r.name, &r.url, plans.map(|p| (r, p))))
+        .collect();
+    let (table, complete) =
+        super::backend_table::run_rows(&mut record, &dir, table, each, |row, _, (r, plans)| {
+            let scheme = plans[0].target.scheme().to_string();
+            let go_on = with_target_type!(scheme.as_str(), T => {
+                row_on::<T>(row, &plans, &dir, r.slug, drop_after)
+            })?;
+            if r.slug == "local" {
+                // Its files are in memory: give it back.
+                let _ = std::fs::remove_dir_all(tmpfs_dir(&dir));
             }
-        }
-        if let Some(note) = &row.backend.note {
-            println!("  {note}");
-        }
-        table.rows.push(row);
-        record.table = StudyTable::Backends(table.clone());
-        super::write_record(&record, &dir)?;
-    }
+            if r.slug == "sqlite" && drop_after {
+                // Dropped tables leave their pages in the file: remove the study's own file.
+                for suffix in ["", "-wal", "-shm"] {
+                    let _ = std::fs::remove_file(dir.join(format!("sqlite/documents.db{suffix}")));
+                }
+            }
+            Ok(go_on)
+        })?;
     record.table = StudyTable::Backends(table);
     super::finish(&mut record, &dir, complete)
 }
@@ -335,10 +325,6 @@ fn new_record(req: &Request, s: &Sizes) -> (StudyRecord, String) {
         StudyTable::Backends(BackendTable::default()),
     );
     (record, attachment)
-}
-
-fn empty_row(backend: Backend) -> BackendRow {
-    BackendRow::new(backend, PERIOD + 1)
 }
 
 /// Run one row's phases on one target, created once; false when interrupted. A failure
