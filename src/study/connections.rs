@@ -8,22 +8,18 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
 
 use super::{
-    batch_failure, clean, error_class, BackendRow, BackendState, BackendTable, IntervalCounts,
-    Measure, MeasureCell, Request, Slot, StudyRecord, StudyTable,
+    batch_failure, BackendRow, BackendState, BackendTable, IntervalCounts, Measure, MeasureCell,
+    Request, RunOutcome, Slot, StudyRecord, StudyTable,
 };
 use crate::analysis::full_intervals;
-use crate::engine;
 use crate::error::InputError;
 use crate::plan::RunPlan;
-use crate::result::{self, RunResult, RunStatus};
-use crate::runner::{self, View};
+use crate::result::RunResult;
 use crate::spec::duration;
 use crate::targets::{with_target_type, Target, TargetUrl};
 use crate::vocab::ErrorClass;
@@ -353,38 +349,15 @@ fn row_on<T: Target>(
     dir: &Path,
     slug: &str,
 ) -> Result<bool> {
-    let first = &plans[0].1;
-    let target = match T::from_url(&first.target.parsed, &first.workload.params) {
-        Ok(t) => Arc::new(t),
-        Err(e) => {
-            row.backend.fail(ErrorClass::Other, e.to_string());
-            return Ok(true);
-        }
-    };
-    if let Err(e) = clean(&*target) {
-        row.backend.fail(e.class, e.message);
+    let Some(target) = super::open_clean::<T>(&mut row.backend, &plans[0].1) else {
         return Ok(true);
-    }
-    row.backend.state = BackendState::Ran;
+    };
     for (measure, plan) in plans {
-        if engine::INTERRUPTED.load(Ordering::SeqCst) {
-            row.backend.state = BackendState::Interrupted;
-            return Ok(false);
-        }
         let run = format!("runs/{slug}-{}.json", measure_slug(*measure));
-        let mut plan = plan.clone();
-        plan.outputs.result = dir.join(&run);
-        let failure = match runner::execute_on(Arc::clone(&target), &plan, View::Quiet) {
-            Err(e) => Some((error_class(&e), format!("{e:#}"))),
-            Ok(r) => {
-                result::write_atomic(&plan.outputs.result, &serde_json::to_vec_pretty(&r)?)?;
-                row.backend.runs.push(run.clone());
-                if r.status == RunStatus::Interrupted {
-                    row.backend.state = BackendState::Interrupted;
-                    return Ok(false);
-                }
-                fill(row, *measure, &r, run)
-            }
+        let failure = match super::run_one(&target, plan, dir, &run, &mut row.backend)? {
+            RunOutcome::Interrupted => return Ok(false),
+            RunOutcome::Failed(class, message) => Some((class, message)),
+            RunOutcome::Done(r) => fill(row, *measure, &r, run),
         };
         if let Some((class, message)) = failure {
             if matches!(class, ErrorClass::Auth | ErrorClass::Connect) {

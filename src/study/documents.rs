@@ -11,20 +11,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use anyhow::Result;
 
 use super::{
-    batch_failure, clean, error_class, BackendRow, BackendState, BackendTable, Measure,
-    MeasureCell, Request, Slot, StudyRecord, StudyTable,
+    batch_failure, clean, BackendRow, BackendTable, Measure, MeasureCell, Request, RunOutcome,
+    Slot, StudyRecord, StudyTable,
 };
-use crate::engine;
 use crate::error::InputError;
 use crate::plan::RunPlan;
-use crate::result::{self, RunResult, RunStatus};
-use crate::runner::{self, View};
+use crate::result::RunResult;
 use crate::targets::attachment::Attachment;
 use crate::targets::{with_target_type, Target};
 use crate::vocab::ErrorClass;
@@ -338,41 +334,18 @@ fn row_on<T: Target>(
     slug: &str,
     drop_after: bool,
 ) -> Result<bool> {
-    let first = &plans[0];
-    let target = match T::from_url(&first.target.parsed, &first.workload.params) {
-        Ok(t) => Arc::new(t),
-        Err(e) => {
-            row.backend.fail(ErrorClass::Other, e.to_string());
-            return Ok(true);
-        }
-    };
-    if let Err(e) = clean(&*target) {
-        row.backend.fail(e.class, e.message);
+    let Some(target) = super::open_clean::<T>(&mut row.backend, &plans[0]) else {
         return Ok(true);
-    }
-    row.backend.state = BackendState::Ran;
+    };
     for (k, plan) in plans.iter().enumerate() {
-        if engine::INTERRUPTED.load(Ordering::SeqCst) {
-            row.backend.state = BackendState::Interrupted;
-            return Ok(false);
-        }
         let run = format!("runs/{slug}-{}.json", PHASES[k]);
-        let mut plan = plan.clone();
-        plan.outputs.result = dir.join(&run);
-        match runner::execute_on(Arc::clone(&target), &plan, View::Quiet) {
-            Err(e) => {
-                row.backend.fail(error_class(&e), format!("{e:#}"));
+        match super::run_one(&target, plan, dir, &run, &mut row.backend)? {
+            RunOutcome::Interrupted => return Ok(false),
+            RunOutcome::Failed(class, message) => {
+                row.backend.fail(class, message);
                 return Ok(true);
             }
-            Ok(r) => {
-                result::write_atomic(&plan.outputs.result, &serde_json::to_vec_pretty(&r)?)?;
-                row.backend.runs.push(run.clone());
-                if r.status == RunStatus::Interrupted {
-                    row.backend.state = BackendState::Interrupted;
-                    return Ok(false);
-                }
-                fill(row, k, &r, &run);
-            }
+            RunOutcome::Done(r) => fill(row, k, &r, &run),
         }
     }
     if drop_after {

@@ -23,6 +23,8 @@ pub use growth_table::{Bound, Cell, Column, GrowthTable};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::Result;
@@ -33,8 +35,10 @@ use crate::error::InputError;
 use clap::Parser;
 
 use crate::cli::RunArgs;
+use crate::engine;
 use crate::plan::{self, RunPlan};
-use crate::result::{self, RunResult};
+use crate::result::{self, RunResult, RunStatus};
+use crate::runner::{self, View};
 use crate::targets::{self, Target, TargetUrl};
 use crate::vocab::{ErrorClass, OpError};
 
@@ -446,6 +450,61 @@ impl Backend {
             (s, _) => s.words().to_string(),
         }
     }
+}
+
+/// The target of one backend, made from its first plan, with loadrig's namespace emptied so
+/// the backend starts from nothing; none when that failed, the backend failed with its class.
+pub fn open_clean<T: Target>(backend: &mut Backend, plan: &RunPlan) -> Option<Arc<T>> {
+    let target = match T::from_url(&plan.target.parsed, &plan.workload.params) {
+        Ok(t) => Arc::new(t),
+        Err(e) => {
+            backend.fail(ErrorClass::Other, e.to_string());
+            return None;
+        }
+    };
+    if let Err(e) = clean(&*target) {
+        backend.fail(e.class, e.message);
+        return None;
+    }
+    backend.state = BackendState::Ran;
+    Some(target)
+}
+
+/// What became of one of a backend's runs.
+pub enum RunOutcome {
+    /// It ran; its result file is written and named in the backend's runs.
+    Done(Box<RunResult>),
+    /// It could not run: the error's class and message.
+    Failed(ErrorClass, String),
+    /// Ctrl-C (before or during it): the backend is marked interrupted.
+    Interrupted,
+}
+
+/// Run `plan` on the backend's target, its result file at `DIR/run` (relative name `run`).
+pub fn run_one<T: Target>(
+    target: &Arc<T>,
+    plan: &RunPlan,
+    dir: &Path,
+    run: &str,
+    backend: &mut Backend,
+) -> Result<RunOutcome> {
+    if engine::INTERRUPTED.load(Ordering::SeqCst) {
+        backend.state = BackendState::Interrupted;
+        return Ok(RunOutcome::Interrupted);
+    }
+    let mut plan = plan.clone();
+    plan.outputs.result = dir.join(run);
+    let r = match runner::execute_on(Arc::clone(target), &plan, View::Quiet) {
+        Ok(r) => r,
+        Err(e) => return Ok(RunOutcome::Failed(error_class(&e), format!("{e:#}"))),
+    };
+    result::write_atomic(&plan.outputs.result, &serde_json::to_vec_pretty(&r)?)?;
+    backend.runs.push(run.to_string());
+    if r.status == RunStatus::Interrupted {
+        backend.state = BackendState::Interrupted;
+        return Ok(RunOutcome::Interrupted);
+    }
+    Ok(RunOutcome::Done(Box::new(r)))
 }
 
 /// The class and first message of a batch in which every operation failed.
