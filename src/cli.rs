@@ -52,6 +52,27 @@ pub enum Command {
     /// Generate test data: `loadrig gen ldif --entries 100000 -o people.ldif`.
     #[command(subcommand)]
     Gen(GenCommand),
+    /// Translate another tool's workload: `loadrig import pgbench SCRIPT.sql > workload.toml`.
+    #[command(subcommand)]
+    Import(ImportCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// A pgbench custom script (`pgbench -f`) as a workload file; what loadrig cannot
+    /// express exits 2 with the script's line and column.
+    Pgbench(PgbenchImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PgbenchImportArgs {
+    /// The pgbench script.
+    #[arg(value_name = "SCRIPT.sql")]
+    pub script: PathBuf,
+
+    /// Write the workload here (atomically) instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

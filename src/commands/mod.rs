@@ -4,6 +4,7 @@
 mod compare;
 mod export;
 mod gen;
+mod import;
 mod ops;
 mod report;
 mod run;
@@ -30,5 +31,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(args) => export::export(&args),
         Command::Ops(args) => ops::ops(&args),
         Command::Gen(what) => gen::gen(&what),
+        Command::Import(what) => import::import(&what),
     }
 }

@@ -8,6 +8,7 @@ pub mod builtin;
 pub mod duration;
 pub mod ldif;
 pub mod ops;
+pub mod pgbench_import;
 pub mod template;
 pub mod ycsb;
 

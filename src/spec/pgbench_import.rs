@@ -1,0 +1,588 @@
+//! `loadrig import pgbench`: a pgbench custom script as a workload file. Each `\set` becomes
+//! a `let` value (drawn once per transaction, as pgbench draws it once per script), each
+//! `:name` a statement parameter, BEGIN … END a `tx`. What the workload language cannot
+//! express is refused with the script's line and column, never approximated.
+
+use std::collections::BTreeMap;
+
+use crate::error::InputError;
+
+const SUPPORTED: &str = "supported: \\set NAME with random(a, b), random_zipfian(a, b, s) or integer arithmetic (+ - * and constant / %) on numbers, :scale and earlier \\set constants; :NAME in SQL (:scale, :client_id, \\set names); BEGIN; … END; (or COMMIT;) around the statements, or one statement alone; \\sleep N [us|ms|s] as the script's last command";
+
+/// An integer polynomial: a sum of coefficient × product of parameters, which is what a
+/// generator's bounds accept (`100000*scale+1`).
+#[derive(Debug, Clone, PartialEq)]
+struct Poly(BTreeMap<Vec<String>, i64>);
+
+impl Poly {
+    fn constant(n: i64) -> Poly {
+        Poly(BTreeMap::from([(Vec::new(), n)]))
+    }
+    fn param(name: &str) -> Poly {
+        Poly(BTreeMap::from([(vec![name.to_string()], 1)]))
+    }
+    fn as_constant(&self) -> Option<i64> {
+        self.0
+            .iter()
+            .all(|(k, _)| k.is_empty())
+            .then(|| self.0.values().sum())
+    }
+    fn add(mut self, other: &Poly, sign: i64) -> Poly {
+        for (k, v) in &other.0 {
+            *self.0.entry(k.clone()).or_insert(0) += sign * v;
+        }
+        self.0.retain(|_, v| *v != 0);
+        self
+    }
+    fn mul(&self, other: &Poly) -> Poly {
+        let mut out = Poly(BTreeMap::new());
+        for (ka, va) in &self.0 {
+            for (kb, vb) in &other.0 {
+                let mut k: Vec<String> = ka.iter().chain(kb).cloned().collect();
+                k.sort();
+                let term = Poly(BTreeMap::from([(k, va * vb)]));
+                out = out.add(&term, 1);
+            }
+        }
+        out
+    }
+    fn render(&self) -> String {
+        if self.0.is_empty() {
+            return "0".into();
+        }
+        // Parameter terms first, the constant last: `100000*scale+1`.
+        let terms: Vec<String> = self
+            .0
+            .iter()
+            .filter(|(k, _)| !k.is_empty())
+            .chain(self.0.iter().filter(|(k, _)| k.is_empty()))
+            .map(|(k, v)| match (k.is_empty(), *v) {
+                (true, v) => v.to_string(),
+                (false, 1) => k.join("*"),
+                (false, v) => format!("{v}*{}", k.join("*")),
+            })
+            .collect();
+        terms.join("+")
+    }
+}
+
+/// A `\set` value: a constant expression or a random draw (its template).
+#[derive(Debug, Clone)]
+enum Var {
+    Constant(Poly),
+    Random(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Int(i64),
+    Float(String),
+    Var(String),
+    Ident(String),
+    Sym(char),
+}
+
+/// Where the script is: its name and the current line, for errors.
+struct Place<'a> {
+    script: &'a str,
+    line: usize,
+}
+
+impl Place<'_> {
+    fn error(&self, col: usize, message: impl Into<String>) -> InputError {
+        InputError::new(message)
+            .at(format!("{}:{}:{}", self.script, self.line, col))
+            .help(SUPPORTED)
+    }
+}
+
+fn tokenize(text: &str, col0: usize, at: &Place) -> Result<Vec<(usize, Tok)>, InputError> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let word_end = |mut j: usize| {
+        while j < chars.len() && (chars[j].is_alphanumeric() || chars[j] == '_') {
+            j += 1;
+        }
+        j
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        let col = col0 + i;
+        if c.is_whitespace() {
+            i += 1;
+        } else if c.is_ascii_digit() {
+            let mut j = i;
+            while j < chars.len() && (chars[j].is_ascii_digit() || chars[j] == '.') {
+                j += 1;
+            }
+            let s: String = chars[i..j].iter().collect();
+            let tok = match s.parse::<i64>() {
+                Ok(n) => Tok::Int(n),
+                Err(_) if s.parse::<f64>().is_ok() => Tok::Float(s),
+                Err(_) => return Err(at.error(col, format!("'{s}' is not a number"))),
+            };
+            out.push((col, tok));
+            i = j;
+        } else if c == ':' {
+            let j = word_end(i + 1);
+            out.push((col, Tok::Var(chars[i + 1..j].iter().collect())));
+            i = j;
+        } else if c.is_alphabetic() || c == '_' {
+            let j = word_end(i);
+            out.push((col, Tok::Ident(chars[i..j].iter().collect())));
+            i = j;
+        } else if "()+-*/%,".contains(c) {
+            out.push((col, Tok::Sym(c)));
+            i += 1;
+        } else {
+            return Err(at.error(col, format!("'{c}' in an expression is not supported")));
+        }
+    }
+    Ok(out)
+}
+
+/// Recursive descent over one `\set` expression.
+struct Expr<'a> {
+    toks: Vec<(usize, Tok)>,
+    pos: usize,
+    end_col: usize,
+    vars: &'a BTreeMap<String, Var>,
+    at: &'a Place<'a>,
+}
+
+impl Expr<'_> {
+    fn col(&self) -> usize {
+        self.toks.get(self.pos).map_or(self.end_col, |t| t.0)
+    }
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos).map(|t| &t.1)
+    }
+    fn expect(&mut self, c: char) -> Result<(), InputError> {
+        if self.peek() == Some(&Tok::Sym(c)) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.at.error(self.col(), format!("expected '{c}'")))
+        }
+    }
+    fn sum(&mut self) -> Result<Poly, InputError> {
+        let mut acc = self.product()?;
+        while let Some(Tok::Sym(c @ ('+' | '-'))) = self.peek().cloned() {
+            self.pos += 1;
+            let rhs = self.product()?;
+            acc = acc.add(&rhs, if c == '+' { 1 } else { -1 });
+        }
+        Ok(acc)
+    }
+    fn product(&mut self) -> Result<Poly, InputError> {
+        let mut acc = self.factor()?;
+        while let Some(Tok::Sym(c @ ('*' | '/' | '%'))) = self.peek().cloned() {
+            let col = self.col();
+            self.pos += 1;
+            let rhs = self.factor()?;
+            acc = match (c, acc.as_constant(), rhs.as_constant()) {
+                ('*', _, _) => acc.mul(&rhs),
+                (_, _, Some(0)) => return Err(self.at.error(col, "division by zero")),
+                ('/', Some(a), Some(b)) => Poly::constant(a / b),
+                ('%', Some(a), Some(b)) => Poly::constant(a % b),
+                _ => {
+                    return Err(self.at.error(
+                        col,
+                        format!("'{c}' on a parameter: a generator's bounds are sums of products"),
+                    ))
+                }
+            };
+        }
+        Ok(acc)
+    }
+    fn factor(&mut self) -> Result<Poly, InputError> {
+        let col = self.col();
+        let tok = self.peek().cloned();
+        self.pos += 1;
+        match tok {
+            Some(Tok::Int(n)) => Ok(Poly::constant(n)),
+            Some(Tok::Sym('-')) => Ok(Poly::constant(0).add(&self.factor()?, -1)),
+            Some(Tok::Sym('(')) => {
+                let p = self.sum()?;
+                self.expect(')')?;
+                Ok(p)
+            }
+            Some(Tok::Var(name)) if name == "scale" => Ok(Poly::param("scale")),
+            Some(Tok::Var(name)) => match self.vars.get(&name) {
+                Some(Var::Constant(p)) => Ok(p.clone()),
+                Some(Var::Random(_)) => Err(self.at.error(col, format!(":{name} is a random value: arithmetic on a drawn value cannot be expressed in a generator's bounds"))),
+                None => Err(self.at.error(col, format!(":{name} is not set: \\set it earlier, or use :scale"))),
+            },
+            Some(Tok::Ident(f)) => Err(self.at.error(col, format!("function {f}() is not supported here"))),
+            Some(Tok::Float(s)) => Err(self.at.error(col, format!("{s}: only integers in arithmetic"))),
+            _ => Err(self.at.error(col, "expected a number, :variable or '('")),
+        }
+    }
+    fn done(&self) -> Result<(), InputError> {
+        match self.peek() {
+            None => Ok(()),
+            Some(_) => Err(self
+                .at
+                .error(self.col(), "unexpected text after the expression")),
+        }
+    }
+}
+
+/// `\set NAME EXPR`: a random draw (its template) or a constant.
+fn set_value(expr: &mut Expr) -> Result<Var, InputError> {
+    let (col, func) = match (expr.toks.first(), expr.toks.get(1)) {
+        (Some((col, Tok::Ident(f))), Some((_, Tok::Sym('(')))) => (*col, f.clone()),
+        _ => {
+            let p = expr.sum()?;
+            expr.done()?;
+            return Ok(Var::Constant(p));
+        }
+    };
+    let arity = match func.as_str() {
+        "random" => 2,
+        "random_zipfian" => 3,
+        _ => {
+            return Err(expr.at.error(
+                col,
+                format!("function {func}() is not supported: loadrig has no generator for it"),
+            ))
+        }
+    };
+    expr.pos = 2;
+    let lo = expr.sum()?;
+    expr.expect(',')?;
+    let hi = expr.sum()?.add(&Poly::constant(1), 1);
+    let range = format!("{}..{}", lo.render(), hi.render());
+    let template = if arity == 2 {
+        format!("{{uniform {range}}}")
+    } else {
+        expr.expect(',')?;
+        let s = match expr.peek().cloned() {
+            Some(Tok::Float(s)) => s,
+            Some(Tok::Int(n)) => n.to_string(),
+            _ => {
+                return Err(expr.at.error(
+                    expr.col(),
+                    "random_zipfian's parameter must be a number literal",
+                ))
+            }
+        };
+        expr.pos += 1;
+        format!("{{zipf {range} {s}}}")
+    };
+    expr.expect(')')?;
+    expr.done()?;
+    Ok(Var::Random(template))
+}
+
+/// One SQL statement with `:name` as `$n` and the parameters' templates.
+struct Statement {
+    query: String,
+    params: Vec<String>,
+}
+
+/// What the script says, gathered line by line.
+#[derive(Default)]
+struct Script {
+    vars: BTreeMap<String, Var>,
+    statements: Vec<Statement>,
+    /// Line of BEGIN, and whether END came.
+    tx: Option<(usize, bool)>,
+    /// First statement outside BEGIN … END (line, column).
+    outside: Vec<(usize, usize)>,
+    think_time: Option<(String, usize)>,
+}
+
+impl Script {
+    fn line(
+        &mut self,
+        text: &str,
+        at: &Place,
+        sql: &mut Option<Statement>,
+    ) -> Result<(), InputError> {
+        let trimmed = text.trim_start();
+        let indent = text.chars().count() - trimmed.chars().count();
+        if sql.is_none() && (trimmed.is_empty() || trimmed.starts_with("--")) {
+            return Ok(());
+        }
+        if self.think_time.is_some() {
+            return Err(at.error(indent + 1, "\\sleep must be the script's last command: loadrig pauses only between transactions (think_time)"));
+        }
+        if sql.is_none() && trimmed.starts_with('\\') {
+            return self.meta(trimmed, indent + 1, at);
+        }
+        let stmt = sql.get_or_insert_with(|| Statement {
+            query: String::new(),
+            params: Vec::new(),
+        });
+        if stmt.query.is_empty() {
+            self.note_statement(trimmed, at.line, indent + 1, at)?;
+        }
+        substitute(text, &self.vars, stmt, at)?;
+        if text.trim_end().ends_with(';') {
+            let mut done = sql.take().expect("a statement");
+            done.query = done
+                .query
+                .trim()
+                .trim_end_matches(';')
+                .trim_end()
+                .to_string();
+            if !is_tx_control(&done.query) {
+                self.statements.push(done);
+            }
+        }
+        Ok(())
+    }
+
+    /// BEGIN/END/COMMIT open and close the transaction; other statements must be in it.
+    fn note_statement(
+        &mut self,
+        text: &str,
+        line: usize,
+        col: usize,
+        at: &Place,
+    ) -> Result<(), InputError> {
+        let word = text
+            .split(|c: char| !c.is_alphabetic())
+            .next()
+            .unwrap_or("")
+            .to_ascii_uppercase();
+        match (word.as_str(), self.tx) {
+            ("BEGIN" | "START", None) => self.tx = Some((line, false)),
+            ("BEGIN" | "START", Some(_)) => {
+                return Err(at.error(col, "a second BEGIN: one transaction per script"))
+            }
+            ("END" | "COMMIT", Some((l, false))) => self.tx = Some((l, true)),
+            ("END" | "COMMIT", _) => return Err(at.error(col, format!("{word} without BEGIN"))),
+            ("ROLLBACK" | "ABORT", _) => {
+                return Err(at.error(
+                    col,
+                    format!("{word} is not supported: a loadrig tx commits"),
+                ))
+            }
+            (_, Some((_, false))) => {}
+            _ => self.outside.push((line, col)),
+        }
+        Ok(())
+    }
+
+    fn meta(&mut self, text: &str, col: usize, at: &Place) -> Result<(), InputError> {
+        let mut words = text.split_whitespace();
+        let command = words.next().unwrap_or("");
+        match command {
+            "\\set" => {
+                let name = words
+                    .next()
+                    .ok_or_else(|| at.error(col, "\\set needs a name and an expression"))?;
+                if name == "scale" || name == "client_id" {
+                    return Err(at.error(
+                        col + 5,
+                        format!("\\set {name}: loadrig sets :{name} itself (--set scale=N)"),
+                    ));
+                }
+                let start = 4 + text[4..].find(name).unwrap_or(0) + name.len();
+                let rest = &text[start..];
+                let toks = tokenize(rest, col + text[..start].chars().count(), at)?;
+                let end_col = col + text.chars().count();
+                let mut expr = Expr {
+                    toks,
+                    pos: 0,
+                    end_col,
+                    vars: &self.vars,
+                    at,
+                };
+                let value = set_value(&mut expr)?;
+                self.vars.insert(name.to_string(), value);
+                Ok(())
+            }
+            "\\sleep" => {
+                if matches!(self.tx, Some((_, false))) {
+                    return Err(at.error(
+                        col,
+                        "\\sleep inside a transaction: loadrig pauses only between transactions",
+                    ));
+                }
+                let n = words
+                    .next()
+                    .and_then(|w| w.parse::<u64>().ok())
+                    .ok_or_else(|| {
+                        at.error(col + 7, "\\sleep takes a whole number (not a :variable)")
+                    })?;
+                let unit = match words.next().unwrap_or("s") {
+                    u @ ("us" | "ms" | "s") => u,
+                    other => {
+                        return Err(
+                            at.error(col, format!("\\sleep unit '{other}': expected us, ms or s"))
+                        )
+                    }
+                };
+                self.think_time = Some((format!("{n}{unit}"), at.line));
+                Ok(())
+            }
+            other => Err(at.error(
+                col,
+                format!("{other} is not supported by loadrig's workload language"),
+            )),
+        }
+    }
+}
+
+fn is_tx_control(query: &str) -> bool {
+    let word = query
+        .split(|c: char| !c.is_alphabetic())
+        .next()
+        .unwrap_or("");
+    ["BEGIN", "START", "END", "COMMIT"]
+        .iter()
+        .any(|w| word.eq_ignore_ascii_case(w))
+}
+
+/// Append one SQL line with each `:name` as the next `$n` and pgbench's tables renamed
+/// into loadrig's namespace (`pgbench_accounts` -> `loadrig_pgbench_accounts`).
+fn substitute(
+    text: &str,
+    vars: &BTreeMap<String, Var>,
+    stmt: &mut Statement,
+    at: &Place,
+) -> Result<(), InputError> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    let mut out = String::new();
+    while i < chars.len() {
+        let c = chars[i];
+        let prev = if i > 0 { chars[i - 1] } else { ' ' };
+        if c == '\\' {
+            return Err(at.error(
+                i + 1,
+                "a meta-command inside an SQL statement (\\gset, \\aset, ...) is not supported",
+            ));
+        }
+        if c == ':'
+            && prev != ':'
+            && chars
+                .get(i + 1)
+                .is_some_and(|n| n.is_alphabetic() || *n == '_')
+        {
+            let mut j = i + 1;
+            while j < chars.len() && (chars[j].is_alphanumeric() || chars[j] == '_') {
+                j += 1;
+            }
+            let name: String = chars[i + 1..j].iter().collect();
+            let template = match name.as_str() {
+                "scale" => "{scale}".to_string(),
+                "client_id" => "{client}".to_string(),
+                _ if vars.contains_key(&name) => format!("{{{name}}}"),
+                _ => {
+                    return Err(at.error(
+                        i + 1,
+                        format!(":{name} is not set: \\set it before the statement"),
+                    ))
+                }
+            };
+            stmt.params.push(template);
+            out.push_str(&format!("${}", stmt.params.len()));
+            i = j;
+            continue;
+        }
+        let word_start = !(prev.is_alphanumeric() || prev == '_');
+        if word_start && chars[i..].starts_with(&"pgbench_".chars().collect::<Vec<_>>()) {
+            out.push_str("loadrig_");
+        }
+        out.push(c);
+        i += 1;
+    }
+    stmt.query.push_str(&out);
+    stmt.query.push(' ');
+    Ok(())
+}
+
+/// Translate pgbench script `text` (named `script` in errors) into a workload file.
+pub fn translate(script: &str, name: &str, text: &str) -> Result<String, InputError> {
+    let mut s = Script::default();
+    let mut sql = None;
+    let mut at = Place { script, line: 0 };
+    for (i, line) in text.lines().enumerate() {
+        at.line = i + 1;
+        s.line(line, &at, &mut sql)?;
+    }
+    at.line = text.lines().count().max(1);
+    if sql.is_some() {
+        return Err(at.error(1, "the last SQL statement has no ';'"));
+    }
+    match s.tx {
+        Some((line, false)) => {
+            return Err(Place { script, line }.error(1, "BEGIN without END or COMMIT"))
+        }
+        Some(_) if !s.outside.is_empty() => {
+            let (line, col) = s.outside[0];
+            return Err(Place { script, line }.error(col, "a statement outside BEGIN … END beside a transaction: pgbench runs it in its own transaction, which one loadrig operation cannot"));
+        }
+        None if s.outside.len() > 1 => {
+            let (line, col) = s.outside[1];
+            return Err(Place { script, line }.error(col, "several statements without BEGIN: pgbench commits each on its own (autocommit), which one loadrig operation cannot; wrap them in BEGIN; … END; to run them as one transaction"));
+        }
+        _ => {}
+    }
+    if s.statements.is_empty() {
+        return Err(at.error(1, "the script has no SQL statement"));
+    }
+    Ok(render(script, name, &s))
+}
+
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serializes")
+}
+
+fn step(st: &Statement) -> String {
+    let params: Vec<String> = st.params.iter().map(|p| quote(p)).collect();
+    format!(
+        "sql = {{ query = {}, params = [{}] }}",
+        quote(&st.query),
+        params.join(", ")
+    )
+}
+
+/// The workload file: `scale` as its parameter, one operation, `\sleep` as think time.
+fn render(script: &str, name: &str, s: &Script) -> String {
+    let mut out =
+        format!("# Translated from the pgbench script {script} by `loadrig import pgbench`.\n");
+    out += &format!("name = {}\n", quote(name));
+    out += &format!(
+        "description = {}\n",
+        quote(&format!("pgbench script {script}"))
+    );
+    out += "target = \"sqlite://./loadrig-pgbench.db\"\n\n[params]\nscale = 1                # pgbench -s / :scale\n\n[load]\nclients = 1\nduration = \"10s\"\n";
+    if let Some((t, _)) = &s.think_time {
+        out += &format!("think_time = {}       # \\sleep\n", quote(t));
+    }
+    out += &format!("\n[[op]]\nname = {}\n", quote(name));
+    let lets: Vec<String> = s
+        .vars
+        .iter()
+        .map(|(k, v)| {
+            let t = match v {
+                Var::Random(t) => t.clone(),
+                Var::Constant(p) => format!(
+                    "{{uniform {}..{}}}",
+                    p.render(),
+                    p.clone().add(&Poly::constant(1), 1).render()
+                ),
+            };
+            format!("{k} = {}", quote(&t))
+        })
+        .collect();
+    if !lets.is_empty() {
+        out += &format!("let = {{ {} }}\n", lets.join(", "));
+    }
+    if s.tx.is_some() {
+        out += "tx = [\n";
+        for st in &s.statements {
+            out += &format!("  {{ {} }},\n", step(st));
+        }
+        out += "]\n";
+    } else {
+        out += &format!("{}\n", step(&s.statements[0]));
+    }
+    out
+}

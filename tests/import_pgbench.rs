@@ -1,0 +1,183 @@
+//! `loadrig import pgbench`: pgbench's own tpcb-like script translates and runs on SQLite
+//! with one account per transaction; every supported meta-command translates; every
+//! unsupported construct exits 2 with its line and column.
+
+mod common;
+
+use common::Dir;
+use serde_json::Value;
+
+/// pgbench's built-in tpcb-like script, as its documentation prints it.
+const TPCB: &str = "\\set aid random(1, 100000 * :scale)
+\\set bid random(1, 1 * :scale)
+\\set tid random(1, 10 * :scale)
+\\set delta random(-5000, 5000)
+BEGIN;
+UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;
+UPDATE pgbench_branches SET bbalance = bbalance + :delta WHERE bid = :bid;
+INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);
+END;
+";
+
+fn import(dir: &Dir, script: &str) -> std::process::Output {
+    dir.write("script.sql", script);
+    dir.loadrig(&["import", "pgbench", "script.sql"])
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// The built-in pgbench-tpcb's setup (pgbench -i), to put before a translated script.
+fn tpcb_setup() -> String {
+    let builtin = include_str!("../workloads/pgbench-tpcb.toml");
+    let start = builtin.find("setup = [").unwrap();
+    let end = start + builtin[start..].find("\n]\n").unwrap() + 3;
+    builtin[start..end].to_string()
+}
+
+#[test]
+fn tpcb_like_translates_and_runs_on_sqlite() {
+    let dir = Dir::new();
+    let toml = stdout(&import(&dir, TPCB));
+    assert!(
+        toml.contains(r#"aid = "{uniform 1..100000*scale+1}""#),
+        "{toml}"
+    );
+    assert!(
+        toml.contains(r#"delta = "{uniform -5000..5001}""#),
+        "{toml}"
+    );
+    assert_eq!(toml.matches("{ sql = ").count(), 5, "{toml}");
+    dir.write("w.toml", &format!("{}\n{toml}", tpcb_setup()));
+
+    let ops = dir.loadrig(&["ops", "w.toml", "--json", "--count", "20"]);
+    let text = stdout(&ops);
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 20);
+    for op in &lines {
+        let steps = op["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 5);
+        // The UPDATE's aid ($2) is the SELECT's ($1) and the INSERT's ($3).
+        assert_eq!(steps[0]["args"][1], steps[1]["args"][0], "{op}");
+        assert_eq!(steps[0]["args"][1], steps[4]["args"][2], "{op}");
+    }
+
+    let run = dir.loadrig(&[
+        "run",
+        "w.toml",
+        "--ops",
+        "50",
+        "-o",
+        "r.json",
+        "--target",
+        "sqlite://./t.db",
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let conn = rusqlite::Connection::open(dir.join("t.db")).unwrap();
+    let (n, sa, sh): (i64, i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT COUNT(*) FROM loadrig_pgbench_history), (SELECT SUM(abalance) FROM loadrig_pgbench_accounts), (SELECT SUM(delta) FROM loadrig_pgbench_history)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(n, 50);
+    assert_eq!(sa, sh);
+}
+
+#[test]
+fn every_supported_meta_command_translates() {
+    let dir = Dir::new();
+    let script = "-- a comment
+\\set n 10 * :scale + 5
+\\set k random(1, :n)
+\\set z random_zipfian(1, 1000, 1.5)
+\\set half (100 / 2) % 7
+SELECT :k, :z, :n, :half, :client_id, :scale
+  FROM loadrig_t;
+\\sleep 5 ms
+";
+    let toml = stdout(&import(&dir, script));
+    assert!(toml.contains(r#"k = "{uniform 1..10*scale+6}""#), "{toml}");
+    assert!(toml.contains(r#"z = "{zipf 1..1001 1.5}""#), "{toml}");
+    assert!(
+        toml.contains(r#"n = "{uniform 10*scale+5..10*scale+6}""#),
+        "{toml}"
+    );
+    assert!(toml.contains(r#"half = "{uniform 1..2}""#), "{toml}");
+    assert!(toml.contains(r#"think_time = "5ms""#), "{toml}");
+    assert!(
+        toml.contains(r#"params = ["{k}", "{z}", "{n}", "{half}", "{client}", "{scale}"]"#),
+        "{toml}"
+    );
+    assert!(
+        !toml.contains("tx = "),
+        "one statement without BEGIN is one sql op: {toml}"
+    );
+    dir.write("w.toml", &toml);
+    let ops = dir.loadrig(&["ops", "w.toml", "--json", "--count", "3"]);
+    let first: Value = serde_json::from_str(stdout(&ops).lines().next().unwrap()).unwrap();
+    assert_eq!(first["args"][2], 15, "{first}");
+    assert_eq!(first["args"][3], 1, "{first}");
+    // -o writes the same text to a file.
+    let out = dir.loadrig(&["import", "pgbench", "script.sql", "-o", "x.toml"]);
+    assert!(out.status.success());
+    assert_eq!(std::fs::read_to_string(dir.join("x.toml")).unwrap(), toml);
+}
+
+#[test]
+fn unsupported_constructs_exit_2_with_line_and_column() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "\\set g random_gaussian(1, 10, 2.5)\nSELECT 1;\n",
+            "script.sql:1:8",
+            "random_gaussian",
+        ),
+        (
+            "\\set e random_exponential(1, 10, 2.0)\nSELECT 1;\n",
+            "script.sql:1:8",
+            "random_exponential",
+        ),
+        (
+            "\\set x 1\n  \\startpipeline\nSELECT 1;\n",
+            "script.sql:2:3",
+            "\\startpipeline",
+        ),
+        ("\\if 1\nSELECT 1;\n\\endif\n", "script.sql:1:1", "\\if"),
+        ("SELECT 1 \\gset\n", "script.sql:1:10", "\\gset"),
+        ("\\shell echo hi\nSELECT 1;\n", "script.sql:1:1", "\\shell"),
+        ("\\set a abs(3)\nSELECT 1;\n", "script.sql:1:8", "abs"),
+        ("SELECT :nope;\n", "script.sql:1:8", ":nope"),
+        ("SELECT 1;\nSELECT 2;\n", "script.sql:2:1", "autocommit"),
+        ("BEGIN;\nSELECT 1;\n", "script.sql:1:1", "BEGIN without END"),
+        (
+            "\\set r random(1, 10)\n\\set s :r * 2\nSELECT 1;\n",
+            "script.sql:2:8",
+            "random value",
+        ),
+    ];
+    for (script, place, what) in cases {
+        let dir = Dir::new();
+        let out = import(&dir, script);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{script}: {err}");
+        assert!(err.contains(place), "{script}: expected {place} in {err}");
+        assert!(err.contains(what), "{script}: expected {what} in {err}");
+        assert!(err.contains("supported: \\set"), "{script}: {err}");
+    }
+}
