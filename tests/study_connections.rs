@@ -8,10 +8,13 @@
 #[path = "common/browser.rs"]
 mod browser;
 mod common;
+#[path = "common/study.rs"]
+mod study;
 
 use browser::{check_page, Browser};
 use common::{server_url, Dir};
-use loadrig::study::{BackendRow, StudyRecord, StudyTable};
+use loadrig::study::BackendRow;
+use study::{record, row, rows};
 
 /// Row name, the variable its URL comes from (none: embedded), whether it re-authenticates.
 const ROWS: [(&str, Option<&str>, bool); 7] = [
@@ -35,25 +38,6 @@ const MEASURES: [&str; 6] = [
 
 /// The studies clean and fill the same loadrig_ namespaces on the shared servers: one at a time.
 static SERVERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn record(d: &Dir, dir: &str) -> StudyRecord {
-    let text = std::fs::read_to_string(d.join(dir).join("study.json")).expect("study.json");
-    serde_json::from_str(&text).expect("the typed study record")
-}
-
-fn rows(s: &StudyRecord) -> &[BackendRow] {
-    match &s.table {
-        StudyTable::Backends(t) => &t.rows,
-        StudyTable::Growth(_) => panic!("the connections study has a backend table"),
-    }
-}
-
-fn row<'a>(s: &'a StudyRecord, name: &str) -> &'a BackendRow {
-    rows(s)
-        .iter()
-        .find(|r| r.backend.name == name)
-        .unwrap_or_else(|| panic!("row {name} missing"))
-}
 
 /// Every cell that names a run holds that run's throughput, and its interval counts are
 /// the run's full intervals.

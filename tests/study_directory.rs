@@ -8,12 +8,14 @@
 #[path = "common/browser.rs"]
 mod browser;
 mod common;
+#[path = "common/study.rs"]
+mod study;
 
 use std::collections::BTreeMap;
 
 use browser::{check_page, Browser};
 use common::{server_url, Dir};
-use loadrig::study::{BackendRow, StudyRecord, StudyTable};
+use study::{record, rows};
 
 /// Row name, the variable its server's URL comes from (none: embedded), whether it has a plan.
 const ROWS: [(&str, Option<&str>, Option<&str>); 5] = [
@@ -27,18 +29,6 @@ const ROWS: [(&str, Option<&str>, Option<&str>); 5] = [
         Some("index"),
     ),
 ];
-
-fn record(d: &Dir, dir: &str) -> StudyRecord {
-    let text = std::fs::read_to_string(d.join(dir).join("study.json")).expect("study.json");
-    serde_json::from_str(&text).expect("the typed study record")
-}
-
-fn rows(s: &StudyRecord) -> &[BackendRow] {
-    match &s.table {
-        StudyTable::Backends(t) => &t.rows,
-        StudyTable::Growth(_) => panic!("the directory study has a backend table"),
-    }
-}
 
 #[test]
 fn directory_quick_finds_the_same_entries_everywhere_and_plans_as_the_seed_says() {

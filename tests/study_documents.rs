@@ -9,10 +9,13 @@
 #[path = "common/browser.rs"]
 mod browser;
 mod common;
+#[path = "common/study.rs"]
+mod study;
 
 use browser::{check_page, Browser};
 use common::{server_url, Dir};
-use loadrig::study::{BackendRow, StudyRecord, StudyTable};
+use loadrig::study::BackendRow;
+use study::{record, row};
 
 /// Row name and the variable its URL comes from (none: embedded or simulated).
 const ROWS: [(&str, Option<&str>); 7] = [
@@ -29,21 +32,6 @@ const CLEAN: usize = 6;
 
 /// The studies clean and fill the same loadrig_ namespaces on the shared servers: one at a time.
 static SERVERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn record(d: &Dir, dir: &str) -> StudyRecord {
-    let text = std::fs::read_to_string(d.join(dir).join("study.json")).expect("study.json");
-    serde_json::from_str(&text).expect("the typed study record")
-}
-
-fn row<'a>(s: &'a StudyRecord, name: &str) -> &'a BackendRow {
-    let StudyTable::Backends(t) = &s.table else {
-        panic!("the documents study has a backend table")
-    };
-    t.rows
-        .iter()
-        .find(|r| r.backend.name == name)
-        .unwrap_or_else(|| panic!("row {name} missing"))
-}
 
 /// Both phases ran `ops` operations without an error, each touching `rows` rows (one
 /// document; none on sleep://), and every cell holds what the run file it names says:
