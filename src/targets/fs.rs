@@ -107,7 +107,8 @@ pub struct FsSession {
     writes: u64,
     buf: Vec<u8>,
     attachment: Option<Attachment>,
-    /// One piece of an attachment on its way in or out.
+    /// One piece of an attachment on its way in or out; empty until an attachment is written
+    /// (sessions without attachments, and per-op connections, allocate nothing).
     chunk: Vec<u8>,
 }
 
@@ -136,7 +137,7 @@ impl Target for Fs {
                 writes: 0,
                 buf: Vec::new(),
                 attachment: self.attachment.clone(),
-                chunk: Vec::with_capacity(CHUNK),
+                chunk: Vec::new(),
             }),
             Err(e) => Err(OpError::new(
                 ErrorClass::Connect,

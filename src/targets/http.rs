@@ -53,7 +53,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::attachment::{self, Attachment, Check, CHUNK};
+use super::attachment::{self, Attachment, Check};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
@@ -183,7 +183,7 @@ impl Target for Http {
                 server_header: None,
                 check: None,
                 check_failed: None,
-                chunk: Vec::with_capacity(CHUNK),
+                chunk: Vec::new(),
             })
         }
     }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
-use super::attachment::{self, Attachment, CHUNK};
+use super::attachment::{self, Attachment};
 use super::sql::{Dialect, Kv};
 use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
@@ -104,7 +104,7 @@ impl Target for Sqlite {
             Ok(SqliteSession {
                 conn,
                 attachment: self.attachment.clone(),
-                chunk: Vec::with_capacity(CHUNK),
+                chunk: Vec::new(),
             })
         };
         ready(open().map_err(|e| {
