@@ -55,6 +55,32 @@ pub enum Command {
     /// Translate another tool's workload: `loadrig import pgbench SCRIPT.sql > workload.toml`.
     #[command(subcommand)]
     Import(ImportCommand),
+    /// Serve an emulated external system on loopback until Ctrl-C:
+    /// `loadrig emulate supplier --listen 127.0.0.1:0 --delay 5s` (docs/emulate.md).
+    #[command(subcommand)]
+    Emulate(EmulateCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EmulateCommand {
+    /// The order-entry study's supplier: `POST /po` takes a purchase order, `GET /delivery`
+    /// hands back one whose delay has passed, `GET /stats` tells what it saw.
+    Supplier(SupplierArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SupplierArgs {
+    /// The loopback address to serve on, IP:PORT (port 0 picks a free one).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+
+    /// How long after its receipt a purchase order becomes a due delivery (e.g. 5s).
+    #[arg(long, value_name = "DURATION")]
+    pub delay: String,
+
+    /// How long the supplier takes to answer `POST /po`.
+    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    pub response_time: String,
 }
 
 #[derive(Debug, Subcommand)]

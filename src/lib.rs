@@ -10,6 +10,7 @@
 //! - [`engine`]: clients, closed and open loops, stop conditions, the interval collector.
 //! - [`stats`]: per-client counters and HdrHistograms, exact merges, summaries.
 //! - [`targets`]: one file per system under test, behind the `Target`/`Session` traits.
+//! - [`emulate`]: stand-ins for the systems a workload talks to besides its target.
 //! - [`result`]: the run file and the sweep file, the contract every output reads, with
 //!   their JSON Schemas in docs/schema/.
 //! - [`report`]: the console view, the summary, and what is computed from result files
@@ -22,6 +23,7 @@ pub mod analysis;
 pub mod cli;
 pub mod clock;
 pub mod commands;
+pub mod emulate;
 pub mod engine;
 pub mod error;
 pub mod plan;

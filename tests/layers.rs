@@ -148,3 +148,17 @@ fn the_cycle_finder_finds_cycles() {
         Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
     );
 }
+
+#[test]
+fn the_emulators_import_only_the_layers_below_the_targets() {
+    let edges = graph();
+    let allowed: BTreeSet<String> = ["error", "vocab", "clock", "spec", "stats"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let emulate = edges.get("emulate").cloned().unwrap_or_default();
+    assert!(
+        emulate.is_subset(&allowed),
+        "src/emulate/ imports {emulate:?}; it is in the targets' layer and may import only {allowed:?}"
+    );
+}

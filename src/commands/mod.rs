@@ -2,6 +2,7 @@
 //! `RunPlan` for the commands that run load), hands it on, and chooses the exit status.
 
 mod compare;
+mod emulate;
 mod export;
 mod gen;
 mod import;
@@ -32,5 +33,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ops(args) => ops::ops(&args),
         Command::Gen(what) => gen::gen(&what),
         Command::Import(what) => import::import(&what),
+        Command::Emulate(what) => emulate::emulate(&what),
     }
 }
