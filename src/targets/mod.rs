@@ -220,7 +220,7 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "simulated server with a known latency distribution: the ground truth for tests",
     ),
     (
-        "sqlite://PATH[?sync=off|normal|full]",
+        "sqlite://PATH[?sync=off|normal|full&isolation=serializable]",
         "embedded SQLite database (WAL), table loadrig_kv",
     ),
     (
@@ -232,11 +232,11 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "embedded key-value file (redb), table loadrig_kv; reopen=each opens it per operation",
     ),
     (
-        "postgres://USER:PASSWORD@HOST:PORT/DB",
+        "postgres://USER:PASSWORD@HOST:PORT/DB[?isolation=LEVEL]",
         "PostgreSQL (tokio-postgres), table loadrig_kv, native sql",
     ),
     (
-        "mysql://USER:PASSWORD@HOST:PORT/DB",
+        "mysql://USER:PASSWORD@HOST:PORT/DB[?isolation=LEVEL]",
         "MySQL or MariaDB (mysql_async), table loadrig_kv, native sql",
     ),
     (

@@ -39,7 +39,9 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{ChangeUserOpts, Conn, DriverError, Opts, OptsBuilder, Params, Statement, Value};
 
 use super::endpoint::Endpoint;
-use super::sql::{check_arity, handshake, kv_table, sqlstate_class, Dialect, Kv, Prepared};
+use super::sql::{
+    check_arity, handshake, kv_table, sqlstate_class, Dialect, Isolation, Kv, Prepared,
+};
 use super::{unsupported, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
@@ -54,8 +56,14 @@ pub struct Mysql {
 }
 
 impl Mysql {
-    pub fn open(url: &TargetUrl) -> Result<Mysql, InputError> {
-        url.check_options(&["connect_timeout"])?;
+    pub fn open(url: &TargetUrl, params: &super::Params) -> Result<Mysql, InputError> {
+        url.check_options(&["connect_timeout", "isolation"])?;
+        // `setup` (not `init`): a change_user (re-authentication) resets the session, and
+        // the driver runs these again after it.
+        let setup: Vec<String> = Isolation::from_options(url, params)?
+            .map(|level| format!("SET SESSION TRANSACTION ISOLATION LEVEL {}", level.sql()))
+            .into_iter()
+            .collect();
         let ep = Endpoint::parse(url)?;
         let timeout = Endpoint::connect_timeout(url, Duration::from_secs(5))?;
         if ep.path.is_empty() {
@@ -77,7 +85,8 @@ impl Mysql {
             .max_allowed_packet(Some(64 << 20))
             .wait_timeout(Some(28_800))
             .tcp_nodelay(true)
-            .client_found_rows(true);
+            .client_found_rows(true)
+            .setup(setup);
         Ok(Mysql {
             opts: opts.into(),
             timeout,
@@ -151,8 +160,8 @@ fn is_word(b: u8) -> bool {
 }
 
 impl Target for Mysql {
-    fn from_url(url: &TargetUrl, _params: &super::Params) -> Result<Self, InputError> {
-        Self::open(url)
+    fn from_url(url: &TargetUrl, params: &super::Params) -> Result<Self, InputError> {
+        Self::open(url, params)
     }
 
     type Session = MysqlSession;
@@ -532,9 +541,9 @@ mod tests {
     #[test]
     fn a_database_is_required_and_options_are_checked() {
         let url = TargetUrl::parse("mysql://u:secret@127.0.0.1:3306").unwrap();
-        let e = Mysql::open(&url).err().unwrap();
+        let e = Mysql::open(&url, &Default::default()).err().unwrap();
         assert!(e.message.contains("no database") && !e.message.contains("secret"));
         let url = TargetUrl::parse("mysql://u:p@127.0.0.1/db?sslmode=off").unwrap();
-        assert!(Mysql::open(&url).is_err());
+        assert!(Mysql::open(&url, &Default::default()).is_err());
     }
 }

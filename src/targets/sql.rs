@@ -5,6 +5,8 @@
 use std::future::Future;
 use std::time::Duration;
 
+use super::{Params, TargetUrl};
+use crate::error::InputError;
 use crate::vocab::{ErrorClass, OpError};
 
 /// The kv table's name, as a literal for `concat!`: the one place that names it.
@@ -235,6 +237,59 @@ pub async fn handshake<C, E>(
                 "connection failed (connect): no complete handshake within {limit:?} (option connect_timeout)"
             ),
         )),
+    }
+}
+
+/// The transaction isolation a session asks for (option `isolation`); without it the
+/// server's default stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isolation {
+    Serializable,
+    RepeatableRead,
+    ReadCommitted,
+}
+
+impl Isolation {
+    const NAMES: [(&'static str, Isolation); 3] = [
+        ("serializable", Isolation::Serializable),
+        ("repeatable-read", Isolation::RepeatableRead),
+        ("read-committed", Isolation::ReadCommitted),
+    ];
+
+    /// The `isolation` option of the URL or the workload parameters, if given.
+    pub fn from_options(url: &TargetUrl, params: &Params) -> Result<Option<Isolation>, InputError> {
+        let Some(given) = url.option("isolation", params) else {
+            return Ok(None);
+        };
+        let given = given.trim();
+        Isolation::NAMES
+            .iter()
+            .find(|(name, _)| *name == given)
+            .map(|&(_, level)| Some(level))
+            .ok_or_else(|| {
+                InputError::new(format!(
+                    "{}:// isolation={given}: unknown isolation level",
+                    url.scheme
+                ))
+                .help("expected serializable, repeatable-read or read-committed")
+            })
+    }
+
+    /// As SQL writes it after `ISOLATION LEVEL`.
+    pub fn sql(self) -> &'static str {
+        match self {
+            Isolation::Serializable => "SERIALIZABLE",
+            Isolation::RepeatableRead => "REPEATABLE READ",
+            Isolation::ReadCommitted => "READ COMMITTED",
+        }
+    }
+
+    /// As the option writes it.
+    pub fn name(self) -> &'static str {
+        Isolation::NAMES
+            .iter()
+            .find(|(_, level)| *level == self)
+            .map_or("serializable", |(name, _)| name)
     }
 }
 

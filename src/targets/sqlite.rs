@@ -17,7 +17,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use super::attachment::{self, Attachment};
-use super::sql::{Dialect, Kv};
+use super::sql::{Dialect, Isolation, Kv};
 use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
@@ -32,7 +32,17 @@ const CREATE_ATTACHMENT: &str = "CREATE TABLE IF NOT EXISTS loadrig_attachment (
 
 impl Sqlite {
     pub fn open(url: &TargetUrl, params: &Params) -> Result<Sqlite, InputError> {
-        url.check_options(&["sync", "attachment", "attachment_size"])?;
+        url.check_options(&["sync", "attachment", "attachment_size", "isolation"])?;
+        match Isolation::from_options(url, params)? {
+            None | Some(Isolation::Serializable) => {}
+            Some(weaker) => {
+                return Err(InputError::new(format!(
+                    "sqlite:// isolation={}: SQLite has no weaker isolation between connections",
+                    weaker.name()
+                ))
+                .help("SQLite serializes writers: every transaction is serializable; leave the option out or write isolation=serializable"))
+            }
+        }
         if url.location.is_empty() {
             return Err(InputError::new(
                 "sqlite:// needs a file path, like sqlite://./bench.db",

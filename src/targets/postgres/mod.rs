@@ -51,7 +51,9 @@ use tokio_postgres::{Client, Config, NoTls, SimpleQueryMessage, Statement};
 
 use super::attachment::Attachment;
 use super::endpoint::Endpoint;
-use super::sql::{check_arity, handshake, kv_table, sqlstate_class, Dialect, Kv, Prepared};
+use super::sql::{
+    check_arity, handshake, kv_table, sqlstate_class, Dialect, Isolation, Kv, Prepared,
+};
 use super::{unsupported, Params, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
@@ -61,6 +63,8 @@ pub struct Postgres {
     config: Config,
     timeout: Duration,
     attachment: Option<Attachment>,
+    /// What `Begin` sends: `BEGIN`, or with the isolation level the option asked for.
+    begin: &'static str,
 }
 
 impl Postgres {
@@ -70,7 +74,9 @@ impl Postgres {
             "application_name",
             "attachment",
             "attachment_size",
+            "isolation",
         ])?;
+        let begin = begin_statement(Isolation::from_options(url, params)?);
         let ep = Endpoint::parse(url)?;
         let timeout = Endpoint::connect_timeout(url, Duration::from_secs(5))?;
         let mut config = Config::new();
@@ -97,7 +103,17 @@ impl Postgres {
             config,
             timeout,
             attachment: Attachment::from_options(url, params)?,
+            begin,
         })
+    }
+}
+
+fn begin_statement(isolation: Option<Isolation>) -> &'static str {
+    match isolation {
+        None => "BEGIN",
+        Some(Isolation::Serializable) => "BEGIN ISOLATION LEVEL SERIALIZABLE",
+        Some(Isolation::RepeatableRead) => "BEGIN ISOLATION LEVEL REPEATABLE READ",
+        Some(Isolation::ReadCommitted) => "BEGIN ISOLATION LEVEL READ COMMITTED",
     }
 }
 
@@ -112,6 +128,7 @@ pub struct PgSession {
     attachment: Option<Attachment>,
     /// The documents' statements, prepared on first use.
     documents: Option<documents::Statements>,
+    begin: &'static str,
 }
 
 impl Drop for PgSession {
@@ -157,6 +174,7 @@ impl Target for Postgres {
             styles,
             attachment: self.attachment.clone(),
             documents: None,
+            begin: self.begin,
         })
     }
 }
@@ -483,7 +501,7 @@ impl PgSession {
                     | NativeOp::Http { .. },
                 ..
             } => return Err(unsupported(op, "postgres://")),
-            Op::Begin => return self.batch("BEGIN").await,
+            Op::Begin => return self.batch(self.begin).await,
             Op::Commit => return self.batch("COMMIT").await,
             Op::Rollback => return self.batch("ROLLBACK").await,
         };
