@@ -345,7 +345,7 @@ pub fn render_html(h: &mut String, t: &GrowthTable, record: &StudyRecord) -> Res
             }),
         })
         .collect();
-    let svg = growths::chart(&series, "seconds per 1000 added (log)")?;
+    let svg = growths::chart(&series, "records stored", "seconds per 1000 added (log)")?;
     let _ = write!(
         h,
         "<h2 id=\"plots\">Plots</h2>\n<figure class=\"plot\" id=\"growth\"><figcaption>Seconds per 1000 records added against the records already stored (the middle of each batch), every backend, with the curve of its fitted complexity class.</figcaption>\n{svg}\n</figure>\n"

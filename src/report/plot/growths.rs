@@ -14,8 +14,8 @@ pub struct Series {
     pub curve: Vec<(f64, f64)>,
 }
 
-/// Every series on one chart; `y_desc` names the cost.
-pub fn chart(series: &[Series], y_desc: &str) -> Result<String> {
+/// Every series on one chart; `x_desc` names the x axis (records stored, Ir), `y_desc` the cost.
+pub fn chart(series: &[Series], x_desc: &str, y_desc: &str) -> Result<String> {
     let ys = || {
         series
             .iter()
@@ -41,7 +41,7 @@ pub fn chart(series: &[Series], y_desc: &str) -> Result<String> {
             .x_label_area_size(44)
             .y_label_area_size(72)
             .build_cartesian_2d(0.0..x1, (y0..y1).log_scale())?;
-        mesh!(chart, "records stored", y_desc)
+        mesh!(chart, x_desc, y_desc)
             .x_label_formatter(&|v| format!("{v:.0}"))
             .y_label_formatter(&|v| format!("{v:.3}"))
             .draw()?;
