@@ -72,6 +72,12 @@ impl SupplierHandle {
     pub fn stats(&self) -> SupplierStats {
         lock(&self.ledger).stats.clone()
     }
+
+    /// Forget every purchase order received and every delivery still due, so that the next
+    /// run (whose database numbers its purchase orders from 1 again) starts clean.
+    pub fn reset(&self) {
+        *lock(&self.ledger) = Ledger::default();
+    }
 }
 
 impl Drop for SupplierHandle {
