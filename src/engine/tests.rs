@@ -118,7 +118,20 @@ fn drive<T: Target>(target: T, w: &Workload, plan: &LoadPlan) -> (RunData, Vec<S
     };
     let mut seen = Recorder::default();
     let ops = Arc::new(w.ops.clone());
-    let data = run(Arc::new(target), ops, plan, slots, &mut seen).unwrap();
+    let peers = w
+        .peers
+        .iter()
+        .map(|p| PeerTarget::open(&p.url).unwrap())
+        .collect();
+    let data = run(
+        Arc::new(target),
+        Arc::new(peers),
+        ops,
+        plan,
+        slots,
+        &mut seen,
+    )
+    .unwrap();
     assert!(!data.interrupted && data.abandoned == 0);
     (data, seen.0)
 }

@@ -33,6 +33,11 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
             .help("add --target sqlite://./bench.db (or fs://DIR, noop://, sleep://?latency=1ms)"))
         }
     };
+    for peer in &workload.peers {
+        // A bad peer URL (or unset ${VAR}) is an input error now, not when the run starts.
+        crate::targets::peer::PeerTarget::open(&peer.url)
+            .map_err(|e| e.at(peer.location.clone()))?;
+    }
     let outputs = outputs(args, &workload.name)?;
     let checks = run_checks(args, &workload, &ops)?;
     Ok(RunPlan {

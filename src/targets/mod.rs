@@ -12,6 +12,7 @@ pub mod http;
 pub mod ldap;
 pub mod mysql;
 pub mod noop;
+pub mod peer;
 pub mod postgres;
 pub mod redis;
 pub mod sleep;
