@@ -547,3 +547,6 @@ pub fn parse_set(arg: &str) -> Result<(String, String), String> {
         _ => Err(format!("expected NAME=VALUE, found '{arg}'")),
     }
 }
+
+#[cfg(test)]
+mod tests;

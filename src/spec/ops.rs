@@ -961,13 +961,13 @@ impl OpCompiler<'_> {
                 }));
         };
         let peer = &self.peers[i];
-        if peer.family != op.family() {
+        if peer.family.is_some_and(|f| f != op.family()) {
             return Err(self.source.error(
                 on.span(),
                 format!(
                     "peer '{}' is a {}:// system and does not run {} steps",
                     peer.name,
-                    peer.family.name(),
+                    peer.family.map_or("", |f| f.name()),
                     op.family().name()
                 ),
             ));

@@ -16,7 +16,9 @@ use crate::vocab::Family;
 pub struct Peer {
     pub name: String,
     pub url: String,
-    pub family: Family,
+    /// `None` when the scheme comes from an environment variable that is not set yet: the
+    /// planner checks it once the URL is expanded.
+    pub family: Option<Family>,
     /// `file:line:column` of the URL, for errors found when the run is planned.
     pub location: String,
 }
@@ -31,10 +33,11 @@ pub fn compile(
     for (name, text) in declared {
         let location = source.at(text.span().start);
         let url = substitute(text.get_ref(), params).map_err(|e| e.at(location.clone()))?;
-        let scheme = url.split_once("://").map(|(s, _)| s);
-        let family = match scheme {
-            Some("http") => Family::Http,
-            Some("redis") => Family::Redis,
+        let scheme = scheme_of(&url);
+        let family = match scheme.as_deref() {
+            Some("http") => Some(Family::Http),
+            Some("redis") => Some(Family::Redis),
+            None if url.starts_with("${") => None,
             _ => {
                 return Err(InputError::new(format!(
                     "peer '{name}': expected an http:// or redis:// URL, found {}",
@@ -51,6 +54,15 @@ pub fn compile(
         });
     }
     Ok(peers)
+}
+
+/// The URL's scheme, reading a leading `${VAR}` from the environment when it is set.
+fn scheme_of(url: &str) -> Option<String> {
+    let text = match url.strip_prefix("${").and_then(|r| r.split_once('}')) {
+        Some((var, rest)) => format!("{}{rest}", std::env::var(var).ok()?),
+        None => url.to_string(),
+    };
+    text.split_once("://").map(|(s, _)| s.to_string())
 }
 
 /// Replace each `{param}` by the parameter's value; `${VAR}` stays for the planner.

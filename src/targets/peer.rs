@@ -6,7 +6,7 @@ use super::http::{Http, HttpSession};
 use super::redis::{Redis, RedisSession};
 use super::{expand_env, redact, Params, Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::vocab::{Op, OpError, Outcome};
+use crate::vocab::{Family, Op, OpError, Outcome};
 
 /// A configured peer, shared by all clients.
 pub enum PeerTarget {
@@ -34,6 +34,14 @@ impl PeerTarget {
                 "peer {}: expected an http:// or redis:// URL, found {other}://",
                 redact(&url)
             ))),
+        }
+    }
+
+    /// The family of steps it runs.
+    pub fn family(&self) -> Family {
+        match self {
+            PeerTarget::Http(_) => Family::Http,
+            PeerTarget::Redis(_) => Family::Redis,
         }
     }
 
