@@ -211,3 +211,32 @@ fn switch_values_are_recorded_with_the_params() {
     );
     assert_eq!(r.total.ok, 4);
 }
+
+/// A peer that cannot be reached fails each operation that uses it as `connect`, rolls back
+/// the target's transaction, and leaves the target's session alone (no reconnects).
+#[test]
+fn an_unreachable_peer_fails_the_op_and_rolls_back_the_target() {
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"
+name = "no-peer"
+setup = ["CREATE TABLE IF NOT EXISTS loadrig_x (id INTEGER PRIMARY KEY)"]
+[peers]
+gone = "http://127.0.0.1:1"
+[[op]]
+name = "order"
+let = { id = "{seq}" }
+tx = [
+  { sql = { query = "INSERT INTO loadrig_x VALUES ($1)", params = ["{id}"] } },
+  { http = { path = "/" }, on = "gone" },
+]
+"#,
+    );
+    let r = run(&d, "4", &[]);
+    let op = &r.operations[0];
+    assert_eq!((op.ok, op.errors, op.reconnects), (0, 4, 0));
+    assert_eq!(op.errors_by_class.get(&ErrorClass::Connect), Some(&4));
+    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_x"), 0);
+    assert_eq!(r.workload.peers["gone"], "http://127.0.0.1:1");
+}
