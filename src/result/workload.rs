@@ -120,7 +120,7 @@ impl WorkloadRecord {
             peers: w
                 .peers
                 .iter()
-                .map(|p| (p.name.clone(), crate::targets::redact(&p.url)))
+                .map(|p| (p.name.clone(), crate::error::redact(&p.url)))
                 .collect(),
         }
     }
