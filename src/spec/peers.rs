@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use toml::Spanned;
 
 use super::Source;
-use crate::error::InputError;
+use crate::error::{redact, InputError};
 use crate::vocab::Family;
 
 /// One peer: its name, its URL with parameters substituted (`${VAR}` not yet expanded, so
@@ -73,7 +73,8 @@ fn substitute(text: &str, params: &BTreeMap<String, toml::Value>) -> Result<Stri
         let env = open > 0 && rest.as_bytes()[open - 1] == b'$';
         let Some(close) = rest[open..].find('}').map(|c| open + c) else {
             return Err(InputError::new(format!(
-                "in \"{text}\": a {{ without its }}"
+                "in \"{}\": a {{ without its }}",
+                redact(text)
             )));
         };
         out.push_str(&rest[..open]);
@@ -86,7 +87,8 @@ fn substitute(text: &str, params: &BTreeMap<String, toml::Value>) -> Result<Stri
                 Some(v) => out.push_str(&v.to_string()),
                 None => {
                     return Err(InputError::new(format!(
-                        "in \"{text}\": unknown parameter '{name}'"
+                        "in \"{}\": unknown parameter '{name}'",
+                        redact(text)
                     ))
                     .help("a peer URL may use {param} from [params] or [switches] and ${VAR} from the environment"))
                 }
@@ -107,6 +109,10 @@ mod tests {
         let params = BTreeMap::from([("port".to_string(), toml::Value::Integer(8080))]);
         let url = substitute("http://u:${PW}@127.0.0.1:{port}/x", &params).unwrap();
         assert_eq!(url, "http://u:${PW}@127.0.0.1:8080/x");
-        assert!(substitute("http://{nope}", &params).is_err());
+        let e = substitute("http://u:s3cret@h/{nope}", &params).unwrap_err();
+        assert_eq!(
+            e.message,
+            "in \"http://u:***@h/{nope}\": unknown parameter 'nope'"
+        );
     }
 }
