@@ -498,6 +498,11 @@ fn offline_binding_sends_what_a_run_sends() {
          [[op]]\nname = \"move\"\ntx = [\n\
            { sql = { query = \"UPDATE loadrig_a SET n = n - 1 WHERE id = ?\", params = [\"{uniform 0..50}\"] } },\n\
            { sql = { query = \"UPDATE loadrig_a SET n = n + 1 WHERE id = ?\", params = [\"{client}\"] } },\n\
+         ]\n\
+         [[op]]\nname = \"chopped\"\nlet = { go = \"{uniform 1..2}\" }\ntx = [\n\
+           { sql = { query = \"UPDATE loadrig_a SET n = 0 WHERE id = ?\", params = [\"{uniform 0..50}\"] } },\n\
+           { commit = {} },\n\
+           { sql = { query = \"UPDATE loadrig_b SET n = ? WHERE id = 1\", params = [\"{go}\"] }, when = \"go\" },\n\
          ]\n",
     );
     let (clients, per_client) = (3, 40);
