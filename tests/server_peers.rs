@@ -38,15 +38,27 @@ fn run(d: &Dir, ops: &str, clients: &str, sets: &[&str]) -> RunResult {
     d.result("r.json")
 }
 
-/// The status of `GET path`.
-fn status(base: &str, path: &str) -> u16 {
+/// The response to `GET path`.
+fn get(base: &str, path: &str) -> String {
     let authority = base.trim_start_matches("http://").trim_end_matches('/');
     let mut s = TcpStream::connect(authority).expect("connect to nginx");
     let head = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
     s.write_all(head.as_bytes()).unwrap();
     let mut response = Vec::new();
     s.read_to_end(&mut response).unwrap();
-    String::from_utf8_lossy(&response)[9..12].parse().unwrap()
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+/// The status of `GET path`.
+fn status(base: &str, path: &str) -> u16 {
+    get(base, path)[9..12].parse().unwrap()
+}
+
+/// The body of a `200` answer to `GET path`.
+fn body(base: &str, path: &str) -> String {
+    let response = get(base, path);
+    assert_eq!(&response[9..12], "200");
+    response.split_once("\r\n\r\n").unwrap().1.to_string()
 }
 
 #[test]
@@ -59,7 +71,7 @@ fn http_steps_run_on_the_peer_and_a_failing_one_rolls_back_the_target() {
         "w.toml",
         r#"
 name = "http-peer"
-setup = ["CREATE TABLE IF NOT EXISTS loadrig_o (id INTEGER PRIMARY KEY)", "CREATE TABLE IF NOT EXISTS loadrig_f (id INTEGER PRIMARY KEY)"]
+setup = ["CREATE TABLE IF NOT EXISTS loadrig_o (id INTEGER PRIMARY KEY)", "CREATE TABLE IF NOT EXISTS loadrig_f (id INTEGER PRIMARY KEY)", "CREATE TABLE IF NOT EXISTS loadrig_e (body TEXT)"]
 [params]
 web = "http://127.0.0.1:1"
 [peers]
@@ -82,14 +94,32 @@ tx = [
 name = "ping"
 http = { path = "/static/hello.txt", expect = 200 }
 on = "supplier"
+[[op]]
+name = "echo"
+tx = [
+  { http = { path = "/static/hello.txt", expect = 200 }, on = "supplier", capture = ["body"] },
+  { sql = { query = "INSERT INTO loadrig_e VALUES ($1)", params = ["{body}"] }, when = "body" },
+]
 "#,
     );
     let r = run(&d, "60", "2", &[&format!("web={base}")]);
     let op = |n: &str| r.operations.iter().find(|o| o.name == n).unwrap();
-    let (order, fail, ping) = (op("order"), op("fail"), op("ping"));
-    assert_eq!((order.errors, ping.errors, fail.ok), (0, 0, 0));
-    assert_eq!(order.ok + fail.errors + ping.ok, 60);
-    assert!(order.ok > 0 && fail.errors > 0 && ping.ok > 0);
+    let (order, fail, ping, echo) = (op("order"), op("fail"), op("ping"), op("echo"));
+    assert_eq!(
+        (order.errors, ping.errors, fail.ok, echo.errors),
+        (0, 0, 0, 0)
+    );
+    assert_eq!(order.ok + fail.errors + ping.ok + echo.ok, 60);
+    assert!(order.ok > 0 && fail.errors > 0 && ping.ok > 0 && echo.ok > 0);
+    // The body captured from the peer is what nginx serves.
+    let hello = body(&base, "/static/hello.txt");
+    assert_eq!(
+        count(
+            &d,
+            &format!("SELECT count(*) FROM loadrig_e WHERE body = '{hello}'")
+        ) as u64,
+        echo.ok
+    );
     assert_eq!(ping.rows, ping.ok);
     assert_eq!(count(&d, "SELECT count(*) FROM loadrig_o") as u64, order.ok);
     assert_eq!(count(&d, "SELECT count(*) FROM loadrig_f"), 0);

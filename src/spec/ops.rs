@@ -26,7 +26,7 @@ pub(super) struct OpSection {
     nop: Option<toml::value::Table>,
     connect: Option<toml::value::Table>,
     authenticate: Option<toml::value::Table>,
-    sql: Option<Spanned<SqlArgs>>,
+    sql: Option<Spanned<SqlForm>>,
     redis: Option<Spanned<Vec<Spanned<String>>>>,
     ldap: Option<LdapSection>,
     http: Option<Spanned<HttpArgs>>,
@@ -74,6 +74,49 @@ struct SqlArgs {
     params: Vec<Spanned<String>>,
 }
 
+/// `sql = "STATEMENT"` (no parameters) or `sql = { query = "...", params = [...] }`.
+#[derive(Debug)]
+enum SqlForm {
+    Text(String),
+    Table(SqlArgs),
+}
+
+impl SqlForm {
+    /// As a table; the text form's query spans the whole value.
+    fn args(&self, span: Range<usize>) -> SqlArgs {
+        match self {
+            SqlForm::Text(query) => SqlArgs {
+                query: Spanned::new(span, query.clone()),
+                params: Vec::new(),
+            },
+            SqlForm::Table(a) => SqlArgs {
+                query: a.query.clone(),
+                params: a.params.clone(),
+            },
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SqlForm {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Form;
+        impl<'de> serde::de::Visitor<'de> for Form {
+            type Value = SqlForm;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a statement, or a table { query = \"...\", params = [...] }")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<SqlForm, E> {
+                Ok(SqlForm::Text(s.to_string()))
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, m: M) -> Result<SqlForm, M::Error> {
+                let table = serde::de::value::MapAccessDeserializer::new(m);
+                SqlArgs::deserialize(table).map(SqlForm::Table)
+            }
+        }
+        d.deserialize_any(Form)
+    }
+}
+
 /// A setup statement, borrowed from the workload file.
 pub(super) struct SqlArgsRef<'a> {
     pub query: &'a Spanned<String>,
@@ -82,7 +125,7 @@ pub(super) struct SqlArgsRef<'a> {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StepSection {
-    sql: Option<Spanned<SqlArgs>>,
+    sql: Option<Spanned<SqlForm>>,
     redis: Option<Spanned<Vec<Spanned<String>>>>,
     ldap: Option<LdapSection>,
     http: Option<Spanned<HttpArgs>>,
@@ -297,7 +340,8 @@ pub struct Let {
     pub template: Template,
 }
 
-const CAPTURES: &str = "capture applies to sql, redis and ldap.search operations and tx steps";
+const CAPTURES: &str =
+    "capture applies to sql, redis and ldap.search operations and tx steps, and to http (its body)";
 
 /// Capture names as written, with their place in the file.
 type CaptureNames = (Vec<String>, Range<usize>);
@@ -482,8 +526,8 @@ impl OpCompiler<'_> {
         Ok((compiled, visible))
     }
 
-    /// Only operations that return values capture, and an LDAP search no more values than
-    /// it returns (its DN, then one per listed attribute).
+    /// Only operations that return values capture, an HTTP request its body, and an LDAP
+    /// search no more values than it returns (its DN, then one per listed attribute).
     fn check_capture<A>(
         &self,
         op: &NativeOp<A>,
@@ -492,6 +536,14 @@ impl OpCompiler<'_> {
     ) -> Result<(), InputError> {
         match op {
             NativeOp::Sql { .. } | NativeOp::Redis { .. } => Ok(()),
+            NativeOp::Http { .. } if names.len() <= 1 => Ok(()),
+            NativeOp::Http { .. } => Err(self.source.error(
+                span.clone(),
+                format!(
+                    "http captures one value, the response body: {} names",
+                    names.len()
+                ),
+            )),
             NativeOp::LdapSearch { attrs, .. } if names.len() <= 1 + attrs.len() => Ok(()),
             NativeOp::LdapSearch { attrs, .. } => Err(self.source.error(
                 span.clone(),
@@ -504,8 +556,7 @@ impl OpCompiler<'_> {
             NativeOp::LdapBind { .. }
             | NativeOp::LdapAdd { .. }
             | NativeOp::LdapModify { .. }
-            | NativeOp::LdapDelete { .. }
-            | NativeOp::Http { .. } => Err(self.source.error(span.clone(), CAPTURES)),
+            | NativeOp::LdapDelete { .. } => Err(self.source.error(span.clone(), CAPTURES)),
         }
     }
 
@@ -591,7 +642,7 @@ impl OpCompiler<'_> {
     /// The native operations named in one table (an op or a tx step).
     fn natives(
         &mut self,
-        sql: Option<&Spanned<SqlArgs>>,
+        sql: Option<&Spanned<SqlForm>>,
         redis: Option<&Spanned<Vec<Spanned<String>>>>,
         ldap: Option<&LdapSection>,
         http: Option<&Spanned<HttpArgs>>,
@@ -599,7 +650,7 @@ impl OpCompiler<'_> {
     ) -> Result<Vec<NativeOp<Template>>, InputError> {
         let mut out = Vec::new();
         if let Some(s) = sql {
-            out.push(self.sql(s.get_ref(), captures)?);
+            out.push(self.sql(&s.get_ref().args(s.span()), captures)?);
         }
         if let Some(r) = redis {
             if r.get_ref().is_empty() {

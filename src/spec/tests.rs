@@ -224,3 +224,44 @@ fn peers_are_http_or_redis() {
     );
     assert_eq!(e.location.as_deref(), Some("w.toml:3:6"));
 }
+
+#[test]
+fn http_captures_its_body_as_one_value() {
+    let one =
+        "[[op]]\nname = \"a\"\nhttp = { path = \"/x\" }\non = \"web\"\ncapture = [\"body\"]\n";
+    assert!(compiled(one, &[]).is_ok());
+    let two = "[[op]]\nname = \"a\"\nhttp = { path = \"/x\" }\ncapture = [\"a\", \"b\"]\n";
+    let (message, at) = error(two, &[]);
+    assert!(
+        message.contains("http captures one value, the response body: 2 names"),
+        "{message}"
+    );
+    assert_eq!(at, "w.toml:11:11");
+}
+
+#[test]
+fn sql_may_be_a_statement_alone() {
+    let w = compiled(
+        "[[op]]\nname = \"a\"\nsql = \"SELECT 1\"\n[[op]]\nname = \"b\"\ntx = [ { sql = \"SELECT {mode}\", capture = [\"m\"] } ]\n",
+        &[("mode", "agent")],
+    )
+    .unwrap();
+    let query = |k: &OpKind| match k {
+        OpKind::Native(s) => format!("{:?}", s.op),
+        OpKind::Tx(s) => format!("{:?}", s[0].op),
+        _ => String::new(),
+    };
+    assert!(query(&w.ops[0].kind).contains("query: \"SELECT 1\""));
+    assert!(query(&w.ops[1].kind).contains("query: \"SELECT {mode}\""));
+    let (message, at) = error(
+        "[[op]]\nname = \"a\"\nsql = { querry = \"SELECT 1\" }\n",
+        &[],
+    );
+    assert!(message.contains("unknown field `querry`"), "{message}");
+    assert_eq!(at, "w.toml:10:9");
+    let (message, at) = error("[[op]]\nname = \"a\"\nsql = \"  \"\n", &[]);
+    assert_eq!(
+        (message.as_str(), at.as_str()),
+        ("the query is empty", "w.toml:10:7")
+    );
+}
