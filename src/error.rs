@@ -57,6 +57,46 @@ pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// Hide passwords in a target URL: the user-info password and secret-looking query options.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority_end, _) = rest
+        .char_indices()
+        .find(|&(_, c)| c == '/' || c == '?')
+        .unwrap_or((rest.len(), ' '));
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => format!("{userinfo}@{host}"),
+        },
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let query: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((k, _)) if is_secret_name(k) => format!("{k}=***"),
+                    _ => pair.to_string(),
+                })
+                .collect();
+            format!("{path}?{}", query.join("&"))
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+fn is_secret_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["pass", "secret", "token", "key", "auth"]
+        .iter()
+        .any(|s| name.contains(s))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -977,3 +977,89 @@ tx = [
     }
     assert_eq!(captured.len(), 3);
 }
+
+/// `when` steps and a commit point, on each server: an UPDATE captures its affected-row
+/// count (1, then 0), NULL and false (`f` on PostgreSQL, `0` on MySQL) skip a step.
+fn when_and_commit_points(db: &Db) {
+    let engine = if db.pg { "" } else { " ENGINE=InnoDB" };
+    let p = |n| db.p(n);
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        &format!(
+            r#"
+name = "claims"
+setup = ["CREATE TABLE IF NOT EXISTS loadrig_claims (id INT PRIMARY KEY, s VARCHAR(20)){engine}", "CREATE TABLE IF NOT EXISTS loadrig_cb (id INT PRIMARY KEY){engine}"]
+[[op]]
+name = "claim"
+let = {{ id = "{{seq}}" }}
+tx = [
+  {{ sql = {{ query = "INSERT INTO loadrig_claims VALUES ({p1}, 'pending')", params = ["{{id}}"] }} }},
+  {{ sql = {{ query = "UPDATE loadrig_claims SET s = 'sent' WHERE id = {p1} AND s = 'pending'", params = ["{{id}}"] }}, capture = ["claimed"] }},
+  {{ sql = {{ query = "UPDATE loadrig_claims SET s = 'twice' WHERE id = {p1} AND s = 'pending'", params = ["{{id}}"] }}, capture = ["again"] }},
+  {{ sql = {{ query = "SELECT NULL, 1 = 0, 1 = 1" }}, capture = ["nothing", "no", "yes"] }},
+  {{ sql = {{ query = "INSERT INTO loadrig_claims VALUES ({p1} + 1000, 'claimed')", params = ["{{id}}"] }}, when = "claimed" }},
+  {{ sql = {{ query = "INSERT INTO loadrig_claims VALUES ({p1} + 2000, 'again')", params = ["{{id}}"] }}, when = "again" }},
+  {{ sql = {{ query = "INSERT INTO loadrig_claims VALUES ({p1} + 3000, 'null')", params = ["{{id}}"] }}, when = "nothing" }},
+  {{ sql = {{ query = "INSERT INTO loadrig_claims VALUES ({p1} + 4000, 'no')", params = ["{{id}}"] }}, when = "no" }},
+  {{ sql = {{ query = "INSERT INTO loadrig_claims VALUES ({p1} + 5000, 'yes')", params = ["{{id}}"] }}, when = "yes" }},
+]
+[[op]]
+name = "chopped"
+let = {{ id = "{{seq}}" }}
+tx = [
+  {{ sql = {{ query = "INSERT INTO loadrig_claims VALUES ({p1} + 10000, 'first')", params = ["{{id}}"] }} }},
+  {{ commit = {{}} }},
+  {{ sql = {{ query = "INSERT INTO loadrig_cb VALUES ({p1})", params = ["{{id}}"] }} }},
+  {{ sql = {{ query = "INSERT INTO loadrig_cb VALUES ({p1})", params = ["{{id}}"] }} }},
+]
+"#,
+            p1 = p(1)
+        ),
+    );
+    let r = db.run(
+        &d,
+        &[
+            "run",
+            "w.toml",
+            "--op",
+            "claim",
+            "--clients",
+            "2",
+            "--ops",
+            "10",
+        ],
+    );
+    let claim = op(&r, "claim");
+    // insert 1, updates 1 and 0, select 1 row, two inserts.
+    assert_eq!((claim.ok, claim.errors, claim.rows), (10, 0, 50));
+    let by_s = db.query("SELECT s, COUNT(*) FROM loadrig_claims GROUP BY s ORDER BY s");
+    assert_eq!(by_s, [["claimed", "10"], ["sent", "10"], ["yes", "10"]]);
+    let r = db.run(
+        &d,
+        &[
+            "run",
+            "w.toml",
+            "--op",
+            "chopped",
+            "--clients",
+            "1",
+            "--ops",
+            "5",
+        ],
+    );
+    let chopped = op(&r, "chopped");
+    assert_eq!((chopped.ok, chopped.errors), (0, 5));
+    assert_eq!(
+        chopped.errors_by_class.get(&ErrorClass::Constraint),
+        Some(&5)
+    );
+    let first = db.query("SELECT COUNT(*) FROM loadrig_claims WHERE s = 'first'");
+    assert_eq!(first, [["5"]]);
+    assert_eq!(db.query("SELECT COUNT(*) FROM loadrig_cb"), [["0"]]);
+}
+
+#[test]
+fn when_steps_read_affected_rows_and_commit_points_keep_earlier_parts() {
+    both(when_and_commit_points);
+}

@@ -23,6 +23,7 @@ use super::{Arrivals, Connection, LoadPlan, Mode, Msg, Slots};
 use crate::clock::{self, Instant};
 use crate::spec::{GenState, OpKind, OpSpec, Step};
 use crate::stats::OpCounters;
+use crate::targets::peer::{PeerSession, PeerTarget};
 use crate::targets::{Session, Target};
 use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
@@ -30,6 +31,8 @@ use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 pub struct ClientCtx<'a> {
     pub id: usize,
     pub ops: &'a [OpSpec],
+    /// The workload's peers, by index (`Step::peer`).
+    pub peers: &'a [PeerTarget],
     pub plan: &'a LoadPlan,
     pub timeline: Timeline,
     pub slots: Slots,
@@ -140,11 +143,25 @@ impl<'a> Chooser<'a> {
         }
     }
 
-    /// Store what a step captured into its slots.
+    /// Store what a step captured into its slots; a slot it returned no value for (no row)
+    /// becomes empty.
     pub fn keep(&mut self, step: &Step, captured: Vec<Vec<u8>>) {
-        for (slot, value) in step.capture.iter().zip(captured) {
-            self.gen.captures[*slot] = value;
+        let mut values = captured.into_iter();
+        for slot in &step.capture {
+            self.gen.captures[*slot] = values.next().unwrap_or_default();
         }
+    }
+
+    /// Whether a `when` step runs: its value is not empty (a missing row, SQL NULL, a Redis
+    /// nil) and not `0`, `f` or `false` in any case.
+    pub fn holds(&self, step: &Step) -> bool {
+        step.when.is_none_or(|slot| {
+            let v = self.gen.captures[slot].as_slice();
+            !(v.is_empty()
+                || v == b"0"
+                || v.eq_ignore_ascii_case(b"f")
+                || v.eq_ignore_ascii_case(b"false"))
+        })
     }
 
     /// Choose and bind the next operation without a target (`loadrig ops`): `send` gets
@@ -163,6 +180,10 @@ impl<'a> Chooser<'a> {
             OpKind::Tx(steps) => {
                 send(&Op::Begin);
                 for step in steps {
+                    if step.commit_before {
+                        send(&Op::Commit);
+                        send(&Op::Begin);
+                    }
                     self.step_offline(step, send);
                 }
                 send(&Op::Commit);
@@ -276,6 +297,14 @@ struct Worker<'a, T: Target> {
     /// After a failed reconnect, the next try waits until then.
     next_connect: Option<Instant>,
     backoff: Duration,
+    peer_targets: &'a [PeerTarget],
+    /// Sessions to the peers, opened on first use.
+    peers: Vec<Option<PeerSession>>,
+    /// The last failure came from a peer: the target's session is still good.
+    peer_failed: bool,
+    /// A chopped transaction's progress during one operation: the step after its last
+    /// commit point (where a retry resumes) and the rows of the parts committed.
+    resume: (usize, u64),
 }
 
 const RECONNECT_FIRST: Duration = Duration::from_millis(10);
@@ -298,8 +327,9 @@ impl<'a, T: Target> Worker<'a, T> {
                 .ok()
         };
         answered.unwrap_or_else(|| {
-            // The session's protocol state is unknown: replace it before the next operation.
+            // The sessions' protocol state is unknown: replace them before the next operation.
             self.session = None;
+            self.peers.iter_mut().for_each(|p| *p = None);
             Err(OpError::new(
                 ErrorClass::Timeout,
                 format!(
@@ -336,6 +366,7 @@ impl<'a, T: Target> Worker<'a, T> {
         }
         let spec = &self.chooser.ops[i];
         let mut attempt = 0;
+        self.resume = (0, 0);
         let result = loop {
             let result = self.attempt(i).await;
             match (&result, &spec.retry) {
@@ -348,7 +379,8 @@ impl<'a, T: Target> Worker<'a, T> {
                 _ => break result,
             }
         };
-        if self.per_op || matches!(&result, Err(e) if e.class == ErrorClass::Connect) {
+        let lost = matches!(&result, Err(e) if e.class == ErrorClass::Connect);
+        if self.per_op || (lost && !self.peer_failed) {
             // A lost connection is replaced before the next operation.
             self.session = None;
         }
@@ -356,6 +388,19 @@ impl<'a, T: Target> Worker<'a, T> {
     }
 
     async fn attempt(&mut self, i: usize) -> Result<Outcome, OpError> {
+        self.peer_failed = false;
+        let ops = self.chooser.ops;
+        if self.resume.0 == 0 {
+            self.chooser.draw_lets(i);
+        }
+        match &ops[i].kind {
+            OpKind::Tx(steps) => return self.tx(steps).await,
+            OpKind::Native(step) if step.peer.is_some() => {
+                let out = self.step(step).await?.unwrap_or_default();
+                return Ok(self.kept(step, out));
+            }
+            _ => {}
+        }
         let Worker {
             target,
             session,
@@ -363,38 +408,14 @@ impl<'a, T: Target> Worker<'a, T> {
             ..
         } = self;
         let Some(session) = session.as_mut() else {
-            return Err(OpError::new(ErrorClass::Connect, "not connected"));
+            return Err(not_connected());
         };
-        let ops = chooser.ops;
-        chooser.draw_lets(i);
         match &ops[i].kind {
             OpKind::Connect => target
                 .connect()
                 .await
                 .map(|_closed_on_drop| Outcome::rows(1)),
             OpKind::Authenticate => session.authenticate().await,
-            OpKind::Tx(steps) => {
-                session.execute(&Op::Begin).await?;
-                let mut rows = 0;
-                for step in steps {
-                    let op = chooser.bind_step(step);
-                    match session.execute(&op).await {
-                        Ok(out) => {
-                            rows += out.rows;
-                            chooser.keep(step, out.captured);
-                        }
-                        Err(e) => {
-                            let _ = session.execute(&Op::Rollback).await;
-                            return Err(e);
-                        }
-                    }
-                }
-                if let Err(e) = session.execute(&Op::Commit).await {
-                    let _ = session.execute(&Op::Rollback).await;
-                    return Err(e);
-                }
-                Ok(Outcome::rows(rows))
-            }
             OpKind::Native(step) => {
                 let op = chooser.bind_step(step);
                 let out = session.execute(&op).await?;
@@ -413,6 +434,92 @@ impl<'a, T: Target> Worker<'a, T> {
         }
     }
 
+    /// Store a step's captures; the operation's outcome is its rows.
+    fn kept(&mut self, step: &Step, out: Outcome) -> Outcome {
+        if !step.capture.is_empty() {
+            self.chooser.keep(step, out.captured);
+        }
+        Outcome::rows(out.rows)
+    }
+
+    /// Run a transaction's steps from `self.resume`: at a commit point commit and begin
+    /// again, so a failure after it rolls back only the part since, and a retry resumes there.
+    async fn tx(&mut self, steps: &'a [Step]) -> Result<Outcome, OpError> {
+        let (from, mut rows) = self.resume;
+        self.primary(&Op::Begin).await?;
+        for (k, step) in steps.iter().enumerate().skip(from) {
+            if step.commit_before && k > from {
+                self.commit().await?;
+                self.resume = (k, rows);
+                self.primary(&Op::Begin).await?;
+            }
+            match self.step(step).await {
+                Ok(Some(out)) => rows += self.kept(step, out).rows,
+                Ok(None) => {}
+                Err(e) => {
+                    let _ = self.primary(&Op::Rollback).await;
+                    return Err(e);
+                }
+            }
+        }
+        self.commit().await?;
+        Ok(Outcome::rows(rows))
+    }
+
+    async fn commit(&mut self) -> Result<(), OpError> {
+        if let Err(e) = self.primary(&Op::Commit).await {
+            let _ = self.primary(&Op::Rollback).await;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Send `op` on the target's session.
+    async fn primary(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
+        match self.session.as_mut() {
+            Some(s) => s.execute(op).await,
+            None => Err(not_connected()),
+        }
+    }
+
+    /// Run one native step where it goes, the target or a peer; `None` when its `when`
+    /// value says to skip it.
+    async fn step(&mut self, step: &'a Step) -> Result<Option<Outcome>, OpError> {
+        if !self.chooser.holds(step) {
+            return Ok(None);
+        }
+        let Some(p) = step.peer else {
+            let Worker {
+                session, chooser, ..
+            } = self;
+            let Some(session) = session.as_mut() else {
+                return Err(not_connected());
+            };
+            return session.execute(&chooser.bind_step(step)).await.map(Some);
+        };
+        if self.peers[p].is_none() {
+            match self.peer_targets[p].connect().await {
+                Ok(s) => self.peers[p] = Some(s),
+                Err(e) => {
+                    self.peer_failed = true;
+                    return Err(e);
+                }
+            }
+        }
+        let Worker { peers, chooser, .. } = self;
+        let Some(peer) = peers[p].as_mut() else {
+            return Err(not_connected());
+        };
+        let result = peer.execute(&chooser.bind_step(step)).await;
+        if let Err(e) = &result {
+            self.peer_failed = true;
+            if e.class == ErrorClass::Connect {
+                self.peers[p] = None;
+            }
+        }
+        result.map(Some)
+    }
+
     /// Move the retries and reconnects counted since the last call into `c`.
     #[inline]
     fn settle(&mut self, c: &mut OpCounters) {
@@ -421,6 +528,10 @@ impl<'a, T: Target> Worker<'a, T> {
             c.reconnects += std::mem::take(&mut self.reconnects);
         }
     }
+}
+
+fn not_connected() -> OpError {
+    OpError::new(ErrorClass::Connect, "not connected")
 }
 
 #[inline]
@@ -481,6 +592,10 @@ pub async fn run<T: Target>(target: &T, session: Option<T::Session>, ctx: &Clien
         reconnects: 0,
         next_connect: None,
         backoff: RECONNECT_FIRST,
+        peer_targets: ctx.peers,
+        peers: ctx.peers.iter().map(|_| None).collect(),
+        peer_failed: false,
+        resume: (0, 0),
     };
     let quota = ctx
         .plan

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::spec::{DataSpec, GenState, OpSpec, VerifySpec};
 use crate::stats::OpCounters;
+use crate::targets::peer::PeerTarget;
 use crate::targets::{Session, Target};
 use crate::vocab::{NativeOp, Op, OpError, ValueKind};
 use client::ClientCtx;
@@ -378,6 +379,7 @@ pub fn cleanup<T: Target>(target: &T) -> Result<u64> {
 /// each running its clients concurrently on one single-threaded runtime.
 pub fn run<T: Target>(
     target: Arc<T>,
+    peers: Arc<Vec<PeerTarget>>,
     ops: Arc<Vec<OpSpec>>,
     plan: &LoadPlan,
     slots: Slots,
@@ -392,6 +394,7 @@ pub fn run<T: Target>(
         let thread = ClientThread {
             ids: (t..n).step_by(threads).collect(),
             target: Arc::clone(&target),
+            peers: Arc::clone(&peers),
             ops: Arc::clone(&ops),
             plan: plan.clone(),
             slots,
@@ -484,6 +487,7 @@ fn await_connections(rx: &Receiver<Msg>, n: usize) -> Result<Option<OpError>> {
 struct ClientThread<T: Target> {
     ids: Vec<usize>,
     target: Arc<T>,
+    peers: Arc<Vec<PeerTarget>>,
     ops: Arc<Vec<OpSpec>>,
     plan: LoadPlan,
     slots: Slots,
@@ -535,6 +539,7 @@ impl<T: Target> ClientThread<T> {
             let ctx = ClientCtx {
                 id,
                 ops: &self.ops,
+                peers: &self.peers,
                 plan: &self.plan,
                 timeline: self.timeline,
                 slots: self.slots,

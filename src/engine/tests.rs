@@ -118,7 +118,20 @@ fn drive<T: Target>(target: T, w: &Workload, plan: &LoadPlan) -> (RunData, Vec<S
     };
     let mut seen = Recorder::default();
     let ops = Arc::new(w.ops.clone());
-    let data = run(Arc::new(target), ops, plan, slots, &mut seen).unwrap();
+    let peers = w
+        .peers
+        .iter()
+        .map(|p| PeerTarget::open(&p.url).unwrap())
+        .collect();
+    let data = run(
+        Arc::new(target),
+        Arc::new(peers),
+        ops,
+        plan,
+        slots,
+        &mut seen,
+    )
+    .unwrap();
     assert!(!data.interrupted && data.abandoned == 0);
     (data, seen.0)
 }
@@ -485,6 +498,11 @@ fn offline_binding_sends_what_a_run_sends() {
          [[op]]\nname = \"move\"\ntx = [\n\
            { sql = { query = \"UPDATE loadrig_a SET n = n - 1 WHERE id = ?\", params = [\"{uniform 0..50}\"] } },\n\
            { sql = { query = \"UPDATE loadrig_a SET n = n + 1 WHERE id = ?\", params = [\"{client}\"] } },\n\
+         ]\n\
+         [[op]]\nname = \"chopped\"\nlet = { go = \"{uniform 1..2}\" }\ntx = [\n\
+           { sql = { query = \"UPDATE loadrig_a SET n = 0 WHERE id = ?\", params = [\"{uniform 0..50}\"] } },\n\
+           { commit = {} },\n\
+           { sql = { query = \"UPDATE loadrig_b SET n = ? WHERE id = 1\", params = [\"{go}\"] }, when = \"go\" },\n\
          ]\n",
     );
     let (clients, per_client) = (3, 40);

@@ -11,7 +11,8 @@ use crate::analysis::checks::{self, Check};
 use crate::cli::RunArgs;
 use crate::engine::LoadPlan;
 use crate::error::InputError;
-use crate::spec::{builtin, OpSpec, Workload};
+use crate::spec::{builtin, OpKind, OpSpec, Workload};
+use crate::targets::peer::PeerTarget;
 
 /// Compile the workload and resolve the flags against it: everything is checked here,
 /// before anything connects or is written.
@@ -33,6 +34,7 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
             .help("add --target sqlite://./bench.db (or fs://DIR, noop://, sleep://?latency=1ms)"))
         }
     };
+    check_peers(&workload)?;
     let outputs = outputs(args, &workload.name)?;
     let checks = run_checks(args, &workload, &ops)?;
     Ok(RunPlan {
@@ -79,6 +81,37 @@ pub fn resolve_workload(args: &RunArgs) -> Result<(Workload, WorkloadSource), In
     };
     let workload = source.compile()?;
     Ok((workload, source))
+}
+
+/// Open each peer (a bad URL or an unset `${VAR}` is an input error now, not when the run
+/// starts) and check that it runs the steps sent to it.
+fn check_peers(workload: &Workload) -> Result<(), InputError> {
+    for (i, peer) in workload.peers.iter().enumerate() {
+        let family = PeerTarget::open(&peer.url)
+            .map_err(|e| e.at(peer.location.clone()))?
+            .family();
+        for op in &workload.ops {
+            let steps = match &op.kind {
+                OpKind::Native(step) => std::slice::from_ref(step),
+                OpKind::Tx(steps) => steps.as_slice(),
+                _ => &[],
+            };
+            if let Some(s) = steps
+                .iter()
+                .find(|s| s.peer == Some(i) && s.op.family() != family)
+            {
+                return Err(InputError::new(format!(
+                    "operation '{}' sends {} steps to peer '{}', a {}:// system",
+                    op.name,
+                    s.op.family().name(),
+                    peer.name,
+                    family.name()
+                ))
+                .at(peer.location.clone()));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn outputs(args: &RunArgs, workload: &str) -> Result<Outputs, InputError> {

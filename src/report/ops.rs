@@ -84,8 +84,9 @@ impl Shown {
     }
 }
 
-/// What a session receives, shown; `None` for a transaction's `Begin`, `Commit` and
-/// `Rollback`, which [`operation`] writes around the steps.
+/// What a session receives, shown; `None` for `Rollback`. A transaction's first `Begin`
+/// and last `Commit` are left to [`operation`], which writes them around the steps; those
+/// between (a commit point) stay as steps of kind `commit` and `begin`.
 pub fn step(op: &Op<'_>) -> Option<Shown> {
     Some(match op {
         Op::Nop => Shown::plain("nop", "nop".into(), Vec::new()),
@@ -94,7 +95,9 @@ pub fn step(op: &Op<'_>) -> Option<Shown> {
         Op::Get { key } => Shown::kv("kv.get", key, None),
         Op::Delete { key } => Shown::kv("kv.delete", key, None),
         Op::Native { op, args, .. } => native(op, args),
-        Op::Begin | Op::Commit | Op::Rollback => return None,
+        Op::Begin => Shown::plain("begin", "BEGIN".into(), Vec::new()),
+        Op::Commit => Shown::plain("commit", "COMMIT".into(), Vec::new()),
+        Op::Rollback => return None,
     })
 }
 
@@ -102,6 +105,12 @@ pub fn step(op: &Op<'_>) -> Option<Shown> {
 /// between `BEGIN` and `COMMIT`, `connect` and `authenticate` with none.
 pub fn operation(kind: &'static str, mut steps: Vec<Shown>) -> Shown {
     if kind == "tx" {
+        if steps.first().is_some_and(|s| s.kind == "begin") {
+            steps.remove(0);
+        }
+        if steps.last().is_some_and(|s| s.kind == "commit") {
+            steps.pop();
+        }
         let inner: Vec<&str> = steps.iter().map(|s| s.text.as_str()).collect();
         let text = format!("BEGIN; {}; COMMIT", inner.join("; "));
         return Shown {

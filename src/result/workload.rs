@@ -22,6 +22,9 @@ pub struct WorkloadRecord {
     pub data: Option<DataRecord>,
     /// The operations run (all of the workload's, or those picked with `--op`).
     pub ops: Vec<OpRecord>,
+    /// `[peers]`: each peer's URL, any password replaced by `***` (`${VAR}` unexpanded).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub peers: BTreeMap<String, String>,
 }
 
 /// A parameter's value: parameters are numbers, strings or booleans.
@@ -114,6 +117,11 @@ impl WorkloadRecord {
                 batch: d.batch,
             }),
             ops: ops.iter().map(OpRecord::of).collect(),
+            peers: w
+                .peers
+                .iter()
+                .map(|p| (p.name.clone(), crate::error::redact(&p.url)))
+                .collect(),
         }
     }
 }

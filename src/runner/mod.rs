@@ -19,6 +19,7 @@ use crate::report::console::{self, Live};
 use crate::report::metrics::MetricsServer;
 use crate::result::{RunResult, VerifyRecord};
 use crate::spec::OpSpec;
+use crate::targets::peer::PeerTarget;
 use crate::targets::{with_target_type, Target};
 use crate::vocab::{Family, NativeOp, ValueKind};
 use observe::Observers;
@@ -69,6 +70,7 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     let mut live_view = if live { Some(live_view(plan)?) } else { None };
     let data_run = engine::run(
         Arc::clone(&target),
+        Arc::new(peers(plan)?),
         Arc::new(plan.ops.clone()),
         &plan.load,
         Slots {
@@ -222,6 +224,15 @@ pub fn describe(plan: &LoadPlan) -> String {
 }
 
 /// Every native operation must be one the target runs; say which does not, before the run.
+/// The workload's peers, opened (nothing connects yet).
+fn peers(plan: &RunPlan) -> Result<Vec<PeerTarget>, InputError> {
+    plan.workload
+        .peers
+        .iter()
+        .map(|p| PeerTarget::open(&p.url).map_err(|e| e.at(p.location.clone())))
+        .collect()
+}
+
 fn check_families(
     ops: &[OpSpec],
     setup: &[NativeOp<ValueKind>],

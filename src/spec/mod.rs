@@ -8,6 +8,7 @@ pub mod builtin;
 pub mod duration;
 pub mod ldif;
 pub mod ops;
+pub mod peers;
 pub mod pgbench_import;
 pub mod template;
 pub mod ycsb;
@@ -22,6 +23,7 @@ use toml::Spanned;
 use crate::error::{line_col, InputError};
 use crate::vocab::{NativeOp, ValueKind};
 pub use ops::{OpKind, OpSpec, Retry, Step};
+pub use peers::Peer;
 pub use template::{GenState, Template};
 
 /// A workload file as written.
@@ -36,6 +38,12 @@ struct WorkloadFile {
     op_timeout: Option<Spanned<String>>,
     #[serde(default)]
     params: BTreeMap<String, Spanned<toml::Value>>,
+    /// String parameters limited to a list of values, the first the default.
+    #[serde(default)]
+    switches: BTreeMap<String, Spanned<Vec<Spanned<String>>>>,
+    /// Other systems that steps may run on (`on = "NAME"`), by name.
+    #[serde(default)]
+    peers: BTreeMap<String, Spanned<String>>,
     #[serde(default)]
     load: LoadSection,
     data: Option<DataSection>,
@@ -113,7 +121,12 @@ pub struct Workload {
     pub target: Option<String>,
     /// `op_timeout`, checked: above zero.
     pub op_timeout: Option<Duration>,
+    /// Parameters, switches included (as strings).
     pub params: BTreeMap<String, toml::Value>,
+    /// `[switches]`: each switch's choices, in the order written.
+    pub switches: BTreeMap<String, Vec<String>>,
+    /// `[peers]`, in name order; steps name them by index.
+    pub peers: Vec<Peer>,
     pub load: LoadSection,
     pub data: Option<DataSpec>,
     pub ops: Vec<OpSpec>,
@@ -168,9 +181,14 @@ pub fn compile(
             .help("see `loadrig init session-store` for a complete example")
     })?;
     let mut params = declared_params(source, &file.params)?;
+    let switches = declared_switches(source, &file.switches, &mut params)?;
     for (name, raw) in overrides {
-        set_param(&mut params, &file.name, name, raw)?;
+        match switches.get(name) {
+            Some(choices) => set_switch(&mut params, choices, name, raw)?,
+            None => set_param(&mut params, &file.name, name, raw)?,
+        }
     }
+    let peers = peers::compile(source, &params, &file.peers)?;
     if file.ops.is_empty() {
         return Err(InputError::new(format!(
             "{}: the workload has no operations",
@@ -180,6 +198,8 @@ pub fn compile(
     }
 
     let mut compiler = op_compiler(source, &params);
+    compiler.switches = &switches;
+    compiler.peers = &peers;
     let setup = compile_setup(&mut compiler, &file.setup)?;
     let ops = compile_ops(&mut compiler, &file.ops)?;
     let verify = compile_verify(&mut compiler, &file.verify)?;
@@ -204,6 +224,8 @@ pub fn compile(
         target: file.target.map(|t| t.into_inner()),
         op_timeout,
         params,
+        switches,
+        peers,
         load: file.load,
         data,
         ops,
@@ -314,9 +336,12 @@ fn op_compiler<'a>(
     source: &'a Source<'a>,
     params: &'a BTreeMap<String, toml::Value>,
 ) -> ops::OpCompiler<'a> {
+    static NO_SWITCHES: BTreeMap<String, Vec<String>> = BTreeMap::new();
     ops::OpCompiler {
         source,
         params,
+        switches: &NO_SWITCHES,
+        peers: &[],
         seq_slots: 0,
         statements: 0,
         capture_slots: 0,
@@ -350,6 +375,9 @@ fn compile_ops(
     let mut ops = Vec::new();
     let mut names = BTreeMap::new();
     for op in sections {
+        if !compiler.keeps(&op.get_ref().only)? {
+            continue;
+        }
         let compiled = compiler.op(op)?;
         let at = op.get_ref().name.span();
         if compiled.name.is_empty() {
@@ -366,7 +394,74 @@ fn compile_ops(
         }
         ops.push(compiled);
     }
+    if ops.is_empty() {
+        return Err(InputError::new(format!(
+            "{}: `only` leaves out every operation for these switch values",
+            compiler.source.path
+        ))
+        .help("set the switches (--set NAME=VALUE) to values some operation is for"));
+    }
     Ok(ops)
+}
+
+/// The `[switches]`: each a non-empty list of distinct values, added to the parameters with
+/// its first value; a name may not also be a parameter.
+fn declared_switches(
+    source: &Source<'_>,
+    declared: &BTreeMap<String, Spanned<Vec<Spanned<String>>>>,
+    params: &mut BTreeMap<String, toml::Value>,
+) -> Result<BTreeMap<String, Vec<String>>, InputError> {
+    let mut switches = BTreeMap::new();
+    for (name, choices) in declared {
+        let values: Vec<String> = choices
+            .get_ref()
+            .iter()
+            .map(|c| c.get_ref().clone())
+            .collect();
+        if values.is_empty() {
+            return Err(source.error(
+                choices.span(),
+                format!("switch '{name}' has no values: {name} = [\"one\", \"other\"], the first the default"),
+            ));
+        }
+        if let Some(dup) = choices
+            .get_ref()
+            .iter()
+            .skip(1)
+            .find(|c| values.iter().filter(|v| *v == c.get_ref()).count() > 1)
+        {
+            return Err(source.error(
+                dup.span(),
+                format!("switch '{name}' lists '{}' twice", dup.get_ref()),
+            ));
+        }
+        if params.contains_key(name) {
+            return Err(source.error(
+                choices.span(),
+                format!("'{name}' is both a parameter and a switch: rename one"),
+            ));
+        }
+        params.insert(name.clone(), toml::Value::String(values[0].clone()));
+        switches.insert(name.clone(), values);
+    }
+    Ok(switches)
+}
+
+/// Apply `--set name=raw` to a switch: `raw` must be one of its values.
+fn set_switch(
+    params: &mut BTreeMap<String, toml::Value>,
+    choices: &[String],
+    name: &str,
+    raw: &str,
+) -> Result<(), InputError> {
+    if !choices.iter().any(|c| c == raw) {
+        return Err(InputError::new(format!(
+            "--set {name}={raw}: switch '{name}' is one of {}",
+            choices.join(", ")
+        )));
+    }
+    params.insert(name.to_string(), toml::Value::String(raw.to_string()));
+    Ok(())
 }
 
 /// The `[data]` section: how many records, and their key and value templates.
@@ -452,3 +547,6 @@ pub fn parse_set(arg: &str) -> Result<(String, String), String> {
         _ => Err(format!("expected NAME=VALUE, found '{arg}'")),
     }
 }
+
+#[cfg(test)]
+mod tests;

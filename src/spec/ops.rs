@@ -13,7 +13,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::template::Template;
-use super::{duration, Source};
+use super::{duration, Peer, Source};
 use crate::error::InputError;
 use crate::vocab::{ErrorClass, Family, NativeOp, Scope, ValueKind};
 
@@ -26,7 +26,7 @@ pub(super) struct OpSection {
     nop: Option<toml::value::Table>,
     connect: Option<toml::value::Table>,
     authenticate: Option<toml::value::Table>,
-    sql: Option<Spanned<SqlArgs>>,
+    sql: Option<Spanned<SqlForm>>,
     redis: Option<Spanned<Vec<Spanned<String>>>>,
     ldap: Option<LdapSection>,
     http: Option<Spanned<HttpArgs>>,
@@ -36,6 +36,18 @@ pub(super) struct OpSection {
     /// Values drawn once per attempt of the operation, which all its templates share.
     #[serde(rename = "let")]
     lets: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
+    /// The op exists only for these switch values.
+    pub only: Option<Spanned<BTreeMap<String, Choices>>>,
+    /// A native op runs on this peer instead of the target.
+    on: Option<Spanned<String>>,
+}
+
+/// One switch value or several, in `only = { NAME = ... }`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum Choices {
+    One(String),
+    Many(Vec<String>),
 }
 
 #[derive(Debug, Deserialize)]
@@ -62,6 +74,49 @@ struct SqlArgs {
     params: Vec<Spanned<String>>,
 }
 
+/// `sql = "STATEMENT"` (no parameters) or `sql = { query = "...", params = [...] }`.
+#[derive(Debug)]
+enum SqlForm {
+    Text(String),
+    Table(SqlArgs),
+}
+
+impl SqlForm {
+    /// As a table; the text form's query spans the whole value.
+    fn args(&self, span: Range<usize>) -> SqlArgs {
+        match self {
+            SqlForm::Text(query) => SqlArgs {
+                query: Spanned::new(span, query.clone()),
+                params: Vec::new(),
+            },
+            SqlForm::Table(a) => SqlArgs {
+                query: a.query.clone(),
+                params: a.params.clone(),
+            },
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SqlForm {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Form;
+        impl<'de> serde::de::Visitor<'de> for Form {
+            type Value = SqlForm;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a statement, or a table { query = \"...\", params = [...] }")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<SqlForm, E> {
+                Ok(SqlForm::Text(s.to_string()))
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, m: M) -> Result<SqlForm, M::Error> {
+                let table = serde::de::value::MapAccessDeserializer::new(m);
+                SqlArgs::deserialize(table).map(SqlForm::Table)
+            }
+        }
+        d.deserialize_any(Form)
+    }
+}
+
 /// A setup statement, borrowed from the workload file.
 pub(super) struct SqlArgsRef<'a> {
     pub query: &'a Spanned<String>,
@@ -70,10 +125,16 @@ pub(super) struct SqlArgsRef<'a> {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StepSection {
-    sql: Option<Spanned<SqlArgs>>,
+    sql: Option<Spanned<SqlForm>>,
     redis: Option<Spanned<Vec<Spanned<String>>>>,
     ldap: Option<LdapSection>,
+    http: Option<Spanned<HttpArgs>>,
     capture: Option<Spanned<Vec<String>>>,
+    only: Option<Spanned<BTreeMap<String, Choices>>>,
+    when: Option<Spanned<String>>,
+    on: Option<Spanned<String>>,
+    /// `{ commit = {} }`: a commit point, not a native step.
+    commit: Option<toml::value::Table>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -157,6 +218,12 @@ pub struct Step {
     pub op: NativeOp<ValueKind>,
     pub templates: Vec<Template>,
     pub capture: Vec<usize>,
+    /// `when`: the capture slot whose value decides, at run time, whether the step runs.
+    pub when: Option<usize>,
+    /// `on`: the index of the peer it runs on (else the target).
+    pub peer: Option<usize>,
+    /// A commit point precedes it in its tx: commit there and begin a new transaction.
+    pub commit_before: bool,
 }
 
 impl Step {
@@ -173,6 +240,9 @@ impl Step {
             op,
             templates,
             capture,
+            when: None,
+            peer: None,
+            commit_before: false,
         }
     }
 }
@@ -229,16 +299,25 @@ impl OpKind {
     /// A single operation on the client's session: no transaction, no new connection.
     #[inline]
     pub fn is_plain(&self) -> bool {
-        !matches!(self, OpKind::Connect | OpKind::Authenticate | OpKind::Tx(_))
+        match self {
+            OpKind::Connect | OpKind::Authenticate | OpKind::Tx(_) => false,
+            OpKind::Native(step) => step.peer.is_none(),
+            _ => true,
+        }
     }
 
-    /// The native families the op needs from its target.
+    /// The native families the op needs from its target (peer steps run elsewhere).
     pub fn families(&self) -> Vec<Family> {
-        match self {
-            OpKind::Native(step) => vec![step.op.family()],
-            OpKind::Tx(steps) => steps.iter().map(|s| s.op.family()).collect(),
-            _ => Vec::new(),
-        }
+        let steps = match self {
+            OpKind::Native(step) => std::slice::from_ref(step),
+            OpKind::Tx(steps) => steps.as_slice(),
+            _ => &[],
+        };
+        steps
+            .iter()
+            .filter(|s| s.peer.is_none())
+            .map(|s| s.op.family())
+            .collect()
     }
 }
 
@@ -261,7 +340,8 @@ pub struct Let {
     pub template: Template,
 }
 
-const CAPTURES: &str = "capture applies to sql, redis and ldap.search operations and tx steps";
+const CAPTURES: &str =
+    "capture applies to sql, redis and ldap.search operations and tx steps, and to http (its body)";
 
 /// Capture names as written, with their place in the file.
 type CaptureNames = (Vec<String>, Range<usize>);
@@ -273,6 +353,10 @@ type LetSlots = (Vec<Let>, Vec<(String, usize)>);
 pub(super) struct OpCompiler<'a> {
     pub source: &'a Source<'a>,
     pub params: &'a BTreeMap<String, toml::Value>,
+    /// `[switches]`, for `only`.
+    pub switches: &'a BTreeMap<String, Vec<String>>,
+    /// `[peers]`, for `on`.
+    pub peers: &'a [Peer],
     pub seq_slots: usize,
     pub statements: usize,
     pub capture_slots: usize,
@@ -369,7 +453,15 @@ impl OpCompiler<'_> {
             op.http.as_ref(),
             &visible,
         )? {
-            kinds.push(OpKind::Native(Step::new(native, Vec::new())));
+            let mut step = Step::new(native, Vec::new());
+            step.peer = self.peer(&op.on, &step.op)?;
+            kinds.push(OpKind::Native(step));
+        }
+        if let (Some(on), false) = (&op.on, matches!(kinds.last(), Some(OpKind::Native(_)))) {
+            return Err(self.source.error(
+                on.span(),
+                "on = \"PEER\" goes with one sql, redis or http operation, or on a step of a tx",
+            ));
         }
         if let Some(tx) = &op.tx {
             kinds.push(self.tx(tx, visible)?);
@@ -434,8 +526,8 @@ impl OpCompiler<'_> {
         Ok((compiled, visible))
     }
 
-    /// Only operations that return values capture, and an LDAP search no more values than
-    /// it returns (its DN, then one per listed attribute).
+    /// Only operations that return values capture, an HTTP request its body, and an LDAP
+    /// search no more values than it returns (its DN, then one per listed attribute).
     fn check_capture<A>(
         &self,
         op: &NativeOp<A>,
@@ -444,6 +536,14 @@ impl OpCompiler<'_> {
     ) -> Result<(), InputError> {
         match op {
             NativeOp::Sql { .. } | NativeOp::Redis { .. } => Ok(()),
+            NativeOp::Http { .. } if names.len() <= 1 => Ok(()),
+            NativeOp::Http { .. } => Err(self.source.error(
+                span.clone(),
+                format!(
+                    "http captures one value, the response body: {} names",
+                    names.len()
+                ),
+            )),
             NativeOp::LdapSearch { attrs, .. } if names.len() <= 1 + attrs.len() => Ok(()),
             NativeOp::LdapSearch { attrs, .. } => Err(self.source.error(
                 span.clone(),
@@ -456,8 +556,7 @@ impl OpCompiler<'_> {
             NativeOp::LdapBind { .. }
             | NativeOp::LdapAdd { .. }
             | NativeOp::LdapModify { .. }
-            | NativeOp::LdapDelete { .. }
-            | NativeOp::Http { .. } => Err(self.source.error(span.clone(), CAPTURES)),
+            | NativeOp::LdapDelete { .. } => Err(self.source.error(span.clone(), CAPTURES)),
         }
     }
 
@@ -543,7 +642,7 @@ impl OpCompiler<'_> {
     /// The native operations named in one table (an op or a tx step).
     fn natives(
         &mut self,
-        sql: Option<&Spanned<SqlArgs>>,
+        sql: Option<&Spanned<SqlForm>>,
         redis: Option<&Spanned<Vec<Spanned<String>>>>,
         ldap: Option<&LdapSection>,
         http: Option<&Spanned<HttpArgs>>,
@@ -551,7 +650,7 @@ impl OpCompiler<'_> {
     ) -> Result<Vec<NativeOp<Template>>, InputError> {
         let mut out = Vec::new();
         if let Some(s) = sql {
-            out.push(self.sql(s.get_ref(), captures)?);
+            out.push(self.sql(&s.get_ref().args(s.span()), captures)?);
         }
         if let Some(r) = redis {
             if r.get_ref().is_empty() {
@@ -762,48 +861,206 @@ impl OpCompiler<'_> {
                 "tx has no steps: tx = [ { sql = { query = \"...\" } }, ... ]",
             ));
         }
-        let mut steps = Vec::new();
+        let mut steps: Vec<Step> = Vec::new();
+        let mut commit_point = false;
         for step in tx.get_ref() {
-            let s = step.get_ref();
-            let mut ops = self.natives(
-                s.sql.as_ref(),
-                s.redis.as_ref(),
-                s.ldap.as_ref(),
-                None,
-                &visible,
-            )?;
-            if ops.len() != 1 {
-                return Err(self.source.error(
-                    step.span(),
-                    "each tx step has exactly one of sql, redis or ldap.search, ldap.add, ldap.modify, ldap.delete",
-                ));
+            if !self.keeps(&step.get_ref().only)? {
+                continue;
             }
-            let op = ops.remove(0);
-            if let NativeOp::LdapBind { .. } = op {
-                return Err(self.source.error(
-                    step.span(),
-                    "ldap.bind cannot be a tx step: a bind ends an LDAP transaction",
-                ));
+            if step.get_ref().commit.is_some() {
+                self.check_commit_point(step)?;
+                // At the start of a tx there is nothing to commit yet.
+                commit_point = !steps.is_empty();
+                continue;
             }
-            let capture = match self.capture_names(&s.capture)? {
-                Some((names, cspan)) => {
-                    self.check_capture(&op, &names, &cspan)?;
-                    let slots = self.slots(&names);
-                    visible.extend(names.into_iter().zip(slots.iter().copied()));
-                    slots
-                }
-                None => Vec::new(),
-            };
-            steps.push(Step::new(op, capture));
+            let mut compiled = self.tx_step(step, &mut visible)?;
+            compiled.commit_before = std::mem::take(&mut commit_point);
+            steps.push(compiled);
         }
-        let families: Vec<_> = steps.iter().map(|s| s.op.family()).collect();
+        if steps.is_empty() {
+            return Err(self.source.error(
+                tx.span(),
+                "`only` leaves out every step of this tx for these switch values",
+            ));
+        }
+        let families: Vec<_> = steps
+            .iter()
+            .filter(|s| s.peer.is_none())
+            .map(|s| s.op.family())
+            .collect();
         if families.windows(2).any(|w| w[0] != w[1]) {
             return Err(self.source.error(
                 tx.span(),
-                "a tx runs on one system: its steps are all sql, all redis or all ldap",
+                "a tx runs on one system: its steps are all sql, all redis or all ldap (steps with on = \"PEER\" aside)",
             ));
         }
         Ok(OpKind::Tx(steps))
+    }
+
+    /// One native step of a tx; its captures become visible to the steps after it.
+    fn tx_step(
+        &mut self,
+        step: &Spanned<StepSection>,
+        visible: &mut Vec<(String, usize)>,
+    ) -> Result<Step, InputError> {
+        let s = step.get_ref();
+        let mut ops = self.natives(
+            s.sql.as_ref(),
+            s.redis.as_ref(),
+            s.ldap.as_ref(),
+            s.http.as_ref(),
+            visible,
+        )?;
+        if ops.len() != 1 {
+            return Err(self.source.error(
+                step.span(),
+                "each tx step has exactly one of sql, redis, http (on a peer), ldap.search, ldap.add, ldap.modify, ldap.delete, or is a commit point { commit = {} }",
+            ));
+        }
+        let op = ops.remove(0);
+        if let NativeOp::LdapBind { .. } = op {
+            return Err(self.source.error(
+                step.span(),
+                "ldap.bind cannot be a tx step: a bind ends an LDAP transaction",
+            ));
+        }
+        let peer = self.peer(&s.on, &op)?;
+        if peer.is_none() && op.family() == Family::Http {
+            return Err(self.source.error(
+                step.span(),
+                "an http step of a tx runs on a peer: add on = \"NAME\" naming one of [peers]",
+            ));
+        }
+        let when = match &s.when {
+            Some(w) => Some(self.when_slot(w, visible)?),
+            None => None,
+        };
+        let capture = match self.capture_names(&s.capture)? {
+            Some((names, cspan)) => {
+                self.check_capture(&op, &names, &cspan)?;
+                let slots = self.slots(&names);
+                visible.extend(names.into_iter().zip(slots.iter().copied()));
+                slots
+            }
+            None => Vec::new(),
+        };
+        let mut compiled = Step::new(op, capture);
+        compiled.when = when;
+        compiled.peer = peer;
+        Ok(compiled)
+    }
+
+    /// A commit point is `{ commit = {} }`, with at most `only` beside it.
+    fn check_commit_point(&self, step: &Spanned<StepSection>) -> Result<(), InputError> {
+        let s = step.get_ref();
+        let alone = s.sql.is_none()
+            && s.redis.is_none()
+            && s.ldap.is_none()
+            && s.http.is_none()
+            && s.capture.is_none()
+            && s.when.is_none()
+            && s.on.is_none()
+            && s.commit.as_ref().is_some_and(|c| c.is_empty());
+        if alone {
+            Ok(())
+        } else {
+            Err(self.source.error(
+                step.span(),
+                "a commit point is { commit = {} } alone (it may carry only = { ... })",
+            ))
+        }
+    }
+
+    /// `when = "NAME"`: the slot of a `let` value or of a capture of an earlier step.
+    fn when_slot(
+        &self,
+        when: &Spanned<String>,
+        visible: &[(String, usize)],
+    ) -> Result<usize, InputError> {
+        let name = when.get_ref();
+        match visible.iter().rev().find(|(n, _)| n == name) {
+            Some((_, slot)) => Ok(*slot),
+            None => Err(self
+                .source
+                .error(
+                    when.span(),
+                    format!("when = \"{name}\": no earlier step of this op captures '{name}' and the op has no let of that name"),
+                )
+                .help("capture = [\"NAME\"] on an earlier step, or let = { NAME = \"...\" } on the op")),
+        }
+    }
+
+    /// `on = "NAME"`: the index of that peer, which must run `op`'s family.
+    fn peer<A>(
+        &self,
+        on: &Option<Spanned<String>>,
+        op: &NativeOp<A>,
+    ) -> Result<Option<usize>, InputError> {
+        let Some(on) = on else { return Ok(None) };
+        let Some(i) = self.peers.iter().position(|p| &p.name == on.get_ref()) else {
+            let known: Vec<&str> = self.peers.iter().map(|p| p.name.as_str()).collect();
+            return Err(self
+                .source
+                .error(
+                    on.span(),
+                    format!("on = \"{}\": no such peer", on.get_ref()),
+                )
+                .help(if known.is_empty() {
+                    "declare it in [peers]: NAME = \"http://...\" or \"redis://...\"".to_string()
+                } else {
+                    format!("the peers are: {}", known.join(", "))
+                }));
+        };
+        let peer = &self.peers[i];
+        if peer.family.is_some_and(|f| f != op.family()) {
+            return Err(self.source.error(
+                on.span(),
+                format!(
+                    "peer '{}' is a {}:// system and does not run {} steps",
+                    peer.name,
+                    peer.family.map_or("", |f| f.name()),
+                    op.family().name()
+                ),
+            ));
+        }
+        Ok(Some(i))
+    }
+
+    /// `only = { SWITCH = "value" | ["a", "b"], ... }`: whether every named switch has one
+    /// of the listed values.
+    pub fn keeps(
+        &self,
+        only: &Option<Spanned<BTreeMap<String, Choices>>>,
+    ) -> Result<bool, InputError> {
+        let Some(only) = only else { return Ok(true) };
+        let mut keep = true;
+        for (name, listed) in only.get_ref() {
+            let Some(choices) = self.switches.get(name) else {
+                return Err(self.source.error(
+                    only.span(),
+                    format!("only: '{name}' is not a switch: declare it in [switches]"),
+                ));
+            };
+            let listed: Vec<&String> = match listed {
+                Choices::One(v) => vec![v],
+                Choices::Many(v) => v.iter().collect(),
+            };
+            if let Some(bad) = listed.iter().find(|v| !choices.contains(v)) {
+                return Err(self.source.error(
+                    only.span(),
+                    format!(
+                        "only: '{bad}' is not a value of switch '{name}' (one of {})",
+                        choices.join(", ")
+                    ),
+                ));
+            }
+            let value = match self.params.get(name) {
+                Some(toml::Value::String(v)) => v,
+                _ => &choices[0],
+            };
+            keep &= listed.contains(&value);
+        }
+        Ok(keep)
     }
 
     fn retry(&self, r: &Spanned<RetrySection>) -> Result<Retry, InputError> {

@@ -341,7 +341,7 @@ impl MysqlSession {
         let mut result = self.conn.exec_iter(&st, params).await.map_err(cl)?;
         let mut out = Outcome::default();
         if result.columns_ref().is_empty() {
-            out.rows = result.affected_rows();
+            out = crate::targets::sql::affected(result.affected_rows(), capture);
         } else {
             while let Some(row) = result.next().await.map_err(cl)? {
                 if capture && out.rows == 0 {

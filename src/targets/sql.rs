@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::{Params, TargetUrl};
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, OpError};
+use crate::vocab::{ErrorClass, OpError, Outcome};
 
 /// The kv table's name, as a literal for `concat!`: the one place that names it.
 macro_rules! kv_table {
@@ -301,6 +301,18 @@ pub fn sqlstate_class(state: &str) -> Option<ErrorClass> {
         Some("28") => Some(ErrorClass::Auth),
         Some("08") => Some(ErrorClass::Connect),
         _ => None,
+    }
+}
+
+/// The outcome of a statement without a result set; its capture is the affected-row count.
+pub fn affected(rows: u64, capture: bool) -> Outcome {
+    Outcome {
+        rows,
+        captured: if capture {
+            vec![rows.to_string().into_bytes()]
+        } else {
+            Vec::new()
+        },
     }
 }
 

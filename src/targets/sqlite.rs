@@ -17,7 +17,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use super::attachment::{self, Attachment};
-use super::sql::{Dialect, Isolation, Kv};
+use super::sql::{self, Dialect, Isolation, Kv};
 use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
@@ -285,7 +285,7 @@ impl SqliteSession {
         }
         if st.column_count() == 0 {
             let changed = st.raw_execute()?;
-            return Ok(Outcome::rows(changed as u64));
+            return Ok(sql::affected(changed as u64, capture));
         }
         let columns = st.column_count();
         let mut rows = st.raw_query();

@@ -418,7 +418,7 @@ impl PgSession {
                 .execute_raw(&st, &params)
                 .await
                 .map_err(|e| classify(&e))?;
-            return Ok(Outcome::rows(n));
+            return Ok(crate::targets::sql::affected(n, capture));
         }
         let rows = self
             .client

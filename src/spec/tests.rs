@@ -1,0 +1,267 @@
+//! Switches, `only`, `when`, commit points and peers: what compiles and the errors that
+//! point at their place in the file.
+
+use super::*;
+
+const HEAD: &str = r#"name = "t"
+[switches]
+mode = ["inline", "agent", "queue"]
+chopping = ["off", "on"]
+[peers]
+web = "http://127.0.0.1:9"
+queue = "redis://127.0.0.1:9"
+"#;
+
+fn compiled(body: &str, sets: &[(&str, &str)]) -> Result<Workload, InputError> {
+    let text = format!("{HEAD}{body}");
+    let sets: Vec<(String, String)> = sets
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    compile(
+        &Source {
+            path: "w.toml",
+            text: &text,
+        },
+        &sets,
+    )
+}
+
+/// The error's message and its `w.toml:LINE:COLUMN`.
+fn error(body: &str, sets: &[(&str, &str)]) -> (String, String) {
+    let e = compiled(body, sets).expect_err("should not compile");
+    (e.message, e.location.unwrap_or_default())
+}
+
+const OPS: &str = r#"
+[[op]]
+name = "order"
+only = { mode = "inline" }
+nop = {}
+[[op]]
+name = "order"
+only = { mode = ["agent", "queue"], chopping = "on" }
+kv.get = { key = "k" }
+[[op]]
+name = "browse"
+nop = {}
+"#;
+
+#[test]
+fn switches_default_to_their_first_value_and_only_keeps_matching_ops() {
+    let w = compiled(OPS, &[]).unwrap();
+    assert_eq!(w.params["mode"], toml::Value::String("inline".into()));
+    let names: Vec<_> = w
+        .ops
+        .iter()
+        .map(|o| (o.name.as_str(), o.kind.label()))
+        .collect();
+    assert_eq!(names, [("order", "nop"), ("browse", "nop")]);
+    let w = compiled(OPS, &[("mode", "queue"), ("chopping", "on")]).unwrap();
+    let names: Vec<_> = w
+        .ops
+        .iter()
+        .map(|o| (o.name.as_str(), o.kind.label()))
+        .collect();
+    assert_eq!(names, [("order", "kv.get"), ("browse", "nop")]);
+    let w = compiled(OPS, &[("mode", "queue")]).unwrap();
+    assert_eq!(w.ops.len(), 1);
+}
+
+#[test]
+fn a_bad_switch_value_names_the_switch_and_its_values() {
+    let (message, _) = error(OPS, &[("mode", "bogus")]);
+    assert_eq!(
+        message,
+        "--set mode=bogus: switch 'mode' is one of inline, agent, queue"
+    );
+}
+
+#[test]
+fn a_name_is_a_parameter_or_a_switch() {
+    let (message, at) = error("[params]\nmode = 1\n[[op]]\nname = \"a\"\nnop = {}\n", &[]);
+    assert!(
+        message.contains("'mode' is both a parameter and a switch"),
+        "{message}"
+    );
+    assert_eq!(at, "w.toml:3:8");
+}
+
+#[test]
+fn only_names_known_switches_and_values() {
+    let (message, at) = error(
+        "[[op]]\nname = \"a\"\nonly = { speed = \"x\" }\nnop = {}\n",
+        &[],
+    );
+    assert!(message.contains("'speed' is not a switch"), "{message}");
+    assert_eq!(at, "w.toml:10:8");
+    let (message, at) = error(
+        "[[op]]\nname = \"a\"\nonly = { mode = [\"inline\", \"mail\"] }\nnop = {}\n",
+        &[],
+    );
+    assert!(
+        message.contains("'mail' is not a value of switch 'mode'"),
+        "{message}"
+    );
+    assert_eq!(at, "w.toml:10:8");
+    let (message, _) = error(
+        "[[op]]\nname = \"a\"\nonly = { mode = \"agent\" }\nnop = {}\n",
+        &[],
+    );
+    assert!(message.contains("leaves out every operation"), "{message}");
+}
+
+#[test]
+fn a_tx_keeps_its_steps_for_the_switches_and_marks_commit_points() {
+    let tx = r#"[[op]]
+name = "a"
+tx = [
+  { sql = { query = "SELECT 1" }, capture = ["one"] },
+  { commit = {}, only = { chopping = "on" } },
+  { sql = { query = "SELECT 2" }, only = { mode = "agent" } },
+  { sql = { query = "SELECT 3" }, when = "one" },
+  { commit = {} },
+]
+"#;
+    let steps = |w: Workload| match &w.ops[0].kind {
+        OpKind::Tx(steps) => steps
+            .iter()
+            .map(|s| (s.commit_before, s.when.is_some()))
+            .collect::<Vec<_>>(),
+        _ => panic!("not a tx"),
+    };
+    let w = compiled(tx, &[]).unwrap();
+    assert_eq!(steps(w), [(false, false), (false, true)]);
+    let w = compiled(tx, &[("chopping", "on"), ("mode", "agent")]).unwrap();
+    assert_eq!(steps(w), [(false, false), (true, false), (false, true)]);
+    let all_out = "[[op]]\nname = \"a\"\ntx = [ { sql = { query = \"SELECT 1\" }, only = { mode = \"queue\" } } ]\n";
+    let (message, at) = error(all_out, &[]);
+    assert!(message.contains("every step of this tx"), "{message}");
+    assert_eq!(at, "w.toml:10:6");
+    let (message, _) = error(
+        "[[op]]\nname = \"a\"\ntx = [ { commit = {}, when = \"x\" } ]\n",
+        &[],
+    );
+    assert!(
+        message.contains("a commit point is { commit = {} } alone"),
+        "{message}"
+    );
+}
+
+#[test]
+fn when_names_an_earlier_capture_or_a_let() {
+    let later = r#"[[op]]
+name = "a"
+let = { n = "{uniform 0..2}" }
+tx = [
+  { sql = { query = "SELECT 1" }, when = "n" },
+  { sql = { query = "SELECT 1" }, when = "later" },
+  { sql = { query = "SELECT 1" }, capture = ["later"] },
+]
+"#;
+    let (message, at) = error(later, &[]);
+    assert!(
+        message.contains("when = \"later\": no earlier step"),
+        "{message}"
+    );
+    assert_eq!(at, "w.toml:13:42");
+}
+
+#[test]
+fn steps_on_peers_are_checked_against_the_peer() {
+    let w = compiled(
+        "[[op]]\nname = \"a\"\nhttp = { path = \"/x\" }\non = \"web\"\n[[op]]\nname = \"b\"\ntx = [ { sql = { query = \"SELECT 1\" } }, { redis = [\"RPOP\", \"q\"], on = \"queue\", capture = [\"v\"] }, { sql = { query = \"SELECT 2\" }, when = \"v\" } ]\n",
+        &[],
+    )
+    .unwrap();
+    assert!(!w.ops[0].kind.is_plain());
+    assert!(w.ops[0].kind.families().is_empty());
+    assert_eq!(w.ops[1].kind.families().len(), 2);
+    let (message, at) = error(
+        "[[op]]\nname = \"a\"\nhttp = { path = \"/x\" }\non = \"nope\"\n",
+        &[],
+    );
+    assert!(message.contains("on = \"nope\": no such peer"), "{message}");
+    assert_eq!(at, "w.toml:11:6");
+    let (message, at) = error(
+        "[[op]]\nname = \"a\"\nhttp = { path = \"/x\" }\non = \"queue\"\n",
+        &[],
+    );
+    assert!(
+        message.contains("peer 'queue' is a redis:// system and does not run http steps"),
+        "{message}"
+    );
+    assert_eq!(at, "w.toml:11:6");
+    let (message, _) = error(
+        "[[op]]\nname = \"a\"\ntx = [ { http = { path = \"/x\" } } ]\n",
+        &[],
+    );
+    assert!(
+        message.contains("an http step of a tx runs on a peer"),
+        "{message}"
+    );
+    let (message, at) = error("[[op]]\nname = \"a\"\nnop = {}\non = \"web\"\n", &[]);
+    assert!(message.contains("on = \"PEER\" goes with"), "{message}");
+    assert_eq!(at, "w.toml:11:6");
+}
+
+#[test]
+fn peers_are_http_or_redis() {
+    let text = "name = \"t\"\n[peers]\ndb = \"postgres://x@127.0.0.1/db\"\n[[op]]\nname = \"a\"\nnop = {}\n";
+    let e = compile(
+        &Source {
+            path: "w.toml",
+            text,
+        },
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains("expected an http:// or redis:// URL, found postgres://"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.location.as_deref(), Some("w.toml:3:6"));
+}
+
+#[test]
+fn http_captures_its_body_as_one_value() {
+    let one =
+        "[[op]]\nname = \"a\"\nhttp = { path = \"/x\" }\non = \"web\"\ncapture = [\"body\"]\n";
+    assert!(compiled(one, &[]).is_ok());
+    let two = "[[op]]\nname = \"a\"\nhttp = { path = \"/x\" }\ncapture = [\"a\", \"b\"]\n";
+    let (message, at) = error(two, &[]);
+    assert!(
+        message.contains("http captures one value, the response body: 2 names"),
+        "{message}"
+    );
+    assert_eq!(at, "w.toml:11:11");
+}
+
+#[test]
+fn sql_may_be_a_statement_alone() {
+    let w = compiled(
+        "[[op]]\nname = \"a\"\nsql = \"SELECT 1\"\n[[op]]\nname = \"b\"\ntx = [ { sql = \"SELECT {mode}\", capture = [\"m\"] } ]\n",
+        &[("mode", "agent")],
+    )
+    .unwrap();
+    let query = |k: &OpKind| match k {
+        OpKind::Native(s) => format!("{:?}", s.op),
+        OpKind::Tx(s) => format!("{:?}", s[0].op),
+        _ => String::new(),
+    };
+    assert!(query(&w.ops[0].kind).contains("query: \"SELECT 1\""));
+    assert!(query(&w.ops[1].kind).contains("query: \"SELECT {mode}\""));
+    let (message, at) = error(
+        "[[op]]\nname = \"a\"\nsql = { querry = \"SELECT 1\" }\n",
+        &[],
+    );
+    assert!(message.contains("unknown field `querry`"), "{message}");
+    assert_eq!(at, "w.toml:10:9");
+    let (message, at) = error("[[op]]\nname = \"a\"\nsql = \"  \"\n", &[]);
+    assert_eq!(
+        (message.as_str(), at.as_str()),
+        ("the query is empty", "w.toml:10:7")
+    );
+}

@@ -1,0 +1,242 @@
+//! Switches, `only`, `when`, commit points and the affected-row capture, on SQLite (always
+//! there): exact rows written, exact operation counts.
+
+mod common;
+
+use common::Dir;
+use loadrig::vocab::ErrorClass;
+
+fn count(d: &Dir, sql: &str) -> i64 {
+    let c = rusqlite::Connection::open(d.join("t.db")).expect("open t.db");
+    c.query_row(sql, [], |r| r.get(0)).expect(sql)
+}
+
+fn run(d: &Dir, ops: &str, extra: &[&str]) -> loadrig::result::RunResult {
+    let mut args = vec![
+        "run",
+        "w.toml",
+        "--target",
+        "sqlite://./t.db",
+        "--ops",
+        ops,
+        "--clients",
+        "1",
+        "-o",
+        "r.json",
+    ];
+    args.extend_from_slice(extra);
+    d.ok(&args);
+    d.result("r.json")
+}
+
+/// A captured 1 runs a `when` step and a captured 0 does not; so do text true/false values,
+/// SQL NULL and a query that returns no row (both empty).
+#[test]
+fn when_runs_a_step_only_on_a_true_value() {
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"
+name = "when"
+setup = ["CREATE TABLE IF NOT EXISTS loadrig_w (id INTEGER PRIMARY KEY, s TEXT)"]
+[[op]]
+name = "claim"
+let = { id = "{seq}" }
+tx = [
+  { sql = { query = "INSERT INTO loadrig_w VALUES ($1, 'pending')", params = ["{id}"] } },
+  { sql = { query = "UPDATE loadrig_w SET s = 'sent' WHERE id = $1 AND s = 'pending'", params = ["{id}"] }, capture = ["claimed"] },
+  { sql = { query = "UPDATE loadrig_w SET s = 'twice' WHERE id = $1 AND s = 'pending'", params = ["{id}"] }, capture = ["again"] },
+  { sql = { query = "INSERT INTO loadrig_w VALUES ($1 + 1000, 'claimed')", params = ["{id}"] }, when = "claimed" },
+  { sql = { query = "INSERT INTO loadrig_w VALUES ($1 + 2000, 'again')", params = ["{id}"] }, when = "again" },
+  { sql = { query = "SELECT NULL, 'FALSE', 'f', 'yes'" }, capture = ["null", "no", "f", "yes"] },
+  { sql = { query = "SELECT 1 WHERE 0" }, capture = ["none"] },
+  { sql = { query = "INSERT INTO loadrig_w VALUES ($1 + 3000, 'null')", params = ["{id}"] }, when = "null" },
+  { sql = { query = "INSERT INTO loadrig_w VALUES ($1 + 4000, 'no')", params = ["{id}"] }, when = "no" },
+  { sql = { query = "INSERT INTO loadrig_w VALUES ($1 + 5000, 'f')", params = ["{id}"] }, when = "f" },
+  { sql = { query = "INSERT INTO loadrig_w VALUES ($1 + 6000, 'none')", params = ["{id}"] }, when = "none" },
+  { sql = { query = "INSERT INTO loadrig_w VALUES ($1 + 7000, 'yes')", params = ["{id}"] }, when = "yes" },
+]
+"#,
+    );
+    let r = run(&d, "10", &[]);
+    let by_s = |s: &str| {
+        count(
+            &d,
+            &format!("SELECT count(*) FROM loadrig_w WHERE s = '{s}'"),
+        )
+    };
+    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_w"), 30);
+    assert_eq!((by_s("sent"), by_s("claimed"), by_s("yes")), (10, 10, 10));
+    let op = &r.operations[0];
+    // insert 1, update 1, update 0, insert 1, select 1 row, select 0 rows, insert 1.
+    assert_eq!((op.ok, op.errors, op.rows), (10, 0, 50));
+}
+
+/// A failure after a commit point rolls back only the part since it: the first part's row
+/// stays, the second's does not; a retry resumes at the commit point.
+#[test]
+fn a_commit_point_keeps_the_first_part_when_the_second_fails() {
+    let d = Dir::new();
+    let workload = |retry: &str| {
+        format!(
+            r#"
+name = "chopped"
+setup = ["CREATE TABLE IF NOT EXISTS loadrig_a (id INTEGER PRIMARY KEY)", "CREATE TABLE IF NOT EXISTS loadrig_b (id INTEGER PRIMARY KEY)"]
+[[op]]
+name = "two-parts"
+{retry}
+let = {{ id = "{{seq}}" }}
+tx = [
+  {{ sql = {{ query = "INSERT INTO loadrig_a VALUES ($1)", params = ["{{id}}"] }} }},
+  {{ commit = {{}} }},
+  {{ sql = {{ query = "INSERT INTO loadrig_b VALUES ($1)", params = ["{{id}}"] }} }},
+  {{ sql = {{ query = "INSERT INTO loadrig_b VALUES ($1)", params = ["{{id}}"] }} }},
+]
+"#
+        )
+    };
+    d.write("w.toml", &workload(""));
+    let r = run(&d, "5", &[]);
+    let op = &r.operations[0];
+    assert_eq!((op.ok, op.errors), (0, 5));
+    assert_eq!(op.errors_by_class.get(&ErrorClass::Constraint), Some(&5));
+    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_a"), 5);
+    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_b"), 0);
+
+    // Retried from the commit point: the first part is not run again (a redrawn id would
+    // add rows to loadrig_a, the same id a constraint error there).
+    std::fs::remove_file(d.join("t.db")).unwrap();
+    d.write(
+        "w.toml",
+        &workload("retry = { on = [\"constraint\"], max = 2 }"),
+    );
+    let r = run(&d, "5", &[]);
+    let op = &r.operations[0];
+    assert_eq!((op.ok, op.errors, op.retries), (0, 5, 10));
+    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_a"), 5);
+    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_b"), 0);
+}
+
+const SWITCHED: &str = r#"
+name = "switched"
+[switches]
+po_sending = ["inline", "agent", "queue"]
+[[op]]
+name = "order"
+only = { po_sending = "inline" }
+tx = [
+  { sql = { query = "SELECT 1" } },
+  { commit = {}, only = { po_sending = "inline" } },
+  { sql = { query = "SELECT 2" } },
+]
+[[op]]
+name = "order"
+only = { po_sending = ["agent", "queue"] }
+sql = { query = "SELECT 3" }
+[[op]]
+name = "deliver"
+only = { po_sending = "queue" }
+nop = {}
+"#;
+
+fn shown(d: &Dir, set: &str) -> Vec<(String, String, String)> {
+    let out = d.ok(&["ops", "w.toml", "--count", "40", "--json", "--set", set]);
+    out.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|v| {
+            (
+                v["op"].as_str().unwrap().to_string(),
+                v["kind"].as_str().unwrap().to_string(),
+                v["text"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn only_keeps_the_operations_of_the_switch_values() {
+    let d = Dir::new();
+    d.write("w.toml", SWITCHED);
+    let inline = shown(&d, "po_sending=inline");
+    assert_eq!(inline.len(), 40);
+    assert!(inline.iter().all(|(op, kind, text)| op == "order"
+        && kind == "tx"
+        && text == "BEGIN; sql \"SELECT 1\"; COMMIT; BEGIN; sql \"SELECT 2\"; COMMIT"));
+    let agent = shown(&d, "po_sending=agent");
+    assert!(agent
+        .iter()
+        .all(|(op, kind, _)| op == "order" && kind == "sql"));
+    let queue = shown(&d, "po_sending=queue");
+    let names: std::collections::BTreeSet<&str> = queue.iter().map(|q| q.0.as_str()).collect();
+    assert_eq!(names, ["deliver", "order"].into());
+}
+
+#[test]
+fn a_bad_switch_value_exits_2_naming_the_switch_and_its_values() {
+    let d = Dir::new();
+    d.write("w.toml", SWITCHED);
+    let (_, stderr) = d.code(2, &["ops", "w.toml", "--set", "po_sending=bogus"]);
+    assert!(
+        stderr
+            .contains("--set po_sending=bogus: switch 'po_sending' is one of inline, agent, queue"),
+        "{stderr}"
+    );
+    let (_, stderr) = d.code(
+        2,
+        &[
+            "run",
+            "w.toml",
+            "--target",
+            "sqlite://./t.db",
+            "--ops",
+            "1",
+            "--set",
+            "po_sending=mail",
+        ],
+    );
+    assert!(stderr.contains("switch 'po_sending' is one of"), "{stderr}");
+    assert!(!d.join("t.db").exists());
+}
+
+#[test]
+fn switch_values_are_recorded_with_the_params() {
+    let d = Dir::new();
+    d.write("w.toml", SWITCHED);
+    let r = run(&d, "4", &["--set", "po_sending=agent"]);
+    assert_eq!(
+        r.workload.params.get("po_sending"),
+        Some(&loadrig::result::workload::ParamValue::String(
+            "agent".into()
+        ))
+    );
+    assert_eq!(r.total.ok, 4);
+}
+
+/// A peer that cannot be reached fails each operation that uses it as `connect`, rolls back
+/// the target's transaction, and leaves the target's session alone (no reconnects).
+#[test]
+fn an_unreachable_peer_fails_the_op_and_rolls_back_the_target() {
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"
+name = "no-peer"
+setup = ["CREATE TABLE IF NOT EXISTS loadrig_x (id INTEGER PRIMARY KEY)"]
+[peers]
+gone = "http://127.0.0.1:1"
+[[op]]
+name = "order"
+let = { id = "{seq}" }
+tx = [
+  { sql = { query = "INSERT INTO loadrig_x VALUES ($1)", params = ["{id}"] } },
+  { http = { path = "/" }, on = "gone" },
+]
+"#,
+    );
+    let r = run(&d, "4", &[]);
+    let op = &r.operations[0];
+    assert_eq!((op.ok, op.errors, op.reconnects), (0, 4, 0));
+    assert_eq!(op.errors_by_class.get(&ErrorClass::Connect), Some(&4));
+    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_x"), 0);
+    assert_eq!(r.workload.peers["gone"], "http://127.0.0.1:1");
+}
