@@ -53,7 +53,12 @@ fn executed(d: &Dir, dir: &str, c: &LadderColumn) -> Vec<String> {
         }
         // The run file's verify checks are the database's invariants: all passed.
         assert!(!r.verify.is_empty(), "{}: invariants checked", p.run);
-        assert!(r.verify.iter().all(|v| v.passed), "{}: {:?}", p.run, r.verify);
+        assert!(
+            r.verify.iter().all(|v| v.passed),
+            "{}: {:?}",
+            p.run,
+            r.verify
+        );
     }
     names
 }
@@ -90,7 +95,12 @@ fn order_entry_quick_runs_every_setting_on_every_database() {
             continue;
         }
         let name = &c.backend.name;
-        assert_eq!(c.backend.state_text(), "ran", "{name}: {:?}", c.backend.note);
+        assert_eq!(
+            c.backend.state_text(),
+            "ran",
+            "{name}: {:?}",
+            c.backend.note
+        );
         // A row per Ir point, 1 then 2, unless a limit stopped the ladder at 1.
         let irs: Vec<u64> = c.points.iter().map(|p| p.ir).collect();
         match &c.stopped {
@@ -106,16 +116,29 @@ fn order_entry_quick_runs_every_setting_on_every_database() {
             assert!(got.iter().any(|g| g == t), "{name}: {t} executed ({got:?})");
         }
         for p in &c.points {
-            assert!(p.violations.is_empty(), "{name} Ir {}: {:?}", p.ir, p.violations);
+            assert!(
+                p.violations.is_empty(),
+                "{name} Ir {}: {:?}",
+                p.ir,
+                p.violations
+            );
             let sup = &p.supplier;
             // The supplier received exactly what the database committed as sent, plus the
             // orphans of sending inside the transaction (inline only).
-            assert_eq!(sup.received, sup.committed_sent + sup.orphan_sends, "{name}: {sup:?}");
+            assert_eq!(
+                sup.received,
+                sup.committed_sent + sup.orphan_sends,
+                "{name}: {sup:?}"
+            );
             if c.setting != "out-of-box" {
                 assert_eq!((sup.orphan_sends, sup.orphan_deliveries), (0, 0), "{name}");
             }
             // The deadlocks counted agree with the server's own statistics.
-            let counted = p.aborts_by_class.get(&ErrorClass::Deadlock).copied().unwrap_or(0);
+            let counted = p
+                .aborts_by_class
+                .get(&ErrorClass::Deadlock)
+                .copied()
+                .unwrap_or(0);
             match c.database.as_str() {
                 "SQLite" => assert_eq!(p.server_deadlocks, None),
                 _ => assert_eq!(p.server_deadlocks, Some(counted), "{name} Ir {}", p.ir),
@@ -135,7 +158,14 @@ fn order_entry_quick_runs_every_setting_on_every_database() {
 /// `loadrig emulate supplier` on a free loopback port: its URL from its first line.
 fn emulator(d: &Dir) -> (Child, String) {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_loadrig"))
-        .args(["emulate", "supplier", "--listen", "127.0.0.1:0", "--delay", "200ms"])
+        .args([
+            "emulate",
+            "supplier",
+            "--listen",
+            "127.0.0.1:0",
+            "--delay",
+            "200ms",
+        ])
         .current_dir(d.path())
         .stdout(Stdio::piped())
         .spawn()
@@ -214,13 +244,24 @@ fn bad_input_exits_2_before_anything_runs() {
     let addr = held.local_addr().unwrap().to_string();
     let (_, err) = d.code(
         2,
-        &["study", "order-entry", "--quick", "--set", &format!("listen={addr}"), "-o", "bad"],
+        &[
+            "study",
+            "order-entry",
+            "--quick",
+            "--set",
+            &format!("listen={addr}"),
+            "-o",
+            "bad",
+        ],
     );
     assert!(err.contains(&addr), "{err}");
     assert!(!d.join("bad").exists());
     // A switch value the workload does not know, and an injection rate of zero.
     let (_, err) = d.code(2, &["run", "order-entry", "--set", "po_sending=fax"]);
-    assert!(err.contains("po_sending") && err.contains("inline"), "{err}");
+    assert!(
+        err.contains("po_sending") && err.contains("inline"),
+        "{err}"
+    );
     let (_, err) = d.code(2, &["run", "order-entry", "--set", "ir=0"]);
     assert!(err.contains("ir"), "{err}");
 }

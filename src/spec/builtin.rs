@@ -23,6 +23,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "pgbench-select-only",
         include_str!("../../workloads/pgbench-select-only.toml"),
     ),
+    (
+        "order-entry",
+        include_str!("../../workloads/order-entry.toml"),
+    ),
 ];
 
 /// The text of a built-in workload.

@@ -129,10 +129,11 @@ impl LadderPoint {
     }
 }
 
-/// The databases in the table, in column order, each with its columns.
+/// The databases in the table that measured something, in column order, each with its
+/// columns (the others are only in the notes under the table).
 fn by_database(t: &LadderTable) -> Vec<(&str, Vec<&LadderColumn>)> {
     let mut out: Vec<(&str, Vec<&LadderColumn>)> = Vec::new();
-    for c in &t.columns {
+    for c in t.columns.iter().filter(|c| !c.points.is_empty()) {
         match out.iter_mut().find(|(d, _)| *d == c.database) {
             Some((_, cols)) => cols.push(c),
             None => out.push((&c.database, vec![c])),

@@ -13,12 +13,15 @@ mod directory;
 mod documents;
 pub mod growth;
 mod growth_table;
+mod ladder_table;
+mod order_entry;
 mod report;
 mod session_stores;
 mod table;
 
 pub use backend_table::{BackendRow, BackendTable, IntervalCounts, Measure, MeasureCell};
 pub use growth_table::{Bound, Cell, Column, GrowthTable};
+pub use ladder_table::{LadderColumn, LadderPoint, LadderTable, SupplierCheck};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,6 +61,11 @@ pub const STUDIES: &[(&str, &str, &str)] = &[
         "documents",
         "seed 001: T clients each create W documents with an attachment, then every document is found and its attachment read back and checked; with the seed's 100 ms delays reproduced on sleep://",
         "embedded: files on tmpfs and on disk, sqlite; servers: postgres and http (WebDAV) from --target or LOADRIG_PG_URL, LOADRIG_HTTP_URL",
+    ),
+    (
+        "order-entry",
+        "seed 004: the ECperf-like order-entry mix driven open loop at injection rate Ir = 1, 2, 4, ... out of the box and with the seed's fixes (an outbox agent, a queue; chopping, sorted locks, read committed) until a p90 limit is missed; BBops/min relative to out of the box at Ir = 1, aborts by class, the database checked against the supplier emulator",
+        "embedded: sqlite; servers: postgres, mysql and redis (the queue) from --target or LOADRIG_PG_URL, LOADRIG_MYSQL_URL, LOADRIG_REDIS_URL",
     ),
     (
     "session-stores",
@@ -143,6 +151,7 @@ pub fn run(req: &Request) -> Result<ExitCode> {
         "connections" => connections::run(req),
         "directory" => directory::run(req),
         "documents" => documents::run(req),
+        "order-entry" => order_entry::run(req),
         "session-stores" => session_stores::run(req),
         other => Err(InputError::new(format!("unknown study '{other}'"))
             .help(format!(
@@ -391,6 +400,8 @@ pub enum StudyTable {
     Growth(GrowthTable),
     /// Seed 000's: a row per backend, a column per measure.
     Backends(BackendTable),
+    /// Seed 004's: per database and setting, a row per injection rate.
+    Ladder(LadderTable),
 }
 
 impl StudyTable {
@@ -398,6 +409,7 @@ impl StudyTable {
         match self {
             StudyTable::Growth(t) => t.columns.iter().map(|c| &c.backend).collect(),
             StudyTable::Backends(t) => t.rows.iter().map(|r| &r.backend).collect(),
+            StudyTable::Ladder(t) => t.columns.iter().map(|c| &c.backend).collect(),
         }
     }
 }

@@ -17,7 +17,7 @@ use super::{
     write_record, Backend, LadderColumn, LadderPoint, LadderTable, Request, RunOutcome, Slot,
     StudyRecord, StudyTable, SupplierCheck,
 };
-use crate::emulate::supplier::{Supplier, SupplierStats};
+use crate::emulate::supplier::{Supplier, SupplierHandle, SupplierStats};
 use crate::engine;
 use crate::error::InputError;
 use crate::plan::RunPlan;
@@ -68,7 +68,12 @@ fn sizes(req: &Request) -> Result<Sizes, InputError> {
             InputError::new(format!("--set {name}={value}: expected {what}")).help(SETTINGS_HELP)
         };
         let whole = || value.parse::<u64>().ok().filter(|n| *n >= 1);
-        let float = || value.parse::<f64>().ok().filter(|f| f.is_finite() && *f > 0.0);
+        let float = || {
+            value
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && *f > 0.0)
+        };
         match name.as_str() {
             "ir_max" => {
                 s.ir_max = whole()
@@ -76,17 +81,29 @@ fn sizes(req: &Request) -> Result<Sizes, InputError> {
                     .ok_or_else(|| bad("an injection rate of at least 1, a power of two"))?
             }
             "seconds" => s.seconds = whole().ok_or_else(|| bad("whole seconds, at least 1"))?,
-            "p90_limit_ms" => s.p90_limit_ms = float().ok_or_else(|| bad("milliseconds above 0"))?,
+            "p90_limit_ms" => {
+                s.p90_limit_ms = float().ok_or_else(|| bad("milliseconds above 0"))?
+            }
             "abort_limit" => {
                 s.abort_limit = float()
                     .filter(|f| *f <= 1.0)
                     .ok_or_else(|| bad("a share above 0, at most 1"))?
             }
-            "rate_per_ir" => s.rate_per_ir = float().ok_or_else(|| bad("transactions/s above 0"))?,
-            "max_in_flight" => s.in_flight = whole().ok_or_else(|| bad("a whole number, at least 1"))?,
-            "response_ms" => s.response_ms = value.parse().map_err(|_| bad("whole milliseconds"))?,
+            "rate_per_ir" => {
+                s.rate_per_ir = float().ok_or_else(|| bad("transactions/s above 0"))?
+            }
+            "max_in_flight" => {
+                s.in_flight = whole().ok_or_else(|| bad("a whole number, at least 1"))?
+            }
+            "response_ms" => {
+                s.response_ms = value.parse().map_err(|_| bad("whole milliseconds"))?
+            }
             "delay_ms" => s.delay_ms = value.parse().map_err(|_| bad("whole milliseconds"))?,
-            "listen" => s.listen = value.parse().map_err(|_| bad("an address such as 127.0.0.1:8098"))?,
+            "listen" => {
+                s.listen = value
+                    .parse()
+                    .map_err(|_| bad("an address such as 127.0.0.1:8098"))?
+            }
             other => {
                 return Err(InputError::new(format!(
                     "--set {other}: the order-entry study has no such setting"
@@ -207,7 +224,9 @@ fn switches(setting: &Setting, db: &Database) -> BTreeMap<String, String> {
     .collect()
 }
 
-/// One column's plans, one per Ir, all resolved before anything runs.
+/// One column's plans, one per Ir, all resolved before anything runs. The business
+/// transactions arrive at `rate_per_ir` x Ir in every setting: where the switches add a
+/// sender of purchase orders (`send-po`), the total rate grows by its share of the mix.
 fn column_plans(
     url: &str,
     switches: &BTreeMap<String, String>,
@@ -216,33 +235,49 @@ fn column_plans(
     supplier: &str,
     queue: &str,
 ) -> Result<Vec<(u64, RunPlan)>, InputError> {
+    let plan = |ir: u64, rate: f64| {
+        let mut flags: Vec<String> = Vec::new();
+        let sets = [
+            ("ir", ir.to_string()),
+            ("supplier_url", supplier.to_string()),
+            ("queue_url", queue.to_string()),
+        ];
+        let sets = switches
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .chain(sets);
+        for (k, v) in sets {
+            flags.extend(["--set".to_string(), format!("{k}={v}")]);
+        }
+        flags.extend(
+            [
+                "--rate",
+                &rate.to_string(),
+                "--max-in-flight",
+                &s.in_flight.to_string(),
+                "--duration",
+                &format!("{}s", s.seconds),
+                // The same choices and draws at every point, so a rerun repeats the study.
+                "--seed",
+                "1",
+            ]
+            .map(String::from),
+        );
+        super::plan_with_flags(workload, url, &flags)
+    };
+    let first = plan(1, s.rate_per_ir)?;
+    let weight = |keep: fn(&str) -> bool| -> f64 {
+        first
+            .ops
+            .iter()
+            .filter(|o| keep(&o.name))
+            .map(|o| o.weight)
+            .sum()
+    };
+    let scale = weight(|_| true) / weight(|name| name != "send-po");
     ladder(s.ir_max)
         .into_iter()
-        .map(|ir| {
-            let mut flags: Vec<String> = switches
-                .iter()
-                .flat_map(|(k, v)| ["--set".to_string(), format!("{k}={v}")])
-                .collect();
-            for (k, v) in [
-                ("ir", ir.to_string()),
-                ("supplier_url", supplier.to_string()),
-                ("queue_url", queue.to_string()),
-            ] {
-                flags.extend(["--set".to_string(), format!("{k}={v}")]);
-            }
-            flags.extend([
-                "--rate".to_string(),
-                format!("{}", s.rate_per_ir * ir as f64),
-                "--max-in-flight".to_string(),
-                s.in_flight.to_string(),
-                "--duration".to_string(),
-                format!("{}s", s.seconds),
-                // The same choices and draws at every point, so a rerun repeats the study.
-                "--seed".to_string(),
-                "1".to_string(),
-            ]);
-            Ok((ir, super::plan_with_flags(workload, url, &flags)?))
-        })
+        .map(|ir| Ok((ir, plan(ir, s.rate_per_ir * ir as f64 * scale)?)))
         .collect()
 }
 
@@ -265,34 +300,42 @@ pub fn run(req: &Request) -> Result<ExitCode> {
         Duration::from_millis(s.response_ms),
     )?;
     let supplier_url = supplier.url();
-    let queue_url = queue.clone().unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
-    let columns = super::prepare(&dir, "order-entry.toml", WORKLOAD, &["sqlite"], |workload| {
-        let mut out = Vec::new();
-        for db in &dbs {
-            for setting in &SETTINGS {
-                let switches = switches(setting, db);
-                let plans = match (&db.url, &queue, setting.po_sending) {
-                    (Err(why), _, _) => Err(why.clone()),
-                    (Ok(_), Err(why), "queue") => Err(why.clone()),
-                    (Ok(url), _, _) => Ok(column_plans(
-                        url,
-                        &switches,
-                        workload,
-                        &s,
-                        &supplier_url,
-                        &queue_url,
-                    )?),
-                };
-                out.push(Planned {
-                    db,
-                    setting,
-                    switches,
-                    plans,
-                });
+    let queue_url = queue
+        .clone()
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+    let columns = super::prepare(
+        &dir,
+        "order-entry.toml",
+        WORKLOAD,
+        &["sqlite"],
+        |workload| {
+            let mut out = Vec::new();
+            for db in &dbs {
+                for setting in &SETTINGS {
+                    let switches = switches(setting, db);
+                    let plans = match (&db.url, &queue, setting.po_sending) {
+                        (Err(why), _, _) => Err(why.clone()),
+                        (Ok(_), Err(why), "queue") => Err(why.clone()),
+                        (Ok(url), _, _) => Ok(column_plans(
+                            url,
+                            &switches,
+                            workload,
+                            &s,
+                            &supplier_url,
+                            &queue_url,
+                        )?),
+                    };
+                    out.push(Planned {
+                        db,
+                        setting,
+                        switches,
+                        plans,
+                    });
+                }
             }
-        }
-        Ok(out)
-    })?;
+            Ok(out)
+        },
+    )?;
     let mut record = new_record(req, &s);
     println!(
         "loadrig {} study order-entry: Ir 1..{} at {} tx/s per Ir, {} s a point, supplier emulator at {supplier_url}; into {}",
@@ -350,7 +393,7 @@ fn run_column(
     planned: Planned<'_>,
     s: &Sizes,
     dir: &Path,
-    supplier: &Supplier,
+    supplier: &SupplierHandle,
     queue: &Result<String, String>,
     table: &LadderTable,
     complete: &mut bool,
@@ -385,7 +428,10 @@ fn run_column(
         .and_then(|c| c.points.first())
         .map(|p| p.bbops_per_min);
     let scheme = plans[0].1.target.scheme().to_string();
-    let queue = queue.as_ref().ok().filter(|_| planned.setting.po_sending == "queue");
+    let queue = queue
+        .as_ref()
+        .ok()
+        .filter(|_| planned.setting.po_sending == "queue");
     *complete &= with_target_type!(scheme.as_str(), T => {
         ladder_on::<T>(&mut column, &plans, dir, s, supplier, queue, baseline)
     })?;
@@ -401,7 +447,7 @@ fn ladder_on<T: Target>(
     plans: &[(u64, RunPlan)],
     dir: &Path,
     s: &Sizes,
-    supplier: &Supplier,
+    supplier: &SupplierHandle,
     queue: Option<&String>,
     baseline: Option<f64>,
 ) -> Result<bool> {
@@ -434,7 +480,13 @@ fn ladder_on<T: Target>(
         p.server_deadlocks = deadlocks_before
             .zip(deadlocks_after)
             .map(|(a, b)| b.saturating_sub(a));
-        check(&*target, &supplier.stats(), &column.switches, r.measured_s, &mut p)?;
+        check(
+            &*target,
+            &supplier.stats(),
+            &column.switches,
+            r.measured_s,
+            &mut p,
+        )?;
         let rate = p.bbops_per_min;
         let base = *baseline.get_or_insert(rate);
         p.relative = (base > 0.0).then(|| rate / base);
@@ -443,8 +495,16 @@ fn ladder_on<T: Target>(
             p.bbops_per_min,
             p.aborted,
             p.transactions,
-            if p.missed.is_empty() { "" } else { ", p90 limit missed" },
-            if p.violations.is_empty() { "" } else { ", INVALID" }
+            if p.missed.is_empty() {
+                ""
+            } else {
+                ", p90 limit missed"
+            },
+            if p.violations.is_empty() {
+                ""
+            } else {
+                ", INVALID"
+            }
         );
         let stop = stop_reason(&p, s);
         column.points.push(p);
@@ -551,7 +611,11 @@ fn server_deadlocks<T: Target>(target: &T, kind: Kind) -> Option<u64> {
         }
         Kind::Other => return None,
     };
-    let read = || -> Option<u64> { first_values(target, &[query.to_string()]).ok()?[0].parse().ok() };
+    let read = || -> Option<u64> {
+        first_values(target, &[query.to_string()]).ok()?[0]
+            .parse()
+            .ok()
+    };
     let mut last = read()?;
     for _ in 0..10 {
         std::thread::sleep(Duration::from_millis(300));

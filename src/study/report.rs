@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::{backend_table, growth_table, StudyRecord, StudyStatus, StudyTable};
+use super::{backend_table, growth_table, ladder_table, StudyRecord, StudyStatus, StudyTable};
 use crate::report::html::{esc, page_head};
 
 pub fn render(record: &StudyRecord) -> Result<String> {
@@ -33,6 +33,7 @@ pub fn render(record: &StudyRecord) -> Result<String> {
     match &record.table {
         StudyTable::Growth(t) => growth_table::render_html(&mut h, t, record)?,
         StudyTable::Backends(t) => backend_table::render_html(&mut h, t)?,
+        StudyTable::Ladder(t) => ladder_table::render_html(&mut h, t)?,
     }
     for b in record.table.backends() {
         if let Some(note) = &b.note {

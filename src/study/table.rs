@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{backend_table, growth_table, StudyRecord, StudyStatus, StudyTable};
+use super::{backend_table, growth_table, ladder_table, StudyRecord, StudyStatus, StudyTable};
 
 pub fn render(record: &StudyRecord) -> String {
     let mut s = String::new();
@@ -22,6 +22,7 @@ pub fn render(record: &StudyRecord) -> String {
     match &record.table {
         StudyTable::Growth(t) => growth_table::render_text(&mut s, t, record),
         StudyTable::Backends(t) => backend_table::render_text(&mut s, t),
+        StudyTable::Ladder(t) => ladder_table::render_text(&mut s, t),
     }
     for b in record.table.backends() {
         if let Some(note) = &b.note {

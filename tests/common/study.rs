@@ -16,7 +16,7 @@ pub fn record(d: &Dir, dir: &str) -> StudyRecord {
 pub fn rows(s: &StudyRecord) -> &[BackendRow] {
     match &s.table {
         StudyTable::Backends(t) => &t.rows,
-        StudyTable::Growth(_) => panic!("the {} study has a backend table", s.study),
+        _ => panic!("the {} study has a backend table", s.study),
     }
 }
 
