@@ -6,11 +6,6 @@ mod common;
 use common::Dir;
 use loadrig::vocab::ErrorClass;
 
-fn count(d: &Dir, sql: &str) -> i64 {
-    let c = rusqlite::Connection::open(d.join("t.db")).expect("open t.db");
-    c.query_row(sql, [], |r| r.get(0)).expect(sql)
-}
-
 fn run(d: &Dir, ops: &str, extra: &[&str]) -> loadrig::result::RunResult {
     let mut args = vec![
         "run",
@@ -59,17 +54,40 @@ tx = [
 "#,
     );
     let r = run(&d, "10", &[]);
-    let by_s = |s: &str| {
-        count(
-            &d,
-            &format!("SELECT count(*) FROM loadrig_w WHERE s = '{s}'"),
-        )
-    };
-    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_w"), 30);
+    let by_s = |s: &str| d.sqlite_count(&format!("SELECT count(*) FROM loadrig_w WHERE s = '{s}'"));
+    assert_eq!(d.sqlite_count("SELECT count(*) FROM loadrig_w"), 30);
     assert_eq!((by_s("sent"), by_s("claimed"), by_s("yes")), (10, 10, 10));
     let op = &r.operations[0];
     // insert 1, update 1, update 0, insert 1, select 1 row, select 0 rows, insert 1.
     assert_eq!((op.ok, op.errors, op.rows), (10, 0, 50));
+}
+
+/// A step skipped by `when` leaves its captures empty: a later step that waits on them is
+/// skipped too, instead of reading what an earlier operation captured (the order-entry
+/// sender claimed a purchase order, then found none, and posted an empty body).
+#[test]
+fn a_skipped_step_leaves_its_captures_empty() {
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"
+name = "chain"
+setup = ["CREATE TABLE IF NOT EXISTS loadrig_c (id INTEGER PRIMARY KEY, s TEXT)"]
+[[op]]
+name = "chain"
+let = { id = "{seq}" }
+tx = [
+  { sql = { query = "SELECT CASE WHEN $1 % 2 = 1 THEN $2 END", params = ["{id}", "{id}"] }, capture = ["odd"] },
+  { sql = { query = "INSERT INTO loadrig_c VALUES ($1, 'claimed')", params = ["{id}"] }, capture = ["claimed"], when = "odd" },
+  { sql = { query = "INSERT INTO loadrig_c VALUES ($1 + 1000, 'sent')", params = ["{id}"] }, when = "claimed" },
+]
+"#,
+    );
+    let r = run(&d, "10", &[]);
+    let by_s = |s: &str| d.sqlite_count(&format!("SELECT count(*) FROM loadrig_c WHERE s = '{s}'"));
+    // Ids 1, 3, 5, 7, 9 are claimed and sent; 0, 2, 4, 6, 8 neither.
+    assert_eq!((by_s("claimed"), by_s("sent")), (5, 5));
+    assert_eq!(r.operations[0].errors, 0);
 }
 
 /// A failure after a commit point rolls back only the part since it: the first part's row
@@ -100,8 +118,8 @@ tx = [
     let op = &r.operations[0];
     assert_eq!((op.ok, op.errors), (0, 5));
     assert_eq!(op.errors_by_class.get(&ErrorClass::Constraint), Some(&5));
-    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_a"), 5);
-    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_b"), 0);
+    assert_eq!(d.sqlite_count("SELECT count(*) FROM loadrig_a"), 5);
+    assert_eq!(d.sqlite_count("SELECT count(*) FROM loadrig_b"), 0);
 
     // Retried from the commit point: the first part is not run again (a redrawn id would
     // add rows to loadrig_a, the same id a constraint error there).
@@ -113,8 +131,8 @@ tx = [
     let r = run(&d, "5", &[]);
     let op = &r.operations[0];
     assert_eq!((op.ok, op.errors, op.retries), (0, 5, 10));
-    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_a"), 5);
-    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_b"), 0);
+    assert_eq!(d.sqlite_count("SELECT count(*) FROM loadrig_a"), 5);
+    assert_eq!(d.sqlite_count("SELECT count(*) FROM loadrig_b"), 0);
 }
 
 const SWITCHED: &str = r#"
@@ -237,6 +255,6 @@ tx = [
     let op = &r.operations[0];
     assert_eq!((op.ok, op.errors, op.reconnects), (0, 4, 0));
     assert_eq!(op.errors_by_class.get(&ErrorClass::Connect), Some(&4));
-    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_x"), 0);
+    assert_eq!(d.sqlite_count("SELECT count(*) FROM loadrig_x"), 0);
     assert_eq!(r.workload.peers["gone"], "http://127.0.0.1:1");
 }

@@ -483,9 +483,11 @@ impl<'a, T: Target> Worker<'a, T> {
     }
 
     /// Run one native step where it goes, the target or a peer; `None` when its `when`
-    /// value says to skip it.
+    /// value says to skip it. A skipped step's captures become empty, so a later `when` on
+    /// them skips too instead of reading what an earlier operation left there.
     async fn step(&mut self, step: &'a Step) -> Result<Option<Outcome>, OpError> {
         if !self.chooser.holds(step) {
+            self.chooser.keep(step, Vec::new());
             return Ok(None);
         }
         let Some(p) = step.peer else {
