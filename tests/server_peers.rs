@@ -11,11 +11,6 @@ use std::sync::{Mutex, MutexGuard};
 use common::{server_url, Dir};
 use loadrig::result::RunResult;
 
-fn count(d: &Dir, sql: &str) -> i64 {
-    let c = rusqlite::Connection::open(d.join("t.db")).expect("open t.db");
-    c.query_row(sql, [], |r| r.get(0)).expect(sql)
-}
-
 fn run(d: &Dir, ops: &str, clients: &str, sets: &[&str]) -> RunResult {
     let mut args = vec![
         "run",
@@ -114,15 +109,17 @@ tx = [
     // The body captured from the peer is what nginx serves.
     let hello = body(&base, "/static/hello.txt");
     assert_eq!(
-        count(
-            &d,
-            &format!("SELECT count(*) FROM loadrig_e WHERE body = '{hello}'")
-        ) as u64,
+        d.sqlite_count(&format!(
+            "SELECT count(*) FROM loadrig_e WHERE body = '{hello}'"
+        )) as u64,
         echo.ok
     );
     assert_eq!(ping.rows, ping.ok);
-    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_o") as u64, order.ok);
-    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_f"), 0);
+    assert_eq!(
+        d.sqlite_count("SELECT count(*) FROM loadrig_o") as u64,
+        order.ok
+    );
+    assert_eq!(d.sqlite_count("SELECT count(*) FROM loadrig_f"), 0);
     let stored = (0..200)
         .filter(|i| status(&base, &format!("/dav/loadrig-peer/f{i}")) == 200)
         .count();
@@ -213,7 +210,7 @@ fn a_redis_peer_queues_and_a_nil_pop_skips_the_when_step() {
     let len: i64 = redis::cmd("LLEN").arg("loadrig:po").query(&mut c).unwrap();
     assert_eq!(len, 0);
     assert_eq!(
-        count(&d, "SELECT count(*) FROM loadrig_po WHERE s = 'received'"),
+        d.sqlite_count("SELECT count(*) FROM loadrig_po WHERE s = 'received'"),
         20
     );
     let password = std::env::var("LOADRIG_REDIS_PASSWORD").unwrap();
@@ -243,12 +240,9 @@ fn a_retry_resumes_at_the_commit_point_with_the_same_let_values() {
     );
     let op = &r.operations[0];
     assert_eq!((op.ok, op.errors, op.retries), (10, 0, 10));
-    assert_eq!(count(&d, "SELECT count(*) FROM loadrig_c"), 10);
+    assert_eq!(d.sqlite_count("SELECT count(*) FROM loadrig_c"), 10);
     assert_eq!(
-        count(
-            &d,
-            "SELECT count(*) FROM loadrig_c JOIN loadrig_d USING (id, r) WHERE n = 2"
-        ),
+        d.sqlite_count("SELECT count(*) FROM loadrig_c JOIN loadrig_d USING (id, r) WHERE n = 2"),
         10
     );
 }

@@ -143,6 +143,14 @@ fn order_entry_quick_runs_every_setting_on_every_database() {
                 "SQLite" => assert_eq!(p.server_deadlocks, None),
                 _ => assert_eq!(p.server_deadlocks, Some(counted), "{name} Ir {}", p.ir),
             }
+            // Aborts are the database's (deadlock, serialization, lock timeout), never the
+            // workload's own mistakes.
+            let other = p
+                .aborts_by_class
+                .get(&ErrorClass::Other)
+                .copied()
+                .unwrap_or(0);
+            assert_eq!(other, 0, "{name} Ir {}: {:?}", p.ir, p.aborts_by_class);
             let aborted: u64 = p.aborts_by_class.values().sum();
             assert_eq!(aborted, p.aborted, "{name}");
         }

@@ -148,9 +148,7 @@ fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
     let servers = super::servers(
         &req.targets,
         &[
-            Slot::new("postgres", "LOADRIG_PG_URL", |u| {
-                matches!(u.scheme.as_str(), "postgres" | "postgresql")
-            }),
+            Slot::postgres("postgres"),
             Slot::new("http", "LOADRIG_HTTP_URL", |u| u.scheme == "http"),
         ],
         "postgres, http",

@@ -179,6 +179,22 @@ impl Slot {
             takes,
         }
     }
+    /// The throwaway PostgreSQL: `LOADRIG_PG_URL`; any postgres:// URL.
+    pub fn postgres(key: &'static str) -> Slot {
+        Slot::new(key, "LOADRIG_PG_URL", |u| {
+            matches!(u.scheme.as_str(), "postgres" | "postgresql")
+        })
+    }
+    /// The throwaway MariaDB: `LOADRIG_MYSQL_URL`; any mysql:// or mariadb:// URL.
+    pub fn mysql() -> Slot {
+        Slot::new("mysql", "LOADRIG_MYSQL_URL", |u| {
+            matches!(u.scheme.as_str(), "mysql" | "mariadb")
+        })
+    }
+    /// The throwaway Redis with a password: `LOADRIG_REDIS_URL`; any redis:// URL.
+    pub fn redis() -> Slot {
+        Slot::new("redis", "LOADRIG_REDIS_URL", |u| u.scheme == "redis")
+    }
     /// The throwaway slapd: `LOADRIG_LDAP_URL` with its bind DN, base and the password by
     /// reference (`${LOADRIG_LDAP_PASSWORD}`, read when the target is made); any ldap:// URL.
     pub fn ldap() -> Slot {

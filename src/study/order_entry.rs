@@ -165,15 +165,7 @@ impl Database {
 fn databases(req: &Request, dir: &Path) -> Result<(Vec<Database>, Result<String, String>)> {
     let servers = super::servers(
         &req.targets,
-        &[
-            Slot::new("postgres", "LOADRIG_PG_URL", |u| {
-                matches!(u.scheme.as_str(), "postgres" | "postgresql")
-            }),
-            Slot::new("mysql", "LOADRIG_MYSQL_URL", |u| {
-                matches!(u.scheme.as_str(), "mysql" | "mariadb")
-            }),
-            Slot::new("redis", "LOADRIG_REDIS_URL", |u| u.scheme == "redis"),
-        ],
+        &[Slot::postgres("postgres"), Slot::mysql(), Slot::redis()],
         "postgres, mysql (the databases) and redis (the queue)",
     )?;
     let server = |k: &str| servers.get(k).cloned().ok_or_else(|| "no URL".to_string());

@@ -74,15 +74,7 @@ fn sizes(req: &Request) -> Result<(u64, u64), InputError> {
 fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Store>, InputError> {
     let servers = super::servers(
         &req.targets,
-        &[
-            Slot::new("postgres", "LOADRIG_PG_URL", |u| {
-                matches!(u.scheme.as_str(), "postgres" | "postgresql")
-            }),
-            Slot::new("mysql", "LOADRIG_MYSQL_URL", |u| {
-                matches!(u.scheme.as_str(), "mysql" | "mariadb")
-            }),
-            Slot::new("redis", "LOADRIG_REDIS_URL", |u| u.scheme == "redis"),
-        ],
+        &[Slot::postgres("postgres"), Slot::mysql(), Slot::redis()],
         "postgres, mysql, redis",
     )?;
     let d = dir.display();

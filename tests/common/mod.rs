@@ -21,6 +21,12 @@ impl Dir {
         self.tmp.path()
     }
 
+    /// The integer the query's first row holds, read from the SQLite file `t.db` here.
+    pub fn sqlite_count(&self, sql: &str) -> i64 {
+        let c = rusqlite::Connection::open(self.join("t.db")).expect("open t.db");
+        c.query_row(sql, [], |r| r.get(0)).expect(sql)
+    }
+
     pub fn join(&self, p: &str) -> PathBuf {
         self.tmp.path().join(p)
     }

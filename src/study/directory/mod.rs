@@ -144,12 +144,7 @@ fn sizes(req: &Request) -> Result<Sizes, InputError> {
 
 /// PostgreSQL (any URL) and slapd (its URL with the bind DN, password and base).
 fn slots() -> Vec<Slot> {
-    vec![
-        Slot::new("pg", "LOADRIG_PG_URL", |u| {
-            matches!(u.scheme.as_str(), "postgres" | "postgresql")
-        }),
-        Slot::ldap(),
-    ]
+    vec![Slot::postgres("pg"), Slot::ldap()]
 }
 
 /// One row: what it is, its URL (or why not), its search run's plan.
