@@ -247,13 +247,22 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
+/// How far [`prepare`] is, for a progress bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadProgress {
+    /// `done` of `of` setup statements ran, changing `rows` rows so far.
+    Setup { done: u64, of: u64, rows: u64 },
+    /// `done` of `of` data records loaded.
+    Data { done: u64, of: u64 },
+}
+
 /// Connect once, create the namespace, read the server version and load the data.
 pub fn prepare<T: Target>(
     target: &T,
     setup: &[NativeOp<ValueKind>],
     data: Option<&DataSpec>,
     seed: u64,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &mut dyn FnMut(LoadProgress),
 ) -> Result<Prepared> {
     runtime()?.block_on(async {
         let mut session = connect(target).await?;
@@ -263,7 +272,14 @@ pub fn prepare<T: Target>(
             .map_err(|e| anyhow!("setting up: {}", e.message))?;
         let started = Instant::now();
         let mut rows = 0;
-        for statement in setup {
+        if !setup.is_empty() {
+            progress(LoadProgress::Setup {
+                done: 0,
+                of: setup.len() as u64,
+                rows,
+            });
+        }
+        for (i, statement) in setup.iter().enumerate() {
             let op = Op::Native {
                 op: statement,
                 args: &[],
@@ -274,6 +290,11 @@ pub fn prepare<T: Target>(
                 .await
                 .map_err(|e| anyhow!("setup statement failed: {}", e.message))?
                 .rows;
+            progress(LoadProgress::Setup {
+                done: i as u64 + 1,
+                of: setup.len() as u64,
+                rows,
+            });
         }
         let setup = (!setup.is_empty()).then(|| (setup.len(), rows, started.elapsed()));
         let server_version = session.server_version().await;
@@ -284,6 +305,7 @@ pub fn prepare<T: Target>(
                 let mut gen = GenState::new(0, 1, 8);
                 let mut batch = Vec::with_capacity(d.batch);
                 let mut done = 0;
+                progress(LoadProgress::Data { done, of: d.count });
                 while done < d.count {
                     batch.clear();
                     let n = (d.count - done).min(d.batch as u64);
@@ -299,7 +321,7 @@ pub fn prepare<T: Target>(
                         .await
                         .map_err(|e| anyhow!("loading data after {done} records: {}", e.message))?;
                     done += n;
-                    progress(done, d.count);
+                    progress(LoadProgress::Data { done, of: d.count });
                 }
                 Some((done, started.elapsed()))
             }

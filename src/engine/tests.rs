@@ -103,14 +103,7 @@ impl Observer for Recorder {
 
 /// Prepare and run `w` on `target` as `loadrig run` does; the observer's view alongside.
 fn drive<T: Target>(target: T, w: &Workload, plan: &LoadPlan) -> (RunData, Vec<Seen>) {
-    prepare(
-        &target,
-        &w.setup,
-        w.data.as_ref(),
-        plan.seed,
-        &mut |_, _| {},
-    )
-    .unwrap();
+    prepare(&target, &w.setup, w.data.as_ref(), plan.seed, &mut |_| {}).unwrap();
     let slots = Slots {
         seq: w.seq_slots,
         capture: w.capture_slots,
@@ -540,4 +533,56 @@ fn offline_binding_sends_what_a_run_sends() {
     for kind in ["put k", "get k", "Nop", "Redis", "Begin", "Sql", "Commit"] {
         assert!(all.iter().any(|l| l.contains(kind)), "no {kind} in {all:?}");
     }
+}
+
+#[test]
+fn prepare_reports_each_setup_statement_then_each_data_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = TargetUrl::parse(&format!("sqlite://{}/p.db", dir.path().display())).unwrap();
+    let target = crate::targets::sqlite::Sqlite::open(&url, &Params::default()).unwrap();
+    let w = workload(
+        r#"
+name = "t"
+setup = [
+  "CREATE TABLE IF NOT EXISTS loadrig_p (v INTEGER)",
+  "INSERT INTO loadrig_p VALUES (1), (2), (3)",
+]
+[data]
+count = 5
+key = "k{seq}"
+value = "v"
+batch = 2
+[[op]]
+name = "get"
+kv.get = { key = "k1" }
+"#,
+    );
+    let mut seen = Vec::new();
+    let prepared = prepare(&target, &w.setup, w.data.as_ref(), 1, &mut |p| seen.push(p)).unwrap();
+    assert_eq!(
+        seen,
+        [
+            LoadProgress::Setup {
+                done: 0,
+                of: 2,
+                rows: 0
+            },
+            LoadProgress::Setup {
+                done: 1,
+                of: 2,
+                rows: 0
+            },
+            LoadProgress::Setup {
+                done: 2,
+                of: 2,
+                rows: 3
+            },
+            LoadProgress::Data { done: 0, of: 5 },
+            LoadProgress::Data { done: 2, of: 5 },
+            LoadProgress::Data { done: 4, of: 5 },
+            LoadProgress::Data { done: 5, of: 5 },
+        ]
+    );
+    assert_eq!(prepared.setup.map(|(n, rows, _)| (n, rows)), Some((2, 3)));
+    assert_eq!(prepared.loaded.map(|(n, _)| n), Some(5));
 }

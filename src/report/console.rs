@@ -3,11 +3,11 @@
 
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::engine::{IntervalData, Observer};
+use crate::engine::{IntervalData, LoadProgress, Observer};
 use crate::result::{IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus};
 use crate::spec::duration::human_ns;
 
@@ -65,6 +65,59 @@ pub fn interval_line(r: &IntervalRecord) -> String {
         },
         if r.warmup { "  warm-up" } else { "" }
     )
+}
+
+/// The bar of the setup statements and the data load, on stderr when it is a terminal:
+/// how many of how many, and rows (or records) per second since the phase began.
+pub struct LoadBar {
+    bar: Option<ProgressBar>,
+    phase: Option<(&'static str, Instant)>,
+}
+
+impl LoadBar {
+    pub fn new() -> LoadBar {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            bar
+        });
+        LoadBar { bar, phase: None }
+    }
+
+    pub fn show(&mut self, progress: LoadProgress) {
+        let Some(bar) = &self.bar else { return };
+        let (name, done, of, rows, unit) = match progress {
+            LoadProgress::Setup { done, of, rows } => ("setting up", done, of, rows, "rows"),
+            LoadProgress::Data { done, of } => ("loading", done, of, done, "records"),
+        };
+        let started = match self.phase {
+            Some((phase, started)) if phase == name => started,
+            _ => {
+                let now = Instant::now();
+                self.phase = Some((name, now));
+                bar.set_length(of);
+                bar.set_prefix(name);
+                now
+            }
+        };
+        let per_s = rows as f64 / started.elapsed().as_secs_f64().max(1e-9);
+        bar.set_position(done);
+        bar.set_message(format!(
+            "{} {unit} ({} {unit}/s)",
+            thousands(rows),
+            thousands(per_s as u64)
+        ));
+    }
+
+    pub fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// The live view: interval lines on stdout, a progress bar on stderr when it is a terminal,

@@ -4,18 +4,16 @@
 mod assemble;
 mod observe;
 
-use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Once};
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
-use indicatif::ProgressBar;
 
 use crate::engine::{self, LoadPlan, Mode, Prepared, Slots};
 use crate::error::InputError;
 use crate::plan::RunPlan;
-use crate::report::console::{self, Live};
+use crate::report::console::{self, Live, LoadBar};
 use crate::report::metrics::MetricsServer;
 use crate::result::{RunResult, VerifyRecord};
 use crate::spec::OpSpec;
@@ -63,7 +61,7 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
         target.families(),
         plan.target.scheme(),
     )?;
-    let prepared = prepare(&*target, plan, live).with_context(|| format!("target {shown_url}"))?;
+    let prepared = prepare(&*target, plan).with_context(|| format!("target {shown_url}"))?;
     if live {
         print_header(plan, &prepared);
     }
@@ -103,30 +101,23 @@ fn op_names(ops: &[OpSpec]) -> Vec<String> {
 }
 
 /// Setup statements, the server's version and the data load, with a progress bar on a
-/// terminal.
-fn prepare<T: Target>(target: &T, plan: &RunPlan, live: bool) -> Result<Prepared> {
+/// terminal (in every view: a study's or a sweep's load can take minutes too).
+fn prepare<T: Target>(target: &T, plan: &RunPlan) -> Result<Prepared> {
     let data = if plan.data.skip_load {
         None
     } else {
         plan.workload.data.as_ref()
     };
-    let bar = (live && data.is_some() && std::io::stderr().is_terminal())
-        .then(|| ProgressBar::new(data.map_or(0, |d| d.count)));
+    let mut bar = LoadBar::new();
     let prepared = engine::prepare(
         target,
         &plan.workload.setup,
         data,
         plan.load.seed,
-        &mut |done, _| {
-            if let Some(b) = &bar {
-                b.set_position(done)
-            }
-        },
-    )?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    Ok(prepared)
+        &mut |progress| bar.show(progress),
+    );
+    bar.finish();
+    prepared
 }
 
 fn print_header(plan: &RunPlan, prepared: &Prepared) {
