@@ -75,7 +75,7 @@ pub struct LoadBar {
 }
 
 impl LoadBar {
-    pub fn new() -> LoadBar {
+    pub fn on_terminal() -> LoadBar {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new(0);
             bar.set_style(

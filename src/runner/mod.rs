@@ -108,7 +108,7 @@ fn prepare<T: Target>(target: &T, plan: &RunPlan) -> Result<Prepared> {
     } else {
         plan.workload.data.as_ref()
     };
-    let mut bar = LoadBar::new();
+    let mut bar = LoadBar::on_terminal();
     let prepared = engine::prepare(
         target,
         &plan.workload.setup,
