@@ -258,3 +258,122 @@ tx = [
     assert_eq!(d.sqlite_count("SELECT count(*) FROM loadrig_x"), 0);
     assert_eq!(r.workload.peers["gone"], "http://127.0.0.1:1");
 }
+
+const REPEATED: &str = r#"
+name = "repeat"
+setup = ["CREATE TABLE IF NOT EXISTS loadrig_r (tx INTEGER, pass INTEGER, n INTEGER)"]
+[[op]]
+name = "lines"
+let = { id = "{seq}", n = "{uniform 1..5}" }
+tx = [
+  { sql = { query = "INSERT INTO loadrig_r VALUES ($1, 0, $2)", params = ["{id}", "{n}"] } },
+  { repeat = "{n}", steps = [
+    { sql = { query = "INSERT INTO loadrig_r VALUES ($1, $2, $3)", params = ["{id}", "{iteration}", "{n}"] } },
+    { sql = { query = "SELECT count(*) FROM loadrig_r WHERE tx = $1", params = ["{id}"] }, capture = ["so_far"] },
+  ] },
+  { repeat = "2", steps = [
+    { sql = { query = "INSERT INTO loadrig_r VALUES ($1, 100 + $2, $3)", params = ["{id}", "{iteration}", "{n}"] } },
+  ] },
+]
+"#;
+
+/// A repeat group runs its steps as many times as its count draws, each pass numbered by
+/// `{iteration}` from 1; a constant count runs that many passes.
+#[test]
+fn a_repeat_group_runs_its_steps_once_per_pass() {
+    let d = Dir::new();
+    d.write("w.toml", REPEATED);
+    let r = run(&d, "50", &[]);
+    assert_eq!(r.total.ok, 50);
+    assert_eq!(
+        d.sqlite_count("SELECT count(*) FROM loadrig_r WHERE pass = 0"),
+        50
+    );
+    // Every transaction wrote passes 1..n exactly once, for its own n.
+    let whole = "SELECT count(*) FROM (SELECT tx, n, count(*) c, count(DISTINCT pass) k, \
+                 min(pass) lo, max(pass) hi FROM loadrig_r WHERE pass BETWEEN 1 AND 99 \
+                 GROUP BY tx) WHERE c = n AND k = n AND lo = 1 AND hi = n";
+    assert_eq!(d.sqlite_count(whole), 50);
+    assert_eq!(d.sqlite_count("SELECT count(DISTINCT n) FROM loadrig_r"), 4);
+    assert_eq!(
+        d.sqlite_count("SELECT count(*) FROM loadrig_r WHERE pass = 101"),
+        50
+    );
+    assert_eq!(
+        d.sqlite_count("SELECT count(*) FROM loadrig_r WHERE pass = 102"),
+        50
+    );
+    assert_eq!(
+        d.sqlite_count("SELECT count(*) FROM loadrig_r WHERE pass > 102"),
+        0
+    );
+}
+
+/// `loadrig ops` shows every pass of a group, with the same draws a run makes: n passes
+/// numbered 1..n for the n the transaction drew, then the constant group's 2.
+#[test]
+fn ops_shows_each_pass_of_a_repeat_group() {
+    let d = Dir::new();
+    d.write("w.toml", REPEATED);
+    let out = d.ok(&["ops", "w.toml", "--count", "20", "--json"]);
+    for line in out.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let steps = v["steps"].as_array().unwrap();
+        let n = steps[0]["args"][1].as_u64().unwrap();
+        let passes = |query: &str| -> Vec<u64> {
+            steps
+                .iter()
+                .filter(|s| s["query"] == query)
+                .map(|s| s["args"][1].as_u64().unwrap())
+                .collect()
+        };
+        assert!((1..=4).contains(&n), "{line}");
+        assert_eq!(
+            passes("INSERT INTO loadrig_r VALUES ($1, $2, $3)"),
+            (1..=n).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            passes("INSERT INTO loadrig_r VALUES ($1, 100 + $2, $3)"),
+            [1, 2]
+        );
+        assert_eq!(steps.len() as u64, 1 + 2 * n + 2);
+    }
+}
+
+#[test]
+fn a_bad_repeat_group_exits_2_with_its_place() {
+    let cases = [
+        (
+            "tx = [ { sql = { query = \"SELECT $1\", params = [\"{iteration}\"] } } ]",
+            "w.toml:4:",
+            "{iteration} has a value only in the steps of a repeat group",
+        ),
+        (
+            "tx = [ { repeat = \"many\", steps = [ { sql = \"SELECT 1\" } ] } ]",
+            "w.toml:4:",
+            "repeat = \"many\": expected a whole number of passes",
+        ),
+        (
+            "tx = [ { repeat = \"2\", steps = [ { sql = \"SELECT 1\" }, { commit = {} } ] } ]",
+            "w.toml:4:",
+            "a repeat group holds native steps only",
+        ),
+        (
+            "tx = [ { repeat = \"2\", sql = \"SELECT 1\", steps = [ { sql = \"SELECT 1\" } ] } ]",
+            "w.toml:4:",
+            "a repeat group is { repeat = \"COUNT\", steps = [ ... ] }",
+        ),
+    ];
+    for (tx, place, message) in cases {
+        let d = Dir::new();
+        d.write(
+            "w.toml",
+            &format!("name = \"bad\"\n[[op]]\nname = \"t\"\n{tx}\n"),
+        );
+        let (_, stderr) = d.code(2, &["ops", "w.toml"]);
+        assert!(
+            stderr.contains(place) && stderr.contains(message),
+            "{tx}\n{stderr}"
+        );
+    }
+}

@@ -21,7 +21,7 @@ use rand_distr::Exp;
 use super::timeline::Timeline;
 use super::{Arrivals, Connection, LoadPlan, Mode, Msg, Slots};
 use crate::clock::{self, Instant};
-use crate::spec::{GenState, OpKind, OpSpec, Step};
+use crate::spec::{GenState, OpKind, OpSpec, Repeat, Step};
 use crate::stats::OpCounters;
 use crate::targets::peer::{PeerSession, PeerTarget};
 use crate::targets::{Session, Target};
@@ -179,18 +179,41 @@ impl<'a> Chooser<'a> {
             OpKind::Native(step) => self.step_offline(step, send),
             OpKind::Tx(steps) => {
                 send(&Op::Begin);
-                for step in steps {
-                    if step.commit_before {
+                let mut k = 0;
+                while k < steps.len() {
+                    if steps[k].commit_before {
                         send(&Op::Commit);
                         send(&Op::Begin);
                     }
-                    self.step_offline(step, send);
+                    let (passes, len) = self.passes(&steps[k]);
+                    for pass in 1..=passes {
+                        self.gen.iteration = pass;
+                        for step in &steps[k..k + len] {
+                            self.step_offline(step, send);
+                        }
+                    }
+                    k += len;
                 }
                 send(&Op::Commit);
             }
             _ => send(&self.bind(i)),
         }
         i
+    }
+
+    /// How many passes over how many steps from `step`: a `repeat` group's count, drawn
+    /// now, and length; one pass over `step` alone otherwise.
+    pub fn passes(&mut self, step: &Step) -> (u64, usize) {
+        let Some(Repeat { count, len }) = &step.repeat else {
+            return (1, 1);
+        };
+        let mut text = std::mem::take(&mut self.key);
+        text.clear();
+        count.render_str(&mut self.rng, &mut self.gen, &mut text);
+        // The compiler admits only whole numbers; a let value that is not one runs no pass.
+        let passes = text.trim().parse().unwrap_or(0);
+        self.key = text;
+        (passes, *len)
     }
 
     fn step_offline(&mut self, step: &'a Step, send: &mut impl FnMut(&Op<'_>)) {
@@ -447,20 +470,28 @@ impl<'a, T: Target> Worker<'a, T> {
     async fn tx(&mut self, steps: &'a [Step]) -> Result<Outcome, OpError> {
         let (from, mut rows) = self.resume;
         self.primary(&Op::Begin).await?;
-        for (k, step) in steps.iter().enumerate().skip(from) {
-            if step.commit_before && k > from {
+        let mut k = from;
+        while k < steps.len() {
+            if steps[k].commit_before && k > from {
                 self.commit().await?;
                 self.resume = (k, rows);
                 self.primary(&Op::Begin).await?;
             }
-            match self.step(step).await {
-                Ok(Some(out)) => rows += self.kept(step, out).rows,
-                Ok(None) => {}
-                Err(e) => {
-                    let _ = self.primary(&Op::Rollback).await;
-                    return Err(e);
+            let (passes, len) = self.chooser.passes(&steps[k]);
+            for pass in 1..=passes {
+                self.chooser.gen.iteration = pass;
+                for step in &steps[k..k + len] {
+                    match self.step(step).await {
+                        Ok(Some(out)) => rows += self.kept(step, out).rows,
+                        Ok(None) => {}
+                        Err(e) => {
+                            let _ = self.primary(&Op::Rollback).await;
+                            return Err(e);
+                        }
+                    }
                 }
             }
+            k += len;
         }
         self.commit().await?;
         Ok(Outcome::rows(rows))

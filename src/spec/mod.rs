@@ -22,7 +22,7 @@ use toml::Spanned;
 
 use crate::error::{line_col, InputError};
 use crate::vocab::{NativeOp, ValueKind};
-pub use ops::{OpKind, OpSpec, Retry, Step};
+pub use ops::{OpKind, OpSpec, Repeat, Retry, Step};
 pub use peers::Peer;
 pub use template::{GenState, Template};
 
@@ -346,6 +346,7 @@ fn op_compiler<'a>(
         statements: 0,
         capture_slots: 0,
         let_kinds: BTreeMap::new(),
+        in_repeat: false,
     }
 }
 

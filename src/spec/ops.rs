@@ -135,6 +135,9 @@ struct StepSection {
     on: Option<Spanned<String>>,
     /// `{ commit = {} }`: a commit point, not a native step.
     commit: Option<toml::value::Table>,
+    /// `{ repeat = "COUNT", steps = [...] }`: run `steps` COUNT times, drawn each time.
+    repeat: Option<Spanned<String>>,
+    steps: Option<Spanned<Vec<Spanned<StepSection>>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -224,6 +227,17 @@ pub struct Step {
     pub peer: Option<usize>,
     /// A commit point precedes it in its tx: commit there and begin a new transaction.
     pub commit_before: bool,
+    /// It begins a `repeat` group: it and the steps after it, `len` in all, run `count`
+    /// times over.
+    pub repeat: Option<Repeat>,
+}
+
+/// A `repeat` group of a tx: how many passes (drawn each time the tx reaches it) over how
+/// many steps.
+#[derive(Debug, Clone)]
+pub struct Repeat {
+    pub count: Template,
+    pub len: usize,
 }
 
 impl Step {
@@ -243,6 +257,7 @@ impl Step {
             when: None,
             peer: None,
             commit_before: false,
+            repeat: None,
         }
     }
 }
@@ -362,6 +377,8 @@ pub(super) struct OpCompiler<'a> {
     pub capture_slots: usize,
     /// The kind of each `let` value's generator, by capture slot.
     pub let_kinds: BTreeMap<usize, ValueKind>,
+    /// Compiling the steps of a `repeat` group, where `{iteration}` has a value.
+    pub in_repeat: bool,
 }
 
 impl OpCompiler<'_> {
@@ -375,6 +392,7 @@ impl OpCompiler<'_> {
                 InputError::new(format!("in \"{}\": {}", text.get_ref(), e.message))
                     .at(self.source.at(text.span().start + 1 + e.offset))
             })?;
+        self.check_iteration(&t, text.get_ref(), &text.span())?;
         // `"{aid}"` alone binds as the number its `let` draws, not as text.
         Ok(
             match t.single_capture().and_then(|s| self.let_kinds.get(&s)) {
@@ -391,10 +409,30 @@ impl OpCompiler<'_> {
         span: &Range<usize>,
         captures: &[(String, usize)],
     ) -> Result<Template, InputError> {
-        Template::compile_with(text, self.params, captures, &mut self.seq_slots).map_err(|e| {
-            self.source
-                .error(span.clone(), format!("in \"{text}\": {}", e.message))
-        })
+        let t = Template::compile_with(text, self.params, captures, &mut self.seq_slots).map_err(
+            |e| {
+                self.source
+                    .error(span.clone(), format!("in \"{text}\": {}", e.message))
+            },
+        )?;
+        self.check_iteration(&t, text, span)?;
+        Ok(t)
+    }
+
+    /// `{iteration}` counts the passes of a `repeat` group: outside one it has no value.
+    fn check_iteration(
+        &self,
+        t: &Template,
+        text: &str,
+        span: &Range<usize>,
+    ) -> Result<(), InputError> {
+        if self.in_repeat || !t.uses_iteration() {
+            return Ok(());
+        }
+        Err(self
+            .source
+            .error(span.clone(), format!("in \"{text}\": {{iteration}} has a value only in the steps of a repeat group"))
+            .help("tx = [ { repeat = \"10\", steps = [ { sql = ..., params = [\"{iteration}\"] } ] } ]"))
     }
 
     pub fn key(&mut self, text: &Spanned<String>) -> Result<Template, InputError> {
@@ -873,9 +911,14 @@ impl OpCompiler<'_> {
                 commit_point = !steps.is_empty();
                 continue;
             }
-            let mut compiled = self.tx_step(step, &mut visible)?;
-            compiled.commit_before = std::mem::take(&mut commit_point);
-            steps.push(compiled);
+            let mut compiled = match &step.get_ref().repeat {
+                Some(count) => self.repeat_group(step, count, &mut visible)?,
+                None => vec![self.tx_step(step, &mut visible)?],
+            };
+            if let Some(first) = compiled.first_mut() {
+                first.commit_before = std::mem::take(&mut commit_point);
+            }
+            steps.append(&mut compiled);
         }
         if steps.is_empty() {
             return Err(self.source.error(
@@ -897,6 +940,72 @@ impl OpCompiler<'_> {
         Ok(OpKind::Tx(steps))
     }
 
+    /// `{ repeat = "COUNT", steps = [...] }`: the group's steps, the first carrying the
+    /// count; nothing when `only` leaves out every one. No commit point or group inside.
+    fn repeat_group(
+        &mut self,
+        group: &Spanned<StepSection>,
+        count: &Spanned<String>,
+        visible: &mut Vec<(String, usize)>,
+    ) -> Result<Vec<Step>, InputError> {
+        let g = group.get_ref();
+        let alone = g.sql.is_none()
+            && g.redis.is_none()
+            && g.ldap.is_none()
+            && g.http.is_none()
+            && g.capture.is_none()
+            && g.when.is_none()
+            && g.on.is_none()
+            && g.commit.is_none();
+        let Some(inner) = g.steps.as_ref().filter(|_| alone) else {
+            return Err(self
+                .source
+                .error(group.span(), "a repeat group is { repeat = \"COUNT\", steps = [ ... ] } (it may carry only = { ... })"));
+        };
+        let count_template = self.template(count, visible)?;
+        let countable = match count_template.constant_text() {
+            Some(text) => text.trim().parse::<u64>().is_ok(),
+            None => count_template.kind() == ValueKind::Integer,
+        };
+        if !countable {
+            return Err(self
+                .source
+                .error(count.span(), format!("repeat = \"{}\": expected a whole number of passes", count.get_ref()))
+                .help("a number, an integer parameter, a number generator such as {uniform 5..16}, or a let value"));
+        }
+        let outer = std::mem::replace(&mut self.in_repeat, true);
+        let mut steps = Vec::new();
+        for step in inner.get_ref() {
+            if !self.keeps(&step.get_ref().only)? {
+                continue;
+            }
+            let s = step.get_ref();
+            if s.commit.is_some() || s.repeat.is_some() || s.steps.is_some() {
+                self.in_repeat = outer;
+                return Err(self.source.error(
+                    step.span(),
+                    "a repeat group holds native steps only: no commit point and no group inside it",
+                ));
+            }
+            match self.tx_step(step, visible) {
+                Ok(compiled) => steps.push(compiled),
+                Err(e) => {
+                    self.in_repeat = outer;
+                    return Err(e);
+                }
+            }
+        }
+        self.in_repeat = outer;
+        let len = steps.len();
+        if let Some(first) = steps.first_mut() {
+            first.repeat = Some(Repeat {
+                count: count_template,
+                len,
+            });
+        }
+        Ok(steps)
+    }
+
     /// One native step of a tx; its captures become visible to the steps after it.
     fn tx_step(
         &mut self,
@@ -914,7 +1023,7 @@ impl OpCompiler<'_> {
         if ops.len() != 1 {
             return Err(self.source.error(
                 step.span(),
-                "each tx step has exactly one of sql, redis, http (on a peer), ldap.search, ldap.add, ldap.modify, ldap.delete, or is a commit point { commit = {} }",
+                "each tx step has exactly one of sql, redis, http (on a peer), ldap.search, ldap.add, ldap.modify, ldap.delete, or is a commit point { commit = {} } or a group { repeat = \"COUNT\", steps = [...] }",
             ));
         }
         let op = ops.remove(0);
@@ -960,6 +1069,8 @@ impl OpCompiler<'_> {
             && s.capture.is_none()
             && s.when.is_none()
             && s.on.is_none()
+            && s.repeat.is_none()
+            && s.steps.is_none()
             && s.commit.as_ref().is_some_and(|c| c.is_empty());
         if alone {
             Ok(())

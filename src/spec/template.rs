@@ -77,6 +77,8 @@ enum Part {
     Text(usize),
     Choice(Vec<String>),
     Client,
+    /// The pass of the innermost `repeat` group, from 1.
+    Iteration,
     /// A session id: the MD5 hex digest of the next number of its own sequence and a random
     /// draw, as mod_python's `_new_sid` hashes the time and a random number (seed 003). The
     /// sequence keeps ids unique, the seed keeps them reproducible.
@@ -110,6 +112,8 @@ pub struct GenState {
     pub newest: Option<u64>,
     /// `ycsb_latest`'s Zipfian for the current newest key.
     pub latest: Option<ycsb::LatestZipfian>,
+    /// The pass of the `repeat` group running now, from 1 (`{iteration}`).
+    pub iteration: u64,
 }
 
 impl GenState {
@@ -122,6 +126,7 @@ impl GenState {
             captures: Vec::new(),
             newest: None,
             latest: None,
+            iteration: 0,
         }
     }
 }
@@ -201,6 +206,18 @@ impl Template {
     /// True if the template produces raw bytes, which a key cannot hold.
     pub fn has_bytes(&self) -> bool {
         self.parts.iter().any(|p| matches!(p, Part::Bytes(_)))
+    }
+
+    /// True if it draws `{iteration}`, which only a `repeat` group gives a value.
+    pub fn uses_iteration(&self) -> bool {
+        fn uses(p: &Part) -> bool {
+            match p {
+                Part::Iteration => true,
+                Part::FnvHash(inner) => uses(inner),
+                _ => false,
+            }
+        }
+        self.parts.iter().any(uses)
     }
 
     /// True if every expansion is the same text.
@@ -334,6 +351,7 @@ fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
         Part::YcsbLatest(l) => l.sample(rng, st.newest, st.offset, &mut st.latest),
         Part::FnvHash(inner) => ycsb::fnvhash64(number(inner, rng, st) as i64) as u64,
         Part::Client => st.client,
+        Part::Iteration => st.iteration,
         _ => 0,
     }
 }
@@ -352,10 +370,11 @@ fn is_number(part: &Part) -> bool {
             | Part::YcsbLatest(_)
             | Part::FnvHash(_)
             | Part::Client
+            | Part::Iteration
     )
 }
 
-const GENERATORS: &str = "seq, uniform, zipf, ycsb_zipfian, ycsb_scrambled, ycsb_hotspot, ycsb_latest, fnvhash64, bytes, string, choice, client or sid";
+const GENERATORS: &str = "seq, uniform, zipf, ycsb_zipfian, ycsb_scrambled, ycsb_hotspot, ycsb_latest, fnvhash64, bytes, string, choice, client, iteration or sid";
 
 fn compile_expr(
     expr: &str,
@@ -414,6 +433,10 @@ fn compile_words(
         "client" => {
             call.arity(0..=0, "no arguments")?;
             Ok(Part::Client)
+        }
+        "iteration" => {
+            call.arity(0..=0, "no arguments")?;
+            Ok(Part::Iteration)
         }
         "sid" => {
             call.arity(0..=0, "no arguments")?;
