@@ -107,6 +107,8 @@ fn every_supported_meta_command_translates() {
 \\set n 10 * :scale + 5
 \\set k random(1, :n)
 \\set z random_zipfian(1, 1000, 1.5)
+\\set g random_gaussian(1, 100, 2.5)
+\\set e random_exponential(1, 100, 5)
 \\set half (100 / 2) % 7
 SELECT :k, :z, :n, :half, :client_id, :scale
   FROM loadrig_t;
@@ -115,6 +117,8 @@ SELECT :k, :z, :n, :half, :client_id, :scale
     let toml = stdout(&import(&dir, script));
     assert!(toml.contains(r#"k = "{uniform 1..10*scale+6}""#), "{toml}");
     assert!(toml.contains(r#"z = "{zipf 1..1001 1.5}""#), "{toml}");
+    assert!(toml.contains(r#"g = "{gaussian 1..101 2.5}""#), "{toml}");
+    assert!(toml.contains(r#"e = "{exponential 1..101 5}""#), "{toml}");
     assert!(
         toml.contains(r#"n = "{uniform 10*scale+5..10*scale+6}""#),
         "{toml}"
@@ -144,14 +148,14 @@ SELECT :k, :z, :n, :half, :client_id, :scale
 fn unsupported_constructs_exit_2_with_line_and_column() {
     let cases: &[(&str, &str, &str)] = &[
         (
-            "\\set g random_gaussian(1, 10, 2.5)\nSELECT 1;\n",
-            "script.sql:1:8",
-            "random_gaussian",
+            "\\set g random_gaussian(1, 10, 1.5)\nSELECT 1;\n",
+            "script.sql:1:31",
+            "random_gaussian's parameter 1.5 is out of range",
         ),
         (
-            "\\set e random_exponential(1, 10, 2.0)\nSELECT 1;\n",
-            "script.sql:1:8",
-            "random_exponential",
+            "\\set e random_exponential(1, 10, 0)\nSELECT 1;\n",
+            "script.sql:1:34",
+            "random_exponential's parameter 0 is out of range",
         ),
         (
             "\\set x 1\n  \\startpipeline\nSELECT 1;\n",

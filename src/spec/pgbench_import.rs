@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::error::InputError;
 
-const SUPPORTED: &str = "supported: \\set NAME with random(a, b), random_zipfian(a, b, s) or integer arithmetic (+ - * and constant / %) on numbers, :scale and earlier \\set constants; :NAME in SQL (:scale, :client_id, \\set names); BEGIN; … END; (or COMMIT;) around the statements, or one statement alone; \\sleep N [us|ms|s] as the script's last command";
+const SUPPORTED: &str = "supported: \\set NAME with random(a, b), random_zipfian(a, b, s), random_gaussian(a, b, p), random_exponential(a, b, p) or integer arithmetic (+ - * and constant / %) on numbers, :scale and earlier \\set constants; :NAME in SQL (:scale, :client_id, \\set names); BEGIN; … END; (or COMMIT;) around the statements, or one statement alone; \\sleep N [us|ms|s] as the script's last command";
 
 /// An integer polynomial: a sum of coefficient × product of parameters, which is what a
 /// generator's bounds accept (`100000*scale+1`).
@@ -239,9 +239,12 @@ fn set_value(expr: &mut Expr) -> Result<Var, InputError> {
             return Ok(Var::Constant(p));
         }
     };
-    let arity = match func.as_str() {
-        "random" => 2,
-        "random_zipfian" => 3,
+    // The generator each function becomes; all but `random` take a parameter.
+    let generator = match func.as_str() {
+        "random" => "uniform",
+        "random_zipfian" => "zipf",
+        "random_gaussian" => "gaussian",
+        "random_exponential" => "exponential",
         _ => {
             return Err(expr.at.error(
                 col,
@@ -254,7 +257,7 @@ fn set_value(expr: &mut Expr) -> Result<Var, InputError> {
     expr.expect(',')?;
     let hi = expr.sum()?.add(&Poly::constant(1), 1);
     let range = format!("{}..{}", lo.render(), hi.render());
-    let template = if arity == 2 {
+    let template = if generator == "uniform" {
         format!("{{uniform {range}}}")
     } else {
         expr.expect(',')?;
@@ -264,12 +267,24 @@ fn set_value(expr: &mut Expr) -> Result<Var, InputError> {
             _ => {
                 return Err(expr.at.error(
                     expr.col(),
-                    "random_zipfian's parameter must be a number literal",
+                    format!("{func}'s parameter must be a number literal"),
                 ))
             }
         };
+        let value: f64 = s.parse().unwrap_or(f64::NAN);
+        let fine = match generator {
+            "gaussian" => value >= 2.0,
+            "exponential" => value > 0.0,
+            _ => true,
+        };
+        if !fine {
+            return Err(expr.at.error(
+                expr.col(),
+                format!("{func}'s parameter {s} is out of range: pgbench needs at least 2.0 for random_gaussian and above 0 for random_exponential"),
+            ));
+        }
         expr.pos += 1;
-        format!("{{zipf {range} {s}}}")
+        format!("{{{generator} {range} {s}}}")
     };
     expr.expect(')')?;
     expr.done()?;

@@ -28,7 +28,7 @@ use std::fmt::Write as _;
 
 use rand::distr::{Alphanumeric, Distribution};
 use rand::{Rng, RngCore};
-use rand_distr::Zipf;
+use rand_distr::{StandardNormal, Zipf};
 
 use super::ycsb;
 use crate::vocab::ValueKind;
@@ -66,6 +66,20 @@ enum Part {
     Zipf {
         lo: u64,
         dist: Zipf<f64>,
+    },
+    /// pgbench's `random_gaussian`: a normal draw cut at ±`param` standard deviations,
+    /// spread over `lo..hi`.
+    Gaussian {
+        lo: u64,
+        hi: u64,
+        param: f64,
+    },
+    /// pgbench's `random_exponential`: an exponential draw cut at `param`, spread over
+    /// `lo..hi`, most often `lo`.
+    Exponential {
+        lo: u64,
+        hi: u64,
+        param: f64,
     },
     YcsbZipfian(ycsb::RangeZipfian),
     YcsbScrambled(ycsb::ScrambledZipfian),
@@ -345,6 +359,22 @@ fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
         // Hashed as YCSB hashes a Java long: its two's complement bits.
         Part::UniformSigned { lo, hi } => rng.random_range(*lo..*hi) as u64,
         Part::Zipf { lo, dist } => lo + dist.sample(rng) as u64 - 1,
+        // As pgbench's getGaussianRand: redraw outside [-param, param), map onto [0, 1).
+        Part::Gaussian { lo, hi, param } => {
+            let z = loop {
+                let z: f64 = StandardNormal.sample(rng);
+                if (-param..*param).contains(&z) {
+                    break z;
+                }
+            };
+            spread(*lo, *hi, (z + param) / (2.0 * param))
+        }
+        // As pgbench's getExponentialRand: u in (0, 1], cut = e^-param.
+        Part::Exponential { lo, hi, param } => {
+            let u = 1.0 - rng.random::<f64>();
+            let cut = (-param).exp();
+            spread(*lo, *hi, -(cut + (1.0 - cut) * u).ln() / param)
+        }
         Part::YcsbZipfian(z) => z.sample(rng),
         Part::YcsbScrambled(z) => z.sample(rng),
         Part::YcsbHotspot(h) => h.sample(rng),
@@ -356,6 +386,11 @@ fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
     }
 }
 
+/// `lo` plus the share `x` (in [0, 1)) of `lo..hi`, rounded down as pgbench does.
+fn spread(lo: u64, hi: u64, x: f64) -> u64 {
+    (lo + ((hi - lo) as f64 * x) as u64).min(hi - 1)
+}
+
 /// True if `part` draws a number (which `fnvhash64` can hash, and which alone is an integer).
 fn is_number(part: &Part) -> bool {
     matches!(
@@ -364,6 +399,8 @@ fn is_number(part: &Part) -> bool {
             | Part::Uniform { .. }
             | Part::UniformSigned { .. }
             | Part::Zipf { .. }
+            | Part::Gaussian { .. }
+            | Part::Exponential { .. }
             | Part::YcsbZipfian(_)
             | Part::YcsbScrambled(_)
             | Part::YcsbHotspot(_)
@@ -374,7 +411,7 @@ fn is_number(part: &Part) -> bool {
     )
 }
 
-const GENERATORS: &str = "seq, uniform, zipf, ycsb_zipfian, ycsb_scrambled, ycsb_hotspot, ycsb_latest, fnvhash64, bytes, string, choice, client, iteration or sid";
+const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, ycsb_zipfian, ycsb_scrambled, ycsb_hotspot, ycsb_latest, fnvhash64, bytes, string, choice, client, iteration or sid";
 
 fn compile_expr(
     expr: &str,
@@ -414,6 +451,7 @@ fn compile_words(
         "seq" => call.seq(seq_slots),
         "uniform" => call.uniform(),
         "zipf" => call.zipf(),
+        "gaussian" | "exponential" => call.pgbench_skewed(),
         "ycsb_zipfian" | "ycsb_scrambled" => call.ycsb_zipfian(),
         "ycsb_hotspot" => call.ycsb_hotspot(),
         "ycsb_latest" => call.ycsb_latest(),
@@ -527,6 +565,39 @@ impl Call<'_> {
             message: format!("invalid zipf: {e}"),
         })?;
         Ok(Part::Zipf { lo, dist })
+    }
+
+    /// `gaussian A..B P` (P at least 2, as pgbench requires) or `exponential A..B P` (P
+    /// above 0): pgbench's `random_gaussian` and `random_exponential` over A..B-1.
+    fn pgbench_skewed(&self) -> Result<Part, TemplateError> {
+        let gaussian = self.head == "gaussian";
+        let example = if gaussian { "2.5" } else { "5.0" };
+        self.arity(
+            2..=2,
+            &format!(
+                "a range and a parameter: {{{} 1..1001 {example}}}",
+                self.head
+            ),
+        )?;
+        let (lo, hi) = range(self.args[0].1, self.args[0].0, self.params)?;
+        let (at, word) = self.args[1];
+        let param = float(word, at, self.params)?;
+        let fine = if gaussian { param >= 2.0 } else { param > 0.0 };
+        if !fine || !param.is_finite() {
+            let need = if gaussian { "at least 2.0" } else { "above 0" };
+            return err(
+                at,
+                format!(
+                    "{}'s parameter must be {need} (as pgbench's), not {word}",
+                    self.head
+                ),
+            );
+        }
+        Ok(if gaussian {
+            Part::Gaussian { lo, hi, param }
+        } else {
+            Part::Exponential { lo, hi, param }
+        })
     }
 
     /// `ycsb_zipfian A..B` or `ycsb_scrambled A..B`.

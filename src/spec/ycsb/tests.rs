@@ -305,3 +305,44 @@ fn latest_follows_the_clients_own_seq_only() {
     let values = draws("{ycsb_latest records}", 10_000, 13, &mut st);
     assert_eq!(values.iter().max(), Some(&1499));
 }
+
+/// pgbench's `random_gaussian(1, 100, 2.5)` as `{gaussian 1..101 2.5}`: value 1 + k has the
+/// normal law's mass on [-p + 2pk/n, -p + 2p(k+1)/n), the whole cut to [-p, p).
+#[test]
+fn gaussian_is_pgbenchs_cut_normal() {
+    use statrs::distribution::Normal;
+    let (n, p) = (100, 2.5);
+    let normal = Normal::new(0.0, 1.0).unwrap();
+    let mass = normal.cdf(p) - normal.cdf(-p);
+    let edge = |k: usize| -p + 2.0 * p * k as f64 / n as f64;
+    let expected: Vec<f64> = (0..n)
+        .map(|k| (normal.cdf(edge(k + 1)) - normal.cdf(edge(k))) / mass)
+        .collect();
+    let values = draws(
+        "{gaussian 1..101 2.5}",
+        200_000,
+        7,
+        &mut GenState::new(0, 1, 0),
+    );
+    let p_value = chi_square_p(&counts(&values, 1, n), &expected);
+    assert!(p_value > ALPHA, "p = {p_value}");
+}
+
+/// pgbench's `random_exponential(1, 100, 5.0)` as `{exponential 1..101 5.0}`: value 1 + k
+/// has the mass of [k/n, (k+1)/n) under the exponential law with rate p cut at 1.
+#[test]
+fn exponential_is_pgbenchs_cut_exponential() {
+    let (n, p) = (100, 5.0_f64);
+    let cdf = |x: f64| (1.0 - (-p * x).exp()) / (1.0 - (-p).exp());
+    let expected: Vec<f64> = (0..n)
+        .map(|k| cdf((k + 1) as f64 / n as f64) - cdf(k as f64 / n as f64))
+        .collect();
+    let values = draws(
+        "{exponential 1..101 5.0}",
+        200_000,
+        8,
+        &mut GenState::new(0, 1, 0),
+    );
+    let p_value = chi_square_p(&counts(&values, 1, n), &expected);
+    assert!(p_value > ALPHA, "p = {p_value}");
+}
