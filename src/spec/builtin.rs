@@ -27,6 +27,38 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "order-entry",
         include_str!("../../workloads/order-entry.toml"),
     ),
+    (
+        "oltp_point_select",
+        include_str!("../../workloads/oltp_point_select.toml"),
+    ),
+    (
+        "oltp_read_only",
+        include_str!("../../workloads/oltp_read_only.toml"),
+    ),
+    (
+        "oltp_read_write",
+        include_str!("../../workloads/oltp_read_write.toml"),
+    ),
+    (
+        "oltp_write_only",
+        include_str!("../../workloads/oltp_write_only.toml"),
+    ),
+    (
+        "oltp_update_index",
+        include_str!("../../workloads/oltp_update_index.toml"),
+    ),
+    (
+        "oltp_update_non_index",
+        include_str!("../../workloads/oltp_update_non_index.toml"),
+    ),
+    (
+        "oltp_insert",
+        include_str!("../../workloads/oltp_insert.toml"),
+    ),
+    (
+        "oltp_delete",
+        include_str!("../../workloads/oltp_delete.toml"),
+    ),
 ];
 
 /// The text of a built-in workload.

@@ -1,0 +1,399 @@
+//! The sysbench OLTP built-ins (`oltp_point_select`, `oltp_read_only`, `oltp_read_write`,
+//! `oltp_write_only`, `oltp_update_index`, `oltp_update_non_index`, `oltp_insert`,
+//! `oltp_delete`) on SQLite and on throwaway PostgreSQL and MariaDB servers
+//! (`scripts/services.sh up postgres mariadb`, then `eval "$(scripts/services.sh env)"`;
+//! without LOADRIG_PG_URL or LOADRIG_MYSQL_URL those tests say "skipped").
+//! Fixed operation counts on 1000 rows: exact transaction counts, sysbench's statements per
+//! transaction (from `loadrig ops`), and the row counts sysbench's tests leave, read back
+//! from the database itself.
+
+mod common;
+
+use std::sync::Mutex;
+
+use common::{server_url, Dir};
+use serde_json::Value;
+
+/// The server tests share their databases' `loadrig_sbtest1` table: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const BUILTINS: &[&str] = &[
+    "oltp_point_select",
+    "oltp_read_only",
+    "oltp_read_write",
+    "oltp_write_only",
+    "oltp_update_index",
+    "oltp_update_non_index",
+    "oltp_insert",
+    "oltp_delete",
+];
+
+const OPS: u64 = 300;
+const TABLE_SIZE: i64 = 1000;
+
+/// Rows, id range, k range and the lengths of c and pad, as one row.
+const TABLE: &str = "SELECT COUNT(*), MIN(id), MAX(id), MIN(k), MAX(k), \
+    MIN(LENGTH(c)), MAX(LENGTH(c)), MIN(LENGTH(pad)), MAX(LENGTH(pad)) FROM loadrig_sbtest1";
+
+fn sqlite_row(path: &std::path::Path, sql: &str) -> Vec<i64> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut st = conn.prepare(sql).unwrap();
+    let n = st.column_count();
+    st.query_row([], |r| (0..n).map(|i| r.get::<_, i64>(i)).collect())
+        .unwrap()
+}
+
+fn pg_row(url: &str, sql: &str) -> Vec<i64> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let mut out = Vec::new();
+        for m in client.simple_query(sql).await.unwrap() {
+            if let tokio_postgres::SimpleQueryMessage::Row(r) = m {
+                out = (0..r.len())
+                    .map(|i| r.get(i).unwrap_or("0").parse().unwrap())
+                    .collect();
+            }
+        }
+        out
+    })
+}
+
+fn mysql_row(url: &str, sql: &str) -> Vec<i64> {
+    use mysql_async::prelude::Queryable;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let opts = mysql_async::Opts::from_url(url).unwrap();
+        let opts = mysql_async::OptsBuilder::from_opts(opts).prefer_socket(false);
+        let mut conn = mysql_async::Conn::new(opts).await.unwrap();
+        let row: mysql_async::Row = conn.query_first(sql).await.unwrap().unwrap();
+        row.unwrap()
+            .into_iter()
+            .map(|v| match v {
+                mysql_async::Value::Int(i) => i,
+                mysql_async::Value::UInt(u) => u as i64,
+                mysql_async::Value::Bytes(b) => String::from_utf8(b).unwrap().parse().unwrap(),
+                other => panic!("unexpected value {other:?}"),
+            })
+            .collect()
+    })
+}
+
+/// Run every built-in for OPS transactions on `url` (table_size 1000) and check the table it
+/// left behind with `row` (one row of numbers from a query on the same database).
+fn every_builtin(url: &str, clients: &str, row: &dyn Fn(&str) -> Vec<i64>) {
+    for &name in BUILTINS {
+        let d = Dir::new();
+        let ops = OPS.to_string();
+        let size = format!("table_size={TABLE_SIZE}");
+        let out = d.ok(&[
+            "run",
+            name,
+            "--target",
+            url,
+            "--set",
+            &size,
+            "--ops",
+            &ops,
+            "--clients",
+            clients,
+            "--seed",
+            "5",
+            "-o",
+            "r.json",
+        ]);
+        let r = d.result("r.json");
+        assert_eq!(r.operations.len(), 1, "{name}");
+        let op = &r.operations[0];
+        assert_eq!((op.ok, op.errors), (OPS, 0), "{name}: {out}");
+        // sysbench prepare: drop, create, 1000 rows, the index on k.
+        assert_eq!(r.setup.as_ref().expect("setup record").statements, 4);
+        let table = row(TABLE);
+        // k in 1..table_size (index updates add 1 to it, one per transaction at most); c and
+        // pad as sysbench's digit groups (119, 59).
+        let k_max = match name {
+            "oltp_read_write" | "oltp_write_only" | "oltp_update_index" => TABLE_SIZE + OPS as i64,
+            _ => TABLE_SIZE,
+        };
+        assert!(table[3] >= 1 && table[4] <= k_max, "{name}: {table:?}");
+        assert_eq!(&table[5..], &[119, 119, 59, 59], "{name}: {table:?}");
+        let rows = match name {
+            // One new row per transaction.
+            "oltp_insert" => TABLE_SIZE + OPS as i64,
+            // Each DELETE that found its row (the rows it counted) is one row fewer.
+            "oltp_delete" => TABLE_SIZE - op.rows as i64,
+            // Delete + insert of the same id keeps table_size rows; the others write none.
+            _ => TABLE_SIZE,
+        };
+        assert_eq!(table[0], rows, "{name}: {table:?}");
+        if name != "oltp_delete" {
+            assert_eq!(table[1], 1, "{name}: {table:?}");
+        }
+        if !matches!(name, "oltp_insert" | "oltp_delete") {
+            assert_eq!(table[2], TABLE_SIZE, "{name}: {table:?}");
+        }
+        // Every id a single-row statement names exists: one row each.
+        if matches!(
+            name,
+            "oltp_point_select" | "oltp_update_index" | "oltp_update_non_index" | "oltp_insert"
+        ) {
+            assert_eq!(op.rows, OPS, "{name}");
+        }
+        if name == "oltp_delete" {
+            assert!(op.rows > 0 && op.rows <= OPS, "{name}: {}", op.rows);
+        }
+    }
+}
+
+#[test]
+fn builtins_on_sqlite() {
+    let d = Dir::new();
+    let db = d.join("sysbench.db");
+    let url = format!("sqlite://{}", db.display());
+    every_builtin(&url, "1", &|sql| sqlite_row(&db, sql));
+    // k is spread over 1..table_size as sysbench's random k is: about 1 - 1/e of the values
+    // appear (632 expected for 1000 rows; the hash is fixed, so the count is exact).
+    let size = format!("table_size={TABLE_SIZE}");
+    d.ok(&[
+        "run",
+        "oltp_read_only",
+        "--target",
+        &url,
+        "--set",
+        &size,
+        "--ops",
+        "1",
+    ]);
+    let distinct = sqlite_row(&db, "SELECT COUNT(DISTINCT k) FROM loadrig_sbtest1")[0];
+    assert_eq!(distinct, 630);
+}
+
+#[test]
+fn builtins_on_postgres() {
+    let Some(url) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    every_builtin(&url, "4", &|sql| pg_row(&url, sql));
+}
+
+/// MariaDB takes the same statements: the target turns `$N` into `?`.
+#[test]
+fn builtins_on_mariadb() {
+    let Some(url) = server_url("LOADRIG_MYSQL_URL") else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    every_builtin(&url, "4", &|sql| mysql_row(&url, sql));
+}
+
+/// The statements of the first transaction `loadrig ops` shows, by the first word that tells
+/// them apart (`SELECT c ... =`, `BETWEEN`, `SUM`, `ORDER`, `DISTINCT`, `UPDATE k`, ...).
+fn statement_kinds(name: &str, sets: &[&str]) -> (Vec<&'static str>, String) {
+    let d = Dir::new();
+    let mut args = vec!["ops", name, "--count", "1", "--seed", "3", "--json"];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    let out = d.ok(&args);
+    let line: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    let queries: Vec<String> = match line["steps"].as_array() {
+        // Commit points (skip_trx=on) are steps without a query.
+        Some(steps) => steps
+            .iter()
+            .filter_map(|s| s["query"].as_str().map(str::to_string))
+            .collect(),
+        None => vec![line["query"].as_str().unwrap().to_string()],
+    };
+    let kinds = queries
+        .iter()
+        .map(|q| match q {
+            q if q.starts_with("SELECT DISTINCT c") => "distinct",
+            q if q.starts_with("SELECT SUM(k)") => "sum",
+            q if q.ends_with("ORDER BY c") => "order",
+            q if q.contains("BETWEEN") => "simple",
+            q if q.starts_with("SELECT c") => "point",
+            q if q.starts_with("UPDATE loadrig_sbtest1 SET k") => "index",
+            q if q.starts_with("UPDATE loadrig_sbtest1 SET c") => "non_index",
+            q if q.starts_with("DELETE") => "delete",
+            q if q.starts_with("INSERT") => "insert",
+            other => panic!("unexpected statement {other}"),
+        })
+        .collect();
+    (kinds, line["text"].as_str().unwrap().to_string())
+}
+
+/// (statement kind, how many in a row), in a transaction's order.
+type Groups = Vec<(&'static str, usize)>;
+
+/// sysbench's statements per transaction, in its order, for the defaults and for changed
+/// options (oltp_common.lua: execute_point_selects, the four ranges, the updates, the
+/// delete + insert pairs).
+#[test]
+fn statements_per_transaction_follow_the_options() {
+    let reads = |p, s, u, o, d| {
+        vec![
+            ("point", p),
+            ("simple", s),
+            ("sum", u),
+            ("order", o),
+            ("distinct", d),
+        ]
+    };
+    let writes = |i, n, di| vec![("index", i), ("non_index", n), ("delete_insert", di)];
+    let expand = |groups: Groups| {
+        let mut out = Vec::new();
+        for (k, n) in groups {
+            match k {
+                "delete_insert" => {
+                    for _ in 0..n {
+                        out.extend(["delete", "insert"]);
+                    }
+                }
+                _ => out.extend(std::iter::repeat_n(k, n)),
+            }
+        }
+        out
+    };
+    let cases: Vec<(&str, Vec<&str>, Groups)> = vec![
+        ("oltp_point_select", vec![], vec![("point", 1)]),
+        // oltp_point_select ignores point_selects, as sysbench does.
+        (
+            "oltp_point_select",
+            vec!["point_selects=5"],
+            vec![("point", 1)],
+        ),
+        ("oltp_read_only", vec![], reads(10, 1, 1, 1, 1)),
+        (
+            "oltp_read_only",
+            vec!["point_selects=3"],
+            reads(3, 1, 1, 1, 1),
+        ),
+        (
+            "oltp_read_only",
+            vec![
+                "simple_ranges=2",
+                "sum_ranges=0",
+                "order_ranges=3",
+                "distinct_ranges=2",
+            ],
+            reads(10, 2, 0, 3, 2),
+        ),
+        (
+            "oltp_read_write",
+            vec![],
+            [reads(10, 1, 1, 1, 1), writes(1, 1, 1)].concat(),
+        ),
+        (
+            "oltp_read_write",
+            vec!["point_selects=3", "index_updates=2", "delete_inserts=3"],
+            [reads(3, 1, 1, 1, 1), writes(2, 1, 3)].concat(),
+        ),
+        ("oltp_write_only", vec![], writes(1, 1, 1)),
+        (
+            "oltp_write_only",
+            vec!["index_updates=0", "non_index_updates=4", "delete_inserts=2"],
+            writes(0, 4, 2),
+        ),
+        ("oltp_update_index", vec![], vec![("index", 1)]),
+        (
+            "oltp_update_index",
+            vec!["index_updates=3"],
+            vec![("index", 3)],
+        ),
+        ("oltp_update_non_index", vec![], vec![("non_index", 1)]),
+        (
+            "oltp_update_non_index",
+            vec!["non_index_updates=2"],
+            vec![("non_index", 2)],
+        ),
+        ("oltp_insert", vec![], vec![("insert", 1)]),
+        ("oltp_delete", vec![], vec![("delete", 1)]),
+    ];
+    for (name, sets, groups) in cases {
+        let (kinds, _) = statement_kinds(name, &sets);
+        assert_eq!(kinds, expand(groups), "{name} {sets:?}");
+    }
+}
+
+/// Ids in 1..table_size; a range reads range_size ids from its start; the delete and the
+/// insert of a pair name the same id; a new c is sysbench's ten groups of eleven digits.
+#[test]
+fn values_follow_sysbench() {
+    let d = Dir::new();
+    let out = d.ok(&[
+        "ops",
+        "oltp_read_write",
+        "--set",
+        "table_size=50",
+        "--set",
+        "range_size=7",
+        "--count",
+        "40",
+        "--json",
+    ]);
+    for line in out.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let steps = v["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 18);
+        for s in steps {
+            let q = s["query"].as_str().unwrap();
+            let args = s["args"].as_array().unwrap();
+            let id = if q.starts_with("UPDATE loadrig_sbtest1 SET c") {
+                let c = args[0].as_str().unwrap();
+                let groups: Vec<&str> = c.split('-').collect();
+                assert_eq!(groups.len(), 10, "{c}");
+                assert!(groups
+                    .iter()
+                    .all(|g| g.len() == 11 && g.bytes().all(|b| b.is_ascii_digit())));
+                &args[1]
+            } else {
+                &args[0]
+            };
+            assert!((1..=50).contains(&id.as_i64().unwrap()), "{q} {args:?}");
+            if q.contains("BETWEEN") {
+                assert_eq!(args[1].as_i64(), Some(7), "{q}");
+            }
+        }
+        // DELETE then INSERT of the same id, a new k and 119 + 59 characters of c and pad.
+        assert_eq!(steps[16]["args"][0], steps[17]["args"][0]);
+        let insert = steps[17]["args"].as_array().unwrap();
+        assert_eq!(insert[2].as_str().unwrap().len(), 119);
+        assert_eq!(insert[3].as_str().unwrap().len(), 59);
+    }
+}
+
+/// skip_trx=on commits each group of statements by itself; the default runs one
+/// transaction. tables takes 1 only: another value exits 2 naming the switch.
+#[test]
+fn skip_trx_and_tables() {
+    let (kinds, text) = statement_kinds("oltp_read_write", &[]);
+    assert_eq!(kinds.len(), 18);
+    assert!(
+        text.starts_with("BEGIN; ") && text.ends_with("; COMMIT"),
+        "{text}"
+    );
+    assert_eq!(text.matches("COMMIT; BEGIN").count(), 0, "{text}");
+    let (kinds, text) = statement_kinds("oltp_read_write", &["skip_trx=on"]);
+    assert_eq!(kinds.len(), 18);
+    // Eight groups: point selects, four ranges, index and non-index updates, delete + insert.
+    assert_eq!(text.matches("COMMIT; BEGIN").count(), 7, "{text}");
+    let (_, text) = statement_kinds("oltp_write_only", &["skip_trx=on"]);
+    assert_eq!(text.matches("COMMIT; BEGIN").count(), 2, "{text}");
+
+    let d = Dir::new();
+    for name in BUILTINS {
+        let (_, stderr) = d.code(2, &["ops", name, "--set", "tables=2"]);
+        assert!(stderr.contains("switch 'tables'"), "{name}: {stderr}");
+        assert!(stderr.contains('1'), "{name}: {stderr}");
+    }
+}
