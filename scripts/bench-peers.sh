@@ -7,8 +7,12 @@
 # Usage: scripts/bench-peers.sh [CASE|all] [SECONDS] [REPEATS]
 #   pg-select     pgbench -S -M prepared -c 4 -j 2  vs  loadrig, 4 clients, --threads 2
 #   pg-connect    pgbench -S -C -M prepared -c 4 -j 2  vs  loadrig --connection per-op
+#   pg-tpcb       pgbench (tpcb-like) -M prepared -s 10  vs  loadrig run pgbench-tpcb --set scale=10
+#   pg-select-only  pgbench -S -M prepared -s 10  vs  loadrig run pgbench-select-only --set scale=10
 #   mysql-select  sysbench oltp_point_select, 4 threads  vs  loadrig, 4 clients, --threads 2
 #                 (loadrig alone when sysbench cannot be installed)
+#   sysbench      sysbench oltp_read_write and oltp_point_select (100,000 rows, 4 threads)
+#                 against loadrig's built-ins of the same names, on MariaDB and PostgreSQL
 #
 # Servers come from scripts/services.sh in their own state dir
 # (LOADRIG_BENCH_SERVICES_DIR, default /tmp/loadrig-bench-services) and are stopped at the
@@ -126,18 +130,18 @@ EOF
     PG_READY=1
 }
 
-pgbench_run() { # extra pgbench flags...
+pgbench_run() { # pgbench flags (-S for select-only, none for tpcb-like)...
     local cpu n rate
-    cpu=$(timed pgbench -S "$@" -c "$clients" -j "$threads" -T "$secs" \
+    cpu=$(timed pgbench "$@" -c "$clients" -j "$threads" -T "$secs" \
         -h 127.0.0.1 -p "$LOADRIG_PG_PORT" -U loadrig loadrig)
     n=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/out")
     rate=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$work/out" | head -n1)
     echo "$rate $(awk -v c="$cpu" -v n="$n" 'BEGIN {printf "%.2f", c * 1e6 / n}')"
 }
 
-peer_pg_select() { pgbench_run -M prepared; }
+peer_pg_select() { pgbench_run -S -M prepared; }
 lr_pg_select() { loadrig_run "$work/pg-select.toml" --target '${LOADRIG_PG_URL}'; }
-peer_pg_connect() { pgbench_run -M prepared -C; }
+peer_pg_connect() { pgbench_run -S -M prepared -C; }
 lr_pg_connect() { loadrig_run "$work/pg-select.toml" --target '${LOADRIG_PG_URL}' --connection per-op; }
 
 case_pg_select() {
@@ -148,6 +152,31 @@ case_pg_select() {
 case_pg_connect() {
     pg_prepare
     compare "pg-connect: a new SCRAM connection per select" pgbench peer_pg_connect lr_pg_connect
+}
+
+# The built-ins reload their own loadrig_pgbench_* tables at scale 10 before each run (as
+# pgbench -i would), beside pgbench's pgbench_* tables of the same scale.
+peer_pg_tpcb() { pgbench_run -M prepared; }
+lr_pg_tpcb() { loadrig_run pgbench-tpcb --target '${LOADRIG_PG_URL}' --set scale=10; }
+peer_pg_select_only() { pgbench_run -S -M prepared; }
+lr_pg_select_only() { loadrig_run pgbench-select-only --target '${LOADRIG_PG_URL}' --set scale=10; }
+
+# Rows the last loadrig run touched per transaction (pgbench's scripts: tpcb-like 5, one a
+# statement; select-only 1).
+rows_per_tx() {
+    echo "  loadrig rows per transaction: $(field "$work/r.json" "round(r['operations'][0]['rows'] / r['operations'][0]['ok'], 3)")"
+}
+
+case_pg_tpcb() {
+    pg_prepare
+    compare "pg-tpcb: pgbench's tpcb-like, prepared, scale 10" pgbench peer_pg_tpcb lr_pg_tpcb
+    rows_per_tx
+}
+
+case_pg_select_only() {
+    pg_prepare
+    compare "pg-select-only: pgbench -S, prepared, scale 10" pgbench peer_pg_select_only lr_pg_select_only
+    rows_per_tx
 }
 
 # --- MariaDB -----------------------------------------------------------------
@@ -223,6 +252,48 @@ case_mysql_select() {
     fi
 }
 
+# sysbench's own OLTP tests against loadrig's built-ins of the same name, on one server.
+sb_args() { # test driver
+    if [[ $2 == mysql ]]; then
+        echo "$1" --db-driver=mysql --mysql-host=127.0.0.1 "--mysql-port=$LOADRIG_MYSQL_PORT" \
+            --mysql-user=loadrig "--mysql-password=$LOADRIG_MYSQL_PASSWORD" --mysql-db=loadrig
+    else
+        echo "$1" --db-driver=pgsql --pgsql-host=127.0.0.1 "--pgsql-port=$LOADRIG_PG_PORT" \
+            --pgsql-user=loadrig "--pgsql-password=$LOADRIG_PG_PASSWORD" --pgsql-db=loadrig
+    fi
+}
+
+sb_peer() {
+    local cpu n rate
+    # shellcheck disable=SC2046
+    cpu=$(timed sysbench $(sb_args "$SB_TEST" "$SB_DRIVER") --tables=1 --table-size=100000 \
+        --threads="$clients" --time="$secs" run)
+    read -r n rate < <(sed -n 's/^ *transactions: *\([0-9]*\) *(\([0-9.]*\) per sec.*/\1 \2/p' "$work/out")
+    echo "$rate $(awk -v c="$cpu" -v n="$n" 'BEGIN {printf "%.2f", c * 1e6 / n}')"
+}
+
+sb_loadrig() { loadrig_run "$SB_TEST" --target "$SB_URL" --set table_size=100000; }
+
+case_sysbench() {
+    need mariadb postgres
+    have_sysbench || { say "sysbench is not installable here"; exit 2; }
+    local driver test
+    for driver in mysql pgsql; do
+        SB_DRIVER=$driver
+        SB_URL='${LOADRIG_MYSQL_URL}'
+        [[ $driver == pgsql ]] && SB_URL='${LOADRIG_PG_URL}'
+        # shellcheck disable=SC2046
+        sysbench $(sb_args oltp_read_write "$driver") --tables=1 cleanup >/dev/null 2>&1 || true
+        # shellcheck disable=SC2046
+        sysbench $(sb_args oltp_read_write "$driver") --tables=1 --table-size=100000 prepare \
+            >"$work/init.log" 2>&1 || { cat "$work/init.log" >&2; exit 2; }
+        for test in oltp_point_select oltp_read_write; do
+            SB_TEST=$test
+            compare "$test on $driver (100,000 rows)" sysbench sb_peer sb_loadrig
+        done
+    done
+}
+
 # --- main --------------------------------------------------------------------
 
 CARGO_TARGET_DIR=$target_dir cargo build --release --quiet
@@ -230,14 +301,20 @@ echo "loadrig peer benchmarks: $(nproc) cores, $(date -u +%Y-%m-%d)"
 case $which_case in
 pg-select) case_pg_select ;;
 pg-connect) case_pg_connect ;;
+pg-tpcb) case_pg_tpcb ;;
+pg-select-only) case_pg_select_only ;;
 mysql-select) case_mysql_select ;;
+sysbench) case_sysbench ;;
 all)
     case_pg_select
     case_pg_connect
+    case_pg_tpcb
+    case_pg_select_only
     case_mysql_select
+    case_sysbench
     ;;
 *)
-    echo "usage: $0 [pg-select|pg-connect|mysql-select|all] [SECONDS] [REPEATS]" >&2
+    echo "usage: $0 [pg-select|pg-connect|pg-tpcb|pg-select-only|mysql-select|sysbench|all] [SECONDS] [REPEATS]" >&2
     exit 2
     ;;
 esac

@@ -528,6 +528,20 @@ fn native_operations_need_a_target_that_runs_them() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("setup statements may only create objects named loadrig_"));
+    // A statement that mentions loadrig_ but creates an object outside it is refused too.
+    d.write(
+        "index.toml",
+        &BANK.replace(
+            "  \"INSERT OR IGNORE",
+            "  \"CREATE INDEX k_1 ON loadrig_acct (balance)\",\n  \"INSERT OR IGNORE",
+        ),
+    );
+    let (_, stderr) = d.code(2, &["ops", "index.toml"]);
+    assert!(
+        stderr
+            .contains("setup statements may only create objects named loadrig_... ('k_1' is not)"),
+        "{stderr}"
+    );
 }
 
 /// Every record in `loadrig_kv` of a redb file, read with the crate directly: key → value length.

@@ -7,6 +7,7 @@
 pub mod builtin;
 pub mod duration;
 pub mod ldif;
+mod namespace;
 pub mod ops;
 pub mod peers;
 pub mod pgbench_import;
@@ -357,9 +358,11 @@ fn compile_setup(
 ) -> Result<Vec<NativeOp<ValueKind>>, InputError> {
     let mut setup = Vec::new();
     for statement in statements {
-        if !statement.get_ref().contains("loadrig_") {
+        let outside = namespace::outside_namespace(statement.get_ref());
+        if outside.is_some() || !statement.get_ref().contains("loadrig_") {
+            let found = outside.map_or(String::new(), |name| format!(" ('{name}' is not)"));
             return Err(compiler.source
-                .error(statement.span(), "setup statements may only create objects named loadrig_...")
+                .error(statement.span(), format!("setup statements may only create objects named loadrig_...{found}"))
                 .help("loadrig only creates, and `loadrig cleanup` only drops, objects in its own namespace"));
         }
         let sql = ops::SqlArgsRef { query: statement };
