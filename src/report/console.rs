@@ -221,6 +221,15 @@ pub fn summary(r: &RunResult) -> String {
         rows.push(&r.total);
     }
     summary_table(&mut out, &rows);
+    for op in rows.iter().filter(|op| op.rolled_back > 0) {
+        let _ = writeln!(
+            out,
+            "rolled back in {}: {} of its {} ok (a rollback step of its tx)",
+            op.name,
+            thousands(op.rolled_back),
+            thousands(op.ok)
+        );
+    }
     error_lines(&mut out, &rows);
     open_loop_lines(&mut out, r);
     let c = &r.total.interval_counts;
@@ -233,6 +242,22 @@ pub fn summary(r: &RunResult) -> String {
             c.stdev,
             thousands(c.min as u64),
             thousands(c.max as u64)
+        );
+    }
+    for f in &r.figures {
+        let _ = writeln!(
+            out,
+            "{}: {:.2} {} ({}{} completed {})",
+            f.name,
+            f.value,
+            f.unit,
+            if f.description.is_empty() {
+                String::new()
+            } else {
+                format!("{}; ", f.description)
+            },
+            thousands(f.completed),
+            f.ops.join(" + ")
         );
     }
     for note in &r.notes {

@@ -40,6 +40,8 @@ pub struct OpCounters {
     pub retries: u64,
     /// Connections replaced after one was lost.
     pub reconnects: u64,
+    /// Successful operations (counted in `ok`) that ended at a rollback step of their `tx`.
+    pub rolled_back: u64,
     pub messages: Vec<(ErrorClass, String, u64)>,
 }
 
@@ -54,6 +56,7 @@ impl Default for OpCounters {
             lag: new_hist(),
             late: 0,
             retries: 0,
+            rolled_back: 0,
             reconnects: 0,
             messages: Vec::new(),
         }
@@ -95,6 +98,7 @@ impl OpCounters {
         self.late += other.late;
         self.retries += other.retries;
         self.reconnects += other.reconnects;
+        self.rolled_back += other.rolled_back;
         for (class, text, n) in &other.messages {
             self.count_message(*class, text, *n);
         }
