@@ -425,7 +425,11 @@ fn a_rollback_step_undoes_the_transaction_and_counts_it_as_rolled_back() {
     let r = run(&d, "200", &["--seed", "4"]);
     let op = &r.operations[0];
     assert_eq!(op.errors, 0);
-    assert!(op.rolled_back > 0 && op.rolled_back < op.ok, "{}", op.rolled_back);
+    assert!(
+        op.rolled_back > 0 && op.rolled_back < op.ok,
+        "{}",
+        op.rolled_back
+    );
     assert_eq!(r.total.rolled_back, op.rolled_back);
     // Every committed transaction holds its header and three lines; a rolled-back one nothing.
     let committed = op.ok - op.rolled_back;
@@ -439,7 +443,10 @@ fn a_rollback_step_undoes_the_transaction_and_counts_it_as_rolled_back() {
     );
     assert_eq!(r.figures.len(), 2);
     let per_minute = &r.figures[0];
-    assert_eq!((per_minute.completed, per_minute.unit.as_str()), (op.ok, "per minute"));
+    assert_eq!(
+        (per_minute.completed, per_minute.unit.as_str()),
+        (op.ok, "per minute")
+    );
     assert!((per_minute.value - op.ok as f64 / r.measured_s * 60.0).abs() < 1e-6);
     let share = &r.figures[1];
     assert_eq!(share.completed, 200);

@@ -691,7 +691,8 @@ async fn closed<T: Target>(
         if let Some(p) = pause.filter(|p| !p.keying.is_zero()) {
             // Keying time: before the operation, outside its latency.
             let until = now + p.keying;
-            ctx.wait_until(deadline.map_or(until, |d| until.min(d))).await;
+            ctx.wait_until(deadline.map_or(until, |d| until.min(d)))
+                .await;
             now = Instant::now();
             if ctx.stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
                 break;
@@ -719,7 +720,8 @@ async fn closed<T: Target>(
             let u: f64 = pauses.random();
             let t = p.think.mul_f64((-(1.0 - u).ln()).min(10.0));
             let until = now + t;
-            ctx.wait_until(deadline.map_or(until, |d| until.min(d))).await;
+            ctx.wait_until(deadline.map_or(until, |d| until.min(d)))
+                .await;
             now = Instant::now();
         }
     }

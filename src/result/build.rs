@@ -5,9 +5,9 @@ use std::time::SystemTime;
 
 use super::models::LatencyModes;
 use super::{
-    DataLoadRecord, EncodedHistogram, ErrorMessage, ErrorsByClass, FigureRecord, HostRecord, IntervalOp,
-    IntervalRecord, OpResult, RunResult, RunStatus, SetupRecord, TargetRecord, WorkloadRecord,
-    SCHEMA_VERSION,
+    DataLoadRecord, EncodedHistogram, ErrorMessage, ErrorsByClass, FigureRecord, HostRecord,
+    IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus, SetupRecord, TargetRecord,
+    WorkloadRecord, SCHEMA_VERSION,
 };
 use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
 use crate::spec::{FigureSpec, OpSpec, Workload};

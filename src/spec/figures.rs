@@ -101,7 +101,12 @@ pub(super) fn compile(
         out.push(FigureSpec {
             name,
             description: f.description.clone(),
-            ops: f.ops.get_ref().iter().map(|o| o.get_ref().clone()).collect(),
+            ops: f
+                .ops
+                .get_ref()
+                .iter()
+                .map(|o| o.get_ref().clone())
+                .collect(),
             per: f.per.get_ref().clone(),
             per_s,
             divisor,
@@ -139,7 +144,11 @@ fn divisor(
             .trim()
             .parse()
             .map_err(|_| fail(format!("'{}' is not a number", rest[..end].trim())))?;
-        value = if op == '*' { value * number } else { value / number };
+        value = if op == '*' {
+            value * number
+        } else {
+            value / number
+        };
         if end == rest.len() {
             break;
         }

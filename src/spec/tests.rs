@@ -364,12 +364,18 @@ unit = "%"
     );
     for (bad, expect) in [
         ("ops = [\"b\"]\nper = \"minute\"", "no operation 'b'"),
-        ("ops = [\"a\"]\nper = \"day\"", "expected second, minute or hour"),
+        (
+            "ops = [\"a\"]\nper = \"day\"",
+            "expected second, minute or hour",
+        ),
         (
             "ops = [\"a\"]\nper = \"minute\"\ndivide_by = \"12.86*x\"",
             "'x' is not a number",
         ),
-        ("ops = [\"a\"]\nper = \"minute\"\ndivide_by = \"0\"", "above zero"),
+        (
+            "ops = [\"a\"]\nper = \"minute\"\ndivide_by = \"0\"",
+            "above zero",
+        ),
         ("ops = []\nper = \"minute\"", "at least one operation"),
     ] {
         let text = format!("[[op]]\nname = \"a\"\nnop = {{}}\n[[figure]]\nname = \"f\"\n{bad}\n");
