@@ -489,3 +489,45 @@ tx = [
     let r = run(&d, "40", &["--seed", "0"]);
     assert_eq!(r.operations[0].rolled_back as usize, rolled);
 }
+
+/// `pause`: a keying time before each operation and a think time after it, outside its
+/// latency, kept only for the switch value its `only` names.
+#[test]
+fn a_pause_waits_around_each_operation_outside_its_latency() {
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"
+name = "pause"
+target = "noop://"
+[switches]
+keying = ["off", "on"]
+[[op]]
+name = "typed"
+pause = { keying = "300ms", think = "100ms", only = { keying = "on" } }
+nop = {}
+"#,
+    );
+    let go = |set: &str| {
+        d.ok(&[
+            "run",
+            "w.toml",
+            "--duration",
+            "1s",
+            "--clients",
+            "1",
+            "--set",
+            set,
+            "-o",
+            "r.json",
+        ]);
+        d.result("r.json")
+    };
+    let r = go("keying=on");
+    let op = &r.operations[0];
+    // At least 300 ms of keying before each: at most 3 in a second, each far quicker itself.
+    assert!((1..=3).contains(&op.ok), "{}", op.ok);
+    assert!(op.latency.max_ns < 300_000_000, "{}", op.latency.max_ns);
+    let r = go("keying=off");
+    assert!(r.operations[0].ok > 100, "{}", r.operations[0].ok);
+}
