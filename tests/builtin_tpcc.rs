@@ -132,6 +132,8 @@ fn run(d: &Dir, url: &str, ops: u64, clients: &str, only: Option<&str>) -> RunRe
         "7",
         "-o",
         "r.json",
+        "--report",
+        "r.html",
     ];
     args.extend_from_slice(SCALE);
     if let Some(op) = only {
@@ -254,6 +256,10 @@ fn mixed_run(url: &str, ops: u64, clients: &str, row: Row<'_>) {
     assert!((tpmc.value - new_order.ok as f64 / r.measured_s * 60.0).abs() < 1e-6);
     let efficiency = &r.figures[1];
     assert!((efficiency.value - tpmc.value / (12.86 * W as f64) * 100.0).abs() < 1e-6);
+    // The report shows the figures and the checks too.
+    let page = std::fs::read_to_string(d.join("r.html")).unwrap();
+    assert!(page.contains(&format!("tpmC: {:.2} per minute", tpmc.value)));
+    assert!(page.contains("verify condition 4: sum(O_OL_CNT) = order-line rows: passed"));
 }
 
 #[test]

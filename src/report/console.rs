@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::engine::{IntervalData, LoadProgress, Observer};
-use crate::result::{IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus};
+use crate::result::{FigureRecord, IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus};
 use crate::spec::duration::human_ns;
 
 pub const INTERVAL_HEADER: &str =
@@ -245,25 +245,30 @@ pub fn summary(r: &RunResult) -> String {
         );
     }
     for f in &r.figures {
-        let _ = writeln!(
-            out,
-            "{}: {:.2} {} ({}{} completed {})",
-            f.name,
-            f.value,
-            f.unit,
-            if f.description.is_empty() {
-                String::new()
-            } else {
-                format!("{}; ", f.description)
-            },
-            thousands(f.completed),
-            f.ops.join(" + ")
-        );
+        let _ = writeln!(out, "{}", figure_line(f));
     }
     for note in &r.notes {
         let _ = writeln!(out, "note: {note}");
     }
     out
+}
+
+/// A workload figure as one line: `tpmC: 1234.56 per minute (DESCRIPTION; 226 completed
+/// new-order)`.
+pub fn figure_line(f: &FigureRecord) -> String {
+    format!(
+        "{}: {:.2} {} ({}{} completed {})",
+        f.name,
+        f.value,
+        f.unit,
+        if f.description.is_empty() {
+            String::new()
+        } else {
+            format!("{}; ", f.description)
+        },
+        thousands(f.completed),
+        f.ops.join(" + ")
+    )
 }
 
 /// The table of the summary: its heading and one row per operation.
