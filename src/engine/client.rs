@@ -690,10 +690,7 @@ async fn closed<T: Target>(
         let pause = worker.chooser.ops[i].pause;
         if let Some(p) = pause.filter(|p| !p.keying.is_zero()) {
             // Keying time: before the operation, outside its latency.
-            let until = now + p.keying;
-            ctx.wait_until(deadline.map_or(until, |d| until.min(d)))
-                .await;
-            now = Instant::now();
+            now = pause_until(ctx, &mut iv, now + p.keying, deadline).await;
             if ctx.stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
                 break;
             }
@@ -719,13 +716,36 @@ async fn closed<T: Target>(
             // A negative exponential of mean `think`, cut at ten times the mean.
             let u: f64 = pauses.random();
             let t = p.think.mul_f64((-(1.0 - u).ln()).min(10.0));
-            let until = now + t;
-            ctx.wait_until(deadline.map_or(until, |d| until.min(d)))
-                .await;
-            now = Instant::now();
+            now = pause_until(ctx, &mut iv, now + t, deadline).await;
         }
     }
     iv.finish(now, 0);
+}
+
+/// Wait until `until` (at most until the deadline or Ctrl-C), handing each interval that
+/// ends on the way to the collector, so that a keying or think time of seconds holds up
+/// neither the interval report nor the end of the run. Returns the time it stopped waiting.
+async fn pause_until(
+    ctx: &ClientCtx<'_>,
+    iv: &mut Intervals<'_>,
+    until: Instant,
+    deadline: Option<Instant>,
+) -> Instant {
+    let until = deadline.map_or(until, |d| until.min(d));
+    loop {
+        let now = Instant::now();
+        iv.roll(now);
+        if now >= until || ctx.stop.load(Ordering::Relaxed) {
+            return now;
+        }
+        let step = if iv.next_boundary > now {
+            until.min(iv.next_boundary)
+        } else {
+            until
+        };
+        // Wake at least once a second to notice Ctrl-C.
+        ctx.wait_until(step.min(now + Duration::from_secs(1))).await;
+    }
 }
 
 /// One open-loop worker's arrivals: every M-th of the run's constant schedule, or an
