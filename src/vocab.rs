@@ -241,6 +241,9 @@ impl AddAssign<&StatementCounts> for StatementCounts {
 pub struct Outcome {
     pub rows: u64,
     pub captured: Vec<Vec<u8>>,
+    /// The operation ended at a rollback step of its `tx` (the engine sets it; targets
+    /// leave it false).
+    pub rolled_back: bool,
 }
 
 impl Outcome {
@@ -248,6 +251,7 @@ impl Outcome {
         Outcome {
             rows,
             captured: Vec::new(),
+            rolled_back: false,
         }
     }
 }

@@ -322,6 +322,24 @@ fn cases() -> Vec<Case> {
             vec!["w.toml:9:8", "ldap.bind cannot be a tx step"],
         ),
         (
+            "rollback step first in a tx",
+            with(
+                "kv.get = { key = \"k{uniform 0..records}\" }",
+                "tx = [ { rollback = {} }, { sql = \"SELECT 1\" } ]",
+            ),
+            vec![],
+            vec!["w.toml:9:8", "a rollback step follows a native step"],
+        ),
+        (
+            "figure of an unknown operation",
+            with(
+                "kv.get = { key = \"k{uniform 0..records}\" }",
+                "kv.get = { key = \"k{uniform 0..records}\" }\n[[figure]]\nname = \"f\"\nops = [\"put\"]\nper = \"minute\"",
+            ),
+            vec![],
+            vec!["w.toml:12:8", "figure 'f': no operation 'put'", "the operations are: get"],
+        ),
+        (
             "zero clients",
             None,
             vec!["--clients", "0"],

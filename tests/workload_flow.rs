@@ -377,3 +377,157 @@ fn a_bad_repeat_group_exits_2_with_its_place() {
         );
     }
 }
+
+const ROLLBACK: &str = r#"
+name = "rollback"
+setup = ["CREATE TABLE IF NOT EXISTS loadrig_rb (tx INTEGER, line INTEGER)", "CREATE TABLE IF NOT EXISTS loadrig_item (id INTEGER PRIMARY KEY)", "INSERT INTO loadrig_item SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3"]
+[[op]]
+name = "order"
+weight = 3
+let = { id = "{seq}", bad = "{uniform 0..4}" }
+tx = [
+  { sql = { query = "INSERT INTO loadrig_rb VALUES ($1, 0)", params = ["{id}"] } },
+  { repeat = "3", steps = [
+    # Line 3 of one transaction in four names item 4, which does not exist.
+    { sql = { query = "SELECT id FROM loadrig_item WHERE id = CASE WHEN $1 + 0 = 3 AND $2 + 0 = 0 THEN 4 ELSE $1 + 0 END", params = ["{iteration}", "{bad}"] }, capture = ["item"] },
+    { rollback = {}, when = "!item" },
+    { sql = { query = "INSERT INTO loadrig_rb VALUES ($1, $2)", params = ["{id}", "{item}"] } },
+  ] },
+]
+[[op]]
+name = "other"
+nop = {}
+
+[[figure]]
+name = "orders per minute"
+ops = ["order"]
+per = "minute"
+
+[[figure]]
+name = "share"
+description = "orders per second, as a share of 40"
+ops = ["order", "other"]
+per = "second"
+divide_by = "{limit}/100"
+unit = "%"
+
+[params]
+limit = 40
+"#;
+
+/// A rollback step undoes its transaction and ends the operation: a success counted as
+/// rolled back, whose rows are gone, while the other transactions keep theirs; `when =
+/// "!NAME"` runs it when the value is empty. Figures count the operations' successes.
+#[test]
+fn a_rollback_step_undoes_the_transaction_and_counts_it_as_rolled_back() {
+    let d = Dir::new();
+    d.write("w.toml", ROLLBACK);
+    let r = run(&d, "200", &["--seed", "4"]);
+    let op = &r.operations[0];
+    assert_eq!(op.errors, 0);
+    assert!(
+        op.rolled_back > 0 && op.rolled_back < op.ok,
+        "{}",
+        op.rolled_back
+    );
+    assert_eq!(r.total.rolled_back, op.rolled_back);
+    // Every committed transaction holds its header and three lines; a rolled-back one nothing.
+    let committed = op.ok - op.rolled_back;
+    assert_eq!(
+        d.sqlite_count("SELECT count(*) FROM loadrig_rb WHERE line = 0") as u64,
+        committed
+    );
+    assert_eq!(
+        d.sqlite_count("SELECT count(*) FROM loadrig_rb") as u64,
+        4 * committed
+    );
+    assert_eq!(r.figures.len(), 2);
+    let per_minute = &r.figures[0];
+    assert_eq!(
+        (per_minute.completed, per_minute.unit.as_str()),
+        (op.ok, "per minute")
+    );
+    assert!((per_minute.value - op.ok as f64 / r.measured_s * 60.0).abs() < 1e-6);
+    let share = &r.figures[1];
+    assert_eq!(share.completed, 200);
+    assert!((share.value - 200.0 / r.measured_s / 0.4).abs() < 1e-6);
+    assert_eq!(share.divisor, 0.4);
+    // loadrig ops shows the transactions as if no rollback step were taken: the item is
+    // captured there, so "!item" is false.
+    let out = d.ok(&["ops", "w.toml", "--count", "5", "--op", "order"]);
+    assert!(out.lines().all(|l| l.ends_with("; COMMIT")), "{out}");
+}
+
+/// A rollback step on a `let` value is decided in `loadrig ops` as in a run: those
+/// transactions end with ROLLBACK there.
+#[test]
+fn ops_shows_a_rollback_step_taken_on_a_let_value() {
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"
+name = "rb"
+[[op]]
+name = "maybe"
+let = { keep = "{uniform 0..2}" }
+tx = [
+  { sql = { query = "SELECT $1", params = ["{keep}"] } },
+  { rollback = {}, when = "!keep" },
+  { sql = "SELECT 2" },
+]
+"#,
+    );
+    let out = d.ok(&["ops", "w.toml", "--count", "40"]);
+    let rolled = out.lines().filter(|l| l.ends_with("; ROLLBACK")).count();
+    let committed = out.lines().filter(|l| l.ends_with("; COMMIT")).count();
+    assert_eq!(rolled + committed, 40, "{out}");
+    assert!(rolled > 0 && committed > 0, "{out}");
+    assert!(out
+        .lines()
+        .filter(|l| l.ends_with("; ROLLBACK"))
+        .all(|l| l.contains("[0]") && !l.contains("SELECT 2")));
+    let r = run(&d, "40", &["--seed", "0"]);
+    assert_eq!(r.operations[0].rolled_back as usize, rolled);
+}
+
+/// `pause`: a keying time before each operation and a think time after it, outside its
+/// latency, kept only for the switch value its `only` names.
+#[test]
+fn a_pause_waits_around_each_operation_outside_its_latency() {
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"
+name = "pause"
+target = "noop://"
+[switches]
+keying = ["off", "on"]
+[[op]]
+name = "typed"
+pause = { keying = "300ms", think = "100ms", only = { keying = "on" } }
+nop = {}
+"#,
+    );
+    let go = |set: &str| {
+        d.ok(&[
+            "run",
+            "w.toml",
+            "--duration",
+            "1s",
+            "--clients",
+            "1",
+            "--set",
+            set,
+            "-o",
+            "r.json",
+        ]);
+        d.result("r.json")
+    };
+    let r = go("keying=on");
+    let op = &r.operations[0];
+    // At least 300 ms of keying before each: at most 3 in a second, each far quicker itself.
+    assert!((1..=3).contains(&op.ok), "{}", op.ok);
+    assert!(op.latency.max_ns < 300_000_000, "{}", op.latency.max_ns);
+    let r = go("keying=off");
+    assert!(r.operations[0].ok > 100, "{}", r.operations[0].ok);
+}

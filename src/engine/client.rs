@@ -15,13 +15,13 @@ use std::time::Duration;
 use rand::distr::weighted::WeightedIndex;
 use rand::distr::Distribution;
 use rand::rngs::SmallRng;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_distr::Exp;
 
 use super::timeline::Timeline;
 use super::{Arrivals, Connection, LoadPlan, Mode, Msg, Slots};
 use crate::clock::{self, Instant};
-use crate::spec::{GenState, OpKind, OpSpec, Repeat, Step};
+use crate::spec::{GenState, OpKind, OpSpec, Repeat, Step, When};
 use crate::stats::OpCounters;
 use crate::targets::peer::{PeerSession, PeerTarget};
 use crate::targets::{Session, Target};
@@ -155,13 +155,26 @@ impl<'a> Chooser<'a> {
     /// Whether a `when` step runs: its value is not empty (a missing row, SQL NULL, a Redis
     /// nil) and not `0`, `f` or `false` in any case.
     pub fn holds(&self, step: &Step) -> bool {
-        step.when.is_none_or(|slot| {
-            let v = self.gen.captures[slot].as_slice();
-            !(v.is_empty()
-                || v == b"0"
-                || v.eq_ignore_ascii_case(b"f")
-                || v.eq_ignore_ascii_case(b"false"))
-        })
+        step.when.is_none_or(|w| self.true_now(w))
+    }
+
+    /// Whether a `when` value is true (negated for `!NAME`).
+    fn true_now(&self, w: When) -> bool {
+        let v = self.gen.captures[w.slot].as_slice();
+        let truth = !(v.is_empty()
+            || v == b"0"
+            || v.eq_ignore_ascii_case(b"f")
+            || v.eq_ignore_ascii_case(b"false"));
+        truth != w.negate
+    }
+
+    /// Whether the rollback step after `step` (if it has one) is taken now.
+    pub fn rolls_back(&self, step: &Step) -> bool {
+        match step.rollback_after {
+            None => false,
+            Some(None) => true,
+            Some(Some(w)) => self.true_now(w),
+        }
     }
 
     /// Choose and bind the next operation without a target (`loadrig ops`): `send` gets
@@ -190,6 +203,10 @@ impl<'a> Chooser<'a> {
                         self.gen.iteration = pass;
                         for step in &steps[k..k + len] {
                             self.step_offline(step, send);
+                            if self.rolls_back(step) {
+                                send(&Op::Rollback);
+                                return i;
+                            }
                         }
                     }
                     k += len;
@@ -494,6 +511,15 @@ impl<'a, T: Target> Worker<'a, T> {
                             return Err(e);
                         }
                     }
+                    if self.chooser.rolls_back(step) {
+                        // A rollback step: the transaction (since its last commit point) is
+                        // undone and the operation ends here, a success counted as rolled back.
+                        self.primary(&Op::Rollback).await?;
+                        return Ok(Outcome {
+                            rolled_back: true,
+                            ..Outcome::rows(rows)
+                        });
+                    }
                 }
             }
             k += len;
@@ -583,6 +609,7 @@ fn record(c: &mut OpCounters, result: Result<Outcome, OpError>, latency: Duratio
     match result {
         Ok(outcome) => {
             c.ok += 1;
+            c.rolled_back += u64::from(outcome.rolled_back);
             c.rows += outcome.rows;
             let _ = c.latency.record(latency.as_nanos() as u64);
         }
@@ -671,6 +698,8 @@ async fn closed<T: Target>(
 ) {
     let mut iv = Intervals::new(ctx);
     let mut now = Instant::now();
+    // Think times of operations with a `pause`, drawn apart from the operations' values.
+    let mut pauses = SmallRng::seed_from_u64(mix_seed(ctx.plan.seed ^ 0x7A1C_C0DE, ctx.id as u64));
     loop {
         if ctx.stop.load(Ordering::Relaxed)
             || quota == Some(0)
@@ -679,6 +708,14 @@ async fn closed<T: Target>(
             break;
         }
         let i = worker.chooser.pick();
+        let pause = worker.chooser.ops[i].pause;
+        if let Some(p) = pause.filter(|p| !p.keying.is_zero()) {
+            // Keying time: before the operation, outside its latency.
+            now = pause_until(ctx, &mut iv, now + p.keying, deadline).await;
+            if ctx.stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
+                break;
+            }
+        }
         // The end of one operation is the start of the next: one clock read per operation.
         let start = now;
         let result = perform!(worker, i, ctx);
@@ -696,8 +733,40 @@ async fn closed<T: Target>(
             ctx.wait_until(now + think).await;
             now = Instant::now();
         }
+        if let Some(p) = pause.filter(|p| !p.think.is_zero()) {
+            // A negative exponential of mean `think`, cut at ten times the mean.
+            let u: f64 = pauses.random();
+            let t = p.think.mul_f64((-(1.0 - u).ln()).min(10.0));
+            now = pause_until(ctx, &mut iv, now + t, deadline).await;
+        }
     }
     iv.finish(now, 0);
+}
+
+/// Wait until `until` (at most until the deadline or Ctrl-C), handing each interval that
+/// ends on the way to the collector, so that a keying or think time of seconds holds up
+/// neither the interval report nor the end of the run. Returns the time it stopped waiting.
+async fn pause_until(
+    ctx: &ClientCtx<'_>,
+    iv: &mut Intervals<'_>,
+    until: Instant,
+    deadline: Option<Instant>,
+) -> Instant {
+    let until = deadline.map_or(until, |d| until.min(d));
+    loop {
+        let now = Instant::now();
+        iv.roll(now);
+        if now >= until || ctx.stop.load(Ordering::Relaxed) {
+            return now;
+        }
+        let step = if iv.next_boundary > now {
+            until.min(iv.next_boundary)
+        } else {
+            until
+        };
+        // Wake at least once a second to notice Ctrl-C.
+        ctx.wait_until(step.min(now + Duration::from_secs(1))).await;
+    }
 }
 
 /// One open-loop worker's arrivals: every M-th of the run's constant schedule, or an

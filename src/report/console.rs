@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::engine::{IntervalData, LoadProgress, Observer};
-use crate::result::{IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus};
+use crate::result::{FigureRecord, IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus};
 use crate::spec::duration::human_ns;
 
 pub const INTERVAL_HEADER: &str =
@@ -221,6 +221,15 @@ pub fn summary(r: &RunResult) -> String {
         rows.push(&r.total);
     }
     summary_table(&mut out, &rows);
+    for op in rows.iter().filter(|op| op.rolled_back > 0) {
+        let _ = writeln!(
+            out,
+            "rolled back in {}: {} of its {} ok (a rollback step of its tx)",
+            op.name,
+            thousands(op.rolled_back),
+            thousands(op.ok)
+        );
+    }
     error_lines(&mut out, &rows);
     statement_line(&mut out, &r.total);
     open_loop_lines(&mut out, r);
@@ -236,10 +245,31 @@ pub fn summary(r: &RunResult) -> String {
             thousands(c.max as u64)
         );
     }
+    for f in &r.figures {
+        let _ = writeln!(out, "{}", figure_line(f));
+    }
     for note in &r.notes {
         let _ = writeln!(out, "note: {note}");
     }
     out
+}
+
+/// A workload figure as one line: `tpmC: 1234.56 per minute (DESCRIPTION; 226 completed
+/// new-order)`.
+pub fn figure_line(f: &FigureRecord) -> String {
+    format!(
+        "{}: {:.2} {} ({}{} completed {})",
+        f.name,
+        f.value,
+        f.unit,
+        if f.description.is_empty() {
+            String::new()
+        } else {
+            format!("{}; ", f.description)
+        },
+        thousands(f.completed),
+        f.ops.join(" + ")
+    )
 }
 
 /// The table of the summary: its heading and one row per operation.

@@ -379,6 +379,7 @@ mod tests {
             rows: 0,
             retries: 0,
             reconnects: 0,
+            rolled_back: 0,
             throughput_per_s: 0.0,
             latency: Default::default(),
             histogram: crate::result::EncodedHistogram::encode(&new_hist()),

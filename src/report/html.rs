@@ -137,6 +137,26 @@ fn run_notes(h: &mut String, runs: &[(String, RunResult)]) {
         } else {
             String::new()
         };
+        for f in &r.figures {
+            let _ = writeln!(
+                h,
+                "<p class=\"figure\">{prefix}{}</p>",
+                esc(&super::console::figure_line(f))
+            );
+        }
+        for v in &r.verify {
+            let (class, verdict) = if v.passed {
+                ("note", "passed")
+            } else {
+                ("bad", "FAILED")
+            };
+            let _ = writeln!(
+                h,
+                "<p class=\"{class}\">{prefix}verify {}: {verdict} ({})</p>",
+                esc(&v.name),
+                esc(&v.values.join(" / "))
+            );
+        }
         let modes = r.latency_modes.as_ref();
         if let Some(line) = modes.and_then(|m| m.summary_line()) {
             let _ = writeln!(h, "<p class=\"modes\">{prefix}{}</p>", esc(&line));

@@ -84,9 +84,9 @@ impl Shown {
     }
 }
 
-/// What a session receives, shown; `None` for `Rollback`. A transaction's first `Begin`
-/// and last `Commit` are left to [`operation`], which writes them around the steps; those
-/// between (a commit point) stay as steps of kind `commit` and `begin`.
+/// What a session receives, shown. A transaction's first `Begin` and last `Commit` (or
+/// `Rollback`, at a rollback step) are left to [`operation`], which writes them around the
+/// steps; those between (a commit point) stay as steps of kind `commit` and `begin`.
 pub fn step(op: &Op<'_>) -> Option<Shown> {
     Some(match op {
         Op::Nop => Shown::plain("nop", "nop".into(), Vec::new()),
@@ -97,7 +97,7 @@ pub fn step(op: &Op<'_>) -> Option<Shown> {
         Op::Native { op, args, .. } => native(op, args),
         Op::Begin => Shown::plain("begin", "BEGIN".into(), Vec::new()),
         Op::Commit => Shown::plain("commit", "COMMIT".into(), Vec::new()),
-        Op::Rollback => return None,
+        Op::Rollback => Shown::plain("rollback", "ROLLBACK".into(), Vec::new()),
     })
 }
 
@@ -108,11 +108,16 @@ pub fn operation(kind: &'static str, mut steps: Vec<Shown>) -> Shown {
         if steps.first().is_some_and(|s| s.kind == "begin") {
             steps.remove(0);
         }
-        if steps.last().is_some_and(|s| s.kind == "commit") {
+        let end = match steps.last().map(|s| s.kind) {
+            Some("commit") => "COMMIT",
+            Some("rollback") => "ROLLBACK",
+            _ => "",
+        };
+        if !end.is_empty() {
             steps.pop();
         }
         let inner: Vec<&str> = steps.iter().map(|s| s.text.as_str()).collect();
-        let text = format!("BEGIN; {}; COMMIT", inner.join("; "));
+        let text = format!("BEGIN; {}; {end}", inner.join("; "));
         return Shown {
             steps,
             ..Shown::plain("tx", text, Vec::new())

@@ -5,12 +5,13 @@ use std::time::SystemTime;
 
 use super::models::LatencyModes;
 use super::{
-    DataLoadRecord, EncodedHistogram, ErrorMessage, ErrorsByClass, HostRecord, IntervalOp,
-    IntervalRecord, OpResult, RunResult, RunStatus, SetupRecord, Statements, TargetRecord,
+    DataLoadRecord, EncodedHistogram, ErrorMessage, ErrorsByClass, FigureRecord, HostRecord,
+    IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus, SetupRecord, Statements,
+    TargetRecord,
     WorkloadRecord, SCHEMA_VERSION,
 };
 use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
-use crate::spec::{OpSpec, Workload};
+use crate::spec::{FigureSpec, OpSpec, Workload};
 use crate::stats::{Hist, LatencySummary, OpCounters, SeriesSummary};
 
 /// What a run was, beside the engine's measurements.
@@ -105,7 +106,35 @@ impl RunResult {
             latency_modes: Some(latency_modes),
             notes,
             verify: Vec::new(),
+            figures: Vec::new(),
         }
+        .with_figures(&workload.figures)
+    }
+
+    /// The workload's figures from the measured operation counts.
+    fn with_figures(mut self, figures: &[FigureSpec]) -> RunResult {
+        self.figures = figures
+            .iter()
+            .map(|f| {
+                let completed = self
+                    .operations
+                    .iter()
+                    .filter(|o| f.ops.contains(&o.name))
+                    .map(|o| o.ok)
+                    .sum();
+                FigureRecord {
+                    name: f.name.clone(),
+                    description: f.description.clone(),
+                    value: f.value(completed, self.measured_s),
+                    unit: f.unit.clone(),
+                    ops: f.ops.clone(),
+                    completed,
+                    per: f.per.clone(),
+                    divisor: f.divisor,
+                }
+            })
+            .collect();
+        self
     }
 }
 
@@ -219,6 +248,7 @@ impl OpResult {
                 .collect(),
             rows: c.rows,
             retries: c.retries,
+            rolled_back: c.rolled_back,
             reconnects: c.reconnects,
             throughput_per_s: if measured_s > 0.0 {
                 c.ok as f64 / measured_s

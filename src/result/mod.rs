@@ -71,6 +71,25 @@ pub struct RunResult {
     /// out when the workload has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verify: Vec<VerifyRecord>,
+    /// The workload's `[[figure]]`s (TPC-C's tpmC), computed from `operations`. Left out
+    /// when the workload has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<FigureRecord>,
+}
+
+/// One `[[figure]]`: `completed` operations of `ops` (their `ok`, rolled-back ones
+/// included) per `per` of measured time, divided by `divisor`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FigureRecord {
+    pub name: String,
+    pub description: String,
+    pub value: f64,
+    pub unit: String,
+    pub ops: Vec<String>,
+    pub completed: u64,
+    /// `second`, `minute` or `hour`.
+    pub per: String,
+    pub divisor: f64,
 }
 
 /// One `[[verify]]` check: each query's first row as text, and whether they were all equal.
@@ -181,6 +200,10 @@ pub struct OpResult {
     pub retries: u64,
     /// Connections replaced after one was lost.
     pub reconnects: u64,
+    /// Successful operations (counted in `ok`) that ended at a rollback step of their `tx`
+    /// (TPC-C's New-Orders with an unused item); left out when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rolled_back: u64,
     /// Successful operations per second of measured time.
     pub throughput_per_s: f64,
     /// Response time in ns: from the intended start in open loop, from the send in closed loop.
@@ -257,6 +280,10 @@ pub struct IntervalOp {
     pub p99_ns: u64,
     pub max_ns: u64,
     pub histogram: EncodedHistogram,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Write `bytes` to `path` atomically: a temporary file beside it, fsync, rename.

@@ -59,6 +59,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "oltp_delete",
         include_str!("../../workloads/oltp_delete.toml"),
     ),
+    ("tpcc", include_str!("../../workloads/tpcc.toml")),
 ];
 
 /// The text of a built-in workload.

@@ -6,6 +6,7 @@
 
 pub mod builtin;
 pub mod duration;
+pub mod figures;
 pub mod ldif;
 mod namespace;
 pub mod ops;
@@ -23,7 +24,8 @@ use toml::Spanned;
 
 use crate::error::{line_col, InputError};
 use crate::vocab::{NativeOp, ValueKind};
-pub use ops::{OpKind, OpSpec, Repeat, Retry, Step};
+pub use figures::FigureSpec;
+pub use ops::{OpKind, OpSpec, Pause, Repeat, Retry, Step, When};
 pub use peers::Peer;
 pub use template::{GenState, Template};
 
@@ -59,6 +61,9 @@ struct WorkloadFile {
     /// Queries run after the run whose results must agree (pgbench's balance check).
     #[serde(default)]
     verify: Vec<Spanned<VerifySection>>,
+    /// Figures computed after the run from the operation counts (TPC-C's tpmC).
+    #[serde(default, rename = "figure")]
+    figures: Vec<Spanned<figures::FigureSection>>,
 }
 
 /// `[[verify]]`: SQL queries whose first rows must all be equal after the run.
@@ -143,6 +148,8 @@ pub struct Workload {
     pub checks: Vec<CheckSource>,
     /// `[[verify]]`: run after the measured run; a disagreement fails the run.
     pub verify: Vec<VerifySpec>,
+    /// `[[figure]]`: computed from the measured operation counts after the run.
+    pub figures: Vec<FigureSpec>,
 }
 
 /// One threshold from the workload file, parsed by `analysis::checks` when the run starts.
@@ -204,6 +211,8 @@ pub fn compile(
     let setup = compile_setup(&mut compiler, &file.setup)?;
     let ops = compile_ops(&mut compiler, &file.ops)?;
     let verify = compile_verify(&mut compiler, &file.verify)?;
+    let op_names: Vec<&str> = ops.iter().map(|o| o.name.as_str()).collect();
+    let figures = figures::compile(source, &params, &op_names, &file.figures)?;
     let (seq_slots, statements, capture_slots) = (
         compiler.seq_slots,
         compiler.statements,
@@ -236,6 +245,7 @@ pub fn compile(
         statements,
         checks: check_sources(source, &file.checks),
         verify,
+        figures,
     })
 }
 

@@ -40,6 +40,17 @@ pub(super) struct OpSection {
     pub only: Option<Spanned<BTreeMap<String, Choices>>>,
     /// A native op runs on this peer instead of the target.
     on: Option<Spanned<String>>,
+    /// `pause = { keying = "18s", think = "12s", only = { ... } }`: TPC-C's keying time
+    /// before the operation and think time after it (closed loop).
+    pause: Option<Spanned<PauseSection>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PauseSection {
+    keying: Option<Spanned<String>>,
+    think: Option<Spanned<String>>,
+    only: Option<Spanned<BTreeMap<String, Choices>>>,
 }
 
 /// One switch value or several, in `only = { NAME = ... }`.
@@ -135,6 +146,8 @@ struct StepSection {
     on: Option<Spanned<String>>,
     /// `{ commit = {} }`: a commit point, not a native step.
     commit: Option<toml::value::Table>,
+    /// `{ rollback = {}, when = "..." }`: roll back and end the operation, not a native step.
+    rollback: Option<toml::value::Table>,
     /// `{ repeat = "COUNT", steps = [...] }`: run `steps` COUNT times, drawn each time.
     repeat: Option<Spanned<String>>,
     steps: Option<Spanned<Vec<Spanned<StepSection>>>>,
@@ -221,8 +234,8 @@ pub struct Step {
     pub op: NativeOp<ValueKind>,
     pub templates: Vec<Template>,
     pub capture: Vec<usize>,
-    /// `when`: the capture slot whose value decides, at run time, whether the step runs.
-    pub when: Option<usize>,
+    /// `when`: the value that decides, at run time, whether the step runs.
+    pub when: Option<When>,
     /// `on`: the index of the peer it runs on (else the target).
     pub peer: Option<usize>,
     /// A commit point precedes it in its tx: commit there and begin a new transaction.
@@ -232,6 +245,18 @@ pub struct Step {
     pub repeat: Option<Repeat>,
     /// What it does to the target, for the statement counts.
     pub statement: StatementKind,
+    /// A rollback step follows it: after it (run or skipped), when the condition holds
+    /// (always with `None`), the transaction is rolled back and the operation ends there,
+    /// counted as rolled back.
+    pub rollback_after: Option<Option<When>>,
+}
+
+/// `when = "NAME"` or `when = "!NAME"`: the capture slot whose value decides, and whether
+/// the decision is negated (the step runs when the value is false).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct When {
+    pub slot: usize,
+    pub negate: bool,
 }
 
 /// A `repeat` group of a tx: how many passes (drawn each time the tx reaches it) over how
@@ -262,6 +287,7 @@ impl Step {
             commit_before: false,
             repeat: None,
             statement,
+            rollback_after: None,
         }
     }
 }
@@ -386,6 +412,17 @@ pub struct OpSpec {
     pub retry: Option<Retry>,
     /// `let`: drawn at the start of every attempt, in name order.
     pub lets: Vec<Let>,
+    /// `pause`, when its `only` keeps it: keying and think times around the operation.
+    pub pause: Option<Pause>,
+}
+
+/// A closed-loop client waits `keying` before the operation (outside its latency) and,
+/// after it, a think time drawn from a negative exponential of mean `think`, cut at ten
+/// times the mean (TPC-C's clause 5.2.5).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pause {
+    pub keying: Duration,
+    pub think: Duration,
 }
 
 /// One `let` value: its name, the capture slot it is drawn into, and its template.
@@ -568,12 +605,17 @@ impl OpCompiler<'_> {
             Some(r) => Some(self.retry(r)?),
             None => None,
         };
+        let pause = match &op.pause {
+            Some(p) => self.pause(p)?,
+            None => None,
+        };
         Ok(OpSpec {
             name,
             weight,
             kind,
             retry,
             lets,
+            pause,
         })
     }
 
@@ -942,6 +984,8 @@ impl OpCompiler<'_> {
         }
         let mut steps: Vec<Step> = Vec::new();
         let mut commit_point = false;
+        // The last thing compiled was a repeat group: a rollback step cannot ride on it.
+        let mut after_group = false;
         for step in tx.get_ref() {
             if !self.keeps(&step.get_ref().only)? {
                 continue;
@@ -952,6 +996,16 @@ impl OpCompiler<'_> {
                 commit_point = !steps.is_empty();
                 continue;
             }
+            if step.get_ref().rollback.is_some() {
+                let after = if commit_point || after_group {
+                    None
+                } else {
+                    steps.last_mut()
+                };
+                self.rollback_step(step, after, &visible)?;
+                continue;
+            }
+            after_group = step.get_ref().repeat.is_some();
             let mut compiled = match &step.get_ref().repeat {
                 Some(count) => self.repeat_group(step, count, &mut visible)?,
                 None => vec![self.tx_step(step, &mut visible)?],
@@ -997,7 +1051,8 @@ impl OpCompiler<'_> {
             && g.capture.is_none()
             && g.when.is_none()
             && g.on.is_none()
-            && g.commit.is_none();
+            && g.commit.is_none()
+            && g.rollback.is_none();
         let Some(inner) = g.steps.as_ref().filter(|_| alone) else {
             return Err(self
                 .source
@@ -1021,6 +1076,13 @@ impl OpCompiler<'_> {
                 continue;
             }
             let s = step.get_ref();
+            if s.rollback.is_some() {
+                if let Err(e) = self.rollback_step(step, steps.last_mut(), visible) {
+                    self.in_repeat = outer;
+                    return Err(e);
+                }
+                continue;
+            }
             if s.commit.is_some() || s.repeat.is_some() || s.steps.is_some() {
                 self.in_repeat = outer;
                 return Err(self.source.error(
@@ -1112,6 +1174,7 @@ impl OpCompiler<'_> {
             && s.on.is_none()
             && s.repeat.is_none()
             && s.steps.is_none()
+            && s.rollback.is_none()
             && s.commit.as_ref().is_some_and(|c| c.is_empty());
         if alone {
             Ok(())
@@ -1123,15 +1186,67 @@ impl OpCompiler<'_> {
         }
     }
 
-    /// `when = "NAME"`: the slot of a `let` value or of a capture of an earlier step.
+    /// `{ rollback = {} }`, with at most `when` and `only` beside it, right after a native
+    /// step of the same tx or group (`after`), which carries it.
+    fn rollback_step(
+        &self,
+        step: &Spanned<StepSection>,
+        after: Option<&mut Step>,
+        visible: &[(String, usize)],
+    ) -> Result<(), InputError> {
+        let s = step.get_ref();
+        let alone = s.sql.is_none()
+            && s.redis.is_none()
+            && s.ldap.is_none()
+            && s.http.is_none()
+            && s.capture.is_none()
+            && s.on.is_none()
+            && s.commit.is_none()
+            && s.repeat.is_none()
+            && s.steps.is_none()
+            && s.rollback.as_ref().is_some_and(|r| r.is_empty());
+        if !alone {
+            return Err(self.source.error(
+                step.span(),
+                "a rollback step is { rollback = {}, when = \"NAME\" } (it may carry when and only, nothing else)",
+            ));
+        }
+        let when = match &s.when {
+            Some(w) => Some(self.when_slot(w, visible)?),
+            None => None,
+        };
+        match after {
+            Some(prev) if prev.rollback_after.is_none() => {
+                prev.rollback_after = Some(when);
+                Ok(())
+            }
+            _ => Err(self
+                .source
+                .error(
+                    step.span(),
+                    "a rollback step follows a native step of its tx or repeat group (not another rollback step, a commit point, a repeat group or the start)",
+                )
+                .help("tx = [ { sql = \"SELECT ...\", capture = [\"found\"] }, { rollback = {}, when = \"!found\" }, ... ]")),
+        }
+    }
+
+    /// `when = "NAME"` (or `"!NAME"`, negated): the slot of a `let` value or of a capture of
+    /// an earlier step.
     fn when_slot(
         &self,
         when: &Spanned<String>,
         visible: &[(String, usize)],
-    ) -> Result<usize, InputError> {
-        let name = when.get_ref();
+    ) -> Result<When, InputError> {
+        let written = when.get_ref().trim();
+        let (name, negate) = match written.strip_prefix('!') {
+            Some(rest) => (rest.trim(), true),
+            None => (written, false),
+        };
         match visible.iter().rev().find(|(n, _)| n == name) {
-            Some((_, slot)) => Ok(*slot),
+            Some((_, slot)) => Ok(When {
+                slot: *slot,
+                negate,
+            }),
             None => Err(self
                 .source
                 .error(
@@ -1213,6 +1328,26 @@ impl OpCompiler<'_> {
             keep &= listed.contains(&value);
         }
         Ok(keep)
+    }
+
+    /// `pause = { keying = "D", think = "D", only = { ... } }`: nothing when `only` leaves
+    /// it out.
+    fn pause(&self, p: &Spanned<PauseSection>) -> Result<Option<Pause>, InputError> {
+        let a = p.get_ref();
+        if !self.keeps(&a.only)? {
+            return Ok(None);
+        }
+        let time = |d: &Option<Spanned<String>>, what: &str| match d {
+            Some(d) => duration::parse(d.get_ref(), what).map_err(|e| InputError {
+                location: Some(self.source.at(d.span().start)),
+                ..e
+            }),
+            None => Ok(Duration::ZERO),
+        };
+        Ok(Some(Pause {
+            keying: time(&a.keying, "pause keying")?,
+            think: time(&a.think, "pause think")?,
+        }))
     }
 
     fn retry(&self, r: &Spanned<RetrySection>) -> Result<Retry, InputError> {

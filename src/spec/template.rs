@@ -81,6 +81,14 @@ enum Part {
         hi: u64,
         param: f64,
     },
+    /// TPC-C's NURand(A, lo, hi - 1) with run-time constant `c`:
+    /// (((uniform 0..=A | uniform lo..hi) + c) % (hi - lo)) + lo.
+    NuRand {
+        a: u64,
+        lo: u64,
+        hi: u64,
+        c: u64,
+    },
     YcsbZipfian(ycsb::RangeZipfian),
     YcsbScrambled(ycsb::ScrambledZipfian),
     YcsbHotspot(ycsb::Hotspot),
@@ -375,6 +383,10 @@ fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
             let cut = (-param).exp();
             spread(*lo, *hi, -(cut + (1.0 - cut) * u).ln() / param)
         }
+        Part::NuRand { a, lo, hi, c } => {
+            let x = rng.random_range(0..=*a) | rng.random_range(*lo..*hi);
+            (x + c) % (hi - lo) + lo
+        }
         Part::YcsbZipfian(z) => z.sample(rng),
         Part::YcsbScrambled(z) => z.sample(rng),
         Part::YcsbHotspot(h) => h.sample(rng),
@@ -401,6 +413,7 @@ fn is_number(part: &Part) -> bool {
             | Part::Zipf { .. }
             | Part::Gaussian { .. }
             | Part::Exponential { .. }
+            | Part::NuRand { .. }
             | Part::YcsbZipfian(_)
             | Part::YcsbScrambled(_)
             | Part::YcsbHotspot(_)
@@ -411,7 +424,7 @@ fn is_number(part: &Part) -> bool {
     )
 }
 
-const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, ycsb_zipfian, ycsb_scrambled, ycsb_hotspot, ycsb_latest, fnvhash64, bytes, string, choice, client, iteration or sid";
+const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, nurand, ycsb_zipfian, ycsb_scrambled, ycsb_hotspot, ycsb_latest, fnvhash64, bytes, string, choice, client, iteration or sid";
 
 fn compile_expr(
     expr: &str,
@@ -452,6 +465,7 @@ fn compile_words(
         "uniform" => call.uniform(),
         "zipf" => call.zipf(),
         "gaussian" | "exponential" => call.pgbench_skewed(),
+        "nurand" => call.nurand(),
         "ycsb_zipfian" | "ycsb_scrambled" => call.ycsb_zipfian(),
         "ycsb_hotspot" => call.ycsb_hotspot(),
         "ycsb_latest" => call.ycsb_latest(),
@@ -598,6 +612,22 @@ impl Call<'_> {
         } else {
             Part::Exponential { lo, hi, param }
         })
+    }
+
+    /// `nurand A LO..HI C`: TPC-C's non-uniform random NURand(A, LO, HI - 1) with the
+    /// run-time constant C (clause 2.1.6 of the specification).
+    fn nurand(&self) -> Result<Part, TemplateError> {
+        self.arity(
+            3..=3,
+            "A, a range and the constant C, as TPC-C's NURand(A, x, y): {nurand 1023 1..3001 259}",
+        )?;
+        let a = integer(self.args[0].1, self.args[0].0, self.params)?;
+        let (lo, hi) = range(self.args[1].1, self.args[1].0, self.params)?;
+        let c = integer(self.args[2].1, self.args[2].0, self.params)?;
+        if a == u64::MAX || hi.checked_add(a.max(c)).is_none() {
+            return err(self.head_at, "nurand's A, range and C must be below 2^62");
+        }
+        Ok(Part::NuRand { a, lo, hi, c })
     }
 
     /// `ycsb_zipfian A..B` or `ycsb_scrambled A..B`.

@@ -265,3 +265,122 @@ fn sql_may_be_a_statement_alone() {
         ("the query is empty", "w.toml:10:7")
     );
 }
+
+#[test]
+fn a_rollback_step_rides_on_the_native_step_before_it() {
+    let tx = r#"[[op]]
+name = "a"
+let = { n = "{uniform 0..2}" }
+tx = [
+  { sql = { query = "SELECT 1" }, capture = ["one"] },
+  { rollback = {}, when = "!one" },
+  { repeat = "2", steps = [
+    { sql = { query = "SELECT 2" } },
+    { rollback = {}, when = "n", only = { chopping = "on" } },
+  ] },
+  { sql = { query = "SELECT 3" } },
+  { rollback = {} },
+]
+"#;
+    let rollbacks = |w: Workload| match &w.ops[0].kind {
+        OpKind::Tx(steps) => steps
+            .iter()
+            .map(|s| s.rollback_after.map(|w| w.map(|w| w.negate)))
+            .collect::<Vec<_>>(),
+        _ => panic!("not a tx"),
+    };
+    let w = compiled(tx, &[]).unwrap();
+    assert_eq!(rollbacks(w), [Some(Some(true)), None, Some(None)]);
+    let w = compiled(tx, &[("chopping", "on")]).unwrap();
+    assert_eq!(
+        rollbacks(w),
+        [Some(Some(true)), Some(Some(false)), Some(None)]
+    );
+    for (bad, expect, at) in [
+        (
+            "tx = [ { rollback = {} }, { sql = \"SELECT 1\" } ]",
+            "follows a native step",
+            "w.toml:10:8",
+        ),
+        (
+            "tx = [ { sql = \"SELECT 1\" }, { rollback = {} }, { rollback = {} } ]",
+            "follows a native step",
+            "w.toml:10:49",
+        ),
+        (
+            "tx = [ { repeat = \"2\", steps = [ { sql = \"SELECT 1\" } ] }, { rollback = {} } ]",
+            "a repeat group",
+            "w.toml:10:60",
+        ),
+        (
+            "tx = [ { sql = \"SELECT 1\" }, { rollback = {}, when = \"!nothing\" } ]",
+            "no earlier step of this op captures 'nothing'",
+            "w.toml:10:54",
+        ),
+        (
+            "tx = [ { sql = \"SELECT 1\" }, { rollback = {}, sql = \"SELECT 2\" } ]",
+            "a rollback step is { rollback = {}",
+            "w.toml:10:30",
+        ),
+    ] {
+        let (message, location) = error(&format!("[[op]]\nname = \"a\"\n{bad}\n"), &[]);
+        assert!(message.contains(expect), "{bad}: {message}");
+        assert_eq!(location, at, "{bad}");
+    }
+}
+
+#[test]
+fn figures_and_pauses_compile_with_their_parameters_and_switches() {
+    let body = r#"[params]
+w = 4
+[[op]]
+name = "a"
+pause = { keying = "18s", think = "12s", only = { chopping = "on" } }
+nop = {}
+[[figure]]
+name = "tpmC"
+ops = ["a"]
+per = "minute"
+[[figure]]
+name = "efficiency"
+ops = ["a"]
+per = "minute"
+divide_by = "12.86*{w}/100"
+unit = "%"
+"#;
+    let w = compiled(body, &[]).unwrap();
+    assert_eq!(w.ops[0].pause, None);
+    assert_eq!(w.figures[0].unit, "per minute");
+    assert_eq!(w.figures[0].per_s, 60.0);
+    assert!((w.figures[1].divisor - 12.86 * 4.0 / 100.0).abs() < 1e-12);
+    assert!((w.figures[1].value(643, 60.0) - 1250.0).abs() < 1e-9);
+    let w = compiled(body, &[("chopping", "on")]).unwrap();
+    assert_eq!(
+        w.ops[0].pause,
+        Some(Pause {
+            keying: std::time::Duration::from_secs(18),
+            think: std::time::Duration::from_secs(12)
+        })
+    );
+    for (bad, expect) in [
+        ("ops = [\"b\"]\nper = \"minute\"", "no operation 'b'"),
+        (
+            "ops = [\"a\"]\nper = \"day\"",
+            "expected second, minute or hour",
+        ),
+        (
+            "ops = [\"a\"]\nper = \"minute\"\ndivide_by = \"12.86*x\"",
+            "'x' is not a number",
+        ),
+        (
+            "ops = [\"a\"]\nper = \"minute\"\ndivide_by = \"0\"",
+            "above zero",
+        ),
+        ("ops = []\nper = \"minute\"", "at least one operation"),
+    ] {
+        let text = format!("[[op]]\nname = \"a\"\nnop = {{}}\n[[figure]]\nname = \"f\"\n{bad}\n");
+        let (message, location) = error(&text, &[]);
+        assert!(message.contains(expect), "{bad}: {message}");
+        assert!(location.starts_with("w.toml:1"), "{bad}: {location}");
+    }
+}

@@ -42,6 +42,8 @@ pub struct OpCounters {
     pub reconnects: u64,
     /// Statements sent to the target (a tx's steps, its begin and commit), by kind.
     pub statements: StatementCounts,
+    /// Successful operations (counted in `ok`) that ended at a rollback step of their `tx`.
+    pub rolled_back: u64,
     pub messages: Vec<(ErrorClass, String, u64)>,
 }
 
@@ -56,6 +58,7 @@ impl Default for OpCounters {
             lag: new_hist(),
             late: 0,
             retries: 0,
+            rolled_back: 0,
             reconnects: 0,
             statements: StatementCounts::default(),
             messages: Vec::new(),
@@ -99,6 +102,7 @@ impl OpCounters {
         self.retries += other.retries;
         self.reconnects += other.reconnects;
         self.statements += &other.statements;
+        self.rolled_back += other.rolled_back;
         for (class, text, n) in &other.messages {
             self.count_message(*class, text, *n);
         }

@@ -313,6 +313,7 @@ pub fn affected(rows: u64, capture: bool) -> Outcome {
         } else {
             Vec::new()
         },
+        rolled_back: false,
     }
 }
 

@@ -270,6 +270,8 @@ impl SqliteSession {
     }
 
     /// Run one statement; arguments bind as text, or as a blob when they are not UTF-8.
+    /// `$N` is argument N wherever it stands: SQLite numbers named parameters in the order
+    /// they first appear, so `... $2 ... $1 ...` would otherwise bind them swapped.
     fn sql(
         &mut self,
         query: &str,
@@ -277,10 +279,23 @@ impl SqliteSession {
         capture: bool,
     ) -> Result<Outcome, rusqlite::Error> {
         let mut st = self.conn.prepare_cached(query)?;
-        for (i, a) in args.iter().enumerate() {
+        if args.len() > st.parameter_count() {
+            return Err(rusqlite::Error::InvalidParameterCount(
+                args.len(),
+                st.parameter_count(),
+            ));
+        }
+        for index in 1..=st.parameter_count() {
+            let n = st
+                .parameter_name(index)
+                .and_then(|name| name.strip_prefix('$')?.parse::<usize>().ok())
+                .unwrap_or(index);
+            let Some(a) = n.checked_sub(1).and_then(|k| args.get(k)) else {
+                continue;
+            };
             match std::str::from_utf8(a) {
-                Ok(text) => st.raw_bind_parameter(i + 1, text)?,
-                Err(_) => st.raw_bind_parameter(i + 1, a.as_slice())?,
+                Ok(text) => st.raw_bind_parameter(index, text)?,
+                Err(_) => st.raw_bind_parameter(index, a.as_slice())?,
             }
         }
         if st.column_count() == 0 {

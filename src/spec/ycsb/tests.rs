@@ -346,3 +346,34 @@ fn exponential_is_pgbenchs_cut_exponential() {
     let p_value = chi_square_p(&counts(&values, 1, n), &expected);
     assert!(p_value > ALPHA, "p = {p_value}");
 }
+
+/// TPC-C's NURand(255, 0, 999) with C = 123 as `{nurand 255 0..1000 123}`: the exact law
+/// enumerates every pair of the two uniform draws, (((a | b) + C) % 1000) + 0 for a in
+/// 0..=255 and b in 0..=999.
+#[test]
+fn nurand_is_tpccs_law() {
+    let (a_max, n, c) = (255_u64, 1000_u64, 123_u64);
+    let mut expected = vec![0.0; n as usize];
+    let share = 1.0 / ((a_max + 1) * n) as f64;
+    for a in 0..=a_max {
+        for b in 0..n {
+            expected[(((a | b) + c) % n) as usize] += share;
+        }
+    }
+    let values = draws(
+        "{nurand 255 0..1000 123}",
+        200_000,
+        9,
+        &mut GenState::new(0, 1, 0),
+    );
+    let p_value = chi_square_p(&counts(&values, 0, n as usize), &expected);
+    assert!(p_value > ALPHA, "p = {p_value}");
+    // Item ids: NURand(8191, 1, 100000) stays in 1..=100000.
+    let values = draws(
+        "{nurand 8191 1..100001 4321}",
+        10_000,
+        10,
+        &mut GenState::new(0, 1, 0),
+    );
+    assert!(values.iter().all(|v| (1..=100_000).contains(v)));
+}

@@ -1,0 +1,340 @@
+//! The TPC-C-like built-in `tpcc` on SQLite and on throwaway PostgreSQL and MariaDB servers
+//! (`scripts/services.sh up postgres mariadb`, then `eval "$(scripts/services.sh env)"`;
+//! without LOADRIG_PG_URL or LOADRIG_MYSQL_URL those tests say "skipped"), at a small scale
+//! (2 warehouses, 1,000 items, 100 customers per district, the last 30 orders new) for a
+//! fixed transaction count with a fixed seed: the loaded cardinalities exactly, the mix
+//! within binomial bounds, rolled-back New-Orders counted as such and matching the orders
+//! the database kept, the spec's consistency conditions 1-4, tpmC from the counts, and
+//! `loadrig ops` showing a New-Order with its lines.
+
+mod common;
+
+use std::sync::Mutex;
+
+use common::{server_url, Dir};
+use loadrig::result::RunResult;
+use serde_json::Value;
+
+/// The server tests share their databases' tables: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const SCALE: &[&str] = &[
+    "--set",
+    "warehouses=2",
+    "--set",
+    "items=1000",
+    "--set",
+    "customers_per_district=100",
+    "--set",
+    "new_orders_per_district=30",
+];
+const W: i64 = 2;
+const CUSTOMERS: i64 = W * 10 * 100;
+const NEW_ORDERS: i64 = W * 10 * 30;
+
+/// The mix: (operation, share).
+const MIX: &[(&str, f64)] = &[
+    ("new-order", 0.45),
+    ("payment", 0.43),
+    ("order-status", 0.04),
+    ("delivery", 0.04),
+    ("stock-level", 0.04),
+];
+
+/// Two-sided normal quantile for significance 0.001 per count.
+const Z: f64 = 3.29;
+
+/// The first row of `sql`, its columns as text (NULL as empty).
+type Row<'a> = &'a dyn Fn(&str) -> Vec<String>;
+
+fn sqlite_row(path: &std::path::Path, sql: &str) -> Vec<String> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut st = conn.prepare(sql).unwrap();
+    let n = st.column_count();
+    st.query_row([], |r| {
+        (0..n)
+            .map(|i| {
+                Ok(match r.get_ref(i)? {
+                    rusqlite::types::ValueRef::Null => String::new(),
+                    rusqlite::types::ValueRef::Integer(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Real(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => {
+                        String::from_utf8_lossy(t).into_owned()
+                    }
+                })
+            })
+            .collect()
+    })
+    .unwrap()
+}
+
+fn pg_row(url: &str, sql: &str) -> Vec<String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        for m in client.simple_query(sql).await.unwrap() {
+            if let tokio_postgres::SimpleQueryMessage::Row(r) = m {
+                return (0..r.len())
+                    .map(|i| r.get(i).unwrap_or("").to_string())
+                    .collect();
+            }
+        }
+        Vec::new()
+    })
+}
+
+fn mysql_row(url: &str, sql: &str) -> Vec<String> {
+    use mysql_async::prelude::Queryable;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let opts = mysql_async::Opts::from_url(url).unwrap();
+        let opts = mysql_async::OptsBuilder::from_opts(opts).prefer_socket(false);
+        let mut conn = mysql_async::Conn::new(opts).await.unwrap();
+        let row: mysql_async::Row = conn.query_first(sql).await.unwrap().unwrap();
+        row.unwrap()
+            .into_iter()
+            .map(|v| match v {
+                mysql_async::Value::NULL => String::new(),
+                mysql_async::Value::Int(i) => i.to_string(),
+                mysql_async::Value::UInt(u) => u.to_string(),
+                mysql_async::Value::Bytes(b) => String::from_utf8(b).unwrap(),
+                other => panic!("unexpected value {other:?}"),
+            })
+            .collect()
+    })
+}
+
+fn count(row: Row<'_>, sql: &str) -> i64 {
+    row(sql)[0].parse().unwrap()
+}
+
+fn run(d: &Dir, url: &str, ops: u64, clients: &str, only: Option<&str>) -> RunResult {
+    let ops = ops.to_string();
+    let mut args = vec![
+        "run",
+        "tpcc",
+        "--target",
+        url,
+        "--ops",
+        &ops,
+        "--clients",
+        clients,
+        "--seed",
+        "7",
+        "-o",
+        "r.json",
+        "--report",
+        "r.html",
+    ];
+    args.extend_from_slice(SCALE);
+    if let Some(op) = only {
+        args.extend(["--op", op]);
+    }
+    d.ok(&args);
+    d.result("r.json")
+}
+
+/// The spec's initial population at this scale, exactly, and the consistency conditions
+/// on it (a read-only run of Stock-Level leaves it as loaded).
+fn loaded_cardinalities(url: &str, row: Row<'_>) {
+    let d = Dir::new();
+    let r = run(&d, url, 20, "1", Some("stock-level"));
+    assert!(r.verify.iter().all(|v| v.passed), "{:?}", r.verify);
+    let counts = [
+        ("loadrig_warehouse", W),
+        ("loadrig_district", W * 10),
+        ("loadrig_customer", CUSTOMERS),
+        ("loadrig_history", CUSTOMERS),
+        ("loadrig_orders", CUSTOMERS),
+        ("loadrig_new_order", NEW_ORDERS),
+        ("loadrig_item", 1000),
+        ("loadrig_stock", W * 1000),
+    ];
+    for (table, n) in counts {
+        assert_eq!(
+            count(row, &format!("SELECT COUNT(*) FROM {table}")),
+            n,
+            "{table}"
+        );
+    }
+    // 5 to 15 lines per order, as many as the orders say.
+    let lines = row("SELECT COUNT(*), MIN(ol_number), MAX(ol_number) FROM loadrig_order_line");
+    let orders = row("SELECT SUM(o_ol_cnt), MIN(o_ol_cnt), MAX(o_ol_cnt) FROM loadrig_orders");
+    assert_eq!(lines[0], orders[0]);
+    assert_eq!((lines[1].as_str(), lines[2].as_str()), ("1", "15"));
+    assert_eq!((orders[1].as_str(), orders[2].as_str()), ("5", "15"));
+    // The new orders are each district's last 30, undelivered; the others are delivered.
+    assert_eq!(
+        row("SELECT MIN(no_o_id), MAX(no_o_id) FROM loadrig_new_order"),
+        ["71", "100"]
+    );
+    assert_eq!(
+        count(
+            row,
+            "SELECT COUNT(*) FROM loadrig_orders WHERE o_carrier_id IS NULL"
+        ),
+        NEW_ORDERS
+    );
+    // Every customer has one order: o_c_id is a permutation per district.
+    assert_eq!(
+        count(
+            row,
+            "SELECT COUNT(*) FROM (SELECT DISTINCT o_w_id, o_d_id, o_c_id FROM loadrig_orders) t"
+        ),
+        CUSTOMERS
+    );
+    // C_LAST from the syllables of c_id - 1 for the first 1,000 customers (the spec's
+    // example: 371 is PRICALLYOUGHT).
+    assert_eq!(
+        row("SELECT c_last FROM loadrig_customer WHERE c_w_id = 1 AND c_d_id = 1 AND c_id = 1"),
+        ["BARBARBAR"]
+    );
+    assert_eq!(
+        row("SELECT c_last FROM loadrig_customer WHERE c_w_id = 2 AND c_d_id = 3 AND c_id = 100"),
+        ["BAREINGEING"]
+    );
+    assert_eq!(
+        count(
+            row,
+            "SELECT COUNT(*) FROM loadrig_customer WHERE c_credit = 'BC'"
+        ),
+        CUSTOMERS / 10
+    );
+}
+
+/// A run of `ops` transactions: the mix within binomial bounds, rolled-back New-Orders
+/// counted as such and missing from the database, conditions 1-4, tpmC from the counts.
+fn mixed_run(url: &str, ops: u64, clients: &str, row: Row<'_>) {
+    let d = Dir::new();
+    let r = run(&d, url, ops, clients, None);
+    assert_eq!(r.total.ok, ops, "{:?}", r.total.errors_by_class);
+    assert_eq!(r.total.errors, 0);
+    for (name, share) in MIX {
+        let op = r.operations.iter().find(|o| o.name == *name).unwrap();
+        let (n, p) = (ops as f64, *share);
+        let bound = Z * (n * p * (1.0 - p)).sqrt();
+        assert!(
+            (op.ok as f64 - n * p).abs() <= bound,
+            "{name}: {} of {ops}, expected {} ± {bound:.1}",
+            op.ok,
+            n * p
+        );
+    }
+    let new_order = &r.operations[0];
+    assert_eq!(new_order.name, "new-order");
+    // 1 % of New-Orders roll back: some, and the committed ones are exactly the orders the
+    // districts numbered and the database kept.
+    assert!(new_order.rolled_back >= 1, "no rolled-back new order");
+    assert!(new_order.rolled_back * 20 < new_order.ok);
+    let committed = (new_order.ok - new_order.rolled_back) as i64;
+    assert_eq!(
+        count(row, "SELECT SUM(d_next_o_id - 1) FROM loadrig_district"),
+        CUSTOMERS + committed
+    );
+    assert_eq!(
+        count(row, "SELECT COUNT(*) FROM loadrig_orders"),
+        CUSTOMERS + committed
+    );
+    let payments = r.operations[1].ok as i64;
+    assert_eq!(
+        count(row, "SELECT COUNT(*) FROM loadrig_history"),
+        CUSTOMERS + payments
+    );
+    assert_eq!(r.verify.len(), 4);
+    assert!(r.verify.iter().all(|v| v.passed), "{:?}", r.verify);
+    let tpmc = &r.figures[0];
+    assert_eq!((tpmc.name.as_str(), tpmc.completed), ("tpmC", new_order.ok));
+    assert!((tpmc.value - new_order.ok as f64 / r.measured_s * 60.0).abs() < 1e-6);
+    let efficiency = &r.figures[1];
+    assert!((efficiency.value - tpmc.value / (12.86 * W as f64) * 100.0).abs() < 1e-6);
+    // The report shows the figures and the checks too.
+    let page = std::fs::read_to_string(d.join("r.html")).unwrap();
+    assert!(page.contains(&format!("tpmC: {:.2} per minute", tpmc.value)));
+    assert!(page.contains("verify condition 4: sum(O_OL_CNT) = order-line rows: passed"));
+}
+
+#[test]
+fn tpcc_on_sqlite() {
+    let d = Dir::new();
+    let db = d.join("tpcc.db");
+    let url = format!("sqlite://{}", db.display());
+    let row = |sql: &str| sqlite_row(&db, sql);
+    loaded_cardinalities(&url, &row);
+    mixed_run(&url, 1000, "1", &row);
+}
+
+#[test]
+fn tpcc_on_postgres() {
+    let Some(url) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let row = |sql: &str| pg_row(&url, sql);
+    loaded_cardinalities(&url, &row);
+    mixed_run(&url, 600, "4", &row);
+}
+
+#[test]
+fn tpcc_on_mariadb() {
+    let Some(url) = server_url("LOADRIG_MYSQL_URL") else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let row = |sql: &str| mysql_row(&url, sql);
+    loaded_cardinalities(&url, &row);
+    mixed_run(&url, 600, "4", &row);
+}
+
+/// `loadrig ops tpcc` shows a New-Order with its 5 to 15 order lines, numbered from 1, each
+/// an item lookup, a stock update and an order-line insert, inside one transaction.
+#[test]
+fn ops_shows_a_new_order_with_its_lines() {
+    let d = Dir::new();
+    let out = d.ok(&[
+        "ops",
+        "tpcc",
+        "--op",
+        "new-order",
+        "--count",
+        "5",
+        "--seed",
+        "2",
+        "--json",
+    ]);
+    for line in out.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["kind"], "tx", "{line}");
+        assert!(v["text"].as_str().unwrap().ends_with("; COMMIT"), "{line}");
+        let steps = v["steps"].as_array().unwrap();
+        let query = |prefix: &str| -> Vec<&Value> {
+            steps
+                .iter()
+                .filter(|s| s["query"].as_str().is_some_and(|q| q.starts_with(prefix)))
+                .collect()
+        };
+        let inserts = query("INSERT INTO loadrig_order_line");
+        let n = inserts.len();
+        assert!((5..=15).contains(&n), "{n} lines: {line}");
+        let numbers: Vec<u64> = inserts
+            .iter()
+            .map(|s| s["args"][3].as_u64().unwrap())
+            .collect();
+        assert_eq!(numbers, (1..=n as u64).collect::<Vec<_>>());
+        assert_eq!(query("SELECT i_id").len(), n);
+        assert_eq!(query("UPDATE loadrig_stock").len(), n);
+        assert_eq!(query("INSERT INTO loadrig_orders").len(), 1);
+        assert_eq!(query("INSERT INTO loadrig_new_order").len(), 1);
+        // The orders row says how many lines it has.
+        let order = query("INSERT INTO loadrig_orders")[0];
+        assert_eq!(order["args"][4].as_u64(), Some(n as u64), "{line}");
+    }
+}
