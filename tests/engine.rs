@@ -111,8 +111,10 @@ fn fixed_latency_is_a_floor_and_the_median_is_close() {
     let r = d.result("r.json");
     let l = &r.total.latency;
     assert_eq!(l.count, 400);
+    // The histogram keeps 3 significant digits: a 2.0001 ms latency reads back as the
+    // lowest value of its bucket, 1,999,872 ns, so the floor holds to within 0.1 %.
     assert!(
-        l.min_ns >= 2_000_000,
+        l.min_ns >= 1_998_000,
         "min {} below the configured 2ms",
         l.min_ns
     );
