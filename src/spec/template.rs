@@ -379,7 +379,16 @@ fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
         Part::YcsbScrambled(z) => z.sample(rng),
         Part::YcsbHotspot(h) => h.sample(rng),
         Part::YcsbLatest(l) => l.sample(rng, st.newest, st.offset, &mut st.latest),
-        Part::FnvHash(inner) => ycsb::fnvhash64(number(inner, rng, st) as i64) as u64,
+        Part::FnvHash(inner) => {
+            let n = match &**inner {
+                Part::Capture(slot) => std::str::from_utf8(capture(st, *slot))
+                    .ok()
+                    .and_then(|t| t.trim().parse::<u64>().ok())
+                    .unwrap_or(0),
+                other => number(other, rng, st),
+            };
+            ycsb::fnvhash64(n as i64) as u64
+        }
         Part::Client => st.client,
         Part::Iteration => st.iteration,
         _ => 0,
@@ -411,7 +420,7 @@ fn is_number(part: &Part) -> bool {
     )
 }
 
-const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, ycsb_zipfian, ycsb_scrambled, ycsb_hotspot, ycsb_latest, fnvhash64, bytes, string, choice, client, iteration or sid";
+const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, ycsb_zipfian, ycsb_scrambled, ycsb_hotspot, ycsb_latest, fnvhash64, select, bytes, string, choice, client, iteration or sid";
 
 fn compile_expr(
     expr: &str,
@@ -461,13 +470,18 @@ fn compile_words(
                 "a number generator: {fnvhash64 seq} or {fnvhash64 ycsb_scrambled 0..1000}",
             )?;
             let inner = compile_words(call.args, head_at, params, captures, seq_slots)?;
-            if !is_number(&inner) {
+            // A `let` value is hashed as the number it holds.
+            if !is_number(&inner) && !matches!(inner, Part::Capture(_)) {
                 return err(call.args[0].0, format!("'fnvhash64' hashes the number a generator draws (seq, uniform, zipf, ycsb_*, client), not '{}'", call.args[0].1));
             }
             Ok(Part::FnvHash(Box::new(inner)))
         }
         "bytes" | "string" => call.size(),
         "choice" => call.choice(),
+        "select" => {
+            let (at, words) = call.select()?;
+            compile_words(words, at, params, captures, seq_slots)
+        }
         "client" => {
             call.arity(0..=0, "no arguments")?;
             Ok(Part::Client)
@@ -672,6 +686,58 @@ impl Call<'_> {
         } else {
             Part::Text(n)
         })
+    }
+
+    /// `select NAME V1: GEN ... | V2: GEN ...`: the words of the alternative whose value is
+    /// the parameter or switch NAME's (decided when the workload is compiled; the others
+    /// are not compiled), and where they start.
+    fn select(&self) -> Result<(usize, &[(usize, &str)]), TemplateError> {
+        let usage = "a switch or parameter and alternatives: {select order hashed: fnvhash64 seq | ordered: seq}";
+        let Some(&(name_at, name)) = self.args.first() else {
+            return err(self.head_at, format!("'select' takes {usage}"));
+        };
+        let Some(value) = self.params.get(name) else {
+            return err(
+                name_at,
+                format!(
+                    "select: '{name}' is not a switch or parameter{}",
+                    param_list(self.params)
+                ),
+            );
+        };
+        let value = match value {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let mut seen = Vec::new();
+        for alt in self.args[1..].split(|(_, w)| *w == "|") {
+            let Some((&(at, label), rest)) = alt.split_first() else {
+                return err(
+                    name_at,
+                    format!("select {name}: an empty alternative; 'select' takes {usage}"),
+                );
+            };
+            let Some(label) = label.strip_suffix(':') else {
+                return err(at, format!("select {name}: an alternative starts with its value and a colon, like 'hashed:', not '{label}'"));
+            };
+            if rest.is_empty() {
+                return err(
+                    at,
+                    format!("select {name}: the alternative '{label}:' has no generator"),
+                );
+            }
+            if label == value {
+                return Ok((rest[0].0, rest));
+            }
+            seen.push(label);
+        }
+        err(
+            name_at,
+            format!(
+                "select {name}: no alternative for its value '{value}' (the alternatives: {})",
+                seen.join(", ")
+            ),
+        )
     }
 
     fn choice(&self) -> Result<Part, TemplateError> {

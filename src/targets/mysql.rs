@@ -171,7 +171,7 @@ impl Target for Mysql {
     }
 
     fn families(&self) -> &'static [Family] {
-        &[Family::Sql]
+        &[Family::Sql, Family::Record]
     }
 
     async fn connect(&self) -> Result<MysqlSession, OpError> {
@@ -311,10 +311,19 @@ impl MysqlSession {
             prepared,
             placeholders,
         } = self;
-        if placeholders.len() <= id {
-            placeholders.resize(id + 1, None);
-        }
-        let ph = placeholders[id].get_or_insert_with(|| Placeholders::of(query));
+        // Record statements come with `?` already (sql::question_marks).
+        let mut plain = Placeholders {
+            text: None,
+            order: Vec::new(),
+        };
+        let ph = if id >= crate::targets::sql::RECORD_IDS {
+            &mut plain
+        } else {
+            if placeholders.len() <= id {
+                placeholders.resize(id + 1, None);
+            }
+            placeholders[id].get_or_insert_with(|| Placeholders::of(query))
+        };
         let text = ph.text.as_deref().unwrap_or(query);
         let st = prepared.native(id, || conn.prep(text)).await.map_err(cl)?;
         let params = if ph.text.is_some() {
@@ -363,6 +372,21 @@ impl MysqlSession {
             Op::Get { key } => self.kv(Kv::Get, &[key.as_bytes()]).await?,
             Op::Update { key, value } => self.kv(Kv::Update, &[value, key.as_bytes()]).await?,
             Op::Delete { key } => self.kv(Kv::Delete, &[key.as_bytes()]).await?,
+            Op::Native {
+                op:
+                    op @ (NativeOp::RecordInsert { .. }
+                    | NativeOp::RecordRead { .. }
+                    | NativeOp::RecordUpdate { .. }
+                    | NativeOp::RecordScan { .. }
+                    | NativeOp::RecordDelete { .. }),
+                args,
+                ..
+            } => {
+                let st = crate::targets::sql::record_sql(op, args)?;
+                let query = crate::targets::sql::question_marks(&st.query);
+                let id = self.prepared.record_id(&query);
+                return self.native(id, &query, &st.kinds, &st.args, false).await;
+            }
             Op::Native {
                 op: NativeOp::Sql { id, query, params },
                 args,
@@ -489,6 +513,22 @@ impl Session for MysqlSession {
 
     async fn load(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
         self.insert_batch(records).await
+    }
+
+    async fn create_records(&mut self, layout: crate::vocab::RecordLayout) -> Result<(), OpError> {
+        for statement in crate::targets::sql::create_records(layout.fields) {
+            self.text(&statement).await?;
+        }
+        Ok(())
+    }
+
+    /// One transaction per batch.
+    async fn load_records(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
+        self.text("BEGIN").await?;
+        let done = crate::targets::insert_records(self, records).await;
+        self.text(if done.is_ok() { "COMMIT" } else { "ROLLBACK" })
+            .await?;
+        done
     }
 }
 

@@ -5,9 +5,11 @@
 use std::future::Future;
 use std::time::Duration;
 
+use std::collections::HashMap;
+
 use super::{Params, TargetUrl};
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, OpError, Outcome};
+use crate::vocab::{ErrorClass, NativeOp, OpError, Outcome, ValueKind, RECORD_TABLE};
 
 /// The kv table's name, as a literal for `concat!`: the one place that names it.
 macro_rules! kv_table {
@@ -133,12 +135,165 @@ impl Dialect {
     }
 }
 
+/// The drop and create statements of the record table with `fields` fields: YCSB's JDBC
+/// layout (`YCSB_KEY` primary key, `FIELD0` ... as text), the same text on every dialect.
+pub fn create_records(fields: usize) -> [String; 2] {
+    let columns: String = (0..fields).map(|i| format!(", FIELD{i} TEXT")).collect();
+    [
+        format!("DROP TABLE IF EXISTS {RECORD_TABLE}"),
+        format!("CREATE TABLE {RECORD_TABLE} (YCSB_KEY VARCHAR(255) PRIMARY KEY{columns})"),
+    ]
+}
+
+/// A record operation as SQL on the record table: the statement (placeholders `$1`, `$2`,
+/// ... in order of appearance, which every SQL target accepts), its parameters' kinds and
+/// its arguments in placeholder order. `args` are the operation's arguments in
+/// [`NativeOp::map_args`] order. A statement that is not a record operation gives `None`.
+pub fn record_statement(
+    op: &NativeOp<ValueKind>,
+    args: &[Vec<u8>],
+) -> Option<Result<RecordStatement, OpError>> {
+    let field = |at: usize| -> Result<String, OpError> {
+        let text = args
+            .get(at)
+            .map(|a| String::from_utf8_lossy(a))
+            .unwrap_or_default();
+        match text.trim().parse::<usize>() {
+            Ok(n) => Ok(format!("FIELD{n}")),
+            Err(_) => Err(OpError::new(
+                ErrorClass::Other,
+                format!("record field '{text}' is not a field number"),
+            )),
+        }
+    };
+    let text = |n: usize| vec![ValueKind::Bytes; n];
+    let t = RECORD_TABLE;
+    let built = (|| {
+        Ok(match op {
+            NativeOp::RecordInsert { values, .. } => {
+                let columns: String = (0..values.len()).map(|i| format!(", FIELD{i}")).collect();
+                let marks: String = (2..=values.len() + 1).map(|i| format!(", ${i}")).collect();
+                RecordStatement {
+                    query: format!("INSERT INTO {t} (YCSB_KEY{columns}) VALUES ($1{marks})"),
+                    kinds: text(values.len() + 1),
+                    args: args.to_vec(),
+                }
+            }
+            NativeOp::RecordRead { field: f, .. } => {
+                let columns = match f {
+                    Some(_) => field(1)?,
+                    None => "*".to_string(),
+                };
+                RecordStatement {
+                    query: format!("SELECT {columns} FROM {t} WHERE YCSB_KEY = $1"),
+                    kinds: text(1),
+                    args: args[..1].to_vec(),
+                }
+            }
+            NativeOp::RecordUpdate {
+                field: f, values, ..
+            } => {
+                let (set, first) = match f {
+                    Some(_) => (format!("{} = $1", field(1)?), 2),
+                    None => (
+                        (0..values.len())
+                            .map(|i| format!("FIELD{i} = ${}", i + 1))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        1,
+                    ),
+                };
+                let mut ordered = args[first..].to_vec();
+                ordered.push(args[0].clone());
+                RecordStatement {
+                    query: format!(
+                        "UPDATE {t} SET {set} WHERE YCSB_KEY = ${}",
+                        values.len() + 1
+                    ),
+                    kinds: text(values.len() + 1),
+                    args: ordered,
+                }
+            }
+            NativeOp::RecordScan { field: f, .. } => {
+                let columns = match f {
+                    Some(_) => format!("YCSB_KEY, {}", field(2)?),
+                    None => "*".to_string(),
+                };
+                RecordStatement {
+                    query: format!(
+                        "SELECT {columns} FROM {t} WHERE YCSB_KEY >= $1 ORDER BY YCSB_KEY LIMIT $2"
+                    ),
+                    kinds: vec![ValueKind::Bytes, ValueKind::Integer],
+                    args: args[..2].to_vec(),
+                }
+            }
+            NativeOp::RecordDelete { .. } => RecordStatement {
+                query: format!("DELETE FROM {t} WHERE YCSB_KEY = $1"),
+                kinds: text(1),
+                args: args[..1].to_vec(),
+            },
+            NativeOp::Sql { .. }
+            | NativeOp::Redis { .. }
+            | NativeOp::LdapSearch { .. }
+            | NativeOp::LdapBind { .. }
+            | NativeOp::LdapAdd { .. }
+            | NativeOp::LdapModify { .. }
+            | NativeOp::LdapDelete { .. }
+            | NativeOp::Http { .. } => return Err(None),
+        })
+    })();
+    match built {
+        Ok(st) => Some(Ok(st)),
+        Err(Some(e)) => Some(Err(e)),
+        Err(None) => None,
+    }
+}
+
+/// `$1`, `$2`, ... as `?` (MySQL's placeholders), for record statements, whose
+/// placeholders come in order and which hold no quotes.
+pub fn question_marks(query: &str) -> String {
+    let mut out = String::with_capacity(query.len());
+    let mut chars = query.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+            while chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+                chars.next();
+            }
+            out.push('?');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// [`record_statement`] of an operation known to be a record operation.
+pub fn record_sql(op: &NativeOp<ValueKind>, args: &[Vec<u8>]) -> Result<RecordStatement, OpError> {
+    record_statement(op, args)
+        .unwrap_or_else(|| Err(OpError::new(ErrorClass::Other, "not a record operation")))
+}
+
+/// A record operation as one SQL statement ([`record_statement`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordStatement {
+    pub query: String,
+    pub kinds: Vec<ValueKind>,
+    pub args: Vec<Vec<u8>>,
+}
+
+/// Where the statement numbers of record operations start: above any workload's own, so
+/// they share [`Prepared::native`]'s cache without meeting them.
+pub const RECORD_IDS: usize = 1 << 40;
+
 /// The statements a session has prepared: the kv ones by operation, native ones by their
 /// workload-wide number; each prepared on first use.
 pub struct Prepared<S> {
     dialect: Dialect,
     kv: [Option<S>; 4],
     native: Vec<Option<S>>,
+    /// Record statements by their number (from [`Prepared::record_id`]).
+    record: HashMap<usize, S>,
+    record_ids: HashMap<String, usize>,
 }
 
 impl<S: Clone> Prepared<S> {
@@ -147,7 +302,19 @@ impl<S: Clone> Prepared<S> {
             dialect,
             kv: Default::default(),
             native: Vec::new(),
+            record: HashMap::new(),
+            record_ids: HashMap::new(),
         }
+    }
+
+    /// The statement number of a record statement's text, the same for the same text.
+    pub fn record_id(&mut self, query: &str) -> usize {
+        if let Some(id) = self.record_ids.get(query) {
+            return *id;
+        }
+        let id = RECORD_IDS + self.record_ids.len();
+        self.record_ids.insert(query.to_string(), id);
+        id
     }
 
     /// The statement of `op`, from `prepare` (given its text) the first time.
@@ -173,6 +340,14 @@ impl<S: Clone> Prepared<S> {
     where
         F: Future<Output = Result<S, E>>,
     {
+        if id >= RECORD_IDS {
+            if let Some(st) = self.record.get(&id) {
+                return Ok(st.clone());
+            }
+            let st = prepare().await?;
+            self.record.insert(id, st.clone());
+            return Ok(st);
+        }
         if self.native.len() <= id {
             self.native.resize(id + 1, None);
         }
@@ -188,6 +363,7 @@ impl<S: Clone> Prepared<S> {
     pub fn clear(&mut self) {
         self.kv = Default::default();
         self.native.clear();
+        self.record.clear();
     }
 }
 

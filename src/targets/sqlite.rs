@@ -96,7 +96,7 @@ impl Target for Sqlite {
     }
 
     fn families(&self) -> &'static [Family] {
-        &[Family::Sql]
+        &[Family::Sql, Family::Record]
     }
 
     fn connect(&self) -> impl Future<Output = Result<SqliteSession, OpError>> {
@@ -135,6 +135,20 @@ impl SqliteSession {
                 args,
                 capture,
             } => return self.sql(query, args, capture),
+            Op::Native {
+                op:
+                    op @ (NativeOp::RecordInsert { .. }
+                    | NativeOp::RecordRead { .. }
+                    | NativeOp::RecordUpdate { .. }
+                    | NativeOp::RecordScan { .. }
+                    | NativeOp::RecordDelete { .. }),
+                args,
+                ..
+            } => {
+                let st = sql::record_sql(op, args)
+                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.message.into()))?;
+                return self.sql(&st.query, &st.args, false);
+            }
             // Every other family's operation, by name: a new variant of a family this
             // target runs must be handled above before this compiles.
             Op::Native {
@@ -357,5 +371,27 @@ impl Session for SqliteSession {
 
     fn load(&mut self, records: &[(String, Vec<u8>)]) -> impl Future<Output = Result<(), OpError>> {
         ready(self.load_batch(records).map_err(classify))
+    }
+
+    fn create_records(
+        &mut self,
+        layout: crate::vocab::RecordLayout,
+    ) -> impl Future<Output = Result<(), OpError>> {
+        let [drop, create] = sql::create_records(layout.fields);
+        ready(
+            self.conn
+                .execute_batch(&drop)
+                .and_then(|()| self.conn.execute_batch(&create))
+                .map_err(classify),
+        )
+    }
+
+    /// One transaction per batch.
+    async fn load_records(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
+        self.conn.execute_batch("BEGIN").map_err(classify)?;
+        let done = super::insert_records(self, records).await;
+        let end = if done.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        self.conn.execute_batch(end).map_err(classify)?;
+        done
     }
 }

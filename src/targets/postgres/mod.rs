@@ -150,7 +150,7 @@ impl Target for Postgres {
     }
 
     fn families(&self) -> &'static [Family] {
-        &[Family::Sql]
+        &[Family::Sql, Family::Record]
     }
 
     async fn connect(&self) -> Result<PgSession, OpError> {
@@ -488,6 +488,20 @@ impl PgSession {
                 args,
                 capture,
             } => return self.native(*id, query, args, capture).await,
+            Op::Native {
+                op:
+                    op @ (NativeOp::RecordInsert { .. }
+                    | NativeOp::RecordRead { .. }
+                    | NativeOp::RecordUpdate { .. }
+                    | NativeOp::RecordScan { .. }
+                    | NativeOp::RecordDelete { .. }),
+                args,
+                ..
+            } => {
+                let st = crate::targets::sql::record_sql(op, args)?;
+                let id = self.prepared.record_id(&st.query);
+                return self.native(id, &st.query, &st.args, false).await;
+            }
             // Every other family's operation, by name: a new variant of a family this
             // target runs must be handled above before this compiles.
             Op::Native {
@@ -652,6 +666,22 @@ impl Session for PgSession {
 
     async fn load(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
         self.copy_batch(records).await
+    }
+
+    async fn create_records(&mut self, layout: crate::vocab::RecordLayout) -> Result<(), OpError> {
+        for statement in crate::targets::sql::create_records(layout.fields) {
+            self.batch(&statement).await?;
+        }
+        Ok(())
+    }
+
+    /// One transaction per batch.
+    async fn load_records(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
+        self.batch("BEGIN").await?;
+        let done = crate::targets::insert_records(self, records).await;
+        self.batch(if done.is_ok() { "COMMIT" } else { "ROLLBACK" })
+            .await?;
+        done
     }
 }
 
