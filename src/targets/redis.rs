@@ -677,6 +677,46 @@ impl Session for RedisSession {
         }
     }
 
+    /// Remove the records [`RECORD_INDEX`] lists, then the index itself.
+    async fn create_records(&mut self, _layout: crate::vocab::RecordLayout) -> Result<(), OpError> {
+        loop {
+            let range = self
+                .command(&[
+                    b"ZRANGE",
+                    RECORD_INDEX.as_bytes(),
+                    b"0",
+                    SCAN_COUNT.as_bytes(),
+                ])
+                .await?;
+            let members = match self.value(range)? {
+                Value::Array(items) => items,
+                _ => return Err(protocol("unexpected ZRANGE reply")),
+            };
+            let keys: Vec<Vec<u8>> = members
+                .into_iter()
+                .filter_map(|m| match m {
+                    Value::BulkString(k) => Some(k),
+                    _ => None,
+                })
+                .collect();
+            if keys.is_empty() {
+                break;
+            }
+            let full: Vec<Vec<u8>> = keys
+                .iter()
+                .map(|k| [PREFIX.as_bytes(), k].concat())
+                .collect();
+            let mut unlink: Vec<&[u8]> = vec![b"UNLINK"];
+            unlink.extend(full.iter().map(Vec::as_slice));
+            self.command(&unlink).await?;
+            let mut zrem: Vec<&[u8]> = vec![b"ZREM", RECORD_INDEX.as_bytes()];
+            zrem.extend(keys.iter().map(Vec::as_slice));
+            self.command(&zrem).await?;
+        }
+        self.command(&[b"DEL", RECORD_INDEX.as_bytes()]).await?;
+        Ok(())
+    }
+
     /// `SCAN MATCH loadrig:*` and `UNLINK` each batch found; returns the keys removed.
     async fn cleanup(&mut self) -> Result<u64, OpError> {
         let pattern = format!("{PREFIX}*");
