@@ -454,7 +454,7 @@ fn compile_ops(
     }
     if ops.is_empty() {
         return Err(InputError::new(format!(
-            "{}: `only` and weights of 0 leave out every operation for these switch values and parameters",
+            "{}: `only` (or a weight of 0) leaves out every operation for these switch values and parameters",
             compiler.source.path
         ))
         .help("set the switches (--set NAME=VALUE) to values some operation is for, or a weight above 0"));

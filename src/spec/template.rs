@@ -505,6 +505,9 @@ fn compile_words(
     }
 }
 
+/// Words of an expression with their offsets.
+type Words<'a> = &'a [(usize, &'a str)];
+
 /// One generator expression: its name, where the name is, and its arguments with offsets.
 struct Call<'a> {
     head: &'a str,
@@ -691,7 +694,7 @@ impl Call<'_> {
     /// `select NAME V1: GEN ... | V2: GEN ...`: the words of the alternative whose value is
     /// the parameter or switch NAME's (decided when the workload is compiled; the others
     /// are not compiled), and where they start.
-    fn select(&self) -> Result<(usize, &[(usize, &str)]), TemplateError> {
+    fn select(&self) -> Result<(usize, Words<'_>), TemplateError> {
         let usage = "a switch or parameter and alternatives: {select order hashed: fnvhash64 seq | ordered: seq}";
         let Some(&(name_at, name)) = self.args.first() else {
             return err(self.head_at, format!("'select' takes {usage}"));
