@@ -969,6 +969,64 @@ mod tests {
     }
 
     #[test]
+    fn select_compiles_only_the_alternative_of_the_value() {
+        let mut st = GenState::new(0, 1, 1);
+        // name = "x": the x alternative; the other is never compiled (its range is empty).
+        assert_eq!(
+            render("k{select name y: uniform 5..5 | x: seq 7}", &mut st),
+            "k7"
+        );
+        let mut fresh = GenState::new(0, 1, 1);
+        assert_eq!(
+            render("{select records 100: fnvhash64 seq}", &mut fresh),
+            "6284781860667377211"
+        );
+        let mut slots = 0;
+        let t = Template::compile("{select name x: uniform 1..9}", &params(), &mut slots).unwrap();
+        assert_eq!(
+            t.kind(),
+            ValueKind::Integer,
+            "a number as the alternative is"
+        );
+        assert_eq!(slots, 0, "no seq slot for an alternative not taken");
+        for (src, says) in [
+            ("{select}", "'select' takes a switch or parameter"),
+            (
+                "{select nope x: seq}",
+                "select: 'nope' is not a switch or parameter",
+            ),
+            ("{select name x seq}", "starts with its value and a colon"),
+            ("{select name x:}", "the alternative 'x:' has no generator"),
+            ("{select name y: seq | | x: seq}", "an empty alternative"),
+            (
+                "{select name y: seq}",
+                "no alternative for its value 'x' (the alternatives: y)",
+            ),
+        ] {
+            let e = Template::compile(src, &params(), &mut slots).unwrap_err();
+            assert!(e.message.contains(says), "{src}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn fnvhash64_hashes_a_captured_number() {
+        let mut slots = 0;
+        let t = Template::compile_with(
+            "user{fnvhash64 n}",
+            &params(),
+            &[("n".into(), 0)],
+            &mut slots,
+        )
+        .unwrap();
+        let mut st = GenState::new(0, 1, 0);
+        st.captures = vec![b"0".to_vec()];
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut s = String::new();
+        t.render_str(&mut rng, &mut st, &mut s);
+        assert_eq!(s, "user6284781860667377211");
+    }
+
+    #[test]
     fn uniform_takes_negative_bounds_and_products_of_parameters() {
         let mut seen = std::collections::BTreeSet::new();
         let mut slots = 0;

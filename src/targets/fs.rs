@@ -482,6 +482,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn record_files_round_trip_their_fields() {
+        let fields = vec![b"abc".to_vec(), Vec::new(), vec![0u8, 255, 10]];
+        let bytes = encode_fields(&fields);
+        assert_eq!(&bytes[..7], &[3, 0, 0, 0, b'a', b'b', b'c']);
+        assert_eq!(decode_fields(&bytes), Some(fields));
+        assert_eq!(decode_fields(&[]), Some(Vec::new()));
+        assert_eq!(decode_fields(&bytes[..5]), None, "cut short");
+    }
+
+    #[test]
     fn shard_folder_is_the_file_name_prefix() {
         let p = file_for(Path::new("/r"), 2, "session:1");
         let name = p.file_name().unwrap().to_str().unwrap().to_string();

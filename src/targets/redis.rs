@@ -896,6 +896,15 @@ mod tests {
     }
 
     #[test]
+    fn index_scores_are_javas_string_hash_codes() {
+        // As Java computes them: "".hashCode() == 0, "a" == 97, and the sum wraps at 32 bits.
+        assert_eq!(java_hash(b""), 0);
+        assert_eq!(java_hash(b"a"), 97);
+        assert_eq!(java_hash(b"user1"), 111578566);
+        assert_eq!(java_hash(b"user6284781860667377211"), -594971599);
+    }
+
+    #[test]
     fn heads_and_errors() {
         assert_eq!(head(b"$3\r\nabc\r\n").unwrap(), Reply::Bulk(Some(b"abc")));
         assert_eq!(head(b":42\r\n").unwrap(), Reply::Int(42));

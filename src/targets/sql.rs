@@ -525,6 +525,114 @@ mod tests {
     }
 
     #[test]
+    fn record_operations_as_sql_with_arguments_in_placeholder_order() {
+        use NativeOp::*;
+        let b = ValueKind::Bytes;
+        let args = |v: &[&str]| v.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
+        let sql = |op: NativeOp<ValueKind>, a: &[&str]| record_sql(&op, &args(a)).unwrap();
+        let st = sql(
+            RecordInsert {
+                key: b,
+                values: vec![b; 2],
+            },
+            &["k", "v0", "v1"],
+        );
+        assert_eq!(
+            st.query,
+            "INSERT INTO loadrig_usertable (YCSB_KEY, FIELD0, FIELD1) VALUES ($1, $2, $3)"
+        );
+        assert_eq!(st.args, args(&["k", "v0", "v1"]));
+        let st = sql(
+            RecordRead {
+                key: b,
+                field: None,
+            },
+            &["k"],
+        );
+        assert_eq!(
+            st.query,
+            "SELECT * FROM loadrig_usertable WHERE YCSB_KEY = $1"
+        );
+        let st = sql(
+            RecordRead {
+                key: b,
+                field: Some(ValueKind::Integer),
+            },
+            &["k", "3"],
+        );
+        assert_eq!(
+            st.query,
+            "SELECT FIELD3 FROM loadrig_usertable WHERE YCSB_KEY = $1"
+        );
+        assert_eq!(st.args, args(&["k"]));
+        let st = sql(
+            RecordUpdate {
+                key: b,
+                field: Some(ValueKind::Integer),
+                values: vec![b],
+            },
+            &["k", "7", "v"],
+        );
+        assert_eq!(
+            st.query,
+            "UPDATE loadrig_usertable SET FIELD7 = $1 WHERE YCSB_KEY = $2"
+        );
+        assert_eq!(st.args, args(&["v", "k"]));
+        let st = sql(
+            RecordUpdate {
+                key: b,
+                field: None,
+                values: vec![b; 2],
+            },
+            &["k", "a", "c"],
+        );
+        assert_eq!(
+            st.query,
+            "UPDATE loadrig_usertable SET FIELD0 = $1, FIELD1 = $2 WHERE YCSB_KEY = $3"
+        );
+        assert_eq!(st.args, args(&["a", "c", "k"]));
+        let st = sql(
+            RecordScan {
+                key: b,
+                count: ValueKind::Integer,
+                field: None,
+            },
+            &["k", "5"],
+        );
+        assert_eq!(
+            st.query,
+            "SELECT * FROM loadrig_usertable WHERE YCSB_KEY >= $1 ORDER BY YCSB_KEY LIMIT $2"
+        );
+        assert_eq!(st.kinds, [ValueKind::Bytes, ValueKind::Integer]);
+        assert_eq!(
+            question_marks(&st.query),
+            "SELECT * FROM loadrig_usertable WHERE YCSB_KEY >= ? ORDER BY YCSB_KEY LIMIT ?"
+        );
+        let st = sql(RecordDelete { key: b }, &["k"]);
+        assert_eq!(
+            st.query,
+            "DELETE FROM loadrig_usertable WHERE YCSB_KEY = $1"
+        );
+        let e = record_sql(
+            &RecordRead {
+                key: b,
+                field: Some(b),
+            },
+            &args(&["k", "x"]),
+        )
+        .unwrap_err();
+        assert_eq!(e.message, "record field 'x' is not a field number");
+        assert!(record_statement(&Redis { args: vec![] }, &[]).is_none());
+        assert_eq!(
+            create_records(2),
+            [
+                "DROP TABLE IF EXISTS loadrig_usertable".to_string(),
+                "CREATE TABLE loadrig_usertable (YCSB_KEY VARCHAR(255) PRIMARY KEY, FIELD0 TEXT, FIELD1 TEXT)".to_string()
+            ]
+        );
+    }
+
+    #[test]
     fn drop_tables_quotes_identifiers() {
         let names = ["loadrig_kv".to_string(), "loadrig_a\"`b".to_string()];
         assert_eq!(
