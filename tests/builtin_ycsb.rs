@@ -310,7 +310,12 @@ fn builtins_on_postgres() {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    every_builtin(&url, &[], &|| pg_count(&url));
+    every_builtin(&url, &[], &|| pg_count(&url, COUNT));
+    assert_eq!(
+        pg_count(&url, RECORD_ZERO),
+        1,
+        "key number 0, hashed, ten fields of 100"
+    );
 }
 
 #[test]
@@ -319,7 +324,12 @@ fn builtins_on_mariadb() {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    every_builtin(&url, &[], &|| mysql_count(&url));
+    every_builtin(&url, &[], &|| mysql_count(&url, COUNT));
+    assert_eq!(
+        mysql_count(&url, RECORD_ZERO),
+        1,
+        "key number 0, hashed, ten fields of 100"
+    );
 }
 
 #[test]
@@ -348,13 +358,34 @@ fn builtins_on_redis() {
         assert_eq!(hashes.len() as i64, indexed, "every record is in the index");
         indexed
     });
+    // The record of key number 0 as YCSB's Redis binding lays it out, and its index entry.
+    let record: BTreeMap<String, String> = redis::cmd("HGETALL")
+        .arg("loadrig:user6284781860667377211")
+        .query(&mut *conn.borrow_mut())
+        .unwrap();
+    assert_eq!(record.len(), 10);
+    assert!(record
+        .iter()
+        .all(|(k, v)| k.starts_with("field") && v.len() == 100));
+    let score: f64 = redis::cmd("ZSCORE")
+        .arg("loadrig:_indices")
+        .arg("user6284781860667377211")
+        .query(&mut *conn.borrow_mut())
+        .unwrap();
+    assert_eq!(score, -594971599.0, "Java's hashCode of the key");
     let d = Dir::new();
     d.ok(&["cleanup", "--target", &url]);
     let left: i64 = redis::cmd("DBSIZE").query(&mut *conn.borrow_mut()).unwrap();
     assert_eq!(left, 0);
 }
 
-fn pg_count(url: &str) -> i64 {
+const COUNT: &str = "SELECT COUNT(*) FROM loadrig_usertable";
+/// The record of key number 0 as YCSB's JDBC binding lays it out.
+const RECORD_ZERO: &str =
+    "SELECT COUNT(*) FROM loadrig_usertable WHERE YCSB_KEY = 'user6284781860667377211' \
+    AND LENGTH(FIELD0) = 100 AND LENGTH(FIELD9) = 100";
+
+fn pg_count(url: &str, sql: &str) -> i64 {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -364,15 +395,12 @@ fn pg_count(url: &str) -> i64 {
             .await
             .unwrap();
         tokio::spawn(conn);
-        let row = client
-            .query_one("SELECT COUNT(*) FROM loadrig_usertable", &[])
-            .await
-            .unwrap();
+        let row = client.query_one(sql, &[]).await.unwrap();
         row.get::<_, i64>(0)
     })
 }
 
-fn mysql_count(url: &str) -> i64 {
+fn mysql_count(url: &str, sql: &str) -> i64 {
     use mysql_async::prelude::Queryable;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -382,10 +410,7 @@ fn mysql_count(url: &str) -> i64 {
         let opts = mysql_async::Opts::from_url(url).unwrap();
         let opts = mysql_async::OptsBuilder::from_opts(opts).prefer_socket(false);
         let mut conn = mysql_async::Conn::new(opts).await.unwrap();
-        let n: Option<i64> = conn
-            .query_first("SELECT COUNT(*) FROM loadrig_usertable")
-            .await
-            .unwrap();
+        let n: Option<i64> = conn.query_first(sql).await.unwrap();
         n.unwrap()
     })
 }

@@ -412,6 +412,25 @@ impl MysqlSession {
         Ok(Outcome::rows(rows))
     }
 
+    /// A batch of records as multi-row INSERTs ([`crate::targets::sql::insert_chunks`]).
+    async fn insert_rows(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
+        for chunk in crate::targets::sql::insert_chunks(records) {
+            let fields = chunk[0].1.len();
+            let query = crate::targets::sql::question_marks(&crate::targets::sql::insert_rows(
+                fields,
+                chunk.len(),
+            ));
+            let args: Vec<Vec<u8>> = chunk
+                .iter()
+                .flat_map(|(k, v)| std::iter::once(k.as_bytes().to_vec()).chain(v.iter().cloned()))
+                .collect();
+            let kinds = vec![ValueKind::Bytes; args.len()];
+            let id = self.prepared.record_id(&query);
+            self.native(id, &query, &kinds, &args, false).await?;
+        }
+        Ok(())
+    }
+
     async fn text(&mut self, sql: &str) -> Result<Outcome, OpError> {
         self.conn.query_drop(sql).await.map_err(cl)?;
         Ok(Outcome::default())
@@ -522,10 +541,10 @@ impl Session for MysqlSession {
         Ok(())
     }
 
-    /// One transaction per batch.
+    /// One transaction per batch, of multi-row INSERTs.
     async fn load_records(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
         self.text("BEGIN").await?;
-        let done = crate::targets::insert_records(self, records).await;
+        let done = self.insert_rows(records).await;
         self.text(if done.is_ok() { "COMMIT" } else { "ROLLBACK" })
             .await?;
         done

@@ -677,6 +677,48 @@ impl Session for RedisSession {
         }
     }
 
+    /// One pipeline per batch: each record's HSET and ZADD written at once, then every
+    /// reply read.
+    async fn load_records(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
+        let mut pipeline = std::mem::take(&mut self.out);
+        pipeline.clear();
+        let names: Vec<Vec<u8>> = (0..records.first().map_or(0, |r| r.1.len()))
+            .map(|i| format!("field{i}").into_bytes())
+            .collect();
+        for (key, values) in records {
+            push_header(&mut pipeline, b'*', 2 + 2 * values.len());
+            push_bulk(&mut pipeline, b"HSET");
+            push_bulk(&mut pipeline, &[PREFIX.as_bytes(), key.as_bytes()].concat());
+            for (name, value) in names.iter().zip(values) {
+                push_bulk(&mut pipeline, name);
+                push_bulk(&mut pipeline, value);
+            }
+            let score = java_hash(key.as_bytes()).to_string();
+            push_header(&mut pipeline, b'*', 4);
+            for arg in [
+                b"ZADD".as_slice(),
+                RECORD_INDEX.as_bytes(),
+                score.as_bytes(),
+                key.as_bytes(),
+            ] {
+                push_bulk(&mut pipeline, arg);
+            }
+        }
+        self.out = pipeline;
+        self.send().await?;
+        let mut first_error = None;
+        for _ in 0..2 * records.len() {
+            let range = self.read_reply().await?;
+            if let Err(e) = head(&self.inbuf[range]) {
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     /// Remove the records [`RECORD_INDEX`] lists, then the index itself.
     async fn create_records(&mut self, _layout: crate::vocab::RecordLayout) -> Result<(), OpError> {
         loop {

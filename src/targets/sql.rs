@@ -145,6 +145,46 @@ pub fn create_records(fields: usize) -> [String; 2] {
     ]
 }
 
+/// One multi-row INSERT of `rows` records of `fields` fields into the record table
+/// (placeholders `$1`, ... row after row: key, then the fields).
+pub fn insert_rows(fields: usize, rows: usize) -> String {
+    let columns: String = (0..fields).map(|i| format!(", FIELD{i}")).collect();
+    let mut values = Vec::with_capacity(rows);
+    for r in 0..rows {
+        let marks: Vec<String> = (1..=fields + 1)
+            .map(|c| format!("${}", r * (fields + 1) + c))
+            .collect();
+        values.push(format!("({})", marks.join(", ")));
+    }
+    format!(
+        "INSERT INTO {RECORD_TABLE} (YCSB_KEY{columns}) VALUES {}",
+        values.join(", ")
+    )
+}
+
+/// A load batch cut into multi-row INSERTs: each at most 30,000 parameters (PostgreSQL and
+/// MySQL take 65,535) and 4 MiB of values (below MariaDB's default max_allowed_packet).
+pub fn insert_chunks(records: &[(String, Vec<Vec<u8>>)]) -> Vec<&[(String, Vec<Vec<u8>>)]> {
+    const PARAMS: usize = 30_000;
+    const BYTES: usize = 4 << 20;
+    let mut chunks = Vec::new();
+    let (mut start, mut params, mut bytes) = (0, 0, 0);
+    for (i, (key, values)) in records.iter().enumerate() {
+        let p = values.len() + 1;
+        let b = key.len() + values.iter().map(Vec::len).sum::<usize>();
+        if i > start && (params + p > PARAMS || bytes + b > BYTES) {
+            chunks.push(&records[start..i]);
+            (start, params, bytes) = (i, 0, 0);
+        }
+        params += p;
+        bytes += b;
+    }
+    if start < records.len() {
+        chunks.push(&records[start..]);
+    }
+    chunks
+}
+
 /// A record operation as SQL on the record table: the statement (placeholders `$1`, `$2`,
 /// ... in order of appearance, which every SQL target accepts), its parameters' kinds and
 /// its arguments in placeholder order. `args` are the operation's arguments in
@@ -630,6 +670,26 @@ mod tests {
                 "CREATE TABLE loadrig_usertable (YCSB_KEY VARCHAR(255) PRIMARY KEY, FIELD0 TEXT, FIELD1 TEXT)".to_string()
             ]
         );
+    }
+
+    #[test]
+    fn loads_go_in_multi_row_inserts_within_the_servers_limits() {
+        assert_eq!(
+            insert_rows(2, 2),
+            "INSERT INTO loadrig_usertable (YCSB_KEY, FIELD0, FIELD1) VALUES ($1, $2, $3), ($4, $5, $6)"
+        );
+        let record = |n: usize| ("k".to_string(), vec![vec![b'x'; n]; 10]);
+        let small: Vec<_> = (0..5000).map(|_| record(100)).collect();
+        let sizes: Vec<usize> = insert_chunks(&small).iter().map(|c| c.len()).collect();
+        assert_eq!(
+            sizes,
+            [2727, 2273],
+            "30,000 parameters of 11 per record at most"
+        );
+        let big: Vec<_> = (0..10).map(|_| record(1 << 20)).collect();
+        let sizes: Vec<usize> = insert_chunks(&big).iter().map(|c| c.len()).collect();
+        assert_eq!(sizes, vec![1; 10], "4 MiB at most, one record at least");
+        assert!(insert_chunks(&[]).is_empty());
     }
 
     #[test]

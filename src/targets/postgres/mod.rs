@@ -522,6 +522,21 @@ impl PgSession {
         Ok(Outcome::rows(rows))
     }
 
+    /// A batch of records as multi-row INSERTs ([`crate::targets::sql::insert_chunks`]).
+    async fn insert_rows(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
+        for chunk in crate::targets::sql::insert_chunks(records) {
+            let fields = chunk[0].1.len();
+            let query = crate::targets::sql::insert_rows(fields, chunk.len());
+            let args: Vec<Vec<u8>> = chunk
+                .iter()
+                .flat_map(|(k, v)| std::iter::once(k.as_bytes().to_vec()).chain(v.iter().cloned()))
+                .collect();
+            let id = self.prepared.record_id(&query);
+            self.native(id, &query, &args, false).await?;
+        }
+        Ok(())
+    }
+
     async fn batch(&mut self, sql: &str) -> Result<Outcome, OpError> {
         self.client
             .batch_execute(sql)
@@ -675,10 +690,10 @@ impl Session for PgSession {
         Ok(())
     }
 
-    /// One transaction per batch.
+    /// One transaction per batch, of multi-row INSERTs.
     async fn load_records(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
         self.batch("BEGIN").await?;
-        let done = crate::targets::insert_records(self, records).await;
+        let done = self.insert_rows(records).await;
         self.batch(if done.is_ok() { "COMMIT" } else { "ROLLBACK" })
             .await?;
         done
