@@ -145,6 +145,9 @@ pub fn create_records(fields: usize) -> [String; 2] {
     ]
 }
 
+/// A record to load: its key and its fields' values.
+pub type Record = (String, Vec<Vec<u8>>);
+
 /// One multi-row INSERT of `rows` records of `fields` fields into the record table
 /// (placeholders `$1`, ... row after row: key, then the fields).
 pub fn insert_rows(fields: usize, rows: usize) -> String {
@@ -164,7 +167,7 @@ pub fn insert_rows(fields: usize, rows: usize) -> String {
 
 /// A load batch cut into multi-row INSERTs: each at most 30,000 parameters (PostgreSQL and
 /// MySQL take 65,535) and 4 MiB of values (below MariaDB's default max_allowed_packet).
-pub fn insert_chunks(records: &[(String, Vec<Vec<u8>>)]) -> Vec<&[(String, Vec<Vec<u8>>)]> {
+pub fn insert_chunks(records: &[Record]) -> Vec<&[Record]> {
     const PARAMS: usize = 30_000;
     const BYTES: usize = 4 << 20;
     let mut chunks = Vec::new();
