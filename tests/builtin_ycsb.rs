@@ -316,6 +316,9 @@ fn builtins_on_postgres() {
         1,
         "key number 0, hashed, ten fields of 100"
     );
+    Dir::new().ok(&["cleanup", "--target", &url]);
+    let left = "SELECT COUNT(*) FROM pg_tables WHERE tablename = 'loadrig_usertable'";
+    assert_eq!(pg_count(&url, left), 0, "cleanup drops the record table");
 }
 
 #[test]
@@ -330,6 +333,10 @@ fn builtins_on_mariadb() {
         1,
         "key number 0, hashed, ten fields of 100"
     );
+    Dir::new().ok(&["cleanup", "--target", &url]);
+    let left = "SELECT COUNT(*) FROM information_schema.tables \
+        WHERE table_schema = DATABASE() AND table_name = 'loadrig_usertable'";
+    assert_eq!(mysql_count(&url, left), 0, "cleanup drops the record table");
 }
 
 #[test]
