@@ -240,7 +240,7 @@ fn unknown_properties_and_scans_on_files_exit_2() {
 /// check, per operation, that none failed, that every read found its record, and that the
 /// store holds the loaded records plus the inserted ones (`count` reads it).
 fn every_builtin(url: &str, skip: &[&str], count: &dyn Fn() -> i64) {
-    for (name, _) in MIXES {
+    for (name, mix) in MIXES {
         if skip.contains(name) {
             continue;
         }
@@ -266,6 +266,19 @@ fn every_builtin(url: &str, skip: &[&str], count: &dyn Fn() -> i64) {
             }
         }
         assert_eq!(total, OPS, "{name}: {out}");
+        // The run's mix, as loadrig ops shows it: YCSB's proportions.
+        for (op, p) in *mix {
+            let k = r
+                .operations
+                .iter()
+                .find(|o| o.name == *op)
+                .map_or(0, |o| o.ok);
+            if *p == 1.0 {
+                assert_eq!(k, OPS, "{name}");
+            } else {
+                within_binomial(name, op, k, OPS, *p);
+            }
+        }
         assert_eq!(count(), (RECORDS + inserted) as i64, "{name}: records left");
     }
 }

@@ -492,8 +492,11 @@ impl OpCompiler<'_> {
         if weight == 0.0 {
             return Err(self
                 .source
-                .error(op.name.span(), format!("operation '{name}' has weight 0"))
-                .help("a weight of 0 leaves an operation out: compile_ops skips it"));
+                .error(
+                    op.name.span(),
+                    format!("operation '{name}' has weight 0: it would never run"),
+                )
+                .help("give it a weight above 0, or leave it out"));
         }
         let (lets, visible) = self.lets(&op.lets)?;
         let mut kinds = Vec::new();
