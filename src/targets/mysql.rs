@@ -382,10 +382,10 @@ impl MysqlSession {
                 args,
                 ..
             } => {
-                let st = crate::targets::sql::record_sql(op, args)?;
-                let query = crate::targets::sql::question_marks(&st.query);
-                let id = self.prepared.record_id(&query);
-                return self.native(id, &query, &st.kinds, &st.args, false).await;
+                let plan = self.prepared.records.plan(op, args, true)?;
+                return self
+                    .native(plan.id, &plan.query, &plan.kinds, &plan.args(args), false)
+                    .await;
             }
             Op::Native {
                 op: NativeOp::Sql { id, query, params },

@@ -5,7 +5,9 @@
 use std::future::Future;
 use std::time::Duration;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use super::{Params, TargetUrl};
 use crate::error::InputError;
@@ -324,6 +326,100 @@ pub struct RecordStatement {
     pub args: Vec<Vec<u8>>,
 }
 
+/// A record statement ready to run: its number, text and parameter kinds, and where its
+/// arguments come from in the operation's.
+#[derive(Debug, Clone)]
+pub struct RecordPlan {
+    pub id: usize,
+    pub query: Rc<str>,
+    pub kinds: Rc<[ValueKind]>,
+    /// Without `key_last`: the first `prefix` arguments as they are.
+    prefix: usize,
+    /// An update: its arguments from this one on (the values), then the key.
+    key_last: Option<usize>,
+}
+
+impl RecordPlan {
+    /// The arguments in placeholder order, borrowed unless an update reorders them.
+    pub fn args<'a>(&self, args: &'a [Vec<u8>]) -> Cow<'a, [Vec<u8>]> {
+        match self.key_last {
+            None => Cow::Borrowed(&args[..self.prefix.min(args.len())]),
+            Some(first) => {
+                let mut out = args[first.min(args.len())..].to_vec();
+                out.extend(args.first().cloned());
+                Cow::Owned(out)
+            }
+        }
+    }
+}
+
+/// Record statements by shape (operation, field, number of values), so an operation
+/// writes no SQL text once its shape has been seen: the statement numbers and texts of a
+/// session.
+#[derive(Debug, Default)]
+pub struct RecordCache {
+    plans: HashMap<(u8, Option<usize>, usize), RecordPlan>,
+}
+
+impl RecordCache {
+    /// The plan of record operation `op` with its arguments; `question_marks` writes `?`
+    /// placeholders (MySQL).
+    pub fn plan(
+        &mut self,
+        op: &NativeOp<ValueKind>,
+        args: &[Vec<u8>],
+        question_marks: bool,
+    ) -> Result<RecordPlan, OpError> {
+        // The field's number, if the operation names one (a field that is not a number
+        // fails in record_sql, with its message).
+        let number = |field: Option<&ValueKind>, at: usize| match field {
+            None => Ok(None),
+            Some(_) => args
+                .get(at)
+                .and_then(|a| std::str::from_utf8(a).ok())
+                .and_then(|t| t.trim().parse::<usize>().ok())
+                .map(Some)
+                .ok_or(()),
+        };
+        let key = match op {
+            NativeOp::RecordInsert { values, .. } => Ok((0, None, values.len())),
+            NativeOp::RecordRead { field, .. } => number(field.as_ref(), 1).map(|f| (1, f, 0)),
+            NativeOp::RecordUpdate { field, values, .. } => {
+                number(field.as_ref(), 1).map(|f| (2, f, values.len()))
+            }
+            NativeOp::RecordScan { field, .. } => number(field.as_ref(), 2).map(|f| (3, f, 0)),
+            _ => Ok((4, None, 0)),
+        };
+        let Ok(key) = key else {
+            return Err(record_sql(op, args).err().unwrap_or_else(|| {
+                OpError::new(ErrorClass::Other, "record field is not a field number")
+            }));
+        };
+        if let Some(plan) = self.plans.get(&key) {
+            return Ok(plan.clone());
+        }
+        let st = record_sql(op, args)?;
+        let query = if question_marks {
+            self::question_marks(&st.query)
+        } else {
+            st.query
+        };
+        let (prefix, key_last) = match op {
+            NativeOp::RecordUpdate { field, .. } => (0, Some(if field.is_some() { 2 } else { 1 })),
+            _ => (st.args.len(), None),
+        };
+        let plan = RecordPlan {
+            id: RECORD_IDS + self.plans.len(),
+            query: query.into(),
+            kinds: st.kinds.into(),
+            prefix,
+            key_last,
+        };
+        self.plans.insert(key, plan.clone());
+        Ok(plan)
+    }
+}
+
 /// Where the statement numbers of record operations start: above any workload's own, so
 /// they share [`Prepared::native`]'s cache without meeting them.
 pub const RECORD_IDS: usize = 1 << 40;
@@ -334,8 +430,10 @@ pub struct Prepared<S> {
     dialect: Dialect,
     kv: [Option<S>; 4],
     native: Vec<Option<S>>,
-    /// Record statements by their number (from [`Prepared::record_id`]).
+    /// Record statements by their number (from [`Prepared::records`]).
     record: HashMap<usize, S>,
+    pub records: RecordCache,
+    /// Numbers of other statements on the record table (the load's multi-row INSERTs).
     record_ids: HashMap<String, usize>,
 }
 
@@ -346,16 +444,18 @@ impl<S: Clone> Prepared<S> {
             kv: Default::default(),
             native: Vec::new(),
             record: HashMap::new(),
+            records: RecordCache::default(),
             record_ids: HashMap::new(),
         }
     }
 
-    /// The statement number of a record statement's text, the same for the same text.
+    /// The statement number of a load statement's text, the same for the same text (above
+    /// the numbers of [`Prepared::records`]).
     pub fn record_id(&mut self, query: &str) -> usize {
         if let Some(id) = self.record_ids.get(query) {
             return *id;
         }
-        let id = RECORD_IDS + self.record_ids.len();
+        let id = RECORD_IDS + (1 << 20) + self.record_ids.len();
         self.record_ids.insert(query.to_string(), id);
         id
     }
@@ -673,6 +773,55 @@ mod tests {
                 "CREATE TABLE loadrig_usertable (YCSB_KEY VARCHAR(255) PRIMARY KEY, FIELD0 TEXT, FIELD1 TEXT)".to_string()
             ]
         );
+    }
+
+    #[test]
+    fn record_plans_are_kept_by_shape_and_borrow_their_arguments() {
+        use NativeOp::*;
+        let (b, i) = (ValueKind::Bytes, ValueKind::Integer);
+        let args = |v: &[&str]| v.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
+        let mut cache = RecordCache::default();
+        let read = RecordRead {
+            key: b,
+            field: Some(i),
+        };
+        let a = cache.plan(&read, &args(&["k1", "3"]), false).unwrap();
+        let again = cache.plan(&read, &args(&["k2", "3"]), false).unwrap();
+        assert_eq!((a.id, &*a.query), (again.id, &*again.query));
+        let other = cache.plan(&read, &args(&["k1", "4"]), false).unwrap();
+        assert_ne!(a.id, other.id);
+        assert_eq!(
+            &*other.query,
+            "SELECT FIELD4 FROM loadrig_usertable WHERE YCSB_KEY = $1"
+        );
+        let all = RecordRead {
+            key: b,
+            field: None,
+        };
+        let plan = cache.plan(&all, &args(&["k1"]), false).unwrap();
+        assert!(matches!(plan.args(&args(&["k1"])), Cow::Borrowed(_)));
+        // A field that is not a number never runs as another shape.
+        let e = cache.plan(&read, &args(&["k1", "x"]), false).unwrap_err();
+        assert_eq!(e.message, "record field 'x' is not a field number");
+        let update = RecordUpdate {
+            key: b,
+            field: Some(i),
+            values: vec![b],
+        };
+        let plan = cache.plan(&update, &args(&["k", "1", "v"]), true).unwrap();
+        assert_eq!(
+            &*plan.query,
+            "UPDATE loadrig_usertable SET FIELD1 = ? WHERE YCSB_KEY = ?"
+        );
+        assert_eq!(&*plan.args(&args(&["k", "1", "v"])), &args(&["v", "k"])[..]);
+        let scan = RecordScan {
+            key: b,
+            count: i,
+            field: None,
+        };
+        let plan = cache.plan(&scan, &args(&["k", "7"]), false).unwrap();
+        assert_eq!(&*plan.args(&args(&["k", "7"])), &args(&["k", "7"])[..]);
+        assert_eq!(&*plan.kinds, [b, i]);
     }
 
     #[test]

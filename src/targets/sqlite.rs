@@ -80,6 +80,8 @@ fn classify(e: rusqlite::Error) -> OpError {
 
 pub struct SqliteSession {
     conn: Connection,
+    /// Record statements by shape.
+    records: sql::RecordCache,
     attachment: Option<Attachment>,
     chunk: Vec<u8>,
 }
@@ -110,9 +112,11 @@ impl Target for Sqlite {
             conn.busy_timeout(Duration::from_secs(5))?;
             conn.pragma_update(None, "journal_mode", "WAL")?;
             conn.pragma_update(None, "synchronous", self.synchronous)?;
-            conn.set_prepared_statement_cache_capacity(32);
+            // Room for the record statements too: one per field read or updated alone.
+            conn.set_prepared_statement_cache_capacity(256);
             Ok(SqliteSession {
                 conn,
+                records: sql::RecordCache::default(),
                 attachment: self.attachment.clone(),
                 chunk: Vec::new(),
             })
@@ -145,9 +149,11 @@ impl SqliteSession {
                 args,
                 ..
             } => {
-                let st = sql::record_sql(op, args)
+                let plan = self
+                    .records
+                    .plan(op, args, false)
                     .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.message.into()))?;
-                return self.sql(&st.query, &st.args, false);
+                return self.sql(&plan.query, &plan.args(args), false);
             }
             // Every other family's operation, by name: a new variant of a family this
             // target runs must be handled above before this compiles.

@@ -498,9 +498,10 @@ impl PgSession {
                 args,
                 ..
             } => {
-                let st = crate::targets::sql::record_sql(op, args)?;
-                let id = self.prepared.record_id(&st.query);
-                return self.native(id, &st.query, &st.args, false).await;
+                let plan = self.prepared.records.plan(op, args, false)?;
+                return self
+                    .native(plan.id, &plan.query, &plan.args(args), false)
+                    .await;
             }
             // Every other family's operation, by name: a new variant of a family this
             // target runs must be handled above before this compiles.
