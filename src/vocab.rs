@@ -119,6 +119,122 @@ impl AddAssign<&ErrorCounts> for ErrorCounts {
     }
 }
 
+/// What a statement sent to the target does, as sysbench counts its queries: reads,
+/// writes, and other (transaction control, binds, pings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatementKind {
+    Read,
+    Write,
+    Other,
+}
+
+impl StatementKind {
+    /// SQL by its first keyword: `SELECT`, `SHOW`, `VALUES`, `TABLE`, `WITH` read; `INSERT`,
+    /// `UPDATE`, `DELETE`, `REPLACE`, `MERGE` write; the rest (`BEGIN`, `SET`, DDL) is other.
+    pub fn of_sql(query: &str) -> StatementKind {
+        let word: String = query
+            .trim_start_matches(|c: char| c.is_whitespace() || c == '(')
+            .chars()
+            .take_while(|c| c.is_ascii_alphabetic())
+            .collect::<String>()
+            .to_ascii_uppercase();
+        match word.as_str() {
+            "SELECT" | "SHOW" | "VALUES" | "TABLE" | "WITH" => StatementKind::Read,
+            "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "MERGE" => StatementKind::Write,
+            _ => StatementKind::Other,
+        }
+    }
+
+    /// A Redis command by its name: the common read commands read, connection and
+    /// transaction control is other, everything else writes.
+    pub fn of_redis(command: &str) -> StatementKind {
+        const READS: &[&str] = &[
+            "GET",
+            "MGET",
+            "GETRANGE",
+            "STRLEN",
+            "EXISTS",
+            "TTL",
+            "PTTL",
+            "TYPE",
+            "HGET",
+            "HMGET",
+            "HGETALL",
+            "HEXISTS",
+            "HLEN",
+            "HKEYS",
+            "HVALS",
+            "HSCAN",
+            "LRANGE",
+            "LLEN",
+            "LINDEX",
+            "SMEMBERS",
+            "SISMEMBER",
+            "SCARD",
+            "SSCAN",
+            "ZRANGE",
+            "ZRANGEBYSCORE",
+            "ZRANGEBYLEX",
+            "ZREVRANGE",
+            "ZREVRANGEBYSCORE",
+            "ZSCORE",
+            "ZCARD",
+            "ZCOUNT",
+            "ZRANK",
+            "ZSCAN",
+            "SCAN",
+            "KEYS",
+            "DBSIZE",
+            "XRANGE",
+            "XLEN",
+            "XREAD",
+        ];
+        const OTHER: &[&str] = &[
+            "PING", "ECHO", "AUTH", "SELECT", "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH",
+            "CLIENT", "HELLO", "INFO",
+        ];
+        let name = command.to_ascii_uppercase();
+        if READS.contains(&name.as_str()) {
+            StatementKind::Read
+        } else if OTHER.contains(&name.as_str()) {
+            StatementKind::Other
+        } else {
+            StatementKind::Write
+        }
+    }
+}
+
+/// Statements sent to the target, by [`StatementKind`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatementCounts {
+    pub read: u64,
+    pub write: u64,
+    pub other: u64,
+}
+
+impl StatementCounts {
+    #[inline]
+    pub fn add(&mut self, kind: StatementKind) {
+        match kind {
+            StatementKind::Read => self.read += 1,
+            StatementKind::Write => self.write += 1,
+            StatementKind::Other => self.other += 1,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.read + self.write + self.other
+    }
+}
+
+impl AddAssign<&StatementCounts> for StatementCounts {
+    fn add_assign(&mut self, other: &StatementCounts) {
+        self.read += other.read;
+        self.write += other.write;
+        self.other += other.other;
+    }
+}
+
 /// What a successful operation did: rows (or keys, entries, files) read or written, and
 /// when asked (`capture`), the values of the first row or reply, one per column.
 #[derive(Debug, Clone, Default)]
@@ -584,5 +700,41 @@ mod tests {
                 expect: None,
             }
         );
+    }
+
+    #[test]
+    fn statements_are_told_apart_by_their_first_word() {
+        use StatementKind::{Other, Read, Write};
+        for (sql, kind) in [
+            ("SELECT c FROM t WHERE id=$1", Read),
+            ("  (select 1)", Read),
+            ("WITH x AS (SELECT 1) SELECT * FROM x", Read),
+            ("update t set k=k+1", Write),
+            ("INSERT INTO t VALUES (1)", Write),
+            ("DELETE FROM t", Write),
+            ("REPLACE INTO t VALUES (1)", Write),
+            ("BEGIN", Other),
+            ("CREATE TABLE loadrig_t (id int)", Other),
+            ("", Other),
+        ] {
+            assert_eq!(StatementKind::of_sql(sql), kind, "{sql}");
+        }
+        for (cmd, kind) in [
+            ("get", Read),
+            ("HGETALL", Read),
+            ("ZRANGEBYSCORE", Read),
+            ("SET", Write),
+            ("hset", Write),
+            ("PING", Other),
+            ("EXEC", Other),
+        ] {
+            assert_eq!(StatementKind::of_redis(cmd), kind, "{cmd}");
+        }
+        let mut c = StatementCounts::default();
+        c.add(Read);
+        c.add(Write);
+        c.add(Write);
+        c += &c.clone();
+        assert_eq!((c.read, c.write, c.other, c.total()), (2, 4, 0, 6));
     }
 }

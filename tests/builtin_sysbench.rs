@@ -151,6 +151,25 @@ fn every_builtin(url: &str, clients: &str, row: &dyn Fn(&str) -> Vec<i64>) {
         if name == "oltp_delete" {
             assert!(op.rows > 0 && op.rows <= OPS, "{name}: {}", op.rows);
         }
+        // sysbench's queries performed, per transaction: read, write, other (BEGIN, COMMIT).
+        let (read, write, other) = match name {
+            "oltp_point_select" => (1, 0, 0),
+            "oltp_read_only" => (14, 0, 2),
+            "oltp_read_write" => (14, 4, 2),
+            "oltp_write_only" => (0, 4, 2),
+            "oltp_update_index" | "oltp_update_non_index" => (0, 1, 2),
+            _ => (0, 1, 0),
+        };
+        let s = &op.statements;
+        let per_tx = [read, write, other].map(|n| n * OPS);
+        if op.retries == 0 {
+            assert_eq!([s.read, s.write, s.other], per_tx, "{name}");
+        } else {
+            // A retried transaction sent some statements twice.
+            assert!(s.read >= per_tx[0] && s.write >= per_tx[1], "{name}: {s:?}");
+        }
+        assert_eq!(s.total, s.read + s.write + s.other, "{name}");
+        assert_eq!(r.total.statements.total, s.total, "{name}");
     }
 }
 

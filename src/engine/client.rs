@@ -25,7 +25,7 @@ use crate::spec::{GenState, OpKind, OpSpec, Repeat, Step};
 use crate::stats::OpCounters;
 use crate::targets::peer::{PeerSession, PeerTarget};
 use crate::targets::{Session, Target};
-use crate::vocab::{ErrorClass, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Op, OpError, Outcome, StatementCounts, StatementKind};
 
 /// Everything a client needs, borrowed from the engine for the run.
 pub struct ClientCtx<'a> {
@@ -314,9 +314,10 @@ struct Worker<'a, T: Target> {
     session: Option<T::Session>,
     per_op: bool,
     chooser: Chooser<'a>,
-    /// Retries and reconnects since the caller last took them.
+    /// Retries, reconnects and statements since the caller last took them.
     retries: u64,
     reconnects: u64,
+    statements: StatementCounts,
     /// After a failed reconnect, the next try waits until then.
     next_connect: Option<Instant>,
     backoff: Duration,
@@ -428,11 +429,15 @@ impl<'a, T: Target> Worker<'a, T> {
             target,
             session,
             chooser,
+            statements,
             ..
         } = self;
         let Some(session) = session.as_mut() else {
             return Err(not_connected());
         };
+        if let Some(kind) = ops[i].kind.statement_kind() {
+            statements.add(kind);
+        }
         match &ops[i].kind {
             OpKind::Connect => target
                 .connect()
@@ -507,6 +512,7 @@ impl<'a, T: Target> Worker<'a, T> {
 
     /// Send `op` on the target's session.
     async fn primary(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
+        self.statements.add(StatementKind::Other);
         match self.session.as_mut() {
             Some(s) => s.execute(op).await,
             None => Err(not_connected()),
@@ -523,11 +529,15 @@ impl<'a, T: Target> Worker<'a, T> {
         }
         let Some(p) = step.peer else {
             let Worker {
-                session, chooser, ..
+                session,
+                chooser,
+                statements,
+                ..
             } = self;
             let Some(session) = session.as_mut() else {
                 return Err(not_connected());
             };
+            statements.add(step.statement);
             return session.execute(&chooser.bind_step(step)).await.map(Some);
         };
         if self.peers[p].is_none() {
@@ -560,6 +570,7 @@ impl<'a, T: Target> Worker<'a, T> {
             c.retries += std::mem::take(&mut self.retries);
             c.reconnects += std::mem::take(&mut self.reconnects);
         }
+        c.statements += &std::mem::take(&mut self.statements);
     }
 }
 
@@ -592,9 +603,18 @@ macro_rules! perform {
             && spec.lets.is_empty()
             && $ctx.plan.op_timeout.is_none()
         {
-            let Worker { session, chooser, .. } = w;
+            let kind = spec.kind.statement_kind();
+            let Worker {
+                session,
+                chooser,
+                statements,
+                ..
+            } = w;
             match session.as_mut() {
                 Some(s) => {
+                    if let Some(kind) = kind {
+                        statements.add(kind);
+                    }
                     let op = chooser.bind($i);
                     let result = s.execute(&op).await;
                     if matches!(&result, Err(e) if e.class == ErrorClass::Connect) {
@@ -622,6 +642,7 @@ pub async fn run<T: Target>(target: &T, session: Option<T::Session>, ctx: &Clien
         per_op,
         chooser: Chooser::new(ctx.ops, ctx.plan.seed, ctx.id as u64, clients, ctx.slots),
         retries: 0,
+        statements: StatementCounts::default(),
         reconnects: 0,
         next_connect: None,
         backoff: RECONNECT_FIRST,

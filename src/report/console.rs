@@ -222,6 +222,7 @@ pub fn summary(r: &RunResult) -> String {
     }
     summary_table(&mut out, &rows);
     error_lines(&mut out, &rows);
+    statement_line(&mut out, &r.total);
     open_loop_lines(&mut out, r);
     let c = &r.total.interval_counts;
     if c.n > 0 {
@@ -297,6 +298,26 @@ fn error_lines(out: &mut String, rows: &[&OpResult]) {
             );
         }
     }
+}
+
+/// Statements sent, as sysbench prints its queries, when operations are more than one
+/// statement each (transactions); with one statement per operation the table says it all.
+fn statement_line(out: &mut String, total: &OpResult) {
+    let s = &total.statements;
+    let ops = total.ok + total.errors;
+    if s.total == 0 || s.total == ops {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "statements: {} ({}/s), read {}, write {}, other {}; {:.1} per operation",
+        thousands(s.total),
+        rate(s.per_s),
+        thousands(s.read),
+        thousands(s.write),
+        thousands(s.other),
+        s.total as f64 / ops.max(1) as f64
+    );
 }
 
 /// An open loop's service time and start lag, which the latency above does not show.

@@ -387,6 +387,7 @@ mod tests {
             start_lag: None,
             late_starts: None,
             interval_counts: Default::default(),
+            statements: Default::default(),
         };
         let (head, errors, tail) = operation_row(&o);
         assert_eq!(header_of(head), OPERATION_HEAD);

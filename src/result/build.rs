@@ -6,8 +6,8 @@ use std::time::SystemTime;
 use super::models::LatencyModes;
 use super::{
     DataLoadRecord, EncodedHistogram, ErrorMessage, ErrorsByClass, HostRecord, IntervalOp,
-    IntervalRecord, OpResult, RunResult, RunStatus, SetupRecord, TargetRecord, WorkloadRecord,
-    SCHEMA_VERSION,
+    IntervalRecord, OpResult, RunResult, RunStatus, SetupRecord, Statements, TargetRecord,
+    WorkloadRecord, SCHEMA_VERSION,
 };
 use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
 use crate::spec::{OpSpec, Workload};
@@ -232,6 +232,7 @@ impl OpResult {
             start_lag: open_loop.then(|| LatencySummary::of(&c.lag)),
             late_starts: open_loop.then_some(c.late),
             interval_counts: SeriesSummary::of(counts),
+            statements: Statements::of(&c.statements, measured_s),
         }
     }
 }

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::LoadPlan;
 use crate::error::InputError;
 use crate::stats::{LatencySummary, SeriesSummary};
-use crate::vocab::ErrorClass;
+use crate::vocab::{ErrorClass, StatementCounts};
 use models::LatencyModes;
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -195,6 +195,44 @@ pub struct OpResult {
     pub late_starts: Option<u64>,
     /// Successful operations per full measured interval: mean, stdev, min, max.
     pub interval_counts: SeriesSummary,
+    /// Statements sent to the target, as sysbench counts its queries; left out when none
+    /// were (`nop`, `connect`).
+    #[serde(default, skip_serializing_if = "Statements::is_none")]
+    pub statements: Statements,
+}
+
+/// Statements sent to the target during the measured part: each step of a tx, its begin
+/// and commit (or rollback), each attempt of a single operation. Reads are SELECTs, GETs,
+/// LDAP searches and HTTP GETs; writes change data; other is transaction control, binds
+/// and pings (sysbench's "queries performed: read, write, other").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Statements {
+    pub read: u64,
+    pub write: u64,
+    pub other: u64,
+    pub total: u64,
+    /// `total` per second of measured time (sysbench's queries per second).
+    pub per_s: f64,
+}
+
+impl Statements {
+    pub fn is_none(&self) -> bool {
+        self.total == 0
+    }
+
+    pub fn of(c: &StatementCounts, measured_s: f64) -> Statements {
+        Statements {
+            read: c.read,
+            write: c.write,
+            other: c.other,
+            total: c.total(),
+            per_s: if measured_s > 0.0 {
+                c.total() as f64 / measured_s
+            } else {
+                0.0
+            },
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

@@ -15,7 +15,7 @@ use toml::Spanned;
 use super::template::Template;
 use super::{duration, Peer, Source};
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, Family, NativeOp, RecordLayout, Scope, ValueKind};
+use crate::vocab::{ErrorClass, Family, NativeOp, RecordLayout, Scope, StatementKind, ValueKind};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -257,6 +257,8 @@ pub struct Step {
     /// It begins a `repeat` group: it and the steps after it, `len` in all, run `count`
     /// times over.
     pub repeat: Option<Repeat>,
+    /// What it does to the target, for the statement counts.
+    pub statement: StatementKind,
 }
 
 /// A `repeat` group of a tx: how many passes (drawn each time the tx reaches it) over how
@@ -271,6 +273,7 @@ impl Step {
     /// Split a compiled operation into the shape a target receives and the templates the
     /// engine renders, once, so binding an operation allocates nothing.
     fn new(op: NativeOp<Template>, capture: Vec<usize>) -> Step {
+        let statement = statement_kind(&op);
         let mut templates = Vec::new();
         let op = op.map_args(|t| {
             let kind = t.kind();
@@ -285,7 +288,34 @@ impl Step {
             peer: None,
             commit_before: false,
             repeat: None,
+            statement,
         }
+    }
+}
+
+/// Read, write or other, from the statement, the command name, the LDAP operation or the
+/// HTTP method; a Redis command computed at run time counts as a write.
+fn statement_kind(op: &NativeOp<Template>) -> StatementKind {
+    match op {
+        NativeOp::Sql { query, .. } => StatementKind::of_sql(query),
+        NativeOp::Redis { args } => args
+            .first()
+            .and_then(Template::constant_text)
+            .map_or(StatementKind::Write, |c| StatementKind::of_redis(&c)),
+        NativeOp::LdapSearch { .. } => StatementKind::Read,
+        NativeOp::LdapBind { .. } => StatementKind::Other,
+        NativeOp::LdapAdd { .. } | NativeOp::LdapModify { .. } | NativeOp::LdapDelete { .. } => {
+            StatementKind::Write
+        }
+        NativeOp::Http { method, .. } => match method.to_ascii_uppercase().as_str() {
+            "GET" | "HEAD" => StatementKind::Read,
+            "OPTIONS" => StatementKind::Other,
+            _ => StatementKind::Write,
+        },
+        NativeOp::RecordRead { .. } | NativeOp::RecordScan { .. } => StatementKind::Read,
+        NativeOp::RecordInsert { .. }
+        | NativeOp::RecordUpdate { .. }
+        | NativeOp::RecordDelete { .. } => StatementKind::Write,
     }
 }
 
@@ -335,6 +365,21 @@ impl OpKind {
             OpKind::Authenticate => "authenticate",
             OpKind::Native(step) => step.op.label(),
             OpKind::Tx(_) => "tx",
+        }
+    }
+
+    /// What one attempt of a single operation sends to the target: nothing for `nop`,
+    /// `connect` (a handshake, not a statement) and peer steps; a tx counts its steps.
+    #[inline]
+    pub fn statement_kind(&self) -> Option<StatementKind> {
+        match self {
+            OpKind::Get { .. } => Some(StatementKind::Read),
+            OpKind::Put { .. } | OpKind::Update { .. } | OpKind::Delete { .. } => {
+                Some(StatementKind::Write)
+            }
+            OpKind::Authenticate => Some(StatementKind::Other),
+            OpKind::Native(step) if step.peer.is_none() => Some(step.statement),
+            OpKind::Nop | OpKind::Connect | OpKind::Native(_) | OpKind::Tx(_) => None,
         }
     }
 

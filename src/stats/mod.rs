@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::vocab::{ErrorClass, ErrorCounts, OpError};
+use crate::vocab::{ErrorClass, ErrorCounts, OpError, StatementCounts};
 
 pub type Hist = Histogram<u64>;
 
@@ -40,6 +40,8 @@ pub struct OpCounters {
     pub retries: u64,
     /// Connections replaced after one was lost.
     pub reconnects: u64,
+    /// Statements sent to the target (a tx's steps, its begin and commit), by kind.
+    pub statements: StatementCounts,
     pub messages: Vec<(ErrorClass, String, u64)>,
 }
 
@@ -55,6 +57,7 @@ impl Default for OpCounters {
             late: 0,
             retries: 0,
             reconnects: 0,
+            statements: StatementCounts::default(),
             messages: Vec::new(),
         }
     }
@@ -95,6 +98,7 @@ impl OpCounters {
         self.late += other.late;
         self.retries += other.retries;
         self.reconnects += other.reconnects;
+        self.statements += &other.statements;
         for (class, text, n) in &other.messages {
             self.count_message(*class, text, *n);
         }
