@@ -257,6 +257,15 @@ fn every_builtin(url: &str, skip: &[&str], count: &dyn Fn() -> i64) {
         for op in &r.operations {
             assert_eq!(op.errors, 0, "{name} {}: {out}", op.name);
             total += op.ok;
+            // Statements as YCSB's operations: a read or scan is one read, an insert or
+            // update one write; read-modify-write one of each between BEGIN and COMMIT.
+            let s = &op.statements;
+            let expected = match op.name.as_str() {
+                "read" | "scan" => [op.ok, 0, 0],
+                "insert" | "update" => [0, op.ok, 0],
+                _ => [op.ok, op.ok, 2 * op.ok],
+            };
+            assert_eq!([s.read, s.write, s.other], expected, "{name} {}", op.name);
             match op.name.as_str() {
                 "insert" => inserted = op.ok,
                 // One record each (a queued read inside a Redis MULTI counts none).
