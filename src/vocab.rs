@@ -295,18 +295,28 @@ pub enum Family {
     Redis,
     Ldap,
     Http,
+    /// `record.*`: YCSB's record operations, which each store that holds records (SQL,
+    /// Redis, files) maps onto its own layout.
+    Record,
 }
 
 impl Family {
-    pub const ALL: [Family; 4] = [Family::Sql, Family::Redis, Family::Ldap, Family::Http];
+    pub const ALL: [Family; 5] = [
+        Family::Sql,
+        Family::Redis,
+        Family::Ldap,
+        Family::Http,
+        Family::Record,
+    ];
 
-    /// Its name as users write it: "sql", "redis", "ldap" or "http".
+    /// Its name as users write it: "sql", "redis", "ldap", "http" or "record".
     pub fn name(self) -> &'static str {
         match self {
             Family::Sql => "sql",
             Family::Redis => "redis",
             Family::Ldap => "ldap",
             Family::Http => "http",
+            Family::Record => "record",
         }
     }
 }
@@ -373,6 +383,45 @@ pub enum NativeOp<A> {
         body: Option<A>,
         expect: Option<u16>,
     },
+    /// YCSB's `insert`: a new record, `values` its fields in order (field0, field1, ...).
+    RecordInsert {
+        key: A,
+        values: Vec<A>,
+    },
+    /// YCSB's `read`: every field, or the one field numbered `field`.
+    RecordRead {
+        key: A,
+        field: Option<A>,
+    },
+    /// YCSB's `update`: every field (`values` holds one per field), or the one field
+    /// numbered `field` (`values` holds one).
+    RecordUpdate {
+        key: A,
+        field: Option<A>,
+        values: Vec<A>,
+    },
+    /// YCSB's `scan`: `count` records from `key` on, in the store's key order; every field
+    /// or the one numbered `field`.
+    RecordScan {
+        key: A,
+        count: A,
+        field: Option<A>,
+    },
+    /// YCSB's `delete`.
+    RecordDelete {
+        key: A,
+    },
+}
+
+/// The table (SQL), hash prefix (Redis) or folder (files) that holds the records of the
+/// `record.*` operations: loadrig's name for YCSB's `usertable`.
+pub const RECORD_TABLE: &str = "loadrig_usertable";
+
+/// A record's fields as the `record.*` operations and `[records]` lay them out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordLayout {
+    /// YCSB's `fieldcount`: fields `field0` .. `field{fields-1}`.
+    pub fields: usize,
 }
 
 impl<A> NativeOp<A> {
@@ -387,6 +436,11 @@ impl<A> NativeOp<A> {
             | NativeOp::LdapModify { .. }
             | NativeOp::LdapDelete { .. } => Family::Ldap,
             NativeOp::Http { .. } => Family::Http,
+            NativeOp::RecordInsert { .. }
+            | NativeOp::RecordRead { .. }
+            | NativeOp::RecordUpdate { .. }
+            | NativeOp::RecordScan { .. }
+            | NativeOp::RecordDelete { .. } => Family::Record,
         }
     }
 
@@ -400,13 +454,19 @@ impl<A> NativeOp<A> {
             NativeOp::LdapModify { .. } => "ldap.modify",
             NativeOp::LdapDelete { .. } => "ldap.delete",
             NativeOp::Http { .. } => "http",
+            NativeOp::RecordInsert { .. } => "record.insert",
+            NativeOp::RecordRead { .. } => "record.read",
+            NativeOp::RecordUpdate { .. } => "record.update",
+            NativeOp::RecordScan { .. } => "record.scan",
+            NativeOp::RecordDelete { .. } => "record.delete",
         }
     }
 
     /// The same operation with every argument replaced by `f` of it, `f` called in the
     /// order the rendered arguments are handed to a target: SQL parameters and Redis
     /// arguments as written; search base, filter; bind DN, password; add or modify DN, then
-    /// each attribute's values; delete DN; HTTP path, header values, body.
+    /// each attribute's values; delete DN; HTTP path, header values, body; a record's key,
+    /// then (scan) the count, then the field number if one, then the values.
     pub fn map_args<B>(self, mut f: impl FnMut(A) -> B) -> NativeOp<B> {
         match self {
             NativeOp::Sql { id, query, params } => NativeOp::Sql {
@@ -470,6 +530,39 @@ impl<A> NativeOp<A> {
                     expect,
                 }
             }
+            NativeOp::RecordInsert { key, values } => {
+                let key = f(key);
+                NativeOp::RecordInsert {
+                    key,
+                    values: values.into_iter().map(f).collect(),
+                }
+            }
+            NativeOp::RecordRead { key, field } => {
+                let key = f(key);
+                NativeOp::RecordRead {
+                    key,
+                    field: field.map(f),
+                }
+            }
+            NativeOp::RecordUpdate { key, field, values } => {
+                let key = f(key);
+                let field = field.map(&mut f);
+                NativeOp::RecordUpdate {
+                    key,
+                    field,
+                    values: values.into_iter().map(f).collect(),
+                }
+            }
+            NativeOp::RecordScan { key, count, field } => {
+                let key = f(key);
+                let count = f(count);
+                NativeOp::RecordScan {
+                    key,
+                    count,
+                    field: field.map(f),
+                }
+            }
+            NativeOp::RecordDelete { key } => NativeOp::RecordDelete { key: f(key) },
         }
     }
 }
@@ -548,7 +641,7 @@ mod tests {
     #[test]
     fn families_have_their_names() {
         let names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
-        assert_eq!(names, ["sql", "redis", "ldap", "http"]);
+        assert_eq!(names, ["sql", "redis", "ldap", "http", "record"]);
     }
 
     #[test]

@@ -223,7 +223,61 @@ fn cases() -> Vec<Case> {
             "negative weight",
             with("name = \"get\"", "name = \"get\"\nweight = -1"),
             vec![],
-            vec!["w.toml:9:10", "weight -1 must be a positive number"],
+            vec!["w.toml:9:10", "weight -1 must be a number of at least 0"],
+        ),
+        (
+            "weight naming no parameter",
+            with("name = \"get\"", "name = \"get\"\nweight = \"{nope}\""),
+            vec![],
+            vec![
+                "w.toml:9:10",
+                "weight \"{nope}\" must name a number parameter",
+            ],
+        ),
+        (
+            "every weight 0",
+            with("name = \"get\"", "name = \"get\"\nweight = 0"),
+            vec![],
+            vec!["leaves out every operation"],
+        ),
+        (
+            "record operation without [records]",
+            with(
+                "kv.get = { key = \"k{uniform 0..records}\" }",
+                "record.read = { key = \"k1\" }",
+            ),
+            vec![],
+            vec![
+                "w.toml:9:",
+                "record.read needs the record's fields: declare them in [records]",
+            ],
+        ),
+        (
+            "record scan without count",
+            Some(
+                "name = \"w\"\ntarget = \"noop://\"\n[records]\nfields = 3\n[[op]]\nname = \"s\"\nrecord.scan = { key = \"k\" }\n"
+                    .into(),
+            ),
+            vec![],
+            vec!["w.toml:7:", "record.scan needs a count"],
+        ),
+        (
+            "record fields 0",
+            Some(
+                "name = \"w\"\ntarget = \"noop://\"\n[records]\nfields = 0\n[[op]]\nname = \"s\"\nnop = {}\n"
+                    .into(),
+            ),
+            vec![],
+            vec!["w.toml:4:10", "[records] fields is 0"],
+        ),
+        (
+            "select without the value's alternative",
+            with("k{uniform 0..records}", "k{select records 5: seq | 6: seq}"),
+            vec![],
+            vec![
+                "w.toml:9:28",
+                "select records: no alternative for its value '100' (the alternatives: 5, 6)",
+            ],
         ),
         (
             "no operations",

@@ -298,35 +298,63 @@ pub fn prepare<T: Target>(
         }
         let setup = (!setup.is_empty()).then(|| (setup.len(), rows, started.elapsed()));
         let server_version = session.server_version().await;
-        let loaded = match data {
-            Some(d) => {
-                let started = Instant::now();
-                let mut rng = SmallRng::seed_from_u64(client::mix_seed(seed, u64::MAX));
-                let mut gen = GenState::new(0, 1, 8);
-                let mut batch = Vec::with_capacity(d.batch);
-                let mut done = 0;
-                progress(LoadProgress::Data { done, of: d.count });
-                while done < d.count {
-                    batch.clear();
-                    let n = (d.count - done).min(d.batch as u64);
-                    for _ in 0..n {
-                        let mut key = String::new();
-                        let mut value = Vec::new();
-                        d.key.render_str(&mut rng, &mut gen, &mut key);
-                        d.value.render_bytes(&mut rng, &mut gen, &mut value);
-                        batch.push((key, value));
-                    }
-                    session
-                        .load(&batch)
-                        .await
-                        .map_err(|e| anyhow!("loading data after {done} records: {}", e.message))?;
-                    done += n;
+        let loaded =
+            match data {
+                Some(d) => {
+                    let started = Instant::now();
+                    let mut rng = SmallRng::seed_from_u64(client::mix_seed(seed, u64::MAX));
+                    let mut gen = GenState::new(0, 1, 8);
+                    let mut batch = Vec::with_capacity(d.batch);
+                    let mut done = 0;
                     progress(LoadProgress::Data { done, of: d.count });
+                    if let Some(layout) = d.records {
+                        session
+                            .create_records(layout)
+                            .await
+                            .map_err(|e| anyhow!("making the record store: {}", e.message))?;
+                        let mut records: Vec<(String, Vec<Vec<u8>>)> = Vec::with_capacity(d.batch);
+                        while done < d.count {
+                            records.clear();
+                            let n = (d.count - done).min(d.batch as u64);
+                            for _ in 0..n {
+                                let mut key = String::new();
+                                d.key.render_str(&mut rng, &mut gen, &mut key);
+                                let values = (0..layout.fields)
+                                    .map(|_| {
+                                        let mut value = Vec::new();
+                                        d.value.render_bytes(&mut rng, &mut gen, &mut value);
+                                        value
+                                    })
+                                    .collect();
+                                records.push((key, values));
+                            }
+                            session.load_records(&records).await.map_err(|e| {
+                                anyhow!("loading records after {done}: {}", e.message)
+                            })?;
+                            done += n;
+                            progress(LoadProgress::Data { done, of: d.count });
+                        }
+                    }
+                    while done < d.count {
+                        batch.clear();
+                        let n = (d.count - done).min(d.batch as u64);
+                        for _ in 0..n {
+                            let mut key = String::new();
+                            let mut value = Vec::new();
+                            d.key.render_str(&mut rng, &mut gen, &mut key);
+                            d.value.render_bytes(&mut rng, &mut gen, &mut value);
+                            batch.push((key, value));
+                        }
+                        session.load(&batch).await.map_err(|e| {
+                            anyhow!("loading data after {done} records: {}", e.message)
+                        })?;
+                        done += n;
+                        progress(LoadProgress::Data { done, of: d.count });
+                    }
+                    Some((done, started.elapsed()))
                 }
-                Some((done, started.elapsed()))
-            }
-            None => None,
-        };
+                None => None,
+            };
         Ok(Prepared {
             server_version,
             loaded,

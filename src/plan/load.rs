@@ -175,9 +175,13 @@ fn stop_conditions(
             v.as_ref()
                 .map(|s| Given::file(*s.get_ref(), field, s.span(), source))
         };
+        let ops = load
+            .ops
+            .as_ref()
+            .map(|s| Given::file(s.get_ref().value(), "ops", s.span(), source));
         (
             pick_duration(None, "", load.duration.as_ref(), "duration", source)?,
-            file(&load.ops, "ops"),
+            ops,
             file(&load.samples, "samples"),
         )
     };

@@ -189,6 +189,27 @@ fn native(op: &NativeOp<ValueKind>, args: &[Vec<u8>]) -> Shown {
             let text = format!("{label} dn={} password=***", dn.text);
             Shown::plain(label, text, vec![dn.arg, Arg::Text("***".into())])
         }
+        record @ (NativeOp::RecordInsert { .. }
+        | NativeOp::RecordRead { .. }
+        | NativeOp::RecordUpdate { .. }
+        | NativeOp::RecordScan { .. }
+        | NativeOp::RecordDelete { .. }) => {
+            let key = match &record {
+                NativeOp::RecordInsert { key, .. }
+                | NativeOp::RecordRead { key, .. }
+                | NativeOp::RecordUpdate { key, .. }
+                | NativeOp::RecordScan { key, .. }
+                | NativeOp::RecordDelete { key } => key.text.clone(),
+                _ => String::new(),
+            };
+            let mut words = vec![label.to_string()];
+            let mut args = Vec::new();
+            lay_out(record, &mut words, &mut args);
+            Shown {
+                key: Some(key),
+                ..Shown::plain(label, words.join(" "), args)
+            }
+        }
         other => {
             let mut words = vec![label.to_string()];
             let mut args = Vec::new();
@@ -240,6 +261,42 @@ fn lay_out(op: NativeOp<Bound>, words: &mut Vec<String>, args: &mut Vec<Arg>) {
                 put("body=", b);
             }
         }
+        NativeOp::RecordInsert { key, values } => {
+            put("", key);
+            for (i, v) in values.into_iter().enumerate() {
+                put(&format!("field{i}="), v);
+            }
+        }
+        NativeOp::RecordRead { key, field } => {
+            put("", key);
+            match field {
+                Some(f) => put("field=", f),
+                None => words.push("fields=all".into()),
+            }
+        }
+        NativeOp::RecordUpdate { key, field, values } => {
+            put("", key);
+            match field {
+                Some(f) => {
+                    put("field=", f);
+                    values.into_iter().for_each(|v| put("value=", v));
+                }
+                None => {
+                    for (i, v) in values.into_iter().enumerate() {
+                        put(&format!("field{i}="), v);
+                    }
+                }
+            }
+        }
+        NativeOp::RecordScan { key, count, field } => {
+            put("", key);
+            put("count=", count);
+            match field {
+                Some(f) => put("field=", f),
+                None => words.push("fields=all".into()),
+            }
+        }
+        NativeOp::RecordDelete { key } => put("", key),
         // Laid out by `native` itself.
         NativeOp::Sql { .. } | NativeOp::LdapBind { .. } => {}
     }

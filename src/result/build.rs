@@ -7,8 +7,7 @@ use super::models::LatencyModes;
 use super::{
     DataLoadRecord, EncodedHistogram, ErrorMessage, ErrorsByClass, FigureRecord, HostRecord,
     IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus, SetupRecord, Statements,
-    TargetRecord,
-    WorkloadRecord, SCHEMA_VERSION,
+    TargetRecord, WorkloadRecord, SCHEMA_VERSION,
 };
 use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
 use crate::spec::{FigureSpec, OpSpec, Workload};

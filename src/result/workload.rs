@@ -194,7 +194,12 @@ impl NativeRecord {
             | NativeOp::LdapAdd { .. }
             | NativeOp::LdapModify { .. }
             | NativeOp::LdapDelete { .. }
-            | NativeOp::Http { .. } => NativeRecord::Other {
+            | NativeOp::Http { .. }
+            | NativeOp::RecordInsert { .. }
+            | NativeOp::RecordRead { .. }
+            | NativeOp::RecordUpdate { .. }
+            | NativeOp::RecordScan { .. }
+            | NativeOp::RecordDelete { .. } => NativeRecord::Other {
                 kind: op.label().to_string(),
                 args,
             },

@@ -61,6 +61,7 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
         target.families(),
         plan.target.scheme(),
     )?;
+    check_refused(&plan.ops, &*target, plan.target.scheme())?;
     let prepared = prepare(&*target, plan).with_context(|| format!("target {shown_url}"))?;
     if live {
         print_header(plan, &prepared);
@@ -222,6 +223,31 @@ fn peers(plan: &RunPlan) -> Result<Vec<PeerTarget>, InputError> {
         .iter()
         .map(|p| PeerTarget::open(&p.url).map_err(|e| e.at(p.location.clone())))
         .collect()
+}
+
+/// An operation of a family the target runs that it still cannot do (a scan on files).
+fn check_refused<T: Target>(ops: &[OpSpec], target: &T, scheme: &str) -> Result<(), InputError> {
+    for op in ops {
+        let steps = match &op.kind {
+            crate::spec::OpKind::Native(step) => std::slice::from_ref(step),
+            crate::spec::OpKind::Tx(steps) => steps.as_slice(),
+            _ => &[],
+        };
+        if let Some(step) = steps
+            .iter()
+            .find(|s| s.peer.is_none() && target.refuses(&s.op))
+        {
+            return Err(InputError::new(format!(
+                "operation '{}' uses {}, which {scheme}:// targets cannot do",
+                op.name,
+                step.op.label()
+            ))
+            .help(
+                "leave it out (--op, or its weight set to 0 with --set) or pick a target that can",
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_families(

@@ -55,6 +55,12 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "oltp_insert",
         include_str!("../../workloads/oltp_insert.toml"),
     ),
+    ("ycsb-a", include_str!("../../workloads/ycsb-a.toml")),
+    ("ycsb-b", include_str!("../../workloads/ycsb-b.toml")),
+    ("ycsb-c", include_str!("../../workloads/ycsb-c.toml")),
+    ("ycsb-d", include_str!("../../workloads/ycsb-d.toml")),
+    ("ycsb-e", include_str!("../../workloads/ycsb-e.toml")),
+    ("ycsb-f", include_str!("../../workloads/ycsb-f.toml")),
     (
         "oltp_delete",
         include_str!("../../workloads/oltp_delete.toml"),

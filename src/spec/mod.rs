@@ -50,6 +50,8 @@ struct WorkloadFile {
     #[serde(default)]
     load: LoadSection,
     data: Option<DataSection>,
+    /// The fields of the records that `record.*` operations and `[data]` store.
+    records: Option<RecordsSection>,
     /// SQL run once before the data load; may only create `loadrig_` objects.
     #[serde(default)]
     setup: Vec<Spanned<String>>,
@@ -91,13 +93,39 @@ pub struct LoadSection {
     pub max_in_flight: Option<Spanned<u64>>,
     pub think_time: Option<Spanned<String>>,
     pub duration: Option<Spanned<String>>,
-    pub ops: Option<Spanned<u64>>,
+    pub ops: Option<Spanned<OpsCount>>,
     pub samples: Option<Spanned<u64>>,
     pub interval: Option<Spanned<String>>,
     pub warmup: Option<Spanned<String>>,
     pub seed: Option<Spanned<u64>>,
     pub connection: Option<Spanned<String>>,
     pub threads: Option<Spanned<u64>>,
+}
+
+/// `[records]`: `fields = N` or `"{param}"` (YCSB's `fieldcount`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordsSection {
+    fields: Spanned<toml::Value>,
+}
+
+/// `[load] ops`: a number, or `"{param}"` naming an integer parameter (YCSB's
+/// `operationcount`); after compiling, always a number.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum OpsCount {
+    Number(u64),
+    Param(String),
+}
+
+impl OpsCount {
+    /// The count (a `Param` is resolved when the workload is compiled).
+    pub fn value(&self) -> u64 {
+        match self {
+            OpsCount::Number(n) => *n,
+            OpsCount::Param(_) => 0,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -116,6 +144,9 @@ pub struct DataSpec {
     pub key: Template,
     pub value: Template,
     pub batch: usize,
+    /// `[records]`: store whole records (`value` drawn once per field) in the target's
+    /// record store, made empty first.
+    pub records: Option<crate::vocab::RecordLayout>,
 }
 
 /// A validated workload, ready for the engine.
@@ -135,6 +166,9 @@ pub struct Workload {
     pub peers: Vec<Peer>,
     pub load: LoadSection,
     pub data: Option<DataSpec>,
+    /// `[records]`: with it, `[data]` stores whole records (its `value` drawn per field)
+    /// and the target makes their table first.
+    pub records: Option<crate::vocab::RecordLayout>,
     pub ops: Vec<OpSpec>,
     /// SQL statements to run once before the data load.
     pub setup: Vec<NativeOp<ValueKind>>,
@@ -205,9 +239,24 @@ pub fn compile(
         .help("add at least one [[op]] table with a name and an operation such as kv.get = { key = \"k{uniform 0..100}\" }"));
     }
 
+    let records = match &file.records {
+        Some(r) => Some(crate::vocab::RecordLayout {
+            fields: record_fields(source, &params, &r.fields)?,
+        }),
+        None => None,
+    };
+    let mut load = file.load;
+    if let Some(ops) = &mut load.ops {
+        if let OpsCount::Param(text) = ops.get_ref() {
+            let n = data_count(source, &params, &Spanned::new(ops.span(), toml::Value::String(text.clone())))
+                .map_err(|_| source.error(ops.span(), format!("ops \"{text}\" must name an integer parameter, like \"{{operationcount}}\"")))?;
+            *ops = Spanned::new(ops.span(), OpsCount::Number(n));
+        }
+    }
     let mut compiler = op_compiler(source, &params);
     compiler.switches = &switches;
     compiler.peers = &peers;
+    compiler.records = records;
     let setup = compile_setup(&mut compiler, &file.setup)?;
     let ops = compile_ops(&mut compiler, &file.ops)?;
     let verify = compile_verify(&mut compiler, &file.verify)?;
@@ -219,7 +268,10 @@ pub fn compile(
         compiler.capture_slots,
     );
     let data = match &file.data {
-        Some(d) => Some(compile_data(source, &params, d)?),
+        Some(d) => Some(DataSpec {
+            records,
+            ..compile_data(source, &params, d)?
+        }),
         None => None,
     };
     let op_timeout = match &file.op_timeout {
@@ -236,8 +288,9 @@ pub fn compile(
         params,
         switches,
         peers,
-        load: file.load,
+        load,
         data,
+        records,
         ops,
         setup,
         seq_slots,
@@ -358,6 +411,7 @@ fn op_compiler<'a>(
         capture_slots: 0,
         let_kinds: BTreeMap::new(),
         in_repeat: false,
+        records: None,
     }
 }
 
@@ -389,7 +443,7 @@ fn compile_ops(
     let mut ops = Vec::new();
     let mut names = BTreeMap::new();
     for op in sections {
-        if !compiler.keeps(&op.get_ref().only)? {
+        if !compiler.keeps(&op.get_ref().only)? || compiler.weight(&op.get_ref().weight)? == 0.0 {
             continue;
         }
         let compiled = compiler.op(op)?;
@@ -410,10 +464,10 @@ fn compile_ops(
     }
     if ops.is_empty() {
         return Err(InputError::new(format!(
-            "{}: `only` leaves out every operation for these switch values",
+            "{}: `only` (or a weight of 0) leaves out every operation for these switch values and parameters",
             compiler.source.path
         ))
-        .help("set the switches (--set NAME=VALUE) to values some operation is for"));
+        .help("set the switches (--set NAME=VALUE) to values some operation is for, or a weight above 0"));
     }
     Ok(ops)
 }
@@ -494,7 +548,27 @@ fn compile_data(
         key,
         value,
         batch: d.batch.unwrap_or(1000).clamp(1, 1_000_000) as usize,
+        records: None,
     })
+}
+
+/// `[records] fields`: at least 1, as a number or `"{param}"`.
+fn record_fields(
+    source: &Source<'_>,
+    params: &BTreeMap<String, toml::Value>,
+    fields: &Spanned<toml::Value>,
+) -> Result<usize, InputError> {
+    let n = data_count(source, params, fields).map_err(|e| InputError {
+        message: e.message.replace("count", "fields"),
+        ..e
+    })?;
+    if n == 0 || n > 1000 {
+        return Err(source.error(
+            fields.span(),
+            format!("[records] fields is {n}: a record has 1 to 1000 fields"),
+        ));
+    }
+    Ok(n as usize)
 }
 
 /// `count`: a non-negative integer, or `"{param}"` naming an integer parameter.

@@ -15,14 +15,17 @@ use toml::Spanned;
 use super::template::Template;
 use super::{duration, Peer, Source};
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, Family, NativeOp, Scope, StatementKind, ValueKind};
+use crate::vocab::{ErrorClass, Family, NativeOp, RecordLayout, Scope, StatementKind, ValueKind};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct OpSection {
     pub name: Spanned<String>,
-    pub weight: Option<Spanned<f64>>,
+    /// A number, or `"{param}"` naming a number parameter (YCSB's proportions); 0 leaves
+    /// the op out.
+    pub weight: Option<Spanned<toml::Value>>,
     kv: Option<KvSection>,
+    record: Option<RecordSection>,
     nop: Option<toml::value::Table>,
     connect: Option<toml::value::Table>,
     authenticate: Option<toml::value::Table>,
@@ -68,6 +71,29 @@ struct KvSection {
     get: Option<Spanned<KvArgs>>,
     update: Option<Spanned<KvArgs>>,
     delete: Option<Spanned<KvArgs>>,
+}
+
+/// `record.insert`, `record.read`, `record.update`, `record.scan`, `record.delete`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordSection {
+    insert: Option<Spanned<RecordArgs>>,
+    read: Option<Spanned<RecordArgs>>,
+    update: Option<Spanned<RecordArgs>>,
+    scan: Option<Spanned<RecordArgs>>,
+    delete: Option<Spanned<RecordArgs>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordArgs {
+    key: Spanned<String>,
+    /// Each field's value (insert, update): drawn once per field.
+    value: Option<Spanned<String>>,
+    /// One field's number (read, update, scan); without it, every field.
+    field: Option<Spanned<String>>,
+    /// How many records a scan reads.
+    count: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -137,6 +163,7 @@ pub(super) struct SqlArgsRef<'a> {
 #[serde(deny_unknown_fields)]
 struct StepSection {
     sql: Option<Spanned<SqlForm>>,
+    record: Option<RecordSection>,
     redis: Option<Spanned<Vec<Spanned<String>>>>,
     ldap: Option<LdapSection>,
     http: Option<Spanned<HttpArgs>>,
@@ -311,6 +338,10 @@ fn statement_kind(op: &NativeOp<Template>) -> StatementKind {
             "OPTIONS" => StatementKind::Other,
             _ => StatementKind::Write,
         },
+        NativeOp::RecordRead { .. } | NativeOp::RecordScan { .. } => StatementKind::Read,
+        NativeOp::RecordInsert { .. }
+        | NativeOp::RecordUpdate { .. }
+        | NativeOp::RecordDelete { .. } => StatementKind::Write,
     }
 }
 
@@ -457,6 +488,8 @@ pub(super) struct OpCompiler<'a> {
     pub let_kinds: BTreeMap<usize, ValueKind>,
     /// Compiling the steps of a `repeat` group, where `{iteration}` has a value.
     pub in_repeat: bool,
+    /// `[records]`: the fields of a record, for `record.*`.
+    pub records: Option<RecordLayout>,
 }
 
 impl OpCompiler<'_> {
@@ -537,16 +570,16 @@ impl OpCompiler<'_> {
         let span = op.span();
         let op = op.get_ref();
         let name = op.name.get_ref().trim().to_string();
-        let weight = match &op.weight {
-            Some(w) if !(*w.get_ref() > 0.0 && w.get_ref().is_finite()) => {
-                return Err(self.source.error(
-                    w.span(),
-                    format!("weight {} must be a positive number", w.get_ref()),
-                ))
-            }
-            Some(w) => *w.get_ref(),
-            None => 1.0,
-        };
+        let weight = self.weight(&op.weight)?;
+        if weight == 0.0 {
+            return Err(self
+                .source
+                .error(
+                    op.name.span(),
+                    format!("operation '{name}' has weight 0: it would never run"),
+                )
+                .help("give it a weight above 0, or leave it out"));
+        }
         let (lets, visible) = self.lets(&op.lets)?;
         let mut kinds = Vec::new();
         if op.nop.is_some() {
@@ -564,6 +597,7 @@ impl OpCompiler<'_> {
         let capture = self.capture_names(&op.capture)?;
         for native in self.natives(
             op.sql.as_ref(),
+            op.record.as_ref(),
             op.redis.as_ref(),
             op.ldap.as_ref(),
             op.http.as_ref(),
@@ -587,7 +621,7 @@ impl OpCompiler<'_> {
             0 => {
                 return Err(self.source.error(
                     span,
-                    format!("operation '{name}' says nothing to do: add one of kv.put, kv.get, kv.update, kv.delete, sql, redis, ldap.*, http, tx, connect, authenticate or nop = {{}}"),
+                    format!("operation '{name}' says nothing to do: add one of kv.put, kv.get, kv.update, kv.delete, record.*, sql, redis, ldap.*, http, tx, connect, authenticate or nop = {{}}"),
                 ))
             }
             n => return Err(self.source.error(span, format!("operation '{name}' has {n} operations: give each its own [[op]]"))),
@@ -617,6 +651,44 @@ impl OpCompiler<'_> {
             lets,
             pause,
         })
+    }
+
+    /// `weight`: a number, or `"{param}"` naming a number parameter, at least 0 (0 leaves
+    /// the op out); 1 when not given.
+    pub fn weight(&self, w: &Option<Spanned<toml::Value>>) -> Result<f64, InputError> {
+        let Some(w) = w else { return Ok(1.0) };
+        let value = match w.get_ref() {
+            toml::Value::Integer(n) => Some(*n as f64),
+            toml::Value::Float(x) => Some(*x),
+            toml::Value::String(s) => {
+                let name = s
+                    .trim()
+                    .trim_start_matches('{')
+                    .trim_end_matches('}')
+                    .trim();
+                match self.params.get(name) {
+                    Some(toml::Value::Integer(n)) => Some(*n as f64),
+                    Some(toml::Value::Float(x)) => Some(*x),
+                    _ => {
+                        return Err(self.source.error(
+                            w.span(),
+                            format!("weight \"{s}\" must name a number parameter, like \"{{readproportion}}\""),
+                        ))
+                    }
+                }
+            }
+            _ => None,
+        };
+        match value {
+            Some(x) if x >= 0.0 && x.is_finite() => Ok(x),
+            _ => Err(self.source.error(
+                w.span(),
+                format!(
+                    "weight {} must be a number of at least 0 (0 leaves the operation out)",
+                    w.get_ref()
+                ),
+            )),
+        }
     }
 
     /// `let = { aid = "{uniform 1..100001}" }`: each name gets a capture slot that every
@@ -677,7 +749,12 @@ impl OpCompiler<'_> {
             NativeOp::LdapBind { .. }
             | NativeOp::LdapAdd { .. }
             | NativeOp::LdapModify { .. }
-            | NativeOp::LdapDelete { .. } => Err(self.source.error(span.clone(), CAPTURES)),
+            | NativeOp::LdapDelete { .. }
+            | NativeOp::RecordInsert { .. }
+            | NativeOp::RecordRead { .. }
+            | NativeOp::RecordUpdate { .. }
+            | NativeOp::RecordScan { .. }
+            | NativeOp::RecordDelete { .. } => Err(self.source.error(span.clone(), CAPTURES)),
         }
     }
 
@@ -764,6 +841,7 @@ impl OpCompiler<'_> {
     fn natives(
         &mut self,
         sql: Option<&Spanned<SqlForm>>,
+        record: Option<&RecordSection>,
         redis: Option<&Spanned<Vec<Spanned<String>>>>,
         ldap: Option<&LdapSection>,
         http: Option<&Spanned<HttpArgs>>,
@@ -793,7 +871,127 @@ impl OpCompiler<'_> {
         if let Some(h) = http {
             out.push(self.http(h, captures)?);
         }
+        if let Some(r) = record {
+            self.record(r, captures, &mut out)?;
+        }
         Ok(out)
+    }
+
+    /// The record operations named in one table, in the order insert, read, update, scan,
+    /// delete. A value template is drawn once per field; `[records]` says how many.
+    fn record(
+        &mut self,
+        r: &RecordSection,
+        captures: &[(String, usize)],
+        out: &mut Vec<NativeOp<Template>>,
+    ) -> Result<(), InputError> {
+        let verbs = [
+            ("insert", &r.insert),
+            ("read", &r.read),
+            ("update", &r.update),
+            ("scan", &r.scan),
+            ("delete", &r.delete),
+        ];
+        for (verb, args) in verbs {
+            let Some(a) = args else { continue };
+            let Some(layout) = self.records else {
+                return Err(self
+                    .source
+                    .error(
+                        a.span(),
+                        format!(
+                            "record.{verb} needs the record's fields: declare them in [records]"
+                        ),
+                    )
+                    .help("[records]\nfields = 10   # or \"{fieldcount}\""));
+            };
+            let args = a.get_ref();
+            let wants_value = matches!(verb, "insert" | "update");
+            let takes_field = matches!(verb, "read" | "update" | "scan");
+            let wants_count = verb == "scan";
+            let refuse = |c: &Self, what: &str, at: Range<usize>| {
+                Err(c.source.error(at, format!("record.{verb} takes no {what}")))
+            };
+            match (&args.value, wants_value) {
+                (Some(v), false) => return refuse(self, "value", v.span()),
+                (None, true) => {
+                    return Err(self.source.error(
+                        a.span(),
+                        format!("record.{verb} needs a value, drawn for each field: record.{verb} = {{ key = \"...\", value = \"{{string 100}}\" }}"),
+                    ))
+                }
+                _ => {}
+            }
+            if let (Some(f), false) = (&args.field, takes_field) {
+                return refuse(self, "field", f.span());
+            }
+            match (&args.count, wants_count) {
+                (Some(c), false) => return refuse(self, "count", c.span()),
+                (None, true) => {
+                    return Err(self.source.error(
+                        a.span(),
+                        "record.scan needs a count: record.scan = { key = \"...\", count = \"{uniform 1..101}\" }",
+                    ))
+                }
+                _ => {}
+            }
+            let key = self.key_with(&args.key, captures)?;
+            let field = match &args.field {
+                Some(f) => Some(self.number(f, captures, "field", "{uniform 0..fieldcount}")?),
+                None => None,
+            };
+            let values = match &args.value {
+                Some(v) => {
+                    let t = self.template(v, captures)?;
+                    let n = if field.is_some() { 1 } else { layout.fields };
+                    vec![t; n]
+                }
+                None => Vec::new(),
+            };
+            out.push(match verb {
+                "insert" => NativeOp::RecordInsert { key, values },
+                "read" => NativeOp::RecordRead { key, field },
+                "update" => NativeOp::RecordUpdate { key, field, values },
+                "scan" => {
+                    let count = args.count.as_ref().expect("checked above");
+                    NativeOp::RecordScan {
+                        key,
+                        count: self.number(count, captures, "count", "{uniform 1..101}")?,
+                        field,
+                    }
+                }
+                _ => NativeOp::RecordDelete { key },
+            });
+        }
+        Ok(())
+    }
+
+    /// A template that draws a whole number: a literal, an integer parameter or a number
+    /// generator.
+    fn number(
+        &mut self,
+        text: &Spanned<String>,
+        captures: &[(String, usize)],
+        what: &str,
+        example: &str,
+    ) -> Result<Template, InputError> {
+        let t = self.template(text, captures)?;
+        let whole = match t.constant_text() {
+            Some(c) => c.trim().parse::<u64>().is_ok(),
+            None => t.kind() == ValueKind::Integer,
+        };
+        if !whole {
+            return Err(self
+                .source
+                .error(
+                    text.span(),
+                    format!("{what} = \"{}\": expected a whole number", text.get_ref()),
+                )
+                .help(format!(
+                    "a number, an integer parameter or a number generator such as {example}"
+                )));
+        }
+        Ok(t)
     }
 
     /// The LDAP operations named in one table, in the order search, bind, add, modify, delete.
@@ -1029,7 +1227,7 @@ impl OpCompiler<'_> {
         if families.windows(2).any(|w| w[0] != w[1]) {
             return Err(self.source.error(
                 tx.span(),
-                "a tx runs on one system: its steps are all sql, all redis or all ldap (steps with on = \"PEER\" aside)",
+                "a tx runs on one system: its steps are all sql, all record, all redis or all ldap (steps with on = \"PEER\" aside)",
             ));
         }
         Ok(OpKind::Tx(steps))
@@ -1045,6 +1243,7 @@ impl OpCompiler<'_> {
     ) -> Result<Vec<Step>, InputError> {
         let g = group.get_ref();
         let alone = g.sql.is_none()
+            && g.record.is_none()
             && g.redis.is_none()
             && g.ldap.is_none()
             && g.http.is_none()
@@ -1118,6 +1317,7 @@ impl OpCompiler<'_> {
         let s = step.get_ref();
         let mut ops = self.natives(
             s.sql.as_ref(),
+            s.record.as_ref(),
             s.redis.as_ref(),
             s.ldap.as_ref(),
             s.http.as_ref(),
@@ -1126,7 +1326,7 @@ impl OpCompiler<'_> {
         if ops.len() != 1 {
             return Err(self.source.error(
                 step.span(),
-                "each tx step has exactly one of sql, redis, http (on a peer), ldap.search, ldap.add, ldap.modify, ldap.delete, or is a commit point { commit = {} } or a group { repeat = \"COUNT\", steps = [...] }",
+                "each tx step has exactly one of sql, record.*, redis, http (on a peer), ldap.search, ldap.add, ldap.modify, ldap.delete, or is a commit point { commit = {} } or a group { repeat = \"COUNT\", steps = [...] }",
             ));
         }
         let op = ops.remove(0);
@@ -1166,6 +1366,7 @@ impl OpCompiler<'_> {
     fn check_commit_point(&self, step: &Spanned<StepSection>) -> Result<(), InputError> {
         let s = step.get_ref();
         let alone = s.sql.is_none()
+            && s.record.is_none()
             && s.redis.is_none()
             && s.ldap.is_none()
             && s.http.is_none()

@@ -391,7 +391,16 @@ fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
         Part::YcsbScrambled(z) => z.sample(rng),
         Part::YcsbHotspot(h) => h.sample(rng),
         Part::YcsbLatest(l) => l.sample(rng, st.newest, st.offset, &mut st.latest),
-        Part::FnvHash(inner) => ycsb::fnvhash64(number(inner, rng, st) as i64) as u64,
+        Part::FnvHash(inner) => {
+            let n = match &**inner {
+                Part::Capture(slot) => std::str::from_utf8(capture(st, *slot))
+                    .ok()
+                    .and_then(|t| t.trim().parse::<u64>().ok())
+                    .unwrap_or(0),
+                other => number(other, rng, st),
+            };
+            ycsb::fnvhash64(n as i64) as u64
+        }
         Part::Client => st.client,
         Part::Iteration => st.iteration,
         _ => 0,
@@ -424,7 +433,7 @@ fn is_number(part: &Part) -> bool {
     )
 }
 
-const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, nurand, ycsb_zipfian, ycsb_scrambled, ycsb_hotspot, ycsb_latest, fnvhash64, bytes, string, choice, client, iteration or sid";
+const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, nurand, ycsb_zipfian, ycsb_scrambled, ycsb_hotspot, ycsb_latest, fnvhash64, select, bytes, string, choice, client, iteration or sid";
 
 fn compile_expr(
     expr: &str,
@@ -475,13 +484,18 @@ fn compile_words(
                 "a number generator: {fnvhash64 seq} or {fnvhash64 ycsb_scrambled 0..1000}",
             )?;
             let inner = compile_words(call.args, head_at, params, captures, seq_slots)?;
-            if !is_number(&inner) {
+            // A `let` value is hashed as the number it holds.
+            if !is_number(&inner) && !matches!(inner, Part::Capture(_)) {
                 return err(call.args[0].0, format!("'fnvhash64' hashes the number a generator draws (seq, uniform, zipf, ycsb_*, client), not '{}'", call.args[0].1));
             }
             Ok(Part::FnvHash(Box::new(inner)))
         }
         "bytes" | "string" => call.size(),
         "choice" => call.choice(),
+        "select" => {
+            let (at, words) = call.select()?;
+            compile_words(words, at, params, captures, seq_slots)
+        }
         "client" => {
             call.arity(0..=0, "no arguments")?;
             Ok(Part::Client)
@@ -504,6 +518,9 @@ fn compile_words(
         ),
     }
 }
+
+/// Words of an expression with their offsets.
+type Words<'a> = &'a [(usize, &'a str)];
 
 /// One generator expression: its name, where the name is, and its arguments with offsets.
 struct Call<'a> {
@@ -702,6 +719,58 @@ impl Call<'_> {
         } else {
             Part::Text(n)
         })
+    }
+
+    /// `select NAME V1: GEN ... | V2: GEN ...`: the words of the alternative whose value is
+    /// the parameter or switch NAME's (decided when the workload is compiled; the others
+    /// are not compiled), and where they start.
+    fn select(&self) -> Result<(usize, Words<'_>), TemplateError> {
+        let usage = "a switch or parameter and alternatives: {select order hashed: fnvhash64 seq | ordered: seq}";
+        let Some(&(name_at, name)) = self.args.first() else {
+            return err(self.head_at, format!("'select' takes {usage}"));
+        };
+        let Some(value) = self.params.get(name) else {
+            return err(
+                name_at,
+                format!(
+                    "select: '{name}' is not a switch or parameter{}",
+                    param_list(self.params)
+                ),
+            );
+        };
+        let value = match value {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let mut seen = Vec::new();
+        for alt in self.args[1..].split(|(_, w)| *w == "|") {
+            let Some((&(at, label), rest)) = alt.split_first() else {
+                return err(
+                    name_at,
+                    format!("select {name}: an empty alternative; 'select' takes {usage}"),
+                );
+            };
+            let Some(label) = label.strip_suffix(':') else {
+                return err(at, format!("select {name}: an alternative starts with its value and a colon, like 'hashed:', not '{label}'"));
+            };
+            if rest.is_empty() {
+                return err(
+                    at,
+                    format!("select {name}: the alternative '{label}:' has no generator"),
+                );
+            }
+            if label == value {
+                return Ok((rest[0].0, rest));
+            }
+            seen.push(label);
+        }
+        err(
+            name_at,
+            format!(
+                "select {name}: no alternative for its value '{value}' (the alternatives: {})",
+                seen.join(", ")
+            ),
+        )
     }
 
     fn choice(&self) -> Result<Part, TemplateError> {
@@ -927,6 +996,64 @@ mod tests {
         let mut s = String::new();
         t.render_str(&mut rng, st, &mut s);
         s
+    }
+
+    #[test]
+    fn select_compiles_only_the_alternative_of_the_value() {
+        let mut st = GenState::new(0, 1, 1);
+        // name = "x": the x alternative; the other is never compiled (its range is empty).
+        assert_eq!(
+            render("k{select name y: uniform 5..5 | x: seq 7}", &mut st),
+            "k7"
+        );
+        let mut fresh = GenState::new(0, 1, 1);
+        assert_eq!(
+            render("{select records 100: fnvhash64 seq}", &mut fresh),
+            "6284781860667377211"
+        );
+        let mut slots = 0;
+        let t = Template::compile("{select name x: uniform 1..9}", &params(), &mut slots).unwrap();
+        assert_eq!(
+            t.kind(),
+            ValueKind::Integer,
+            "a number as the alternative is"
+        );
+        assert_eq!(slots, 0, "no seq slot for an alternative not taken");
+        for (src, says) in [
+            ("{select}", "'select' takes a switch or parameter"),
+            (
+                "{select nope x: seq}",
+                "select: 'nope' is not a switch or parameter",
+            ),
+            ("{select name x seq}", "starts with its value and a colon"),
+            ("{select name x:}", "the alternative 'x:' has no generator"),
+            ("{select name y: seq | | x: seq}", "an empty alternative"),
+            (
+                "{select name y: seq}",
+                "no alternative for its value 'x' (the alternatives: y)",
+            ),
+        ] {
+            let e = Template::compile(src, &params(), &mut slots).unwrap_err();
+            assert!(e.message.contains(says), "{src}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn fnvhash64_hashes_a_captured_number() {
+        let mut slots = 0;
+        let t = Template::compile_with(
+            "user{fnvhash64 n}",
+            &params(),
+            &[("n".into(), 0)],
+            &mut slots,
+        )
+        .unwrap();
+        let mut st = GenState::new(0, 1, 0);
+        st.captures = vec![b"0".to_vec()];
+        let mut rng = SmallRng::seed_from_u64(1);
+        let mut s = String::new();
+        t.render_str(&mut rng, &mut st, &mut s);
+        assert_eq!(s, "user6284781860667377211");
     }
 
     #[test]

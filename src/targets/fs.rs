@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use super::attachment::{self, Attachment, CHUNK};
 use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind, RECORD_TABLE};
 
 /// The folder under DIR that holds everything this target creates.
 pub const NAMESPACE: &str = "loadrig_kv";
@@ -33,6 +33,8 @@ pub enum Sync {
 
 pub struct Fs {
     root: PathBuf,
+    /// `DIR/loadrig_usertable`: a file per record of the `record.*` operations.
+    records: PathBuf,
     /// Hex digits of the shard folder name; 0 for a flat folder.
     shard_digits: usize,
     sync: Sync,
@@ -83,6 +85,7 @@ impl Fs {
         };
         Ok(Fs {
             root: Path::new(&url.location).join(NAMESPACE),
+            records: Path::new(&url.location).join(RECORD_TABLE),
             shard_digits,
             sync,
             attachment: Attachment::from_options(url, params)?,
@@ -102,6 +105,7 @@ pub fn file_for(root: &Path, shard_digits: usize, key: &str) -> PathBuf {
 
 pub struct FsSession {
     root: PathBuf,
+    records: PathBuf,
     shard_digits: usize,
     sync: Sync,
     writes: u64,
@@ -127,11 +131,21 @@ impl Target for Fs {
         true
     }
 
+    fn families(&self) -> &'static [Family] {
+        &[Family::Record]
+    }
+
+    /// Files have no order to scan in.
+    fn refuses(&self, op: &NativeOp<ValueKind>) -> bool {
+        matches!(op, NativeOp::RecordScan { .. })
+    }
+
     fn connect(&self) -> impl Future<Output = Result<FsSession, OpError>> {
         let parent = self.root.parent().unwrap_or(Path::new("."));
         ready(match fs::create_dir_all(parent) {
             Ok(()) => Ok(FsSession {
                 root: self.root.clone(),
+                records: self.records.clone(),
                 shard_digits: self.shard_digits,
                 sync: self.sync,
                 writes: 0,
@@ -224,9 +238,12 @@ impl FsSession {
     fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
         let rows = match *op {
             Op::Nop => 0,
-            Op::Native { .. } | Op::Begin | Op::Commit | Op::Rollback => {
-                return Err(super::unsupported(op, "fs://"))
-            }
+            Op::Native {
+                op: native, args, ..
+            } => self.record(native, args)?,
+            // Files have no transactions: a tx of record steps runs them in order, and a
+            // rollback undoes nothing (docs/workloads.md, "YCSB built-ins").
+            Op::Begin | Op::Commit | Op::Rollback => 0,
             Op::Put { key, value } => self.write(key, value, true)?,
             Op::Update { key, value } => self.write(key, value, false)?,
             Op::Get { key } => self.read(key)?,
@@ -252,6 +269,139 @@ impl FsSession {
 }
 
 /// Flush every dirty page of the file system that holds `file` (Linux syncfs, else fsync).
+impl FsSession {
+    /// A record operation on the record's file: its fields one after the other, each as
+    /// its length (4 bytes, little-endian) and its bytes. Rows: records read or written.
+    fn record(&mut self, op: &NativeOp<ValueKind>, args: &[Vec<u8>]) -> Result<u64, OpError> {
+        let key = String::from_utf8_lossy(&args[0]);
+        let path = file_for(&self.records, 0, &key);
+        let field = |at: usize| -> Result<usize, OpError> {
+            let text = String::from_utf8_lossy(&args[at]);
+            text.trim().parse::<usize>().map_err(|_| {
+                OpError::new(
+                    ErrorClass::Other,
+                    format!("record field '{text}' is not a field number"),
+                )
+            })
+        };
+        match op {
+            NativeOp::RecordInsert { .. } => {
+                let mut file = match OpenOptions::new().write(true).create_new(true).open(&path) {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                        return Err(OpError::new(
+                            ErrorClass::Constraint,
+                            format!("record {key} exists already"),
+                        ))
+                    }
+                    Err(e) => return Err(io_error(&path, e)),
+                };
+                file.write_all(&encode_fields(&args[1..]))
+                    .map_err(|e| io_error(&path, e))?;
+                self.sync_record(&file, &path)?;
+                Ok(1)
+            }
+            NativeOp::RecordRead { field: f, .. } => {
+                let Some(fields) = self.read_fields(&path)? else {
+                    return Ok(0);
+                };
+                match f {
+                    Some(_) => Ok(u64::from(field(1)? < fields.len())),
+                    None => Ok(1),
+                }
+            }
+            NativeOp::RecordUpdate { field: f, .. } => {
+                let Some(mut fields) = self.read_fields(&path)? else {
+                    return Ok(0);
+                };
+                match f {
+                    Some(_) => {
+                        let n = field(1)?;
+                        if n >= fields.len() {
+                            return Ok(0);
+                        }
+                        fields[n] = args[2].clone();
+                    }
+                    None => fields = args[1..].to_vec(),
+                }
+                let mut file = File::create(&path).map_err(|e| io_error(&path, e))?;
+                file.write_all(&encode_fields(&fields))
+                    .map_err(|e| io_error(&path, e))?;
+                self.sync_record(&file, &path)?;
+                Ok(1)
+            }
+            NativeOp::RecordDelete { .. } => match fs::remove_file(&path) {
+                Ok(()) => Ok(1),
+                Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
+                Err(e) => Err(io_error(&path, e)),
+            },
+            NativeOp::RecordScan { .. }
+            | NativeOp::Sql { .. }
+            | NativeOp::Redis { .. }
+            | NativeOp::LdapSearch { .. }
+            | NativeOp::LdapBind { .. }
+            | NativeOp::LdapAdd { .. }
+            | NativeOp::LdapModify { .. }
+            | NativeOp::LdapDelete { .. }
+            | NativeOp::Http { .. } => Err(OpError::new(
+                ErrorClass::Other,
+                format!("fs:// targets do not run {}", op.label()),
+            )),
+        }
+    }
+
+    /// A record's fields, `None` when it does not exist.
+    fn read_fields(&mut self, path: &Path) -> Result<Option<Vec<Vec<u8>>>, OpError> {
+        self.buf.clear();
+        match File::open(path) {
+            Ok(mut f) => f
+                .read_to_end(&mut self.buf)
+                .map_err(|e| io_error(path, e))?,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error(path, e)),
+        };
+        decode_fields(&self.buf).map(Some).ok_or_else(|| {
+            OpError::new(
+                ErrorClass::Protocol,
+                format!("{}: not a record file", path.display()),
+            )
+        })
+    }
+
+    fn sync_record(&mut self, file: &File, path: &Path) -> Result<(), OpError> {
+        self.writes += 1;
+        match self.sync {
+            Sync::None => Ok(()),
+            Sync::Each => file.sync_data().map_err(|e| io_error(path, e)),
+            Sync::Batch(n) if self.writes.is_multiple_of(n) => {
+                sync_file_system(file).map_err(|e| io_error(path, e))
+            }
+            Sync::Batch(_) => Ok(()),
+        }
+    }
+}
+
+/// Fields as a record file holds them: each its length (u32, little-endian), then its bytes.
+pub fn encode_fields(fields: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(fields.iter().map(|f| f.len() + 4).sum());
+    for f in fields {
+        out.extend_from_slice(&(f.len() as u32).to_le_bytes());
+        out.extend_from_slice(f);
+    }
+    out
+}
+
+/// The fields of a record file, `None` when it is not one.
+pub fn decode_fields(mut bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut fields = Vec::new();
+    while !bytes.is_empty() {
+        let len = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
+        fields.push(bytes.get(4..4 + len)?.to_vec());
+        bytes = &bytes[4 + len..];
+    }
+    Some(fields)
+}
+
 fn sync_file_system(file: &File) -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
     {
@@ -267,6 +417,19 @@ fn sync_file_system(file: &File) -> std::io::Result<()> {
 }
 
 impl Session for FsSession {
+    /// An empty `loadrig_usertable` folder.
+    fn create_records(
+        &mut self,
+        _layout: crate::vocab::RecordLayout,
+    ) -> impl Future<Output = Result<(), OpError>> {
+        let records = &self.records;
+        let result = match fs::remove_dir_all(records) {
+            Err(e) if e.kind() != ErrorKind::NotFound => Err(io_error(records, e)),
+            _ => fs::create_dir_all(records).map_err(|e| io_error(records, e)),
+        };
+        ready(result)
+    }
+
     fn setup(&mut self) -> impl Future<Output = Result<(), OpError>> {
         let mut result = fs::create_dir_all(&self.root).map_err(|e| io_error(&self.root, e));
         if self.shard_digits > 0 && result.is_ok() {
@@ -303,19 +466,30 @@ impl Session for FsSession {
             }
             Ok(n)
         };
-        ready(match count(&self.root) {
-            Ok(n) => fs::remove_dir_all(&self.root)
+        let remove = |root: &Path| match count(root) {
+            Ok(n) => fs::remove_dir_all(root)
                 .map(|()| n)
-                .map_err(|e| io_error(&self.root, e)),
+                .map_err(|e| io_error(root, e)),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
-            Err(e) => Err(io_error(&self.root, e)),
-        })
+            Err(e) => Err(io_error(root, e)),
+        };
+        ready(remove(&self.root).and_then(|kv| Ok(kv + remove(&self.records)?)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn record_files_round_trip_their_fields() {
+        let fields = vec![b"abc".to_vec(), Vec::new(), vec![0u8, 255, 10]];
+        let bytes = encode_fields(&fields);
+        assert_eq!(&bytes[..7], &[3, 0, 0, 0, b'a', b'b', b'c']);
+        assert_eq!(decode_fields(&bytes), Some(fields));
+        assert_eq!(decode_fields(&[]), Some(Vec::new()));
+        assert_eq!(decode_fields(&bytes[..5]), None, "cut short");
+    }
 
     #[test]
     fn shard_folder_is_the_file_name_prefix() {

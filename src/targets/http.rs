@@ -818,7 +818,12 @@ impl HttpSession {
                     | NativeOp::LdapBind { .. }
                     | NativeOp::LdapAdd { .. }
                     | NativeOp::LdapModify { .. }
-                    | NativeOp::LdapDelete { .. },
+                    | NativeOp::LdapDelete { .. }
+                    | NativeOp::RecordInsert { .. }
+                    | NativeOp::RecordRead { .. }
+                    | NativeOp::RecordUpdate { .. }
+                    | NativeOp::RecordScan { .. }
+                    | NativeOp::RecordDelete { .. },
                 ..
             }
             | Op::Begin

@@ -486,12 +486,17 @@ impl LdapSession {
                 let result = self.conn.delete(dn).await;
                 rows_of(&shown, result, 1, true).map(Outcome::rows)
             }
-            NativeOp::Sql { .. } | NativeOp::Redis { .. } | NativeOp::Http { .. } => {
-                Err(OpError::new(
-                    ErrorClass::Other,
-                    format!("ldap:// targets do not run {}", op.label()),
-                ))
-            }
+            NativeOp::Sql { .. }
+            | NativeOp::Redis { .. }
+            | NativeOp::Http { .. }
+            | NativeOp::RecordInsert { .. }
+            | NativeOp::RecordRead { .. }
+            | NativeOp::RecordUpdate { .. }
+            | NativeOp::RecordScan { .. }
+            | NativeOp::RecordDelete { .. } => Err(OpError::new(
+                ErrorClass::Other,
+                format!("ldap:// targets do not run {}", op.label()),
+            )),
         }
     }
 

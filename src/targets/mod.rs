@@ -24,7 +24,7 @@ use std::future::Future;
 
 pub use crate::error::redact;
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, Family, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, RecordLayout, ValueKind};
 
 /// A configured system under test. Shared by all clients; each client opens its own session.
 pub trait Target: Send + Sync + 'static {
@@ -37,6 +37,12 @@ pub trait Target: Send + Sync + 'static {
     /// The native operation families it runs.
     fn families(&self) -> &'static [Family] {
         &[]
+    }
+    /// A native operation of one of its families that it still cannot run (a scan where
+    /// records have no order); refused before anything runs.
+    fn refuses(&self, op: &NativeOp<ValueKind>) -> bool {
+        let _ = op;
+        false
     }
     /// Blocking targets (SQLite, files) get one OS thread per client and never run
     /// on an async executor thread.
@@ -71,6 +77,24 @@ pub trait Session {
     fn cleanup(&mut self) -> impl Future<Output = Result<u64, OpError>> {
         async { Ok(0) }
     }
+    /// Make the store of `record.*` operations empty, for records of `layout` (the table,
+    /// folder or index; SQL targets drop and create `loadrig_usertable`). Runs before a
+    /// `[data]` load of a workload with `[records]`.
+    fn create_records(
+        &mut self,
+        layout: RecordLayout,
+    ) -> impl Future<Output = Result<(), OpError>> {
+        let _ = layout;
+        async { Ok(()) }
+    }
+    /// Store a batch of whole records (key, then each field's value) before the measured
+    /// run: one `record.insert` each, unless the target has a faster way.
+    fn load_records(
+        &mut self,
+        records: &[(String, Vec<Vec<u8>>)],
+    ) -> impl Future<Output = Result<(), OpError>> {
+        insert_records(self, records)
+    }
     /// Store a batch of records before the measured run, the fastest way the system offers.
     fn load(&mut self, records: &[(String, Vec<u8>)]) -> impl Future<Output = Result<(), OpError>> {
         async move {
@@ -80,6 +104,31 @@ pub trait Session {
             Ok(())
         }
     }
+}
+
+/// One `record.insert` per record, in order.
+pub async fn insert_records<S: Session + ?Sized>(
+    session: &mut S,
+    records: &[(String, Vec<Vec<u8>>)],
+) -> Result<(), OpError> {
+    let mut args: Vec<Vec<u8>> = Vec::new();
+    for (key, values) in records {
+        let op = NativeOp::RecordInsert {
+            key: ValueKind::Bytes,
+            values: vec![ValueKind::Bytes; values.len()],
+        };
+        args.clear();
+        args.push(key.as_bytes().to_vec());
+        args.extend(values.iter().cloned());
+        session
+            .execute(&Op::Native {
+                op: &op,
+                args: &args,
+                capture: false,
+            })
+            .await?;
+    }
+    Ok(())
 }
 
 /// Workload parameters, which may also carry target options.

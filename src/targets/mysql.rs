@@ -171,7 +171,7 @@ impl Target for Mysql {
     }
 
     fn families(&self) -> &'static [Family] {
-        &[Family::Sql]
+        &[Family::Sql, Family::Record]
     }
 
     async fn connect(&self) -> Result<MysqlSession, OpError> {
@@ -311,10 +311,19 @@ impl MysqlSession {
             prepared,
             placeholders,
         } = self;
-        if placeholders.len() <= id {
-            placeholders.resize(id + 1, None);
-        }
-        let ph = placeholders[id].get_or_insert_with(|| Placeholders::of(query));
+        // Record statements come with `?` already (sql::question_marks).
+        let mut plain = Placeholders {
+            text: None,
+            order: Vec::new(),
+        };
+        let ph = if id >= crate::targets::sql::RECORD_IDS {
+            &mut plain
+        } else {
+            if placeholders.len() <= id {
+                placeholders.resize(id + 1, None);
+            }
+            placeholders[id].get_or_insert_with(|| Placeholders::of(query))
+        };
         let text = ph.text.as_deref().unwrap_or(query);
         let st = prepared.native(id, || conn.prep(text)).await.map_err(cl)?;
         let params = if ph.text.is_some() {
@@ -364,6 +373,21 @@ impl MysqlSession {
             Op::Update { key, value } => self.kv(Kv::Update, &[value, key.as_bytes()]).await?,
             Op::Delete { key } => self.kv(Kv::Delete, &[key.as_bytes()]).await?,
             Op::Native {
+                op:
+                    op @ (NativeOp::RecordInsert { .. }
+                    | NativeOp::RecordRead { .. }
+                    | NativeOp::RecordUpdate { .. }
+                    | NativeOp::RecordScan { .. }
+                    | NativeOp::RecordDelete { .. }),
+                args,
+                ..
+            } => {
+                let plan = self.prepared.records.plan(op, args, true)?;
+                return self
+                    .native(plan.id, &plan.query, &plan.kinds, &plan.args(args), false)
+                    .await;
+            }
+            Op::Native {
                 op: NativeOp::Sql { id, query, params },
                 args,
                 capture,
@@ -386,6 +410,25 @@ impl MysqlSession {
             Op::Rollback => return self.text("ROLLBACK").await,
         };
         Ok(Outcome::rows(rows))
+    }
+
+    /// A batch of records as multi-row INSERTs ([`crate::targets::sql::insert_chunks`]).
+    async fn insert_rows(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
+        for chunk in crate::targets::sql::insert_chunks(records) {
+            let fields = chunk[0].1.len();
+            let query = crate::targets::sql::question_marks(&crate::targets::sql::insert_rows(
+                fields,
+                chunk.len(),
+            ));
+            let args: Vec<Vec<u8>> = chunk
+                .iter()
+                .flat_map(|(k, v)| std::iter::once(k.as_bytes().to_vec()).chain(v.iter().cloned()))
+                .collect();
+            let kinds = vec![ValueKind::Bytes; args.len()];
+            let id = self.prepared.record_id(&query);
+            self.native(id, &query, &kinds, &args, false).await?;
+        }
+        Ok(())
     }
 
     async fn text(&mut self, sql: &str) -> Result<Outcome, OpError> {
@@ -489,6 +532,22 @@ impl Session for MysqlSession {
 
     async fn load(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
         self.insert_batch(records).await
+    }
+
+    async fn create_records(&mut self, layout: crate::vocab::RecordLayout) -> Result<(), OpError> {
+        for statement in crate::targets::sql::create_records(layout.fields) {
+            self.text(&statement).await?;
+        }
+        Ok(())
+    }
+
+    /// One transaction per batch, of multi-row INSERTs.
+    async fn load_records(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
+        self.text("BEGIN").await?;
+        let done = self.insert_rows(records).await;
+        self.text(if done.is_ok() { "COMMIT" } else { "ROLLBACK" })
+            .await?;
+        done
     }
 }
 

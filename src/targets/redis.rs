@@ -42,12 +42,15 @@ use tokio::net::TcpStream;
 
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
 
 /// Every key a kv operation touches starts with this; cleanup removes exactly these.
 pub const PREFIX: &str = "loadrig:";
 /// How long connecting (TCP handshake, AUTH, SELECT) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The sorted set that indexes the records for `record.scan`, as YCSB's Redis binding
+/// keeps its `_indices` (inside loadrig's prefix, so cleanup removes it).
+pub const RECORD_INDEX: &str = "loadrig:_indices";
 /// Keys asked for per SCAN step, and so at most per UNLINK, during cleanup.
 const SCAN_COUNT: &str = "1000";
 
@@ -114,7 +117,7 @@ impl Target for Redis {
     }
 
     fn families(&self) -> &'static [Family] {
-        &[Family::Redis]
+        &[Family::Redis, Family::Record]
     }
 
     fn connect(&self) -> impl Future<Output = Result<RedisSession, OpError>> {
@@ -408,6 +411,138 @@ impl RedisSession {
         }
     }
 
+    /// A record operation as YCSB's Redis binding does it: a hash `loadrig:KEY` with fields
+    /// `field0`, ... and the sorted set [`RECORD_INDEX`] of the keys scored by Java's
+    /// `String.hashCode` of the key (insert: HSET + ZADD; read: HGETALL or HMGET; update:
+    /// HSET; scan: ZRANGEBYSCORE from the start key's score, LIMIT count, then a read of each;
+    /// delete: DEL + ZREM). Rows: records read or written.
+    async fn record(
+        &mut self,
+        op: &NativeOp<ValueKind>,
+        args: &[Vec<u8>],
+    ) -> Result<Outcome, OpError> {
+        let key = [PREFIX.as_bytes(), &args[0]].concat();
+        let field = |at: usize| -> Result<Vec<u8>, OpError> {
+            let text = String::from_utf8_lossy(&args[at]);
+            match text.trim().parse::<usize>() {
+                Ok(n) => Ok(format!("field{n}").into_bytes()),
+                Err(_) => Err(OpError::new(
+                    ErrorClass::Other,
+                    format!("record field '{text}' is not a field number"),
+                )),
+            }
+        };
+        let rows = match op {
+            NativeOp::RecordInsert { .. } => {
+                let names: Vec<Vec<u8>> = (0..args.len() - 1)
+                    .map(|i| format!("field{i}").into_bytes())
+                    .collect();
+                let mut cmd: Vec<&[u8]> = vec![b"HSET", &key];
+                for (name, value) in names.iter().zip(&args[1..]) {
+                    cmd.push(name);
+                    cmd.push(value);
+                }
+                self.command(&cmd).await?;
+                let score = java_hash(&args[0]).to_string();
+                self.command(&[b"ZADD", RECORD_INDEX.as_bytes(), score.as_bytes(), &args[0]])
+                    .await?;
+                1
+            }
+            NativeOp::RecordRead { field: f, .. } => {
+                let one = match f {
+                    Some(_) => Some(field(1)?),
+                    None => None,
+                };
+                self.read_record(&key, one.as_deref()).await?
+            }
+            NativeOp::RecordUpdate { field: f, .. } => {
+                let names: Vec<Vec<u8>> = match f {
+                    Some(_) => vec![field(1)?],
+                    None => (0..args.len() - 1)
+                        .map(|i| format!("field{i}").into_bytes())
+                        .collect(),
+                };
+                let values = &args[args.len() - names.len()..];
+                let mut cmd: Vec<&[u8]> = vec![b"HSET", &key];
+                for (name, value) in names.iter().zip(values) {
+                    cmd.push(name);
+                    cmd.push(value);
+                }
+                self.command(&cmd).await?;
+                1
+            }
+            NativeOp::RecordScan { field: f, .. } => {
+                if self.in_tx {
+                    return Err(OpError::new(
+                        ErrorClass::Other,
+                        "record.scan cannot run inside a Redis transaction (MULTI queues the index lookup)",
+                    ));
+                }
+                let one = match f {
+                    Some(_) => Some(field(2)?),
+                    None => None,
+                };
+                let score = java_hash(&args[0]).to_string();
+                let range = self
+                    .command(&[
+                        b"ZRANGEBYSCORE",
+                        RECORD_INDEX.as_bytes(),
+                        score.as_bytes(),
+                        b"+inf",
+                        b"LIMIT",
+                        b"0",
+                        &args[1],
+                    ])
+                    .await?;
+                let keys = match self.value(range)? {
+                    Value::Array(items) => items,
+                    _ => return Err(protocol("unexpected ZRANGEBYSCORE reply")),
+                };
+                let mut rows = 0;
+                for k in keys {
+                    if let Value::BulkString(k) = k {
+                        let full = [PREFIX.as_bytes(), &k].concat();
+                        rows += self.read_record(&full, one.as_deref()).await?;
+                    }
+                }
+                rows
+            }
+            NativeOp::RecordDelete { .. } => {
+                let range = self.command(&[b"DEL", &key]).await?;
+                let rows = self.rows_of(range)?;
+                self.command(&[b"ZREM", RECORD_INDEX.as_bytes(), &args[0]])
+                    .await?;
+                rows
+            }
+            NativeOp::Sql { .. }
+            | NativeOp::Redis { .. }
+            | NativeOp::LdapSearch { .. }
+            | NativeOp::LdapBind { .. }
+            | NativeOp::LdapAdd { .. }
+            | NativeOp::LdapModify { .. }
+            | NativeOp::LdapDelete { .. }
+            | NativeOp::Http { .. } => return Err(super::unsupported(&Op::Nop, "redis://")),
+        };
+        Ok(Outcome::rows(if self.in_tx { 0 } else { rows }))
+    }
+
+    /// HGETALL (every field) or HMGET (one): 1 when the record exists, else 0 (0 when queued).
+    async fn read_record(&mut self, key: &[u8], field: Option<&[u8]>) -> Result<u64, OpError> {
+        let range = match field {
+            Some(f) => self.command(&[b"HMGET", key, f]).await?,
+            None => self.command(&[b"HGETALL", key]).await?,
+        };
+        Ok(match head(&self.inbuf[range.clone()])? {
+            Reply::Array(Some(0)) | Reply::Status(_) => 0,
+            Reply::Array(Some(_)) if field.is_some() => match self.value(range)? {
+                Value::Array(items) => u64::from(items.iter().any(|v| *v != Value::Nil)),
+                _ => 0,
+            },
+            Reply::Array(Some(_)) => 1,
+            _ => 0,
+        })
+    }
+
     async fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
         let (verb, key, value, tail): KvParts<'_> = match *op {
             Op::Nop => return Ok(Outcome::rows(0)),
@@ -420,6 +555,16 @@ impl RedisSession {
                 args,
                 capture,
             } => return self.native(args, capture).await,
+            Op::Native {
+                op:
+                    op @ (NativeOp::RecordInsert { .. }
+                    | NativeOp::RecordRead { .. }
+                    | NativeOp::RecordUpdate { .. }
+                    | NativeOp::RecordScan { .. }
+                    | NativeOp::RecordDelete { .. }),
+                args,
+                ..
+            } => return self.record(op, args).await,
             // Every other family's operation, by name: a new variant of a family this
             // target runs must be handled above before this compiles.
             Op::Native {
@@ -532,6 +677,88 @@ impl Session for RedisSession {
         }
     }
 
+    /// One pipeline per batch: each record's HSET and ZADD written at once, then every
+    /// reply read.
+    async fn load_records(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
+        let mut pipeline = std::mem::take(&mut self.out);
+        pipeline.clear();
+        let names: Vec<Vec<u8>> = (0..records.first().map_or(0, |r| r.1.len()))
+            .map(|i| format!("field{i}").into_bytes())
+            .collect();
+        for (key, values) in records {
+            push_header(&mut pipeline, b'*', 2 + 2 * values.len());
+            push_bulk(&mut pipeline, b"HSET");
+            push_bulk(&mut pipeline, &[PREFIX.as_bytes(), key.as_bytes()].concat());
+            for (name, value) in names.iter().zip(values) {
+                push_bulk(&mut pipeline, name);
+                push_bulk(&mut pipeline, value);
+            }
+            let score = java_hash(key.as_bytes()).to_string();
+            push_header(&mut pipeline, b'*', 4);
+            for arg in [
+                b"ZADD".as_slice(),
+                RECORD_INDEX.as_bytes(),
+                score.as_bytes(),
+                key.as_bytes(),
+            ] {
+                push_bulk(&mut pipeline, arg);
+            }
+        }
+        self.out = pipeline;
+        self.send().await?;
+        let mut first_error = None;
+        for _ in 0..2 * records.len() {
+            let range = self.read_reply().await?;
+            if let Err(e) = head(&self.inbuf[range]) {
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Remove the records [`RECORD_INDEX`] lists, then the index itself.
+    async fn create_records(&mut self, _layout: crate::vocab::RecordLayout) -> Result<(), OpError> {
+        loop {
+            let range = self
+                .command(&[
+                    b"ZRANGE",
+                    RECORD_INDEX.as_bytes(),
+                    b"0",
+                    SCAN_COUNT.as_bytes(),
+                ])
+                .await?;
+            let members = match self.value(range)? {
+                Value::Array(items) => items,
+                _ => return Err(protocol("unexpected ZRANGE reply")),
+            };
+            let keys: Vec<Vec<u8>> = members
+                .into_iter()
+                .filter_map(|m| match m {
+                    Value::BulkString(k) => Some(k),
+                    _ => None,
+                })
+                .collect();
+            if keys.is_empty() {
+                break;
+            }
+            let full: Vec<Vec<u8>> = keys
+                .iter()
+                .map(|k| [PREFIX.as_bytes(), k].concat())
+                .collect();
+            let mut unlink: Vec<&[u8]> = vec![b"UNLINK"];
+            unlink.extend(full.iter().map(Vec::as_slice));
+            self.command(&unlink).await?;
+            let mut zrem: Vec<&[u8]> = vec![b"ZREM", RECORD_INDEX.as_bytes()];
+            zrem.extend(keys.iter().map(Vec::as_slice));
+            self.command(&zrem).await?;
+        }
+        self.command(&[b"DEL", RECORD_INDEX.as_bytes()]).await?;
+        Ok(())
+    }
+
     /// `SCAN MATCH loadrig:*` and `UNLINK` each batch found; returns the keys removed.
     async fn cleanup(&mut self) -> Result<u64, OpError> {
         let pattern = format!("{PREFIX}*");
@@ -580,6 +807,14 @@ impl Session for RedisSession {
             cursor = next;
         }
     }
+}
+
+/// Java's `String.hashCode` of the key (as UTF-16 code units), the score YCSB's Redis
+/// binding gives a key in its index.
+pub fn java_hash(key: &[u8]) -> i32 {
+    String::from_utf8_lossy(key)
+        .encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
 }
 
 /// Append `*N\r\n` or `$N\r\n`.
@@ -700,6 +935,15 @@ mod tests {
         assert_eq!(frame_len(b"*2\r\n$1\r\n0\r\n*1\r\n$3\r\nab"), Ok(None));
         assert_eq!(frame_len(b"*-1\r\n"), Ok(Some(5)));
         assert!(frame_len(b"?x\r\n").is_err());
+    }
+
+    #[test]
+    fn index_scores_are_javas_string_hash_codes() {
+        // As Java computes them: "".hashCode() == 0, "a" == 97, and the sum wraps at 32 bits.
+        assert_eq!(java_hash(b""), 0);
+        assert_eq!(java_hash(b"a"), 97);
+        assert_eq!(java_hash(b"user1"), 111578566);
+        assert_eq!(java_hash(b"user6284781860667377211"), -594971599);
     }
 
     #[test]

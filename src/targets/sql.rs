@@ -5,9 +5,13 @@
 use std::future::Future;
 use std::time::Duration;
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::rc::Rc;
+
 use super::{Params, TargetUrl};
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, OpError, Outcome};
+use crate::vocab::{ErrorClass, NativeOp, OpError, Outcome, ValueKind, RECORD_TABLE};
 
 /// The kv table's name, as a literal for `concat!`: the one place that names it.
 macro_rules! kv_table {
@@ -133,12 +137,304 @@ impl Dialect {
     }
 }
 
+/// The drop and create statements of the record table with `fields` fields: YCSB's JDBC
+/// layout (`YCSB_KEY` primary key, `FIELD0` ... as text), the same text on every dialect.
+pub fn create_records(fields: usize) -> [String; 2] {
+    let columns: String = (0..fields).map(|i| format!(", FIELD{i} TEXT")).collect();
+    [
+        format!("DROP TABLE IF EXISTS {RECORD_TABLE}"),
+        format!("CREATE TABLE {RECORD_TABLE} (YCSB_KEY VARCHAR(255) PRIMARY KEY{columns})"),
+    ]
+}
+
+/// A record to load: its key and its fields' values.
+pub type Record = (String, Vec<Vec<u8>>);
+
+/// One multi-row INSERT of `rows` records of `fields` fields into the record table
+/// (placeholders `$1`, ... row after row: key, then the fields).
+pub fn insert_rows(fields: usize, rows: usize) -> String {
+    let columns: String = (0..fields).map(|i| format!(", FIELD{i}")).collect();
+    let mut values = Vec::with_capacity(rows);
+    for r in 0..rows {
+        let marks: Vec<String> = (1..=fields + 1)
+            .map(|c| format!("${}", r * (fields + 1) + c))
+            .collect();
+        values.push(format!("({})", marks.join(", ")));
+    }
+    format!(
+        "INSERT INTO {RECORD_TABLE} (YCSB_KEY{columns}) VALUES {}",
+        values.join(", ")
+    )
+}
+
+/// A load batch cut into multi-row INSERTs: each at most 30,000 parameters (PostgreSQL and
+/// MySQL take 65,535) and 4 MiB of values (below MariaDB's default max_allowed_packet).
+pub fn insert_chunks(records: &[Record]) -> Vec<&[Record]> {
+    const PARAMS: usize = 30_000;
+    const BYTES: usize = 4 << 20;
+    let mut chunks = Vec::new();
+    let (mut start, mut params, mut bytes) = (0, 0, 0);
+    for (i, (key, values)) in records.iter().enumerate() {
+        let p = values.len() + 1;
+        let b = key.len() + values.iter().map(Vec::len).sum::<usize>();
+        if i > start && (params + p > PARAMS || bytes + b > BYTES) {
+            chunks.push(&records[start..i]);
+            (start, params, bytes) = (i, 0, 0);
+        }
+        params += p;
+        bytes += b;
+    }
+    if start < records.len() {
+        chunks.push(&records[start..]);
+    }
+    chunks
+}
+
+/// A record operation as SQL on the record table: the statement (placeholders `$1`, `$2`,
+/// ... in order of appearance, which every SQL target accepts), its parameters' kinds and
+/// its arguments in placeholder order. `args` are the operation's arguments in
+/// [`NativeOp::map_args`] order. A statement that is not a record operation gives `None`.
+pub fn record_statement(
+    op: &NativeOp<ValueKind>,
+    args: &[Vec<u8>],
+) -> Option<Result<RecordStatement, OpError>> {
+    let field = |at: usize| -> Result<String, OpError> {
+        let text = args
+            .get(at)
+            .map(|a| String::from_utf8_lossy(a))
+            .unwrap_or_default();
+        match text.trim().parse::<usize>() {
+            Ok(n) => Ok(format!("FIELD{n}")),
+            Err(_) => Err(OpError::new(
+                ErrorClass::Other,
+                format!("record field '{text}' is not a field number"),
+            )),
+        }
+    };
+    let text = |n: usize| vec![ValueKind::Bytes; n];
+    let t = RECORD_TABLE;
+    let built = (|| {
+        Ok(match op {
+            NativeOp::RecordInsert { values, .. } => {
+                let columns: String = (0..values.len()).map(|i| format!(", FIELD{i}")).collect();
+                let marks: String = (2..=values.len() + 1).map(|i| format!(", ${i}")).collect();
+                RecordStatement {
+                    query: format!("INSERT INTO {t} (YCSB_KEY{columns}) VALUES ($1{marks})"),
+                    kinds: text(values.len() + 1),
+                    args: args.to_vec(),
+                }
+            }
+            NativeOp::RecordRead { field: f, .. } => {
+                let columns = match f {
+                    Some(_) => field(1)?,
+                    None => "*".to_string(),
+                };
+                RecordStatement {
+                    query: format!("SELECT {columns} FROM {t} WHERE YCSB_KEY = $1"),
+                    kinds: text(1),
+                    args: args[..1].to_vec(),
+                }
+            }
+            NativeOp::RecordUpdate {
+                field: f, values, ..
+            } => {
+                let (set, first) = match f {
+                    Some(_) => (format!("{} = $1", field(1)?), 2),
+                    None => (
+                        (0..values.len())
+                            .map(|i| format!("FIELD{i} = ${}", i + 1))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        1,
+                    ),
+                };
+                let mut ordered = args[first..].to_vec();
+                ordered.push(args[0].clone());
+                RecordStatement {
+                    query: format!(
+                        "UPDATE {t} SET {set} WHERE YCSB_KEY = ${}",
+                        values.len() + 1
+                    ),
+                    kinds: text(values.len() + 1),
+                    args: ordered,
+                }
+            }
+            NativeOp::RecordScan { field: f, .. } => {
+                let columns = match f {
+                    Some(_) => format!("YCSB_KEY, {}", field(2)?),
+                    None => "*".to_string(),
+                };
+                RecordStatement {
+                    query: format!(
+                        "SELECT {columns} FROM {t} WHERE YCSB_KEY >= $1 ORDER BY YCSB_KEY LIMIT $2"
+                    ),
+                    kinds: vec![ValueKind::Bytes, ValueKind::Integer],
+                    args: args[..2].to_vec(),
+                }
+            }
+            NativeOp::RecordDelete { .. } => RecordStatement {
+                query: format!("DELETE FROM {t} WHERE YCSB_KEY = $1"),
+                kinds: text(1),
+                args: args[..1].to_vec(),
+            },
+            NativeOp::Sql { .. }
+            | NativeOp::Redis { .. }
+            | NativeOp::LdapSearch { .. }
+            | NativeOp::LdapBind { .. }
+            | NativeOp::LdapAdd { .. }
+            | NativeOp::LdapModify { .. }
+            | NativeOp::LdapDelete { .. }
+            | NativeOp::Http { .. } => return Err(None),
+        })
+    })();
+    match built {
+        Ok(st) => Some(Ok(st)),
+        Err(Some(e)) => Some(Err(e)),
+        Err(None) => None,
+    }
+}
+
+/// `$1`, `$2`, ... as `?` (MySQL's placeholders), for record statements, whose
+/// placeholders come in order and which hold no quotes.
+pub fn question_marks(query: &str) -> String {
+    let mut out = String::with_capacity(query.len());
+    let mut chars = query.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+            while chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+                chars.next();
+            }
+            out.push('?');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// [`record_statement`] of an operation known to be a record operation.
+pub fn record_sql(op: &NativeOp<ValueKind>, args: &[Vec<u8>]) -> Result<RecordStatement, OpError> {
+    record_statement(op, args)
+        .unwrap_or_else(|| Err(OpError::new(ErrorClass::Other, "not a record operation")))
+}
+
+/// A record operation as one SQL statement ([`record_statement`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordStatement {
+    pub query: String,
+    pub kinds: Vec<ValueKind>,
+    pub args: Vec<Vec<u8>>,
+}
+
+/// A record statement ready to run: its number, text and parameter kinds, and where its
+/// arguments come from in the operation's.
+#[derive(Debug, Clone)]
+pub struct RecordPlan {
+    pub id: usize,
+    pub query: Rc<str>,
+    pub kinds: Rc<[ValueKind]>,
+    /// Without `key_last`: the first `prefix` arguments as they are.
+    prefix: usize,
+    /// An update: its arguments from this one on (the values), then the key.
+    key_last: Option<usize>,
+}
+
+impl RecordPlan {
+    /// The arguments in placeholder order, borrowed unless an update reorders them.
+    pub fn args<'a>(&self, args: &'a [Vec<u8>]) -> Cow<'a, [Vec<u8>]> {
+        match self.key_last {
+            None => Cow::Borrowed(&args[..self.prefix.min(args.len())]),
+            Some(first) => {
+                let mut out = args[first.min(args.len())..].to_vec();
+                out.extend(args.first().cloned());
+                Cow::Owned(out)
+            }
+        }
+    }
+}
+
+/// Record statements by shape (operation, field, number of values), so an operation
+/// writes no SQL text once its shape has been seen: the statement numbers and texts of a
+/// session.
+#[derive(Debug, Default)]
+pub struct RecordCache {
+    plans: HashMap<(u8, Option<usize>, usize), RecordPlan>,
+}
+
+impl RecordCache {
+    /// The plan of record operation `op` with its arguments; `question_marks` writes `?`
+    /// placeholders (MySQL).
+    pub fn plan(
+        &mut self,
+        op: &NativeOp<ValueKind>,
+        args: &[Vec<u8>],
+        question_marks: bool,
+    ) -> Result<RecordPlan, OpError> {
+        // The field's number, if the operation names one (a field that is not a number
+        // fails in record_sql, with its message).
+        let number = |field: Option<&ValueKind>, at: usize| match field {
+            None => Ok(None),
+            Some(_) => args
+                .get(at)
+                .and_then(|a| std::str::from_utf8(a).ok())
+                .and_then(|t| t.trim().parse::<usize>().ok())
+                .map(Some)
+                .ok_or(()),
+        };
+        let key = match op {
+            NativeOp::RecordInsert { values, .. } => Ok((0, None, values.len())),
+            NativeOp::RecordRead { field, .. } => number(field.as_ref(), 1).map(|f| (1, f, 0)),
+            NativeOp::RecordUpdate { field, values, .. } => {
+                number(field.as_ref(), 1).map(|f| (2, f, values.len()))
+            }
+            NativeOp::RecordScan { field, .. } => number(field.as_ref(), 2).map(|f| (3, f, 0)),
+            _ => Ok((4, None, 0)),
+        };
+        let Ok(key) = key else {
+            return Err(record_sql(op, args).err().unwrap_or_else(|| {
+                OpError::new(ErrorClass::Other, "record field is not a field number")
+            }));
+        };
+        if let Some(plan) = self.plans.get(&key) {
+            return Ok(plan.clone());
+        }
+        let st = record_sql(op, args)?;
+        let query = if question_marks {
+            self::question_marks(&st.query)
+        } else {
+            st.query
+        };
+        let (prefix, key_last) = match op {
+            NativeOp::RecordUpdate { field, .. } => (0, Some(if field.is_some() { 2 } else { 1 })),
+            _ => (st.args.len(), None),
+        };
+        let plan = RecordPlan {
+            id: RECORD_IDS + self.plans.len(),
+            query: query.into(),
+            kinds: st.kinds.into(),
+            prefix,
+            key_last,
+        };
+        self.plans.insert(key, plan.clone());
+        Ok(plan)
+    }
+}
+
+/// Where the statement numbers of record operations start: above any workload's own, so
+/// they share [`Prepared::native`]'s cache without meeting them.
+pub const RECORD_IDS: usize = 1 << 40;
+
 /// The statements a session has prepared: the kv ones by operation, native ones by their
 /// workload-wide number; each prepared on first use.
 pub struct Prepared<S> {
     dialect: Dialect,
     kv: [Option<S>; 4],
     native: Vec<Option<S>>,
+    /// Record statements by their number (from [`Prepared::records`]).
+    record: HashMap<usize, S>,
+    pub records: RecordCache,
+    /// Numbers of other statements on the record table (the load's multi-row INSERTs).
+    record_ids: HashMap<String, usize>,
 }
 
 impl<S: Clone> Prepared<S> {
@@ -147,7 +443,21 @@ impl<S: Clone> Prepared<S> {
             dialect,
             kv: Default::default(),
             native: Vec::new(),
+            record: HashMap::new(),
+            records: RecordCache::default(),
+            record_ids: HashMap::new(),
         }
+    }
+
+    /// The statement number of a load statement's text, the same for the same text (above
+    /// the numbers of [`Prepared::records`]).
+    pub fn record_id(&mut self, query: &str) -> usize {
+        if let Some(id) = self.record_ids.get(query) {
+            return *id;
+        }
+        let id = RECORD_IDS + (1 << 20) + self.record_ids.len();
+        self.record_ids.insert(query.to_string(), id);
+        id
     }
 
     /// The statement of `op`, from `prepare` (given its text) the first time.
@@ -173,6 +483,14 @@ impl<S: Clone> Prepared<S> {
     where
         F: Future<Output = Result<S, E>>,
     {
+        if id >= RECORD_IDS {
+            if let Some(st) = self.record.get(&id) {
+                return Ok(st.clone());
+            }
+            let st = prepare().await?;
+            self.record.insert(id, st.clone());
+            return Ok(st);
+        }
         if self.native.len() <= id {
             self.native.resize(id + 1, None);
         }
@@ -188,6 +506,7 @@ impl<S: Clone> Prepared<S> {
     pub fn clear(&mut self) {
         self.kv = Default::default();
         self.native.clear();
+        self.record.clear();
     }
 }
 
@@ -347,6 +666,183 @@ mod tests {
             Dialect::Sqlite.create_kv(),
             "CREATE TABLE IF NOT EXISTS loadrig_kv (k TEXT PRIMARY KEY, v BLOB NOT NULL)"
         );
+    }
+
+    #[test]
+    fn record_operations_as_sql_with_arguments_in_placeholder_order() {
+        use NativeOp::*;
+        let b = ValueKind::Bytes;
+        let args = |v: &[&str]| v.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
+        let sql = |op: NativeOp<ValueKind>, a: &[&str]| record_sql(&op, &args(a)).unwrap();
+        let st = sql(
+            RecordInsert {
+                key: b,
+                values: vec![b; 2],
+            },
+            &["k", "v0", "v1"],
+        );
+        assert_eq!(
+            st.query,
+            "INSERT INTO loadrig_usertable (YCSB_KEY, FIELD0, FIELD1) VALUES ($1, $2, $3)"
+        );
+        assert_eq!(st.args, args(&["k", "v0", "v1"]));
+        let st = sql(
+            RecordRead {
+                key: b,
+                field: None,
+            },
+            &["k"],
+        );
+        assert_eq!(
+            st.query,
+            "SELECT * FROM loadrig_usertable WHERE YCSB_KEY = $1"
+        );
+        let st = sql(
+            RecordRead {
+                key: b,
+                field: Some(ValueKind::Integer),
+            },
+            &["k", "3"],
+        );
+        assert_eq!(
+            st.query,
+            "SELECT FIELD3 FROM loadrig_usertable WHERE YCSB_KEY = $1"
+        );
+        assert_eq!(st.args, args(&["k"]));
+        let st = sql(
+            RecordUpdate {
+                key: b,
+                field: Some(ValueKind::Integer),
+                values: vec![b],
+            },
+            &["k", "7", "v"],
+        );
+        assert_eq!(
+            st.query,
+            "UPDATE loadrig_usertable SET FIELD7 = $1 WHERE YCSB_KEY = $2"
+        );
+        assert_eq!(st.args, args(&["v", "k"]));
+        let st = sql(
+            RecordUpdate {
+                key: b,
+                field: None,
+                values: vec![b; 2],
+            },
+            &["k", "a", "c"],
+        );
+        assert_eq!(
+            st.query,
+            "UPDATE loadrig_usertable SET FIELD0 = $1, FIELD1 = $2 WHERE YCSB_KEY = $3"
+        );
+        assert_eq!(st.args, args(&["a", "c", "k"]));
+        let st = sql(
+            RecordScan {
+                key: b,
+                count: ValueKind::Integer,
+                field: None,
+            },
+            &["k", "5"],
+        );
+        assert_eq!(
+            st.query,
+            "SELECT * FROM loadrig_usertable WHERE YCSB_KEY >= $1 ORDER BY YCSB_KEY LIMIT $2"
+        );
+        assert_eq!(st.kinds, [ValueKind::Bytes, ValueKind::Integer]);
+        assert_eq!(
+            question_marks(&st.query),
+            "SELECT * FROM loadrig_usertable WHERE YCSB_KEY >= ? ORDER BY YCSB_KEY LIMIT ?"
+        );
+        let st = sql(RecordDelete { key: b }, &["k"]);
+        assert_eq!(
+            st.query,
+            "DELETE FROM loadrig_usertable WHERE YCSB_KEY = $1"
+        );
+        let e = record_sql(
+            &RecordRead {
+                key: b,
+                field: Some(b),
+            },
+            &args(&["k", "x"]),
+        )
+        .unwrap_err();
+        assert_eq!(e.message, "record field 'x' is not a field number");
+        assert!(record_statement(&Redis { args: vec![] }, &[]).is_none());
+        assert_eq!(
+            create_records(2),
+            [
+                "DROP TABLE IF EXISTS loadrig_usertable".to_string(),
+                "CREATE TABLE loadrig_usertable (YCSB_KEY VARCHAR(255) PRIMARY KEY, FIELD0 TEXT, FIELD1 TEXT)".to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn record_plans_are_kept_by_shape_and_borrow_their_arguments() {
+        use NativeOp::*;
+        let (b, i) = (ValueKind::Bytes, ValueKind::Integer);
+        let args = |v: &[&str]| v.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
+        let mut cache = RecordCache::default();
+        let read = RecordRead {
+            key: b,
+            field: Some(i),
+        };
+        let a = cache.plan(&read, &args(&["k1", "3"]), false).unwrap();
+        let again = cache.plan(&read, &args(&["k2", "3"]), false).unwrap();
+        assert_eq!((a.id, &*a.query), (again.id, &*again.query));
+        let other = cache.plan(&read, &args(&["k1", "4"]), false).unwrap();
+        assert_ne!(a.id, other.id);
+        assert_eq!(
+            &*other.query,
+            "SELECT FIELD4 FROM loadrig_usertable WHERE YCSB_KEY = $1"
+        );
+        let all = RecordRead {
+            key: b,
+            field: None,
+        };
+        let plan = cache.plan(&all, &args(&["k1"]), false).unwrap();
+        assert!(matches!(plan.args(&args(&["k1"])), Cow::Borrowed(_)));
+        // A field that is not a number never runs as another shape.
+        let e = cache.plan(&read, &args(&["k1", "x"]), false).unwrap_err();
+        assert_eq!(e.message, "record field 'x' is not a field number");
+        let update = RecordUpdate {
+            key: b,
+            field: Some(i),
+            values: vec![b],
+        };
+        let plan = cache.plan(&update, &args(&["k", "1", "v"]), true).unwrap();
+        assert_eq!(
+            &*plan.query,
+            "UPDATE loadrig_usertable SET FIELD1 = ? WHERE YCSB_KEY = ?"
+        );
+        assert_eq!(&*plan.args(&args(&["k", "1", "v"])), &args(&["v", "k"])[..]);
+        let scan = RecordScan {
+            key: b,
+            count: i,
+            field: None,
+        };
+        let plan = cache.plan(&scan, &args(&["k", "7"]), false).unwrap();
+        assert_eq!(&*plan.args(&args(&["k", "7"])), &args(&["k", "7"])[..]);
+        assert_eq!(&*plan.kinds, [b, i]);
+    }
+
+    #[test]
+    fn loads_go_in_multi_row_inserts_within_the_servers_limits() {
+        assert_eq!(
+            insert_rows(2, 2),
+            "INSERT INTO loadrig_usertable (YCSB_KEY, FIELD0, FIELD1) VALUES ($1, $2, $3), ($4, $5, $6)"
+        );
+        let record = |n: usize| ("k".to_string(), vec![vec![b'x'; n]; 10]);
+        let small: Vec<_> = (0..5000).map(|_| record(100)).collect();
+        let sizes: Vec<usize> = insert_chunks(&small).iter().map(|c| c.len()).collect();
+        assert_eq!(
+            sizes,
+            [2727, 2273],
+            "30,000 parameters of 11 per record at most"
+        );
+        let big: Vec<_> = (0..10).map(|_| record(1 << 20)).collect();
+        let sizes: Vec<usize> = insert_chunks(&big).iter().map(|c| c.len()).collect();
+        assert_eq!(sizes, vec![1; 10], "4 MiB at most, one record at least");
+        assert!(insert_chunks(&[]).is_empty());
     }
 
     #[test]

@@ -80,6 +80,8 @@ fn classify(e: rusqlite::Error) -> OpError {
 
 pub struct SqliteSession {
     conn: Connection,
+    /// Record statements by shape.
+    records: sql::RecordCache,
     attachment: Option<Attachment>,
     chunk: Vec<u8>,
 }
@@ -96,7 +98,7 @@ impl Target for Sqlite {
     }
 
     fn families(&self) -> &'static [Family] {
-        &[Family::Sql]
+        &[Family::Sql, Family::Record]
     }
 
     fn connect(&self) -> impl Future<Output = Result<SqliteSession, OpError>> {
@@ -110,9 +112,11 @@ impl Target for Sqlite {
             conn.busy_timeout(Duration::from_secs(5))?;
             conn.pragma_update(None, "journal_mode", "WAL")?;
             conn.pragma_update(None, "synchronous", self.synchronous)?;
-            conn.set_prepared_statement_cache_capacity(32);
+            // Room for the record statements too: one per field read or updated alone.
+            conn.set_prepared_statement_cache_capacity(256);
             Ok(SqliteSession {
                 conn,
+                records: sql::RecordCache::default(),
                 attachment: self.attachment.clone(),
                 chunk: Vec::new(),
             })
@@ -135,6 +139,22 @@ impl SqliteSession {
                 args,
                 capture,
             } => return self.sql(query, args, capture),
+            Op::Native {
+                op:
+                    op @ (NativeOp::RecordInsert { .. }
+                    | NativeOp::RecordRead { .. }
+                    | NativeOp::RecordUpdate { .. }
+                    | NativeOp::RecordScan { .. }
+                    | NativeOp::RecordDelete { .. }),
+                args,
+                ..
+            } => {
+                let plan = self
+                    .records
+                    .plan(op, args, false)
+                    .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.message.into()))?;
+                return self.sql(&plan.query, &plan.args(args), false);
+            }
             // Every other family's operation, by name: a new variant of a family this
             // target runs must be handled above before this compiles.
             Op::Native {
@@ -372,5 +392,27 @@ impl Session for SqliteSession {
 
     fn load(&mut self, records: &[(String, Vec<u8>)]) -> impl Future<Output = Result<(), OpError>> {
         ready(self.load_batch(records).map_err(classify))
+    }
+
+    fn create_records(
+        &mut self,
+        layout: crate::vocab::RecordLayout,
+    ) -> impl Future<Output = Result<(), OpError>> {
+        let [drop, create] = sql::create_records(layout.fields);
+        ready(
+            self.conn
+                .execute_batch(&drop)
+                .and_then(|()| self.conn.execute_batch(&create))
+                .map_err(classify),
+        )
+    }
+
+    /// One transaction per batch.
+    async fn load_records(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
+        self.conn.execute_batch("BEGIN").map_err(classify)?;
+        let done = super::insert_records(self, records).await;
+        let end = if done.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        self.conn.execute_batch(end).map_err(classify)?;
+        done
     }
 }

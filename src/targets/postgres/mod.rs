@@ -150,7 +150,7 @@ impl Target for Postgres {
     }
 
     fn families(&self) -> &'static [Family] {
-        &[Family::Sql]
+        &[Family::Sql, Family::Record]
     }
 
     async fn connect(&self) -> Result<PgSession, OpError> {
@@ -488,6 +488,21 @@ impl PgSession {
                 args,
                 capture,
             } => return self.native(*id, query, args, capture).await,
+            Op::Native {
+                op:
+                    op @ (NativeOp::RecordInsert { .. }
+                    | NativeOp::RecordRead { .. }
+                    | NativeOp::RecordUpdate { .. }
+                    | NativeOp::RecordScan { .. }
+                    | NativeOp::RecordDelete { .. }),
+                args,
+                ..
+            } => {
+                let plan = self.prepared.records.plan(op, args, false)?;
+                return self
+                    .native(plan.id, &plan.query, &plan.args(args), false)
+                    .await;
+            }
             // Every other family's operation, by name: a new variant of a family this
             // target runs must be handled above before this compiles.
             Op::Native {
@@ -506,6 +521,21 @@ impl PgSession {
             Op::Rollback => return self.batch("ROLLBACK").await,
         };
         Ok(Outcome::rows(rows))
+    }
+
+    /// A batch of records as multi-row INSERTs ([`crate::targets::sql::insert_chunks`]).
+    async fn insert_rows(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
+        for chunk in crate::targets::sql::insert_chunks(records) {
+            let fields = chunk[0].1.len();
+            let query = crate::targets::sql::insert_rows(fields, chunk.len());
+            let args: Vec<Vec<u8>> = chunk
+                .iter()
+                .flat_map(|(k, v)| std::iter::once(k.as_bytes().to_vec()).chain(v.iter().cloned()))
+                .collect();
+            let id = self.prepared.record_id(&query);
+            self.native(id, &query, &args, false).await?;
+        }
+        Ok(())
     }
 
     async fn batch(&mut self, sql: &str) -> Result<Outcome, OpError> {
@@ -652,6 +682,22 @@ impl Session for PgSession {
 
     async fn load(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
         self.copy_batch(records).await
+    }
+
+    async fn create_records(&mut self, layout: crate::vocab::RecordLayout) -> Result<(), OpError> {
+        for statement in crate::targets::sql::create_records(layout.fields) {
+            self.batch(&statement).await?;
+        }
+        Ok(())
+    }
+
+    /// One transaction per batch, of multi-row INSERTs.
+    async fn load_records(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
+        self.batch("BEGIN").await?;
+        let done = self.insert_rows(records).await;
+        self.batch(if done.is_ok() { "COMMIT" } else { "ROLLBACK" })
+            .await?;
+        done
     }
 }
 
