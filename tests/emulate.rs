@@ -224,8 +224,14 @@ fn the_library_supplier_serves_in_process_and_stops_when_dropped() {
         }
     );
     drop(supplier);
-    assert!(
-        TcpStream::connect(&addr).is_err(),
-        "still listening after drop"
-    );
+    // Refused at least once in three tries: a connect to a free loopback port in the
+    // ephemeral range can succeed by itself (TCP self-connect, when the kernel picks that
+    // same port as the source), or another test may bind the freed port; a supplier still
+    // listening accepts every try.
+    let refused = (0..3).any(|_| {
+        let r = TcpStream::connect(&addr).is_err();
+        std::thread::sleep(Duration::from_millis(20));
+        r
+    });
+    assert!(refused, "still listening after drop");
 }
