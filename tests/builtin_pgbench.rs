@@ -9,6 +9,7 @@ mod common;
 
 use std::sync::Mutex;
 
+use common::sql::{ints, mysql_row, pg_row, sqlite_row};
 use common::{server_url, Dir};
 use serde_json::Value;
 
@@ -33,59 +34,6 @@ const SUMS: &str = "SELECT (SELECT SUM(abalance) FROM loadrig_pgbench_accounts),
     (SELECT COUNT(*) FROM loadrig_pgbench_accounts), \
     (SELECT COUNT(*) FROM loadrig_pgbench_tellers), \
     (SELECT COUNT(*) FROM loadrig_pgbench_branches)";
-
-fn sqlite_row(path: &std::path::Path, sql: &str) -> Vec<i64> {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    let mut st = conn.prepare(sql).unwrap();
-    let n = st.column_count();
-    st.query_row([], |r| (0..n).map(|i| r.get::<_, i64>(i)).collect())
-        .unwrap()
-}
-
-fn pg_row(url: &str, sql: &str) -> Vec<i64> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        let mut out = Vec::new();
-        for m in client.simple_query(sql).await.unwrap() {
-            if let tokio_postgres::SimpleQueryMessage::Row(r) = m {
-                out = (0..r.len())
-                    .map(|i| r.get(i).unwrap_or("0").parse().unwrap())
-                    .collect();
-            }
-        }
-        out
-    })
-}
-
-fn mysql_row(url: &str, sql: &str) -> Vec<i64> {
-    use mysql_async::prelude::Queryable;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let opts = mysql_async::Opts::from_url(url).unwrap();
-        let opts = mysql_async::OptsBuilder::from_opts(opts).prefer_socket(false);
-        let mut conn = mysql_async::Conn::new(opts).await.unwrap();
-        let row: mysql_async::Row = conn.query_first(sql).await.unwrap().unwrap();
-        row.unwrap()
-            .into_iter()
-            .map(|v| match v {
-                mysql_async::Value::Int(i) => i,
-                mysql_async::Value::UInt(u) => u as i64,
-                mysql_async::Value::Bytes(b) => String::from_utf8(b).unwrap().parse().unwrap(),
-                other => panic!("unexpected value {other:?}"),
-            })
-            .collect()
-    })
-}
 
 /// Run every built-in for OPS transactions on `url` and check what it left behind with
 /// `row` (one row of numbers from a query on the same database).
@@ -206,7 +154,7 @@ fn builtins_on_sqlite() {
     let d = Dir::new();
     let db = d.join("pgbench.db");
     let url = format!("sqlite://{}", db.display());
-    every_builtin(&url, "1", &|sql| sqlite_row(&db, sql));
+    every_builtin(&url, "1", &|sql| ints(sqlite_row(&db, sql)));
     check_fails(&url);
 }
 
@@ -216,7 +164,7 @@ fn builtins_on_postgres() {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    every_builtin(&url, "4", &|sql| pg_row(&url, sql));
+    every_builtin(&url, "4", &|sql| ints(pg_row(&url, sql)));
     check_fails(&url);
 }
 
@@ -227,7 +175,7 @@ fn builtins_on_mariadb() {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    every_builtin(&url, "4", &|sql| mysql_row(&url, sql));
+    every_builtin(&url, "4", &|sql| ints(mysql_row(&url, sql)));
     check_fails(&url);
 }
 
@@ -325,11 +273,11 @@ fn scale_sets_the_sizes() {
         "-o",
         "r.json",
     ]);
-    assert_eq!(&sqlite_row(&db, SUMS)[5..], &[200_000, 20, 2]);
-    let bids = sqlite_row(
+    assert_eq!(&ints(sqlite_row(&db, SUMS))[5..], &[200_000, 20, 2]);
+    let bids = ints(sqlite_row(
         &db,
         "SELECT COUNT(DISTINCT bid), MIN(bid), MAX(bid) FROM loadrig_pgbench_accounts",
-    );
+    ));
     assert_eq!(bids, [2, 1, 2]);
 }
 
@@ -429,10 +377,10 @@ tx = [
     // Half the draws are 0: with 40 operations some were retried (probability 1 - 2^-40).
     assert!(op.retries > 0);
     assert_eq!(
-        sqlite_row(
+        ints(sqlite_row(
             &d.join("r.db"),
             "SELECT COUNT(*), MIN(v) FROM loadrig_redraw"
-        ),
+        )),
         [40, 1]
     );
 }

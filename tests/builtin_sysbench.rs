@@ -11,6 +11,7 @@ mod common;
 
 use std::sync::Mutex;
 
+use common::sql::{ints, mysql_row, pg_row, sqlite_row};
 use common::{server_url, Dir};
 use serde_json::Value;
 
@@ -34,59 +35,6 @@ const TABLE_SIZE: i64 = 1000;
 /// Rows, id range, k range and the lengths of c and pad, as one row.
 const TABLE: &str = "SELECT COUNT(*), MIN(id), MAX(id), MIN(k), MAX(k), \
     MIN(LENGTH(c)), MAX(LENGTH(c)), MIN(LENGTH(pad)), MAX(LENGTH(pad)) FROM loadrig_sbtest1";
-
-fn sqlite_row(path: &std::path::Path, sql: &str) -> Vec<i64> {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    let mut st = conn.prepare(sql).unwrap();
-    let n = st.column_count();
-    st.query_row([], |r| (0..n).map(|i| r.get::<_, i64>(i)).collect())
-        .unwrap()
-}
-
-fn pg_row(url: &str, sql: &str) -> Vec<i64> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        let mut out = Vec::new();
-        for m in client.simple_query(sql).await.unwrap() {
-            if let tokio_postgres::SimpleQueryMessage::Row(r) = m {
-                out = (0..r.len())
-                    .map(|i| r.get(i).unwrap_or("0").parse().unwrap())
-                    .collect();
-            }
-        }
-        out
-    })
-}
-
-fn mysql_row(url: &str, sql: &str) -> Vec<i64> {
-    use mysql_async::prelude::Queryable;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let opts = mysql_async::Opts::from_url(url).unwrap();
-        let opts = mysql_async::OptsBuilder::from_opts(opts).prefer_socket(false);
-        let mut conn = mysql_async::Conn::new(opts).await.unwrap();
-        let row: mysql_async::Row = conn.query_first(sql).await.unwrap().unwrap();
-        row.unwrap()
-            .into_iter()
-            .map(|v| match v {
-                mysql_async::Value::Int(i) => i,
-                mysql_async::Value::UInt(u) => u as i64,
-                mysql_async::Value::Bytes(b) => String::from_utf8(b).unwrap().parse().unwrap(),
-                other => panic!("unexpected value {other:?}"),
-            })
-            .collect()
-    })
-}
 
 /// Run every built-in for OPS transactions on `url` (table_size 1000) and check the table it
 /// left behind with `row` (one row of numbers from a query on the same database).
@@ -178,7 +126,7 @@ fn builtins_on_sqlite() {
     let d = Dir::new();
     let db = d.join("sysbench.db");
     let url = format!("sqlite://{}", db.display());
-    every_builtin(&url, "1", &|sql| sqlite_row(&db, sql));
+    every_builtin(&url, "1", &|sql| ints(sqlite_row(&db, sql)));
     // k is spread over 1..table_size as sysbench's random k is: about 1 - 1/e of the values
     // appear (632 expected for 1000 rows; the hash is fixed, so the count is exact).
     let size = format!("table_size={TABLE_SIZE}");
@@ -192,7 +140,10 @@ fn builtins_on_sqlite() {
         "--ops",
         "1",
     ]);
-    let distinct = sqlite_row(&db, "SELECT COUNT(DISTINCT k) FROM loadrig_sbtest1")[0];
+    let distinct = ints(sqlite_row(
+        &db,
+        "SELECT COUNT(DISTINCT k) FROM loadrig_sbtest1",
+    ))[0];
     assert_eq!(distinct, 630);
 }
 
@@ -202,7 +153,7 @@ fn builtins_on_postgres() {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    every_builtin(&url, "4", &|sql| pg_row(&url, sql));
+    every_builtin(&url, "4", &|sql| ints(pg_row(&url, sql)));
 }
 
 /// MariaDB takes the same statements: the target turns `$N` into `?`.
@@ -212,7 +163,7 @@ fn builtins_on_mariadb() {
         return;
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    every_builtin(&url, "4", &|sql| mysql_row(&url, sql));
+    every_builtin(&url, "4", &|sql| ints(mysql_row(&url, sql)));
 }
 
 /// The statements of the first transaction `loadrig ops` shows, by the first word that tells

@@ -11,6 +11,7 @@ mod common;
 
 use std::sync::Mutex;
 
+use common::sql::{mysql_row, pg_row, sqlite_row};
 use common::{server_url, Dir};
 use loadrig::result::RunResult;
 use serde_json::Value;
@@ -46,72 +47,6 @@ const Z: f64 = 3.29;
 
 /// The first row of `sql`, its columns as text (NULL as empty).
 type Row<'a> = &'a dyn Fn(&str) -> Vec<String>;
-
-fn sqlite_row(path: &std::path::Path, sql: &str) -> Vec<String> {
-    let conn = rusqlite::Connection::open(path).unwrap();
-    let mut st = conn.prepare(sql).unwrap();
-    let n = st.column_count();
-    st.query_row([], |r| {
-        (0..n)
-            .map(|i| {
-                Ok(match r.get_ref(i)? {
-                    rusqlite::types::ValueRef::Null => String::new(),
-                    rusqlite::types::ValueRef::Integer(v) => v.to_string(),
-                    rusqlite::types::ValueRef::Real(v) => v.to_string(),
-                    rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => {
-                        String::from_utf8_lossy(t).into_owned()
-                    }
-                })
-            })
-            .collect()
-    })
-    .unwrap()
-}
-
-fn pg_row(url: &str, sql: &str) -> Vec<String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        for m in client.simple_query(sql).await.unwrap() {
-            if let tokio_postgres::SimpleQueryMessage::Row(r) = m {
-                return (0..r.len())
-                    .map(|i| r.get(i).unwrap_or("").to_string())
-                    .collect();
-            }
-        }
-        Vec::new()
-    })
-}
-
-fn mysql_row(url: &str, sql: &str) -> Vec<String> {
-    use mysql_async::prelude::Queryable;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let opts = mysql_async::Opts::from_url(url).unwrap();
-        let opts = mysql_async::OptsBuilder::from_opts(opts).prefer_socket(false);
-        let mut conn = mysql_async::Conn::new(opts).await.unwrap();
-        let row: mysql_async::Row = conn.query_first(sql).await.unwrap().unwrap();
-        row.unwrap()
-            .into_iter()
-            .map(|v| match v {
-                mysql_async::Value::NULL => String::new(),
-                mysql_async::Value::Int(i) => i.to_string(),
-                mysql_async::Value::UInt(u) => u.to_string(),
-                mysql_async::Value::Bytes(b) => String::from_utf8(b).unwrap(),
-                other => panic!("unexpected value {other:?}"),
-            })
-            .collect()
-    })
-}
 
 fn count(row: Row<'_>, sql: &str) -> i64 {
     row(sql)[0].parse().unwrap()

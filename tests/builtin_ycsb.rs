@@ -9,6 +9,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use common::sql::{ints, mysql_row, pg_row};
 use common::{server_url, Dir};
 use serde_json::Value;
 
@@ -239,6 +240,14 @@ fn unknown_properties_and_scans_on_files_exit_2() {
 /// Run every built-in (but those `skip` names) for OPS operations on RECORDS records and
 /// check, per operation, that none failed, that every read found its record, and that the
 /// store holds the loaded records plus the inserted ones (`count` reads it).
+fn pg_count(url: &str, sql: &str) -> i64 {
+    ints(pg_row(url, sql))[0]
+}
+
+fn mysql_count(url: &str, sql: &str) -> i64 {
+    ints(mysql_row(url, sql))[0]
+}
+
 fn every_builtin(url: &str, skip: &[&str], count: &dyn Fn() -> i64) {
     for (name, mix) in MIXES {
         if skip.contains(name) {
@@ -413,33 +422,3 @@ const COUNT: &str = "SELECT COUNT(*) FROM loadrig_usertable";
 const RECORD_ZERO: &str =
     "SELECT COUNT(*) FROM loadrig_usertable WHERE YCSB_KEY = 'user6284781860667377211' \
     AND LENGTH(FIELD0) = 100 AND LENGTH(FIELD9) = 100";
-
-fn pg_count(url: &str, sql: &str) -> i64 {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        let row = client.query_one(sql, &[]).await.unwrap();
-        row.get::<_, i64>(0)
-    })
-}
-
-fn mysql_count(url: &str, sql: &str) -> i64 {
-    use mysql_async::prelude::Queryable;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let opts = mysql_async::Opts::from_url(url).unwrap();
-        let opts = mysql_async::OptsBuilder::from_opts(opts).prefer_socket(false);
-        let mut conn = mysql_async::Conn::new(opts).await.unwrap();
-        let n: Option<i64> = conn.query_first(sql).await.unwrap();
-        n.unwrap()
-    })
-}

@@ -6,6 +6,8 @@ use std::process::Output;
 
 use loadrig::result::{self, RunResult};
 
+pub mod sql;
+
 pub struct Dir {
     pub tmp: tempfile::TempDir,
 }
