@@ -43,6 +43,12 @@ fn cases() -> Vec<Case> {
             ],
         ),
         (
+            "unknown scheme in the file",
+            with("target = \"noop://\"", "target = \"foo://x\""),
+            vec![],
+            vec!["w.toml:2:11: unknown target scheme 'foo://'"],
+        ),
+        (
             "target not a URL",
             None,
             vec!["--target", "nowhere"],

@@ -26,7 +26,12 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
         &source.as_source(),
     )?;
     let target = match (&args.target, &workload.target) {
-        (Some(t), _) | (None, Some(t)) => TargetSpec::parse(t)?,
+        (Some(t), _) => TargetSpec::parse(t)?,
+        // A URL from the file is reported where the file writes it.
+        (None, Some(t)) => TargetSpec::parse(t).map_err(|e| match workload.target_at {
+            Some(at) => e.at(source.as_source().at(at)),
+            None => e,
+        })?,
         (None, None) => {
             return Err(InputError::new(
                 "no target: the workload names none and --target was not given",

@@ -156,6 +156,8 @@ pub struct Workload {
     pub description: String,
     pub source_name: String,
     pub target: Option<String>,
+    /// Where `target`'s value starts in the file (`file:line:column` of a bad URL).
+    pub target_at: Option<usize>,
     /// `op_timeout`, checked: above zero.
     pub op_timeout: Option<Duration>,
     /// Parameters, switches included (as strings).
@@ -283,6 +285,7 @@ pub fn compile(
         name: file.name,
         description: file.description,
         source_name: source.path.to_string(),
+        target_at: file.target.as_ref().map(|t| t.span().start + 1),
         target: file.target.map(|t| t.into_inner()),
         op_timeout,
         params,
