@@ -163,7 +163,22 @@ fn unsupported_constructs_exit_2_with_line_and_column() {
             "\\startpipeline",
         ),
         ("\\if 1\nSELECT 1;\n\\endif\n", "script.sql:1:1", "\\if"),
-        ("SELECT 1 \\gset\n", "script.sql:1:10", "\\gset"),
+        (
+            "SELECT 1 \\gset\n",
+            "script.sql:1:10",
+            "the column '1' has no name",
+        ),
+        (
+            "BEGIN;\nSELECT sum(abalance) FROM pgbench_accounts \\gset\nEND;\n",
+            "script.sql:2:44",
+            "write 'sum(abalance) AS name'",
+        ),
+        (
+            "UPDATE pgbench_accounts SET abalance = 0 \\gset\n",
+            "script.sql:1:42",
+            "must follow a SELECT",
+        ),
+        ("SELECT 1 AS one \\aset\n", "script.sql:1:17", "\\aset"),
         ("\\shell echo hi\nSELECT 1;\n", "script.sql:1:1", "\\shell"),
         ("\\set a abs(3)\nSELECT 1;\n", "script.sql:1:8", "abs"),
         ("SELECT :nope;\n", "script.sql:1:8", ":nope"),
@@ -184,4 +199,64 @@ fn unsupported_constructs_exit_2_with_line_and_column() {
         assert!(err.contains(what), "{script}: expected {what} in {err}");
         assert!(err.contains("supported: \\set"), "{script}: {err}");
     }
+}
+
+/// `\gset` becomes a capture: the fetched columns, named by alias or column with the
+/// prefix, are `{name}` parameters of the later statements of the transaction. Ground truth
+/// on SQLite: each transaction adds 7 to an account and then the account's new balance to
+/// its branch, so the branch holds 7·k(k+1)/2 summed over the accounts touched k times.
+#[test]
+fn gset_becomes_a_capture_the_later_statements_use() {
+    let dir = Dir::new();
+    let script = "\\set aid random(1, 1000)
+BEGIN;
+UPDATE pgbench_accounts SET abalance = abalance + 7 WHERE aid = :aid;
+SELECT a.abalance, bid AS branch FROM pgbench_accounts a WHERE aid = :aid \\gset acc_
+UPDATE pgbench_branches SET bbalance = bbalance + :acc_abalance WHERE bid = :acc_branch;
+END;
+";
+    let toml = stdout(&import(&dir, script));
+    assert!(
+        toml.contains(r#"capture = ["acc_abalance", "acc_branch"]"#),
+        "{toml}"
+    );
+    assert!(
+        toml.contains(r#"params = ["{acc_abalance}", "{acc_branch}"]"#),
+        "{toml}"
+    );
+    assert!(!toml.contains("acc_abalance = "), "not a let value: {toml}");
+    dir.write("w.toml", &format!("{}\n{toml}", tpcb_setup()));
+    let run = dir.loadrig(&[
+        "run",
+        "w.toml",
+        "--ops",
+        "300",
+        "-o",
+        "r.json",
+        "--target",
+        "sqlite://./t.db",
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let conn = rusqlite::Connection::open(dir.join("t.db")).unwrap();
+    let (touched, expected): (i64, i64) = conn
+        .query_row(
+            "SELECT SUM(abalance / 7), SUM(7 * (abalance / 7) * (abalance / 7 + 1) / 2) \
+             FROM loadrig_pgbench_accounts",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(touched, 300);
+    let branch: i64 = conn
+        .query_row(
+            "SELECT SUM(bbalance) FROM loadrig_pgbench_branches",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(branch, expected);
 }

@@ -66,11 +66,13 @@ impl Poly {
     }
 }
 
-/// A `\set` value: a constant expression or a random draw (its template).
+/// A script variable: a `\set` constant expression or random draw (its template), or a
+/// column a `\gset` fetched (a capture of the transaction).
 #[derive(Debug, Clone)]
 enum Var {
     Constant(Poly),
     Random(String),
+    Fetched,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -212,6 +214,7 @@ impl Expr<'_> {
             Some(Tok::Var(name)) => match self.vars.get(&name) {
                 Some(Var::Constant(p)) => Ok(p.clone()),
                 Some(Var::Random(_)) => Err(self.at.error(col, format!(":{name} is a random value: arithmetic on a drawn value cannot be expressed in a generator's bounds"))),
+                Some(Var::Fetched) => Err(self.at.error(col, format!(":{name} comes from \\gset: arithmetic on a fetched value cannot be expressed; use it in SQL instead"))),
                 None => Err(self.at.error(col, format!(":{name} is not set: \\set it earlier, or use :scale"))),
             },
             Some(Tok::Ident(f)) => Err(self.at.error(col, format!("function {f}() is not supported here"))),
@@ -291,10 +294,12 @@ fn set_value(expr: &mut Expr) -> Result<Var, InputError> {
     Ok(Var::Random(template))
 }
 
-/// One SQL statement with `:name` as `$n` and the parameters' templates.
+/// One SQL statement with `:name` as `$n`, the parameters' templates, and the names
+/// `\gset` stores its columns under.
 struct Statement {
     query: String,
     params: Vec<String>,
+    capture: Vec<String>,
 }
 
 /// What the script says, gathered line by line.
@@ -330,12 +335,25 @@ impl Script {
         let stmt = sql.get_or_insert_with(|| Statement {
             query: String::new(),
             params: Vec::new(),
+            capture: Vec::new(),
         });
         if stmt.query.is_empty() {
             self.note_statement(trimmed, at.line, indent + 1, at)?;
         }
+        // `SELECT … \gset [prefix]` ends the statement in place of `;`.
+        let gset = gset_at(text);
+        let text = gset.map_or(text, |(i, _)| &text[..i]);
         substitute(text, &self.vars, stmt, at)?;
-        if text.trim_end().ends_with(';') {
+        if let Some((i, prefix)) = gset {
+            let col = text[..i].chars().count() + 1;
+            let names =
+                select_names(&stmt.query).map_err(|e| at.error(col, format!("\\gset: {e}")))?;
+            stmt.capture = names.iter().map(|n| format!("{prefix}{n}")).collect();
+            for name in &stmt.capture {
+                self.vars.insert(name.clone(), Var::Fetched);
+            }
+        }
+        if gset.is_some() || text.trim_end().ends_with(';') {
             let mut done = sql.take().expect("a statement");
             done.query = done
                 .query
@@ -441,6 +459,79 @@ impl Script {
             )),
         }
     }
+}
+
+/// Where a trailing `\gset` (with its optional prefix) starts in a line, and the prefix.
+fn gset_at(text: &str) -> Option<(usize, &str)> {
+    let i = text.rfind("\\gset")?;
+    let mut rest = text[i + 5..].split_whitespace();
+    let prefix = rest.next().unwrap_or("");
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    (rest.next().is_none() && prefix.chars().all(word) && !text[i + 5..].starts_with(word))
+        .then_some((i, prefix))
+}
+
+/// The names of a SELECT's columns, as PostgreSQL names them for `\gset`: an alias (`AS
+/// name` or a trailing word), else the column of a plain reference (`t.c` is `c`); an
+/// expression without an alias has no name loadrig can know, so it needs one.
+fn select_names(query: &str) -> Result<Vec<String>, String> {
+    let q = query.trim_start();
+    if !q.get(..6).is_some_and(|w| w.eq_ignore_ascii_case("select")) {
+        return Err("it must follow a SELECT".into());
+    }
+    let mut items = vec![String::new()];
+    let (mut depth, mut quoted) = (0, false);
+    let chars: Vec<char> = q[6..].chars().collect();
+    for (k, &c) in chars.iter().enumerate() {
+        let at_word = k == 0 || !(chars[k - 1].is_alphanumeric() || chars[k - 1] == '_');
+        let from = depth == 0
+            && !quoted
+            && at_word
+            && chars[k..]
+                .iter()
+                .take(4)
+                .collect::<String>()
+                .eq_ignore_ascii_case("from")
+            && !chars
+                .get(k + 4)
+                .is_some_and(|n| n.is_alphanumeric() || *n == '_');
+        if from {
+            break;
+        }
+        match c {
+            '\'' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => depth -= 1,
+            ',' if depth == 0 && !quoted => {
+                items.push(String::new());
+                continue;
+            }
+            _ => {}
+        }
+        items.last_mut().expect("an item").push(c);
+    }
+    let ident = |w: &str| {
+        !w.is_empty()
+            && !w.starts_with(|c: char| c.is_ascii_digit())
+            && w.chars().all(|c| c.is_alphanumeric() || c == '_')
+    };
+    items
+        .iter()
+        .map(|item| {
+            let item = item.trim();
+            let words: Vec<&str> = item.split_whitespace().collect();
+            let name =
+                match words.as_slice() {
+                    [.., kw, alias] if kw.eq_ignore_ascii_case("as") && ident(alias) => alias,
+                    [one] if one.split('.').all(ident) => one.rsplit('.').next().unwrap_or(one),
+                    [_, .., alias] if ident(alias) && !item.ends_with(')') => alias,
+                    _ => return Err(format!(
+                        "the column '{item}' has no name loadrig can know: write '{item} AS name'"
+                    )),
+                };
+            Ok(name.to_ascii_lowercase())
+        })
+        .collect()
 }
 
 fn is_tx_control(query: &str) -> bool {
@@ -551,11 +642,16 @@ fn quote(s: &str) -> String {
 
 fn step(st: &Statement) -> String {
     let params: Vec<String> = st.params.iter().map(|p| quote(p)).collect();
-    format!(
+    let mut out = format!(
         "sql = {{ query = {}, params = [{}] }}",
         quote(&st.query),
         params.join(", ")
-    )
+    );
+    if !st.capture.is_empty() {
+        let names: Vec<String> = st.capture.iter().map(|n| quote(n)).collect();
+        out += &format!(", capture = [{}]", names.join(", "));
+    }
+    out
 }
 
 /// The workload file: `scale` as its parameter, one operation, `\sleep` as think time.
@@ -575,7 +671,7 @@ fn render(script: &str, name: &str, s: &Script) -> String {
     let lets: Vec<String> = s
         .vars
         .iter()
-        .map(|(k, v)| {
+        .filter_map(|(k, v)| {
             let t = match v {
                 Var::Random(t) => t.clone(),
                 Var::Constant(p) => format!(
@@ -583,8 +679,9 @@ fn render(script: &str, name: &str, s: &Script) -> String {
                     p.render(),
                     p.clone().add(&Poly::constant(1), 1).render()
                 ),
+                Var::Fetched => return None,
             };
-            format!("{k} = {}", quote(&t))
+            Some(format!("{k} = {}", quote(&t)))
         })
         .collect();
     if !lets.is_empty() {
@@ -597,7 +694,12 @@ fn render(script: &str, name: &str, s: &Script) -> String {
         }
         out += "]\n";
     } else {
-        out += &format!("{}\n", step(&s.statements[0]));
+        // One statement alone: what it fetches has no later statement to use it.
+        let mut alone = step(&s.statements[0]);
+        if let Some(i) = alone.find(", capture = [") {
+            alone.truncate(i);
+        }
+        out += &format!("{alone}\n");
     }
     out
 }
