@@ -11,13 +11,14 @@ use crate::cli::{CompareArgs, Format};
 use crate::error::InputError;
 use crate::result;
 
-/// `--noise 2%` (or `2`) as a fraction.
+/// `--noise 2%` (or `2`) as a fraction. Above 100 % is allowed: latencies can grow by more
+/// than that (a doubled latency is +100 %), though a fall never goes below −100 %.
 fn parse_noise(text: &str) -> Result<f64, InputError> {
     let number = text.trim().strip_suffix('%').unwrap_or(text.trim()).trim();
     match number.parse::<f64>() {
-        Ok(v) if (0.0..100.0).contains(&v) => Ok(v / 100.0),
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v / 100.0),
         _ => Err(InputError::new(format!(
-            "--noise {text}: expected a percentage from 0 to under 100, like 2%"
+            "--noise {text}: expected a percentage of 0 or more, like 2%"
         ))),
     }
 }

@@ -520,15 +520,16 @@ fn select_names(query: &str) -> Result<Vec<String>, String> {
         .map(|item| {
             let item = item.trim();
             let words: Vec<&str> = item.split_whitespace().collect();
-            let name =
-                match words.as_slice() {
-                    [.., kw, alias] if kw.eq_ignore_ascii_case("as") && ident(alias) => alias,
-                    [one] if one.split('.').all(ident) => one.rsplit('.').next().unwrap_or(one),
-                    [_, .., alias] if ident(alias) && !item.ends_with(')') => alias,
-                    _ => return Err(format!(
+            let name = match words.as_slice() {
+                [.., kw, alias] if kw.eq_ignore_ascii_case("as") && ident(alias) => alias,
+                [one] if one.split('.').all(ident) => one.rsplit('.').next().unwrap_or(one),
+                [_, .., alias] if ident(alias) && !item.ends_with(')') => alias,
+                _ => {
+                    return Err(format!(
                         "the column '{item}' has no name loadrig can know: write '{item} AS name'"
-                    )),
-                };
+                    ))
+                }
+            };
             Ok(name.to_ascii_lowercase())
         })
         .collect()
