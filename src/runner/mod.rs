@@ -2,6 +2,7 @@
 //! every study run go through here: connect, load, run the engine, summarise.
 
 mod assemble;
+mod fd_limit;
 mod observe;
 
 use std::sync::atomic::Ordering;
@@ -60,6 +61,11 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
         &plan.workload.setup,
         target.families(),
         plan.target.scheme(),
+    )?;
+    // Each client holds the target's files and one session per peer it uses.
+    fd_limit::ensure(
+        plan.load.clients(),
+        target.files_per_client() + plan.workload.peers.len(),
     )?;
     check_refused(&plan.ops, &*target, plan.target.scheme())?;
     let prepared = prepare(&*target, plan).with_context(|| format!("target {shown_url}"))?;

@@ -121,6 +121,11 @@ impl Target for Dbm {
         true
     }
 
+    /// The database file and its lock.
+    fn files_per_client(&self) -> usize {
+        2
+    }
+
     /// Opens the file (creating it); with `reopen=each` only to check that it opens.
     fn connect(&self) -> impl Future<Output = Result<DbmSession, OpError>> {
         let connected = || -> Result<DbmSession, redb::Error> {

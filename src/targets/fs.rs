@@ -131,6 +131,11 @@ impl Target for Fs {
         true
     }
 
+    /// A record file at a time, and a directory while scanning.
+    fn files_per_client(&self) -> usize {
+        2
+    }
+
     fn families(&self) -> &'static [Family] {
         &[Family::Record]
     }

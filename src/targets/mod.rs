@@ -47,6 +47,11 @@ pub trait Target: Send + Sync + 'static {
     /// Blocking targets (SQLite, files) get one OS thread per client and never run
     /// on an async executor thread.
     fn blocking(&self) -> bool;
+    /// File descriptors one client session holds open (a socket; a database file and its
+    /// journal), so that a run finds a too-low `ulimit -n` before it connects.
+    fn files_per_client(&self) -> usize {
+        1
+    }
     /// Open one client session, outside the timed region.
     fn connect(&self) -> impl Future<Output = Result<Self::Session, OpError>>;
 }

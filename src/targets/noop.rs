@@ -28,6 +28,11 @@ impl Target for Noop {
         true
     }
 
+    /// Nothing is opened.
+    fn files_per_client(&self) -> usize {
+        0
+    }
+
     /// Every native family: a native workload dry-runs on noop:// to measure the harness.
     fn families(&self) -> &'static [Family] {
         &Family::ALL

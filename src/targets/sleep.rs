@@ -360,6 +360,11 @@ impl Target for Sleep {
         true
     }
 
+    /// A simulated server: nothing is opened.
+    fn files_per_client(&self) -> usize {
+        0
+    }
+
     /// Every native family: any workload can run against a known latency distribution.
     fn families(&self) -> &'static [Family] {
         &Family::ALL

@@ -97,6 +97,11 @@ impl Target for Sqlite {
         true
     }
 
+    /// The database file, its WAL and its shared-memory index.
+    fn files_per_client(&self) -> usize {
+        3
+    }
+
     fn families(&self) -> &'static [Family] {
         &[Family::Sql, Family::Record]
     }
