@@ -124,9 +124,9 @@ fn credentials_never_reach_output_or_result() {
     assert!(file.contains("noop://user:***@here"));
 }
 
+/// Stop a 60 s run with `signal` after 1.5 s: it writes a complete result marked interrupted.
 #[cfg(unix)]
-#[test]
-fn ctrl_c_writes_a_valid_interrupted_result() {
+fn interrupted_by(signal: i32) {
     let d = Dir::new();
     let bin = assert_cmd::cargo::cargo_bin("loadrig");
     let mut child = std::process::Command::new(bin)
@@ -151,7 +151,7 @@ fn ctrl_c_writes_a_valid_interrupted_result() {
     std::thread::sleep(Duration::from_millis(1500));
     let sent = Instant::now();
     // SAFETY: plain kill(2) on our own child.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
     let status = child.wait().unwrap();
     assert!(
         sent.elapsed() < Duration::from_secs(10),
@@ -173,4 +173,17 @@ fn ctrl_c_writes_a_valid_interrupted_result() {
         .lines()
         .count();
     assert_eq!(lines, r.intervals.len());
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_writes_a_valid_interrupted_result() {
+    interrupted_by(libc::SIGINT);
+}
+
+/// SIGTERM (what `kill`, systemd and Kubernetes send) is treated as Ctrl-C.
+#[cfg(unix)]
+#[test]
+fn sigterm_writes_a_valid_interrupted_result() {
+    interrupted_by(libc::SIGTERM);
 }
