@@ -805,3 +805,34 @@ fn a_too_low_open_files_limit_is_raised_or_reported_before_the_run() {
     );
     assert!(!d.join("r.json").exists());
 }
+
+/// An output path that cannot be written is found before the setup and the data load:
+/// exit 2, the database never created, no stream file left behind.
+#[test]
+fn an_unwritable_output_is_found_before_anything_runs() {
+    let d = Dir::new();
+    d.write("afile", "not a folder");
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "session-store",
+            "--target",
+            "sqlite://./t.db",
+            "--set",
+            "records=50",
+            "--ops",
+            "10",
+            "-o",
+            "afile/r.json",
+        ],
+    );
+    assert!(err.contains("could not create folder 'afile'"), "{err}");
+    assert!(!d.join("t.db").exists());
+    // A folder where the stream file would go: refused too, and nothing is written.
+    std::fs::create_dir(d.join("out")).unwrap();
+    std::fs::create_dir(d.join("out/r.jsonl")).unwrap();
+    let (_, err) = d.code(2, &["run", "noop", "--ops", "10", "-o", "out/r.json"]);
+    assert!(err.contains("cannot write 'out/r.jsonl'"), "{err}");
+    assert!(!d.join("out/r.json").exists());
+}

@@ -62,6 +62,9 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
         target.families(),
         plan.target.scheme(),
     )?;
+    if live {
+        writable_outputs(plan)?;
+    }
     // Each client holds the target's files and one session per peer it uses.
     fd_limit::ensure(
         plan.load.clients(),
@@ -153,14 +156,43 @@ fn print_header(plan: &RunPlan, prepared: &Prepared) {
     }
 }
 
-/// The console view of a live run, streaming every interval to the `.jsonl` file beside
-/// the result.
-fn live_view(plan: &RunPlan) -> Result<Live> {
-    let jsonl_path = plan.outputs.result.with_extension("jsonl");
-    if let Some(dir) = jsonl_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+/// Find an output that cannot be written before the setup and the load: open the stream
+/// file for writing without changing it, and leave nothing behind that was not there.
+fn writable_outputs(plan: &RunPlan) -> Result<()> {
+    output_folder(plan)?;
+    let jsonl = plan.outputs.result.with_extension("jsonl");
+    let existed = jsonl.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&jsonl)
+        .with_context(|| format!("cannot write '{}'", jsonl.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(&jsonl);
+    }
+    Ok(())
+}
+
+/// Make the folder the result goes to.
+fn output_folder(plan: &RunPlan) -> Result<()> {
+    if let Some(dir) = plan
+        .outputs
+        .result
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+    {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("could not create folder '{}'", dir.display()))?;
     }
+    Ok(())
+}
+
+/// The console view of a live run, streaming every interval to the `.jsonl` file beside
+/// the result.
+fn live_view(plan: &RunPlan) -> Result<Live> {
+    output_folder(plan)?;
+    let jsonl_path = plan.outputs.result.with_extension("jsonl");
     let jsonl = std::fs::File::create(&jsonl_path)
         .with_context(|| format!("could not create '{}'", jsonl_path.display()))?;
     let total_time = plan.load.duration.map(|d| d + plan.load.warmup);
