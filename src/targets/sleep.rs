@@ -15,7 +15,13 @@
 //! sleep://?latency=5ms&usl=0.05,0.002                 slower with more sessions (below)
 //! sleep://?latency=0ms&growth=linear:2us              puts slower with more records (below)
 //! sleep://?latency=1ms&capacity=500                   one server, at most 500 ops/s (below)
+//! sleep://?latency=1ms&unfair=3:4s                    the first 3 sessions answered every 4 s
 //! ```
+//!
+//! `unfair=K:EVERY` is the ground truth of the fairness figures (docs/validity.md): a
+//! session that connects while fewer than K others are open is answered only at multiples
+//! of EVERY since the target opened (each of its operations ends at the next one), the
+//! others as usual. A closed loop of N clients then has K starved ones.
 //!
 //! The scaling models, the ground truth of the sweep tests (docs/scaling.md):
 //!
@@ -153,6 +159,8 @@ struct Model {
     usl: Option<(f64, f64)>,
     growth: Option<Growth>,
     server: Option<Server>,
+    /// `unfair=K:EVERY`.
+    unfair: Option<(u64, Duration)>,
     /// Sessions open now (the N of the USL model).
     open: AtomicU64,
     /// Puts taken so far (the n of the growth model).
@@ -166,7 +174,9 @@ pub struct Sleep {
 
 impl Sleep {
     pub fn open(url: &TargetUrl) -> Result<Sleep, InputError> {
-        url.check_options(&["latency", "stall", "errors", "usl", "growth", "capacity"])?;
+        url.check_options(&[
+            "latency", "stall", "errors", "usl", "growth", "capacity", "unfair",
+        ])?;
         let latency = url
             .options
             .get("latency")
@@ -200,6 +210,7 @@ impl Sleep {
                 usl: option("usl").map(parse_usl).transpose()?,
                 growth: option("growth").map(parse_growth).transpose()?,
                 server: option("capacity").map(parse_capacity).transpose()?,
+                unfair: option("unfair").map(parse_unfair).transpose()?,
                 open: AtomicU64::new(0),
                 puts: AtomicU64::new(0),
             }),
@@ -326,6 +337,22 @@ fn parse_growth(text: &str) -> Result<Growth, InputError> {
     }
 }
 
+fn parse_unfair(text: &str) -> Result<(u64, Duration), InputError> {
+    let bad = || {
+        InputError::new(format!(
+            "sleep:// unfair '{text}': expected SESSIONS:EVERY, a count and a duration above zero"
+        ))
+        .help("for example unfair=3:4s (the first 3 sessions are answered only every 4 s)")
+    };
+    let (k, every) = text.split_once(':').ok_or_else(bad)?;
+    let k: u64 = k.trim().parse().map_err(|_| bad())?;
+    let every = duration::parse(every.trim(), "sleep:// unfair").map_err(|_| bad())?;
+    if every.is_zero() {
+        return Err(bad());
+    }
+    Ok((k, every))
+}
+
 fn parse_capacity(text: &str) -> Result<Server, InputError> {
     match text.trim().parse::<f64>() {
         Ok(r) if r > 0.0 && r.is_finite() && r <= 1e9 => Ok(Server {
@@ -341,6 +368,8 @@ fn parse_capacity(text: &str) -> Result<Server, InputError> {
 pub struct SleepSession {
     model: Arc<Model>,
     rng: SmallRng,
+    /// `unfair`: answered only at multiples of this since the target opened.
+    every: Option<Duration>,
 }
 
 impl Drop for SleepSession {
@@ -367,10 +396,15 @@ impl Target for Sleep {
 
     fn connect(&self) -> impl Future<Output = Result<SleepSession, OpError>> {
         let n = self.sessions.fetch_add(1, Ordering::Relaxed);
-        self.model.open.fetch_add(1, Ordering::Relaxed);
+        let others = self.model.open.fetch_add(1, Ordering::Relaxed);
+        let every = self
+            .model
+            .unfair
+            .and_then(|(k, every)| (others < k).then_some(every));
         std::future::ready(Ok(SleepSession {
             model: Arc::clone(&self.model),
             rng: SmallRng::seed_from_u64(0x5eed_0000 + n),
+            every,
         }))
     }
 }
@@ -400,10 +434,14 @@ impl Session for SleepSession {
             let served = server.serve(s.as_nanos() as u64);
             d += Duration::from_nanos(served).saturating_sub(s);
         }
-        let end = match t.stall {
+        let mut end = match t.stall {
             Some(stall) => stall.end(s, d),
             None => s + d,
         };
+        if let Some(every) = self.every {
+            let every_ns = every.as_nanos().max(1);
+            end = Duration::from_nanos((end.as_nanos().div_ceil(every_ns) * every_ns) as u64);
+        }
         clock::sleep_until(t.opened + end);
         let fail = t.error_rate > 0.0 && self.rng.random_bool(t.error_rate);
         std::future::ready(if fail {
@@ -457,6 +495,9 @@ mod tests {
         assert!(matches!(parse_growth("log:1ms"), Ok(Growth::Log(_))));
         assert!(parse_growth("cubic:1ms").is_err() && parse_growth("linear").is_err());
         assert!(parse_capacity("0").is_err() && parse_capacity("500").is_ok());
+        assert_eq!(parse_unfair("3:4s").unwrap(), (3, Duration::from_secs(4)));
+        assert!(parse_unfair("3").is_err() && parse_unfair("x:1s").is_err());
+        assert!(parse_unfair("1:0s").is_err());
     }
 
     #[test]
