@@ -1,0 +1,263 @@
+//! Every run judges itself (docs/validity.md): ground truths for starved clients, the rig's
+//! own stalls (hiccups) and saturation, and Little's law. Behaviour only, never timings.
+
+mod common;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::Dir;
+use loadrig::result::validity::{Validity, Verdict};
+use loadrig::result::RunResult;
+
+/// The runs here judge the machine's load too, so they take turns: a CPU-burning run beside
+/// a light one would make the light one's run queue long.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn run(d: &Dir, out: &str, args: &[&str]) -> RunResult {
+    let mut full = vec!["run", "noop"];
+    full.extend(args);
+    full.extend(["-o", out]);
+    d.ok(&full);
+    d.result(out)
+}
+
+fn validity(r: &RunResult) -> &Validity {
+    r.validity.as_ref().expect("a new run has a verdict")
+}
+
+#[test]
+fn unfair_server_starves_exactly_the_clients_it_ignores() {
+    let _t = turn();
+    let d = Dir::new();
+    // The first 3 of 10 sessions are answered only at 5 s since the target opened: in a
+    // 3 s run they complete nothing in any interval, while the others complete ~900 each.
+    let r = run(
+        &d,
+        "unfair.json",
+        &[
+            "--target",
+            "sleep://?latency=1ms&unfair=3:5s",
+            "--clients",
+            "10",
+            "--duration",
+            "3s",
+            "--interval",
+            "1s",
+            "--warmup",
+            "0s",
+        ],
+    );
+    let v = validity(&r);
+    assert_eq!(v.fairness.clients, 10);
+    assert_eq!(v.fairness.starved_clients, 3, "{v:?}");
+    let full: Vec<_> = r
+        .intervals
+        .iter()
+        .filter(|i| !i.warmup && i.end_s - i.start_s >= 0.999)
+        .collect();
+    assert_eq!(full.len(), 3);
+    // The ignored clients' answers come after the deadline, and the engine counts an
+    // operation that ends after it in the last interval; the first two show them starved.
+    for i in &full[..2] {
+        let f = i.fairness.as_ref().expect("fairness per interval");
+        assert_eq!((f.starved, f.min), (3, 0), "interval {}: {f:?}", i.index);
+    }
+    assert_eq!(v.verdict, Verdict::Suspect);
+    assert!(
+        v.reasons.iter().any(|r| r.starts_with("3 of 10 clients were starved")),
+        "{:?}",
+        v.reasons
+    );
+    assert!(v.fairness.jain.unwrap() < 0.75, "{v:?}");
+
+    // --check valid fails such a run.
+    let (out, _) = d.code(
+        1,
+        &[
+            "run",
+            "noop",
+            "--target",
+            "sleep://?latency=1ms&unfair=2:3s",
+            "--clients",
+            "4",
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+            "--warmup",
+            "0s",
+            "--check",
+            "valid",
+            "-o",
+            "checked.json",
+        ],
+    );
+    assert!(out.contains("check FAILED: valid"), "{out}");
+    assert!(out.contains("2 of 4 clients were starved"), "{out}");
+}
+
+#[test]
+fn a_fair_light_run_is_valid() {
+    let _t = turn();
+    let d = Dir::new();
+    let r = run(
+        &d,
+        "fair.json",
+        &[
+            "--target",
+            "sleep://?latency=2ms",
+            "--clients",
+            "4",
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+            "--warmup",
+            "0s",
+        ],
+    );
+    let v = validity(&r);
+    assert_eq!(v.fairness.starved_clients, 0);
+    assert!(v.fairness.jain.unwrap() > 0.99, "{v:?}");
+    assert!(r.intervals.iter().all(|i| i.rig.is_some() && i.fairness.is_some()));
+    assert!(v.rig.cpu_us_per_op.is_some() && v.hiccups.count > 0);
+    assert_eq!(v.verdict, Verdict::Valid, "{:?}", v.reasons);
+    let summary = d.ok(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=2ms",
+        "--clients",
+        "2",
+        "--duration",
+        "1s",
+        "--interval",
+        "500ms",
+        "--check",
+        "valid",
+        "-o",
+        "again.json",
+    ]);
+    assert!(summary.contains("\nvalidity: valid\n"), "{summary}");
+    assert!(summary.contains("check passed: valid"), "{summary}");
+}
+
+#[test]
+fn a_stopped_rig_shows_its_stall_as_a_hiccup() {
+    let _t = turn();
+    let d = Dir::new();
+    let child = d.spawn(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=1ms",
+        "--clients",
+        "2",
+        "--duration",
+        "3s",
+        "--interval",
+        "500ms",
+        "--warmup",
+        "0s",
+        "-o",
+        "stopped.json",
+    ]);
+    let pid = child.id() as libc::pid_t;
+    // Mid-run (connecting takes a moment first): stop the whole process for 300 ms.
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child process by its id.
+    unsafe {
+        assert_eq!(libc::kill(pid, libc::SIGSTOP), 0);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(libc::kill(pid, libc::SIGCONT), 0);
+    }
+    let out = child.wait_with_output().expect("loadrig ends");
+    assert!(out.status.success(), "{out:?}");
+    let r = d.result("stopped.json");
+    let v = validity(&r);
+    assert!(v.hiccups.max_ns >= 250_000_000, "{:?}", v.hiccups.max_ns);
+    assert_eq!(v.hiccups.stalled_intervals, 1, "{v:?}");
+    assert_eq!(v.verdict, Verdict::Suspect);
+    assert!(
+        v.reasons.iter().any(|r| r.contains("stalled") && r.contains("hiccups")),
+        "{:?}",
+        v.reasons
+    );
+    let stalled: Vec<_> = r
+        .intervals
+        .iter()
+        .filter(|i| i.rig.as_ref().unwrap().hiccup_max_ns >= 250_000_000)
+        .collect();
+    assert_eq!(stalled.len(), 1);
+}
+
+#[test]
+fn a_saturated_rig_is_flagged() {
+    let _t = turn();
+    let d = Dir::new();
+    // Two spinning noop clients per core: the rig's threads are the whole run.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let clients = (2 * cores).to_string();
+    let r = run(
+        &d,
+        "busy.json",
+        &[
+            "--clients",
+            &clients,
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+            "--warmup",
+            "0s",
+        ],
+    );
+    let v = validity(&r);
+    assert_eq!(v.verdict, Verdict::Suspect);
+    assert!(
+        v.reasons
+            .iter()
+            .any(|r| r.starts_with("the rig used") || r.contains("runnable threads")),
+        "{:?}",
+        v.reasons
+    );
+    assert!(v.rig.judged && v.rig.intervals == 4, "{:?}", v.rig);
+}
+
+#[test]
+fn a_closed_loop_on_sleep_holds_littles_law() {
+    let _t = turn();
+    let d = Dir::new();
+    for (name, think) in [("plain.json", "0s"), ("think.json", "5ms")] {
+        let r = run(
+            &d,
+            name,
+            &[
+                "--target",
+                "sleep://?latency=5ms",
+                "--clients",
+                "4",
+                "--think-time",
+                think,
+                "--duration",
+                "2s",
+                "--interval",
+                "500ms",
+                "--warmup",
+                "0s",
+            ],
+        );
+        let l = validity(&r).littles_law.clone().expect("a law to check");
+        assert!(l.judged, "{l:?}");
+        assert_eq!(l.actual, 4.0);
+        assert!(l.deviation.abs() < 0.05, "{name}: {l:?}");
+    }
+}
