@@ -69,7 +69,9 @@ fn unfair_server_starves_exactly_the_clients_it_ignores() {
     }
     assert_eq!(v.verdict, Verdict::Suspect);
     assert!(
-        v.reasons.iter().any(|r| r.starts_with("3 of 10 clients were starved")),
+        v.reasons
+            .iter()
+            .any(|r| r.starts_with("3 of 10 clients were starved")),
         "{:?}",
         v.reasons
     );
@@ -99,6 +101,14 @@ fn unfair_server_starves_exactly_the_clients_it_ignores() {
     );
     assert!(out.contains("check FAILED: valid"), "{out}");
     assert!(out.contains("2 of 4 clients were starved"), "{out}");
+
+    // compare says when either side is suspect.
+    let out = d.ok(&["compare", "unfair.json", "checked.json"]);
+    assert!(
+        out.contains("the base run judged itself suspect")
+            && out.contains("the new run judged itself suspect"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -124,7 +134,10 @@ fn a_fair_light_run_is_valid() {
     let v = validity(&r);
     assert_eq!(v.fairness.starved_clients, 0);
     assert!(v.fairness.jain.unwrap() > 0.99, "{v:?}");
-    assert!(r.intervals.iter().all(|i| i.rig.is_some() && i.fairness.is_some()));
+    assert!(r
+        .intervals
+        .iter()
+        .all(|i| i.rig.is_some() && i.fairness.is_some()));
     assert!(v.rig.cpu_us_per_op.is_some() && v.hiccups.count > 0);
     assert_eq!(v.verdict, Verdict::Valid, "{:?}", v.reasons);
     let summary = d.ok(&[
@@ -187,7 +200,9 @@ fn a_stopped_rig_shows_its_stall_as_a_hiccup() {
     assert_eq!(v.hiccups.stalled_intervals, 1, "{v:?}");
     assert_eq!(v.verdict, Verdict::Suspect);
     assert!(
-        v.reasons.iter().any(|r| r.contains("stalled") && r.contains("hiccups")),
+        v.reasons
+            .iter()
+            .any(|r| r.contains("stalled") && r.contains("hiccups")),
         "{:?}",
         v.reasons
     );
