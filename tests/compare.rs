@@ -65,7 +65,12 @@ fn same_target_no_change_doubled_sleep_regression_of_about_100_percent() {
     let d = Dir::new();
     runs_together(
         &d,
-        &[("a.json", "2ms"), ("a2.json", "2ms"), ("b.json", "4ms")],
+        &[
+            ("a.json", "2ms"),
+            ("a2.json", "2ms"),
+            ("b.json", "4ms"),
+            ("c.json", "3ms"),
+        ],
     );
 
     // Two runs of the same target: no significant change anywhere, so no failure either.
@@ -157,17 +162,19 @@ fn same_target_no_change_doubled_sleep_regression_of_about_100_percent() {
     assert!(md.contains("| nop | p50 |"), "{md}");
     assert!(md.contains("**regressed**"), "{md}");
 
-    // A wide noise threshold swallows even a doubling.
+    // A wide noise threshold swallows a large change: 2 ms to 3 ms is +50 % at most (a
+    // doubling is just under +100 %, and how far under depends on the machine's timer noise,
+    // which the rig's 1 ms hiccup sleeper makes smaller).
     let (out, _) = d.code(
         0,
         &[
             "compare",
             "a.json",
-            "b.json",
+            "c.json",
             "--format",
             "json",
             "--noise",
-            "99%",
+            "60%",
             "--fail-on-regression",
         ],
     );
