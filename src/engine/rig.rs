@@ -137,7 +137,7 @@ fn watch(
         // jHiccup: a stall of S also swallowed the wakes that should have come during it.
         let _ = hiccups.record_correct(late.as_nanos() as u64, period_ns);
         wakes = wakes.wrapping_add(1);
-        if wakes % RUNQ_EVERY == 0 {
+        if wakes.is_multiple_of(RUNQ_EVERY) {
             if let Some(r) = procs_running() {
                 runq_sum += u64::from(r);
                 runq_n += 1;
@@ -193,7 +193,7 @@ mod tests {
             .take(0, Duration::from_secs(5))
             .expect("interval 0 closed");
         assert!(first.wall >= Duration::from_millis(15), "{:?}", first.wall);
-        assert!(first.hiccups.len() > 0);
+        assert!(!first.hiccups.is_empty());
         m.finish();
     }
 }
