@@ -16,7 +16,12 @@
 //! sleep://?latency=0ms&growth=linear:2us              puts slower with more records (below)
 //! sleep://?latency=1ms&capacity=500                   one server, at most 500 ops/s (below)
 //! sleep://?latency=1ms&unfair=3:4s                    the first 3 sessions answered every 4 s
+//! sleep://?latency=1ms&warm=4:3s                      4× slower at opening, 1× after 3 s
 //! ```
+//!
+//! `warm=F:T` is the ground truth of `--warmup auto`: an operation starting s after the
+//! target opened takes its latency × (1 + (F − 1)·(1 − s/T)) while s < T, a server
+//! warming its caches.
 //!
 //! `unfair=K:EVERY` is the ground truth of the fairness figures (docs/validity.md): a
 //! session that connects while fewer than K others are open is answered only at multiples
@@ -161,6 +166,8 @@ struct Model {
     server: Option<Server>,
     /// `unfair=K:EVERY`.
     unfair: Option<(u64, Duration)>,
+    /// `warm=F:T`.
+    warm: Option<(f64, Duration)>,
     /// Sessions open now (the N of the USL model).
     open: AtomicU64,
     /// Puts taken so far (the n of the growth model).
@@ -175,7 +182,7 @@ pub struct Sleep {
 impl Sleep {
     pub fn open(url: &TargetUrl) -> Result<Sleep, InputError> {
         url.check_options(&[
-            "latency", "stall", "errors", "usl", "growth", "capacity", "unfair",
+            "latency", "stall", "errors", "usl", "growth", "capacity", "unfair", "warm",
         ])?;
         let latency = url
             .options
@@ -211,6 +218,7 @@ impl Sleep {
                 growth: option("growth").map(parse_growth).transpose()?,
                 server: option("capacity").map(parse_capacity).transpose()?,
                 unfair: option("unfair").map(parse_unfair).transpose()?,
+                warm: option("warm").map(parse_warm).transpose()?,
                 open: AtomicU64::new(0),
                 puts: AtomicU64::new(0),
             }),
@@ -353,6 +361,22 @@ fn parse_unfair(text: &str) -> Result<(u64, Duration), InputError> {
     Ok((k, every))
 }
 
+fn parse_warm(text: &str) -> Result<(f64, Duration), InputError> {
+    let bad = || {
+        InputError::new(format!(
+            "sleep:// warm '{text}': expected FACTOR:DURATION, a factor of at least 1 and a duration above zero"
+        ))
+        .help("for example warm=4:3s (4× the latency at opening, falling to 1× after 3 s)")
+    };
+    let (f, t) = text.split_once(':').ok_or_else(bad)?;
+    let f: f64 = f.trim().parse().map_err(|_| bad())?;
+    let t = duration::parse(t.trim(), "sleep:// warm").map_err(|_| bad())?;
+    if !(f >= 1.0 && f.is_finite()) || t.is_zero() {
+        return Err(bad());
+    }
+    Ok((f, t))
+}
+
 fn parse_capacity(text: &str) -> Result<Server, InputError> {
     match text.trim().parse::<f64>() {
         Ok(r) if r > 0.0 && r.is_finite() && r <= 1e9 => Ok(Server {
@@ -430,6 +454,12 @@ impl Session for SleepSession {
             d += g.extra(t.puts.fetch_add(1, Ordering::Relaxed));
         }
         let s = start - t.opened;
+        if let Some((factor, until)) = t.warm {
+            if s < until {
+                let left = 1.0 - s.as_secs_f64() / until.as_secs_f64();
+                d = d.mul_f64(1.0 + (factor - 1.0) * left);
+            }
+        }
         if let Some(server) = &t.server {
             let served = server.serve(s.as_nanos() as u64);
             d += Duration::from_nanos(served).saturating_sub(s);
@@ -498,6 +528,8 @@ mod tests {
         assert_eq!(parse_unfair("3:4s").unwrap(), (3, Duration::from_secs(4)));
         assert!(parse_unfair("3").is_err() && parse_unfair("x:1s").is_err());
         assert!(parse_unfair("1:0s").is_err());
+        assert_eq!(parse_warm("4:3s").unwrap(), (4.0, Duration::from_secs(3)));
+        assert!(parse_warm("0.5:3s").is_err() && parse_warm("2:0s").is_err());
     }
 
     #[test]
