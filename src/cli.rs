@@ -329,8 +329,9 @@ pub struct RunArgs {
     #[arg(long, short = 'i', value_name = "DURATION")]
     pub interval: Option<String>,
 
-    /// Run this long first without counting it in any statistic.
-    #[arg(long, short = 'w', value_name = "DURATION")]
+    /// Run this long first without counting it in any statistic; `auto` finds where the
+    /// throughput settles (MSER-5) and cuts the warm-up there after the run.
+    #[arg(long, short = 'w', value_name = "DURATION|auto")]
     pub warmup: Option<String>,
 
     /// Seed for every random choice: the same seed gives the same operation sequence.

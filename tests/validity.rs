@@ -276,3 +276,48 @@ fn a_closed_loop_on_sleep_holds_littles_law() {
         assert!(l.deviation.abs() < 0.05, "{name}: {l:?}");
     }
 }
+
+#[test]
+fn warmup_auto_cuts_a_warming_server_near_the_end_of_its_ramp() {
+    let _t = turn();
+    let d = Dir::new();
+    let args = |target: &'static str| {
+        [
+            "--target",
+            target,
+            "--clients",
+            "2",
+            "--duration",
+            "12s",
+            "--interval",
+            "250ms",
+            "--warmup",
+            "auto",
+        ]
+    };
+    // 4× slower at opening, 1× from 3 s on: MSER-5 (batches of 5 intervals of 250 ms)
+    // cuts at a batch boundary near the end of the ramp.
+    let warm = run(&d, "warm.json", &args("sleep://?latency=2ms&warm=4:3s"));
+    let a = warm.warmup_auto.clone().expect("the cut is recorded");
+    assert_eq!(a.method, "MSER-5");
+    assert!(a.settled, "{a:?}");
+    assert!((2.5..=5.0).contains(&a.warmup_s), "{a:?}");
+    assert_eq!(warm.load.warmup, Duration::from_secs_f64(a.warmup_s));
+    assert_eq!(
+        warm.intervals.iter().filter(|i| i.warmup).count(),
+        a.intervals_cut
+    );
+    assert!((warm.measured_s - (12.0 - a.warmup_s)).abs() < 1e-6);
+    // The totals cover only what follows the cut.
+    let after: u64 = warm
+        .intervals
+        .iter()
+        .filter(|i| !i.warmup)
+        .map(|i| i.ok)
+        .sum();
+    assert_eq!(warm.total.ok, after);
+
+    let flat = run(&d, "flat.json", &args("sleep://?latency=2ms"));
+    let a = flat.warmup_auto.clone().expect("the cut is recorded");
+    assert!(a.warmup_s <= 1.25, "{a:?}");
+}

@@ -239,6 +239,32 @@ pub struct RunData {
     pub missed: u64,
 }
 
+impl RunData {
+    /// Count the first `k` intervals as warm-up after the fact (`--warmup auto`): they
+    /// leave the totals and the measured time. Returns the new end of the warm-up.
+    pub fn cut_warmup(&mut self, k: usize) -> Duration {
+        let k = k.min(self.intervals.len());
+        for (i, data) in self.intervals.iter_mut().enumerate() {
+            data.warmup = i < k;
+        }
+        let n_ops = self.totals.len();
+        let mut totals: Vec<OpCounters> = (0..n_ops).map(|_| OpCounters::default()).collect();
+        for data in self.intervals.iter().filter(|d| !d.warmup) {
+            for (t, c) in totals.iter_mut().zip(&data.ops) {
+                t.merge(c);
+            }
+        }
+        self.totals = totals;
+        let warmup = self.intervals.get(k).map_or_else(
+            || self.intervals.last().map_or(Duration::ZERO, |d| d.end),
+            |d| d.start,
+        );
+        let end = self.intervals.last().map_or(Duration::ZERO, |d| d.end);
+        self.measured = end.saturating_sub(warmup);
+        warmup
+    }
+}
+
 /// What happened before the measured run: setup, server version, data load.
 pub struct Prepared {
     pub server_version: Option<String>,

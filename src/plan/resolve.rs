@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use anyhow::Result;
 
-use super::load::resolve_load;
+use super::load::{self, resolve_load};
 use super::{DataPolicy, Outputs, RunPlan, TargetSpec, WorkloadSource};
 use crate::analysis::checks::{self, Check};
 use crate::cli::RunArgs;
@@ -49,6 +49,7 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
         },
         outputs,
         checks,
+        warmup_auto: load::warmup_is_auto(args),
     })
 }
 

@@ -108,6 +108,7 @@ impl RunResult {
             verify: Vec::new(),
             figures: Vec::new(),
             validity: None,
+            warmup_auto: None,
         }
         .with_figures(&workload.figures)
         .with_validity(run, ops)

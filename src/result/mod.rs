@@ -81,6 +81,26 @@ pub struct RunResult {
     /// written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validity: Option<validity::Validity>,
+    /// `--warmup auto`: where the warm-up was cut and by which rule; `load.warmup` holds
+    /// the warm-up chosen. Left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_auto: Option<WarmupAuto>,
+}
+
+/// How `--warmup auto` chose the warm-up (docs/validity.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WarmupAuto {
+    /// `MSER-5` (batches of 5 intervals), or `MSER` (single intervals, for a series shorter
+    /// than 20 intervals).
+    pub method: String,
+    /// The series it was applied to: successful operations per full interval.
+    pub series: String,
+    /// Intervals cut from the start, and the warm-up that makes (s).
+    pub intervals_cut: usize,
+    pub warmup_s: f64,
+    /// False when the rule's minimum fell at the end of the half of the run it searches:
+    /// the throughput may still have been drifting there.
+    pub settled: bool,
 }
 
 /// One `[[figure]]`: `completed` operations of `ops` (their `ok`, rolled-back ones

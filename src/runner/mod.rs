@@ -10,12 +10,13 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
+use crate::analysis::steady;
 use crate::engine::{self, LoadPlan, Mode, Prepared, Slots};
 use crate::error::InputError;
 use crate::plan::RunPlan;
 use crate::report::console::{self, Live, LoadBar};
 use crate::report::metrics::MetricsServer;
-use crate::result::{RunResult, VerifyRecord};
+use crate::result::{RunResult, VerifyRecord, WarmupAuto};
 use crate::spec::OpSpec;
 use crate::targets::peer::PeerTarget;
 use crate::targets::{with_target_type, Target};
@@ -67,7 +68,7 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
         print_header(plan, &prepared);
     }
     let mut live_view = if live { Some(live_view(plan)?) } else { None };
-    let data_run = engine::run(
+    let mut data_run = engine::run(
         Arc::clone(&target),
         Arc::new(peers(plan)?),
         Arc::new(plan.ops.clone()),
@@ -88,13 +89,60 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     }
     let verified = engine::verify(&*target, &plan.workload.verify)
         .with_context(|| format!("target {shown_url}"))?;
-    let mut result = assemble::result(plan, &data_run, prepared, started_at);
+    let auto = plan.warmup_auto.then(|| cut_warmup(plan, &mut data_run));
+    let mut result = match &auto {
+        Some((plan, _)) => assemble::result(plan, &data_run, prepared, started_at),
+        None => assemble::result(plan, &data_run, prepared, started_at),
+    };
+    if let Some((_, record)) = auto {
+        if !record.settled {
+            result.notes.push(format!(
+                "--warmup auto: {} cut {} intervals, as far as it looks (half the run): the throughput may still have been drifting; run longer",
+                record.method, record.intervals_cut
+            ));
+        }
+        result.warmup_auto = Some(record);
+    }
     for (check, values) in plan.workload.verify.iter().zip(verified) {
         let record = VerifyRecord::of(&check.name, values);
         result.notes.extend(record.note());
         result.verify.push(record);
     }
     Ok(result)
+}
+
+/// `--warmup auto`: cut the warm-up where the successes per full interval settle (MSER-5,
+/// `analysis::steady`); the plan that records it, and how it was chosen.
+fn cut_warmup(plan: &RunPlan, data: &mut engine::RunData) -> (RunPlan, WarmupAuto) {
+    let full = data
+        .intervals
+        .iter()
+        .take_while(|i| i.end - i.start >= plan.load.interval)
+        .count();
+    let series: Vec<f64> = data.intervals[..full]
+        .iter()
+        .map(|i| i.ops.iter().map(|c| c.ok).sum::<u64>() as f64)
+        .collect();
+    let t = steady::truncation(&series).unwrap_or(steady::Truncation {
+        cut: 0,
+        batch: 1,
+        settled: true,
+    });
+    let warmup = data.cut_warmup(t.cut);
+    let mut plan = plan.clone();
+    plan.load.warmup = warmup;
+    let record = WarmupAuto {
+        method: if t.batch == steady::BATCH {
+            "MSER-5".into()
+        } else {
+            "MSER".into()
+        },
+        series: "successful operations per full interval".into(),
+        intervals_cut: t.cut,
+        warmup_s: warmup.as_secs_f64(),
+        settled: t.settled,
+    };
+    (plan, record)
 }
 
 fn op_names(ops: &[OpSpec]) -> Vec<String> {
