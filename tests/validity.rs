@@ -158,6 +158,15 @@ fn a_fair_light_run_is_valid() {
     ]);
     assert!(summary.contains("\nvalidity: valid\n"), "{summary}");
     assert!(summary.contains("check passed: valid"), "{summary}");
+
+    // The report's panel.
+    d.ok(&["report", "fair.json", "-o", "fair.html"]);
+    let html = std::fs::read_to_string(d.join("fair.html")).unwrap();
+    assert!(
+        html.contains("<h3 id=\"validity\">Validity</h3>"),
+        "no panel"
+    );
+    assert!(html.contains("validity: valid</p>"), "no verdict");
 }
 
 #[test]
