@@ -330,3 +330,68 @@ fn warmup_auto_cuts_a_warming_server_near_the_end_of_its_ramp() {
     let a = flat.warmup_auto.clone().expect("the cut is recorded");
     assert!(a.warmup_s <= 1.25, "{a:?}");
 }
+
+#[test]
+fn an_open_loop_that_cannot_keep_its_schedule_is_suspect() {
+    let _t = turn();
+    let d = Dir::new();
+    // 2 workers of 10 ms operations serve at most 200/s: at 1000/s most arrivals start late
+    // or never.
+    let r = run(
+        &d,
+        "behind.json",
+        &[
+            "--target",
+            "sleep://?latency=10ms",
+            "--rate",
+            "1000",
+            "--max-in-flight",
+            "2",
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+            "--warmup",
+            "0s",
+        ],
+    );
+    let v = validity(&r);
+    assert_eq!(v.verdict, Verdict::Suspect);
+    assert!(
+        v.reasons
+            .iter()
+            .any(|r| r.contains("late against the schedule")),
+        "{:?}",
+        v.reasons
+    );
+    assert!(
+        v.reasons.iter().any(|r| r.contains("never started")),
+        "{:?}",
+        v.reasons
+    );
+    // A rate the workers keep up with is not.
+    let r = run(
+        &d,
+        "kept.json",
+        &[
+            "--target",
+            "sleep://?latency=2ms",
+            "--rate",
+            "100",
+            "--max-in-flight",
+            "4",
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+            "--warmup",
+            "0s",
+        ],
+    );
+    let v = validity(&r);
+    assert!(
+        !v.reasons.iter().any(|r| r.contains("never started")),
+        "{:?}",
+        v.reasons
+    );
+}
