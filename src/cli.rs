@@ -355,6 +355,11 @@ pub struct RunArgs {
     #[arg(long = "check", value_name = "CHECK")]
     pub checks: Vec<String>,
 
+    /// Change a threshold of the run's verdict on itself, NAME=VALUE (repeatable): busy=90%,
+    /// hiccup=50ms, starved-median=4, little=15%, late=5% (docs/validity.md).
+    #[arg(long = "validity", value_name = "NAME=VALUE")]
+    pub validity: Vec<String>,
+
     /// Serve OpenMetrics text on http://IP:PORT/metrics during the run (port 0: any free one).
     #[arg(long, value_name = "IP:PORT")]
     pub metrics_addr: Option<String>,

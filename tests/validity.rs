@@ -395,3 +395,38 @@ fn an_open_loop_that_cannot_keep_its_schedule_is_suspect() {
         v.reasons
     );
 }
+
+#[test]
+fn thresholds_change_with_the_validity_flag() {
+    let _t = turn();
+    let d = Dir::new();
+    // Every wake is at least a nanosecond late: a 1 ns hiccup threshold flags every interval.
+    let r = run(
+        &d,
+        "strict.json",
+        &[
+            "--target",
+            "sleep://?latency=1ms",
+            "--clients",
+            "2",
+            "--duration",
+            "1s",
+            "--interval",
+            "500ms",
+            "--validity",
+            "hiccup=1ns",
+        ],
+    );
+    let v = validity(&r);
+    assert_eq!(v.thresholds.hiccup_ns, 1);
+    assert_eq!(v.hiccups.stalled_intervals, 2, "{v:?}");
+    assert!(v.reasons.iter().any(|r| r.contains("hiccups")), "{v:?}");
+
+    let (_, err) = d.code(2, &["run", "noop", "--validity", "busy=0.9"]);
+    assert!(
+        err.contains("--validity busy=0.9") && err.contains("expected a percentage, like 90%"),
+        "{err}"
+    );
+    let (_, err) = d.code(2, &["run", "noop", "--validity", "speed=1"]);
+    assert!(err.contains("unknown threshold 'speed'"), "{err}");
+}

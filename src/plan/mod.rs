@@ -44,6 +44,8 @@ pub struct RunPlan {
     /// `--warmup auto`: the run starts without a warm-up, and the warm-up is cut from its
     /// start afterwards by MSER-5 (`analysis::steady`).
     pub warmup_auto: bool,
+    /// The verdict's thresholds after `--validity`.
+    pub thresholds: crate::result::validity::Thresholds,
 }
 
 /// What a plan says, as data: the same records the result file holds, plus outputs and

@@ -28,6 +28,8 @@ pub struct RunFacts<'a> {
     pub prepared: Prepared,
     pub host: HostRecord,
     pub started_at: SystemTime,
+    /// The verdict's thresholds.
+    pub thresholds: validity::Thresholds,
 }
 
 impl RunResult {
@@ -48,6 +50,7 @@ impl RunResult {
             prepared,
             host,
             started_at,
+            thresholds,
         } = facts;
         let names: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
         let measured_s = run.measured.as_secs_f64();
@@ -111,11 +114,16 @@ impl RunResult {
             warmup_auto: None,
         }
         .with_figures(&workload.figures)
-        .with_validity(run, ops)
+        .with_validity(run, ops, thresholds)
     }
 
     /// The run judging itself (docs/validity.md), with the open loop's notes folded in.
-    fn with_validity(mut self, run: &RunData, ops: &[OpSpec]) -> RunResult {
+    fn with_validity(
+        mut self,
+        run: &RunData,
+        ops: &[OpSpec],
+        thresholds: validity::Thresholds,
+    ) -> RunResult {
         let cx = Context {
             plan: &self.load,
             target_kind: &self.target.kind,
@@ -126,6 +134,7 @@ impl RunResult {
             mean_latency_ns: self.total.latency.mean_ns,
             late_starts: self.total.late_starts,
             missed_starts: self.missed_starts,
+            thresholds,
         };
         self.validity = Some(Validity::judge(run, &cx));
         self

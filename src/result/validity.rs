@@ -33,6 +33,82 @@ pub const LATE_SHARE: f64 = 0.05;
 /// and the run queue are recorded but not judged.
 pub const IN_PROCESS: &[&str] = &["sqlite", "fs", "dbm"];
 
+/// The thresholds of the verdict; `--validity NAME=VALUE` changes one (docs/validity.md).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Thresholds {
+    /// `busy`: the rig's CPU share of all cores that makes an interval busy.
+    pub busy_share: f64,
+    /// `hiccup`: the rig stall (ns) that makes a run suspect.
+    pub hiccup_ns: u64,
+    /// `starved-median`: the median client's operations in an interval above which a
+    /// client that completed none is starved.
+    pub starved_median: f64,
+    /// `little`: how far off Little's law may be.
+    pub little_tolerance: f64,
+    /// `late`: the share of late starts an open loop may have.
+    pub late_share: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            busy_share: BUSY_SHARE,
+            hiccup_ns: HICCUP_NS,
+            starved_median: STARVED_MEDIAN,
+            little_tolerance: LITTLE_TOLERANCE,
+            late_share: LATE_SHARE,
+        }
+    }
+}
+
+/// The names `--validity` takes, with an example each.
+pub const THRESHOLD_NAMES: &str = "busy=90%, hiccup=50ms, starved-median=4, little=15%, late=5%";
+
+impl Thresholds {
+    /// Apply one `NAME=VALUE`; the error says what was expected.
+    pub fn set(&mut self, text: &str) -> Result<(), String> {
+        let (name, value) = text
+            .split_once('=')
+            .map(|(n, v)| (n.trim(), v.trim()))
+            .ok_or_else(|| format!("'{text}' is not NAME=VALUE"))?;
+        let percent = |v: &str| -> Result<f64, String> {
+            let n = v
+                .strip_suffix('%')
+                .ok_or_else(|| format!("{name}={v}: expected a percentage, like 90%"))?
+                .trim()
+                .parse::<f64>()
+                .map_err(|_| format!("{name}={v}: expected a percentage, like 90%"))?;
+            if !(0.0..=1000.0).contains(&n) {
+                return Err(format!(
+                    "{name}={v}: expected a percentage from 0% to 1000%"
+                ));
+            }
+            Ok(n / 100.0)
+        };
+        match name {
+            "busy" => self.busy_share = percent(value)?,
+            "little" => self.little_tolerance = percent(value)?,
+            "late" => self.late_share = percent(value)?,
+            "hiccup" => {
+                self.hiccup_ns = crate::spec::duration::parse(value, "--validity hiccup")
+                    .map_err(|_| format!("hiccup={value}: expected a duration, like 50ms"))?
+                    .as_nanos() as u64
+            }
+            "starved-median" => {
+                self.starved_median = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|n| *n >= 1.0 && n.is_finite())
+                    .ok_or_else(|| {
+                        format!("starved-median={value}: expected a count of at least 1, like 4")
+                    })?
+            }
+            _ => return Err(format!("unknown threshold '{name}'")),
+        }
+        Ok(())
+    }
+}
+
 /// The rig itself over one interval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RigInterval {
@@ -62,7 +138,7 @@ pub struct FairnessInterval {
     /// when one did everything; null when none completed anything.
     pub jain: Option<f64>,
     /// Clients that completed nothing while the median client completed at least
-    /// `STARVED_MEDIAN` (4).
+    /// `STARVED_MEDIAN` (4; the verdict's `starved-median` threshold may differ).
     pub starved: usize,
 }
 
@@ -84,6 +160,9 @@ pub struct Validity {
     pub fairness: FairnessSummary,
     /// Null when the run completed nothing.
     pub littles_law: Option<LittlesLaw>,
+    /// The thresholds the verdict used (`--validity` changes them).
+    #[serde(default)]
+    pub thresholds: Thresholds,
 }
 
 /// The rig's CPU over the measured part.
@@ -97,7 +176,7 @@ pub struct RigSummary {
     pub cpu_us_per_op: Option<f64>,
     /// The intervals judged (measured, full length, with a sample).
     pub intervals: usize,
-    /// Of those, the ones where the rig's CPU share reached `BUSY_SHARE` (0.9).
+    /// Of those, the ones where the rig's CPU share reached the `busy` threshold (90 %).
     pub busy_intervals: usize,
     /// Of those, the ones where the machine's mean runnable threads exceeded the cores + 1.
     pub crowded_intervals: usize,
@@ -116,7 +195,7 @@ pub struct HiccupSummary {
     pub p99_ns: u64,
     pub p999_ns: u64,
     pub max_ns: u64,
-    /// Intervals judged whose longest hiccup reached `HICCUP_NS` (50 ms).
+    /// Intervals judged whose longest hiccup reached the `hiccup` threshold (50 ms).
     pub stalled_intervals: usize,
     pub histogram: EncodedHistogram,
 }
@@ -209,8 +288,8 @@ pub fn jain(xs: &[u64]) -> Option<f64> {
 }
 
 /// The clients starved in `counts`: none completed while the median reached the threshold.
-fn starved_in(counts: &[u64], median: f64) -> impl Iterator<Item = usize> + '_ {
-    let starving = median >= STARVED_MEDIAN;
+fn starved_in(counts: &[u64], median: f64, threshold: f64) -> impl Iterator<Item = usize> + '_ {
+    let starving = median >= threshold;
     counts
         .iter()
         .enumerate()
@@ -231,7 +310,7 @@ impl FairnessInterval {
             median,
             max: sorted[sorted.len() - 1],
             jain: jain(counts),
-            starved: starved_in(counts, median).count(),
+            starved: starved_in(counts, median, STARVED_MEDIAN).count(),
         })
     }
 }
@@ -270,10 +349,12 @@ pub struct Context<'a> {
     /// Open loop: started late, and arrivals never started.
     pub late_starts: Option<u64>,
     pub missed_starts: u64,
+    pub thresholds: Thresholds,
 }
 
 impl Validity {
     pub fn judge(run: &RunData, cx: &Context<'_>) -> Validity {
+        let th = cx.thresholds;
         let cores = cores();
         let intervals = judged(run, cx.plan);
         let mut reasons = Vec::new();
@@ -300,7 +381,7 @@ impl Validity {
         let busy: Vec<f64> = sampled
             .iter()
             .map(|(_, r)| r.cpu_share)
-            .filter(|&s| s >= BUSY_SHARE)
+            .filter(|&s| s >= th.busy_share)
             .collect();
         let crowded: Vec<f64> = sampled
             .iter()
@@ -353,7 +434,7 @@ impl Validity {
         let stalls: Vec<u64> = sampled
             .iter()
             .map(|(_, r)| r.hiccup_max_ns)
-            .filter(|&m| m >= HICCUP_NS)
+            .filter(|&m| m >= th.hiccup_ns)
             .collect();
         if !stalls.is_empty() {
             reasons.push(format!(
@@ -385,7 +466,7 @@ impl Validity {
         for i in &intervals {
             let mut sorted = i.per_client.clone();
             sorted.sort_unstable();
-            for c in starved_in(&i.per_client, median(&sorted)) {
+            for c in starved_in(&i.per_client, median(&sorted), th.starved_median) {
                 if let Some(s) = starved_count.get_mut(c) {
                     *s += 1;
                 }
@@ -412,7 +493,7 @@ impl Validity {
                 "{} of {} clients were starved (completed nothing in at least half of the intervals while the median client completed {:.0} or more; Jain's index {})",
                 thousands(starved_clients as u64),
                 thousands(clients as u64),
-                STARVED_MEDIAN,
+                th.starved_median,
                 fairness.jain.map_or("-".to_string(), |j| format!("{j:.2}"))
             ));
         }
@@ -441,7 +522,7 @@ impl Validity {
             }
         });
         if let Some(l) = littles_law.as_ref().filter(|l| l.judged) {
-            if l.deviation.abs() > LITTLE_TOLERANCE {
+            if l.deviation.abs() > th.little_tolerance {
                 let what = match cx.plan.mode {
                     Mode::Closed { .. } => format!(
                         "throughput × (latency + think time) gives {:.2} clients busy of {:.0}: operations spent time outside the measured latency (in the rig)",
@@ -461,7 +542,7 @@ impl Validity {
 
         // The open loop's schedule.
         if let Some(late) = cx.late_starts {
-            if done > 0 && late as f64 > LATE_SHARE * done as f64 {
+            if done > 0 && late as f64 > th.late_share * done as f64 {
                 let after = match cx.plan.mode {
                     Mode::Open { late_after, .. } => late_after,
                     Mode::Closed { .. } => Default::default(),
@@ -492,6 +573,7 @@ impl Validity {
             hiccups,
             fairness,
             littles_law,
+            thresholds: th,
         }
     }
 
@@ -534,6 +616,24 @@ mod tests {
         assert_eq!((f.min, f.median, f.max, f.starved), (0, 5.0, 7, 2));
         // The median client did too little to call anyone starved.
         assert_eq!(FairnessInterval::of(&[0, 1, 2, 3]).unwrap().starved, 0);
+    }
+
+    #[test]
+    fn thresholds_are_set_by_name() {
+        let mut t = Thresholds::default();
+        t.set("busy=95%").unwrap();
+        t.set("hiccup = 200ms").unwrap();
+        t.set("starved-median=10").unwrap();
+        assert_eq!(
+            (t.busy_share, t.hiccup_ns, t.starved_median),
+            (0.95, 200_000_000, 10.0)
+        );
+        assert!(t.set("busy=0.95").unwrap_err().contains("percentage"));
+        assert!(t
+            .set("speed=1")
+            .unwrap_err()
+            .contains("unknown threshold 'speed'"));
+        assert!(t.set("hiccup").unwrap_err().contains("NAME=VALUE"));
     }
 
     #[test]
