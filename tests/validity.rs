@@ -76,6 +76,11 @@ fn unfair_server_starves_exactly_the_clients_it_ignores() {
         v.reasons
     );
     assert!(v.fairness.jain.unwrap() < 0.75, "{v:?}");
+    assert!(
+        v.reasons.iter().any(|r| r.contains("spread unevenly")),
+        "{:?}",
+        v.reasons
+    );
 
     // --check valid fails such a run.
     let (out, _) = d.code(
@@ -328,7 +333,9 @@ fn warmup_auto_cuts_a_warming_server_near_the_end_of_its_ramp() {
 
     let flat = run(&d, "flat.json", &args("sleep://?latency=2ms"));
     let a = flat.warmup_auto.clone().expect("the cut is recorded");
-    assert!(a.warmup_s <= 1.25, "{a:?}");
+    // A short cut; or, when something else on this shared machine disturbed a batch of the
+    // first half (seen once: the minimum at the edge), a cut that says it did not settle.
+    assert!(a.warmup_s <= 1.25 || !a.settled, "{a:?}");
 }
 
 #[test]

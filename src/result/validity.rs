@@ -27,6 +27,11 @@ pub const LITTLE_TOLERANCE: f64 = 0.15;
 /// each on average (the operations cut by the start and the end of the measured part skew
 /// a shorter run by about one in this many).
 pub const LITTLE_MIN_OPS_PER_CLIENT: f64 = 50.0;
+/// Jain's index over the clients' totals below this makes a run suspect, when the clients
+/// completed at least `JAIN_MIN_OPS_PER_CLIENT` each on average (a fair closed loop whose
+/// clients complete μ operations each by chance has an index of about μ/(μ+1)).
+pub const JAIN: f64 = 0.8;
+pub const JAIN_MIN_OPS_PER_CLIENT: f64 = 20.0;
 /// Open loop: a share of late starts above this makes a run suspect.
 pub const LATE_SHARE: f64 = 0.05;
 /// Targets that run inside the rig's own process: their CPU is the rig's, so the rig's CPU
@@ -47,6 +52,14 @@ pub struct Thresholds {
     pub little_tolerance: f64,
     /// `late`: the share of late starts an open loop may have.
     pub late_share: f64,
+    /// `jain`: the lowest Jain's index over the clients' totals (absent in files written
+    /// before it existed: the default).
+    #[serde(default = "default_jain")]
+    pub jain: f64,
+}
+
+fn default_jain() -> f64 {
+    JAIN
 }
 
 impl Default for Thresholds {
@@ -57,12 +70,14 @@ impl Default for Thresholds {
             starved_median: STARVED_MEDIAN,
             little_tolerance: LITTLE_TOLERANCE,
             late_share: LATE_SHARE,
+            jain: JAIN,
         }
     }
 }
 
 /// The names `--validity` takes, with an example each.
-pub const THRESHOLD_NAMES: &str = "busy=90%, hiccup=50ms, starved-median=4, little=15%, late=5%";
+pub const THRESHOLD_NAMES: &str =
+    "busy=90%, hiccup=50ms, starved-median=4, little=15%, late=5%, jain=0.8";
 
 impl Thresholds {
     /// Apply one `NAME=VALUE`; the error says what was expected.
@@ -93,6 +108,15 @@ impl Thresholds {
                 self.hiccup_ns = crate::spec::duration::parse(value, "--validity hiccup")
                     .map_err(|_| format!("hiccup={value}: expected a duration, like 50ms"))?
                     .as_nanos() as u64
+            }
+            "jain" => {
+                self.jain = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|j| (0.0..=1.0).contains(j))
+                    .ok_or_else(|| {
+                        format!("jain={value}: expected an index from 0 to 1, like 0.8")
+                    })?
             }
             "starved-median" => {
                 self.starved_median = value
@@ -488,6 +512,18 @@ impl Validity {
             starved_clients,
             starved_client_intervals,
         };
+        let per_client = totals.iter().sum::<u64>() as f64 / clients.max(1) as f64;
+        if let Some(j) = fairness
+            .jain
+            .filter(|&j| j < th.jain && per_client >= JAIN_MIN_OPS_PER_CLIENT)
+        {
+            reasons.push(format!(
+                "operations were spread unevenly over the clients: Jain's index {j:.2} (per client min {}, median {}, max {})",
+                thousands(fairness.min),
+                fairness.median,
+                thousands(fairness.max)
+            ));
+        }
         if starved_clients > 0 {
             reasons.push(format!(
                 "{} of {} clients were starved (completed nothing in at least half of the intervals while the median client completed {:.0} or more; Jain's index {})",
@@ -524,6 +560,10 @@ impl Validity {
         if let Some(l) = littles_law.as_ref().filter(|l| l.judged) {
             if l.deviation.abs() > th.little_tolerance {
                 let what = match cx.plan.mode {
+                    Mode::Closed { .. } if l.deviation > 0.0 => format!(
+                        "throughput × (latency + think time) gives {:.2} clients busy of {:.0}: latencies reach beyond the measured part (operations that ended after it)",
+                        l.expected, l.actual
+                    ),
                     Mode::Closed { .. } => format!(
                         "throughput × (latency + think time) gives {:.2} clients busy of {:.0}: operations spent time outside the measured latency (in the rig)",
                         l.expected, l.actual
@@ -624,6 +664,9 @@ mod tests {
         t.set("busy=95%").unwrap();
         t.set("hiccup = 200ms").unwrap();
         t.set("starved-median=10").unwrap();
+        t.set("jain=0.5").unwrap();
+        assert_eq!(t.jain, 0.5);
+        assert!(t.set("jain=2").is_err());
         assert_eq!(
             (t.busy_share, t.hiccup_ns, t.starved_median),
             (0.95, 200_000_000, 10.0)
