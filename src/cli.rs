@@ -329,8 +329,9 @@ pub struct RunArgs {
     #[arg(long, short = 'i', value_name = "DURATION")]
     pub interval: Option<String>,
 
-    /// Run this long first without counting it in any statistic.
-    #[arg(long, short = 'w', value_name = "DURATION")]
+    /// Run this long first without counting it in any statistic; `auto` finds where the
+    /// throughput settles (MSER-5) and cuts the warm-up there after the run.
+    #[arg(long, short = 'w', value_name = "DURATION|auto")]
     pub warmup: Option<String>,
 
     /// Seed for every random choice: the same seed gives the same operation sequence.
@@ -353,6 +354,11 @@ pub struct RunArgs {
     /// (repeatable; adds to the workload's `checks`); a failed one exits 1.
     #[arg(long = "check", value_name = "CHECK")]
     pub checks: Vec<String>,
+
+    /// Change a threshold of the run's verdict on itself, NAME=VALUE (repeatable): busy=90%,
+    /// hiccup=50ms, starved-median=4, little=15%, late=5%, jain=0.8 (docs/validity.md).
+    #[arg(long = "validity", value_name = "NAME=VALUE")]
+    pub validity: Vec<String>,
 
     /// Serve OpenMetrics text on http://IP:PORT/metrics during the run (port 0: any free one).
     #[arg(long, value_name = "IP:PORT")]

@@ -7,6 +7,9 @@
 //!   follow the number) or `errors` (a count, or with `%` a share of attempted operations);
 //! - OPERATOR is `<`, `<=`, `>` or `>=`.
 //!
+//! The one check without an operator is `valid`: the run's own verdict (docs/validity.md)
+//! must be `valid`, so CI can refuse figures the rig itself does not trust.
+//!
 //! Operation names may contain anything except a line break, so the operator is the last
 //! `<` or `>` of the text and the metric is what follows the last dot before it.
 //! `loadrig sweep --slo` parses its objective with the same grammar (`analysis::knee::Slo`).
@@ -28,6 +31,8 @@ pub enum CheckMetric {
     Latency(LatencyStat),
     Throughput,
     Errors,
+    /// `valid`: the run's verdict on itself.
+    Valid,
 }
 
 impl CheckMetric {
@@ -41,6 +46,7 @@ impl CheckMetric {
             CheckMetric::Latency(LatencyStat::Mean) => "mean",
             CheckMetric::Throughput => "throughput",
             CheckMetric::Errors => "errors",
+            CheckMetric::Valid => "valid",
         }
     }
 
@@ -104,7 +110,7 @@ pub struct Check {
     pub percent: bool,
 }
 
-const HELP: &str = "write [OPERATION.]METRIC OP VALUE, like 'read.p99 < 20ms', 'errors < 0.1%' or 'throughput > 5000/s'; metrics: p50 p90 p99 p999 max mean throughput errors; operators: < <= > >=";
+const HELP: &str = "write [OPERATION.]METRIC OP VALUE, like 'read.p99 < 20ms', 'errors < 0.1%' or 'throughput > 5000/s', or 'valid' alone; metrics: p50 p90 p99 p999 max mean throughput errors; operators: < <= > >=";
 
 /// Parse one check; the error names the check and says what is wrong.
 pub fn parse(text: &str) -> Result<Check, InputError> {
@@ -117,6 +123,16 @@ pub fn parse_or_why(text: &str) -> Result<Check, String> {
     let text = text.trim();
     if text.contains('\n') {
         return Err("a check is one line".into());
+    }
+    if text.eq_ignore_ascii_case("valid") {
+        return Ok(Check {
+            text: text.to_string(),
+            op: None,
+            metric: CheckMetric::Valid,
+            cmp: Cmp::Ge,
+            limit: 1.0,
+            percent: false,
+        });
     }
     let (lhs, cmp, rhs) = split_at_operator(text)?;
     let (op, metric) = parse_subject(lhs)?;
@@ -181,6 +197,7 @@ fn parse_subject(lhs: &str) -> Result<(Option<String>, CheckMetric), String> {
 /// The limit in the metric's unit, and whether it is an error percentage.
 fn parse_limit(metric: CheckMetric, rhs: &str) -> Result<(f64, bool), String> {
     match metric {
+        CheckMetric::Valid => Err("'valid' stands alone, without an operator or a value".into()),
         CheckMetric::Latency(_) => Ok((parse_duration_ns(rhs)?, false)),
         CheckMetric::Throughput => {
             let number = rhs
@@ -309,6 +326,16 @@ pub fn evaluate(c: &Check, r: &RunResult) -> Outcome {
         ));
     };
     let (actual, shown) = match c.metric {
+        CheckMetric::Valid => {
+            let Some(v) = &r.validity else {
+                return fail(
+                    "the result has no verdict: it was written before loadrig judged its runs"
+                        .into(),
+                );
+            };
+            let valid = v.verdict == crate::result::validity::Verdict::Valid;
+            (f64::from(u8::from(valid)), v.line())
+        }
         CheckMetric::Latency(stat) => {
             if o.latency.count == 0 {
                 return fail("no successful operations, so no latency".into());
@@ -409,6 +436,16 @@ mod tests {
         assert_eq!(c.op.as_deref(), Some("<script>alert(1)</script>"));
         let c = parse("kv.get.max < 1ms").unwrap();
         assert_eq!(c.op.as_deref(), Some("kv.get"));
+    }
+
+    #[test]
+    fn valid_is_a_check_of_its_own() {
+        let c = parse(" Valid ").unwrap();
+        assert_eq!(
+            (c.metric, c.op, c.text.as_str()),
+            (CheckMetric::Valid, None, "Valid")
+        );
+        assert!(parse("valid < 1").is_err());
     }
 
     #[test]

@@ -250,6 +250,12 @@ pub fn compare(
                 r.status.name()
             ));
         }
+        if let Some(v) = r.validity.as_ref().filter(|v| !v.reasons.is_empty()) {
+            notes.push(format!(
+                "the {which} run judged itself suspect (docs/validity.md): {}",
+                v.reasons.join("; ")
+            ));
+        }
         let k = full_intervals(r).len();
         if k < MIN_INTERVALS {
             notes.push(format!("the {which} run has {k} full measured interval(s); a verdict needs at least {MIN_INTERVALS}: run longer or with a shorter --interval (e.g. --samples 30)"));

@@ -7,6 +7,7 @@
 //! merges them exactly, emits interval records in order, and builds the totals.
 
 pub mod client;
+pub mod rig;
 pub mod timeline;
 
 #[cfg(test)]
@@ -213,6 +214,11 @@ pub struct IntervalData {
     pub end: Duration,
     pub warmup: bool,
     pub ops: Vec<OpCounters>,
+    /// Operations each client completed (successes and failures), indexed by client id.
+    pub per_client: Vec<u64>,
+    /// The rig's own CPU, run queue and hiccups over the interval, when the monitor
+    /// closed it in time.
+    pub rig: Option<rig::RigSample>,
 }
 
 /// What the collector hands out as the run goes.
@@ -231,6 +237,32 @@ pub struct RunData {
     pub interrupted: bool,
     pub abandoned: usize,
     pub missed: u64,
+}
+
+impl RunData {
+    /// Count the first `k` intervals as warm-up after the fact (`--warmup auto`): they
+    /// leave the totals and the measured time. Returns the new end of the warm-up.
+    pub fn cut_warmup(&mut self, k: usize) -> Duration {
+        let k = k.min(self.intervals.len());
+        for (i, data) in self.intervals.iter_mut().enumerate() {
+            data.warmup = i < k;
+        }
+        let n_ops = self.totals.len();
+        let mut totals: Vec<OpCounters> = (0..n_ops).map(|_| OpCounters::default()).collect();
+        for data in self.intervals.iter().filter(|d| !d.warmup) {
+            for (t, c) in totals.iter_mut().zip(&data.ops) {
+                t.merge(c);
+            }
+        }
+        self.totals = totals;
+        let warmup = self.intervals.get(k).map_or_else(
+            || self.intervals.last().map_or(Duration::ZERO, |d| d.end),
+            |d| d.start,
+        );
+        let end = self.intervals.last().map_or(Duration::ZERO, |d| d.end);
+        self.measured = end.saturating_sub(warmup);
+        warmup
+    }
 }
 
 /// What happened before the measured run: setup, server version, data load.
@@ -611,6 +643,10 @@ struct Collector<'a> {
     n_ops: usize,
     /// Counters of intervals some client has not finished yet.
     pending: BTreeMap<u64, Vec<OpCounters>>,
+    /// Operations completed per client in intervals not emitted yet.
+    per_client: BTreeMap<u64, Vec<u64>>,
+    clients: usize,
+    monitor: rig::Monitor,
     /// The first interval each client has not reported yet (`u64::MAX` when done).
     next_of: Vec<u64>,
     done: Vec<bool>,
@@ -626,7 +662,17 @@ impl Collector<'_> {
         (0..self.n_ops).map(|_| OpCounters::default()).collect()
     }
 
-    fn merge(&mut self, index: u64, counters: Vec<OpCounters>) {
+    fn merge(&mut self, client: usize, index: u64, counters: Vec<OpCounters>) {
+        let done: u64 = counters.iter().map(|c| c.ok + c.error_total()).sum();
+        let n = self.clients;
+        if let Some(slot) = self
+            .per_client
+            .entry(index)
+            .or_insert_with(|| vec![0; n])
+            .get_mut(client)
+        {
+            *slot += done;
+        }
         let fresh = self.fresh();
         let slot = self.pending.entry(index).or_insert(fresh);
         for (a, b) in slot.iter_mut().zip(&counters) {
@@ -642,7 +688,7 @@ impl Collector<'_> {
                 counters,
                 next,
             } => {
-                self.merge(index, counters);
+                self.merge(client, index, counters);
                 self.next_of[client] = next;
             }
             Msg::Done {
@@ -652,7 +698,7 @@ impl Collector<'_> {
                 end,
                 missed,
             } => {
-                self.merge(index, counters);
+                self.merge(client, index, counters);
                 self.done[client] = true;
                 self.next_of[client] = u64::MAX;
                 self.run_end = self.run_end.max(end);
@@ -671,12 +717,21 @@ impl Collector<'_> {
             Some(cap) => self.timeline.end_of(k).min(cap).max(start),
             None => self.timeline.end_of(k),
         };
+        let per_client = self
+            .per_client
+            .remove(&k)
+            .unwrap_or_else(|| vec![0; self.clients]);
+        // The monitor closes an interval within a millisecond of its end; a client reports
+        // it only after that, so the sample is normally there already.
+        let rig = self.monitor.take(k, Duration::from_millis(20));
         let data = IntervalData {
             index: k,
             start,
             end,
             warmup: self.timeline.is_warmup(k),
             ops: counters,
+            per_client,
+            rig,
         };
         if !data.warmup {
             for (t, c) in self.totals.iter_mut().zip(&data.ops) {
@@ -703,6 +758,9 @@ fn collect(
         timeline,
         n_ops,
         pending: BTreeMap::new(),
+        per_client: BTreeMap::new(),
+        clients: n,
+        monitor: rig::Monitor::start(t0, *timeline),
         next_of: vec![0; n],
         done: vec![false; n],
         emitted: 0,
@@ -730,6 +788,8 @@ fn collect(
             if let (true, Some(s)) = (abandoned, stopped_at) {
                 c.run_end = s.duration_since(t0);
             }
+            // The monitor closes the interval it is in, so the last one has its sample.
+            c.monitor.finish();
             // A run that reached its deadline keeps the nominal grid; one cut short (Ctrl-C)
             // or ended by an operation count ends its last interval when it really ended.
             let cap = (timeline.deadline.is_none() || stopped_at.is_some()).then_some(c.run_end);

@@ -43,14 +43,19 @@ pub fn resolve_load(
         Some(g) => g.value,
         None => DEFAULT_INTERVAL,
     };
-    let warmup = pick_duration(
-        args.warmup.as_ref(),
-        "--warmup",
-        load.warmup.as_ref(),
-        "warmup",
-        source,
-    )?
-    .map_or(Duration::ZERO, |g| g.value);
+    // `--warmup auto` runs without one; the runner cuts it afterwards.
+    let warmup = if warmup_is_auto(args) {
+        Duration::ZERO
+    } else {
+        pick_duration(
+            args.warmup.as_ref(),
+            "--warmup",
+            load.warmup.as_ref(),
+            "warmup",
+            source,
+        )?
+        .map_or(Duration::ZERO, |g| g.value)
+    };
     let Stop {
         duration,
         ops,
@@ -98,6 +103,13 @@ pub fn resolve_load(
         op_timeout,
         threads: threads as usize,
     })
+}
+
+/// `--warmup auto`: the warm-up is found after the run (MSER-5) instead of given.
+pub fn warmup_is_auto(args: &RunArgs) -> bool {
+    args.warmup
+        .as_deref()
+        .is_some_and(|w| w.trim().eq_ignore_ascii_case("auto"))
 }
 
 /// Whether the run is an open loop, after refusing flags that belong to the other kind.

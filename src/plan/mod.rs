@@ -41,6 +41,11 @@ pub struct RunPlan {
     pub outputs: Outputs,
     /// Thresholds evaluated on the result (the workload's `checks` and `--check`).
     pub checks: Vec<Check>,
+    /// `--warmup auto`: the run starts without a warm-up, and the warm-up is cut from its
+    /// start afterwards by MSER-5 (`analysis::steady`).
+    pub warmup_auto: bool,
+    /// The verdict's thresholds after `--validity`.
+    pub thresholds: crate::result::validity::Thresholds,
 }
 
 /// What a plan says, as data: the same records the result file holds, plus outputs and
@@ -221,6 +226,7 @@ impl RunPlan {
         plan.load.duration = None;
         plan.load.samples = None;
         plan.load.warmup = Default::default();
+        plan.warmup_auto = false;
         plan.data.skip_load = self.data.skip_load || k > 0;
         plan.data.seq_offset = k * batch;
         plan

@@ -5,12 +5,13 @@ use std::time::SystemTime;
 
 use anyhow::Result;
 
-use super::load::resolve_load;
+use super::load::{self, resolve_load};
 use super::{DataPolicy, Outputs, RunPlan, TargetSpec, WorkloadSource};
 use crate::analysis::checks::{self, Check};
 use crate::cli::RunArgs;
 use crate::engine::LoadPlan;
 use crate::error::InputError;
+use crate::result::validity::{Thresholds, THRESHOLD_NAMES};
 use crate::spec::{builtin, OpKind, OpSpec, Workload};
 use crate::targets::peer::PeerTarget;
 
@@ -54,7 +55,21 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
         },
         outputs,
         checks,
+        warmup_auto: load::warmup_is_auto(args),
+        thresholds: thresholds(args)?,
     })
+}
+
+/// The verdict's thresholds with every `--validity NAME=VALUE` applied.
+fn thresholds(args: &RunArgs) -> Result<Thresholds, InputError> {
+    let mut t = Thresholds::default();
+    for text in &args.validity {
+        t.set(text).map_err(|why| {
+            InputError::new(format!("--validity {text}: {why}"))
+                .help(format!("thresholds and their defaults: {THRESHOLD_NAMES}"))
+        })?;
+    }
+    Ok(t)
 }
 
 /// What `loadrig ops` needs of a run: the workload, the operations `--op` chose and the

@@ -208,6 +208,16 @@ fn bad_rates_and_counts() {
 }
 
 #[test]
+fn warmup_auto_runs_without_one_and_cuts_it_later() {
+    let p = plan(&["noop", "--warmup", "auto"]).unwrap();
+    assert!(p.warmup_auto);
+    assert_eq!(p.load.warmup, Duration::ZERO);
+    let p = plan(&["noop", "--warmup", "2s"]).unwrap();
+    assert!(!p.warmup_auto);
+    assert_eq!(p.load.warmup, Duration::from_secs(2));
+}
+
+#[test]
 fn file_values_are_reported_at_their_place() {
     // Line 5 is the first line of [load] in the generated file.
     let e = file_err("clients = 0", &[]);

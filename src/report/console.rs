@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::engine::{IntervalData, LoadProgress, Observer};
+use crate::result::validity::Validity;
 use crate::result::{FigureRecord, IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus};
 use crate::spec::duration::human_ns;
 
@@ -251,7 +252,43 @@ pub fn summary(r: &RunResult) -> String {
     for note in &r.notes {
         let _ = writeln!(out, "note: {note}");
     }
+    if let Some(v) = &r.validity {
+        let _ = writeln!(out, "{}", rig_line(v));
+        let _ = writeln!(out, "validity: {}", v.line());
+    }
     out
+}
+
+/// The rig's own figures in one line: CPU, hiccups, fairness, Little's law.
+pub fn rig_line(v: &Validity) -> String {
+    let mut line = format!(
+        "rig: CPU {:.0} % of {} core{}",
+        v.rig.cpu_share * 100.0,
+        v.rig.cores,
+        if v.rig.cores == 1 { "" } else { "s" }
+    );
+    if let Some(us) = v.rig.cpu_us_per_op {
+        let _ = write!(line, " ({us:.1} µs/op)");
+    }
+    let _ = write!(
+        line,
+        ", hiccups p99 {} max {}",
+        human_ns(v.hiccups.p99_ns as f64),
+        human_ns(v.hiccups.max_ns as f64)
+    );
+    if let Some(j) = v.fairness.jain {
+        let _ = write!(
+            line,
+            ", per client min {} median {} max {} (Jain {j:.2})",
+            thousands(v.fairness.min),
+            v.fairness.median,
+            thousands(v.fairness.max)
+        );
+    }
+    if let Some(l) = &v.littles_law {
+        let _ = write!(line, ", Little's law {:+.1} %", l.deviation * 100.0);
+    }
+    line
 }
 
 /// A workload figure as one line: `tpmC: 1234.56 per minute (DESCRIPTION; 226 completed

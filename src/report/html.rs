@@ -72,6 +72,7 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
     errors_table(&mut h, runs);
     run_notes(&mut h, runs);
     interval_counts_table(&mut h, runs);
+    validity_table(&mut h, runs);
 
     h.push_str("<h2 id=\"plots\">Plots</h2>\n");
     plot_figures(&mut h, &plots);
@@ -325,6 +326,72 @@ fn interval_counts_table(h: &mut String, runs: &[(String, RunResult)]) {
                 thousands(c.max.max(0.0) as u64)
             );
         }
+    }
+    h.push_str("</tbody></table></div>\n");
+}
+
+/// The runs' verdicts on themselves (docs/validity.md): the verdict with its reasons, and
+/// the rig's figures beside it. Files written before the verdict existed have no row.
+fn validity_table(h: &mut String, runs: &[(String, RunResult)]) {
+    let judged: Vec<_> = runs
+        .iter()
+        .filter_map(|(label, r)| r.validity.as_ref().map(|v| (label, v)))
+        .collect();
+    if judged.is_empty() {
+        return;
+    }
+    h.push_str("<h3 id=\"validity\">Validity</h3>\n");
+    let several = runs.len() > 1;
+    for (label, v) in &judged {
+        let prefix = if several {
+            format!("{}: ", esc(label))
+        } else {
+            String::new()
+        };
+        let class = if v.reasons.is_empty() { "note" } else { "bad" };
+        let _ = writeln!(
+            h,
+            "<p class=\"{class}\">{prefix}validity: {}</p>",
+            esc(&v.line())
+        );
+    }
+    h.push_str("<div class=\"table-wrap\"><table>\n<thead><tr>");
+    if several {
+        h.push_str("<th class=\"text\">run</th>");
+    }
+    h.push_str("<th class=\"text\">verdict</th><th>rig CPU</th><th>CPU per op</th><th>busy intervals</th><th>hiccup p99</th><th>hiccup max</th><th>per client min / median / max</th><th>Jain</th><th>starved clients</th><th>Little's law</th></tr></thead>\n<tbody>\n");
+    for (label, v) in &judged {
+        h.push_str("<tr>");
+        if several {
+            let _ = write!(h, "<td class=\"text\">{}</td>", esc(label));
+        }
+        let verdict = if v.reasons.is_empty() {
+            "valid"
+        } else {
+            "suspect"
+        };
+        let _ = writeln!(
+            h,
+            "<td class=\"text\">{verdict}</td><td>{:.0} % of {} cores</td><td>{}</td><td>{} of {}</td><td>{}</td><td>{}</td><td>{} / {} / {}</td><td>{}</td><td>{} of {}</td><td>{}</td></tr>",
+            v.rig.cpu_share * 100.0,
+            v.rig.cores,
+            v.rig
+                .cpu_us_per_op
+                .map_or("–".to_string(), |us| format!("{us:.1} µs")),
+            v.rig.busy_intervals,
+            v.rig.intervals,
+            esc(&human_ns(v.hiccups.p99_ns as f64)),
+            esc(&human_ns(v.hiccups.max_ns as f64)),
+            thousands(v.fairness.min),
+            v.fairness.median,
+            thousands(v.fairness.max),
+            v.fairness.jain.map_or("–".to_string(), |j| format!("{j:.2}")),
+            thousands(v.fairness.starved_clients as u64),
+            thousands(v.fairness.clients as u64),
+            v.littles_law
+                .as_ref()
+                .map_or("–".to_string(), |l| format!("{:+.1} %", l.deviation * 100.0)),
+        );
     }
     h.push_str("</tbody></table></div>\n");
 }

@@ -4,6 +4,7 @@
 use std::time::SystemTime;
 
 use super::models::LatencyModes;
+use super::validity::{self, Context, FairnessInterval, RigInterval, Validity};
 use super::{
     DataLoadRecord, EncodedHistogram, ErrorMessage, ErrorsByClass, FigureRecord, HostRecord,
     IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus, SetupRecord, Statements,
@@ -27,6 +28,8 @@ pub struct RunFacts<'a> {
     pub prepared: Prepared,
     pub host: HostRecord,
     pub started_at: SystemTime,
+    /// The verdict's thresholds.
+    pub thresholds: validity::Thresholds,
 }
 
 impl RunResult {
@@ -47,6 +50,7 @@ impl RunResult {
             prepared,
             host,
             started_at,
+            thresholds,
         } = facts;
         let names: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
         let measured_s = run.measured.as_secs_f64();
@@ -106,8 +110,34 @@ impl RunResult {
             notes,
             verify: Vec::new(),
             figures: Vec::new(),
+            validity: None,
+            warmup_auto: None,
         }
         .with_figures(&workload.figures)
+        .with_validity(run, ops, thresholds)
+    }
+
+    /// The run judging itself (docs/validity.md), with the open loop's notes folded in.
+    fn with_validity(
+        mut self,
+        run: &RunData,
+        ops: &[OpSpec],
+        thresholds: validity::Thresholds,
+    ) -> RunResult {
+        let cx = Context {
+            plan: &self.load,
+            target_kind: &self.target.kind,
+            pauses: ops.iter().any(|o| o.pause.is_some()),
+            measured_s: self.measured_s,
+            ok: self.total.ok,
+            errors: self.total.errors,
+            mean_latency_ns: self.total.latency.mean_ns,
+            late_starts: self.total.late_starts,
+            missed_starts: self.missed_starts,
+            thresholds,
+        };
+        self.validity = Some(Validity::judge(run, &cx));
+        self
     }
 
     /// The workload's figures from the measured operation counts.
@@ -195,7 +225,13 @@ fn errors_by_class(c: &OpCounters) -> ErrorsByClass {
 
 impl IntervalRecord {
     pub fn of(d: &IntervalData, names: &[String]) -> IntervalRecord {
+        let completed = d.ops.iter().map(|c| c.ok + c.error_total()).sum();
         IntervalRecord {
+            rig: d
+                .rig
+                .as_ref()
+                .map(|s| RigInterval::of(s, completed, validity::cores())),
+            fairness: FairnessInterval::of(&d.per_client),
             index: d.index + 1,
             start_s: d.start.as_secs_f64(),
             end_s: d.end.as_secs_f64(),

@@ -11,6 +11,7 @@ mod build;
 pub mod histogram;
 pub mod models;
 pub mod sweep;
+pub mod validity;
 pub mod workload;
 
 pub use build::RunFacts;
@@ -75,6 +76,31 @@ pub struct RunResult {
     /// when the workload has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub figures: Vec<FigureRecord>,
+    /// Whether the figures can be trusted: the rig's CPU, hiccups, fairness, Little's law,
+    /// the open loop's schedule, and the verdict (docs/validity.md). Absent in files
+    /// written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validity: Option<validity::Validity>,
+    /// `--warmup auto`: where the warm-up was cut and by which rule; `load.warmup` holds
+    /// the warm-up chosen. Left out otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_auto: Option<WarmupAuto>,
+}
+
+/// How `--warmup auto` chose the warm-up (docs/validity.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WarmupAuto {
+    /// `MSER-5` (batches of 5 intervals), or `MSER` (single intervals, for a series shorter
+    /// than 20 intervals).
+    pub method: String,
+    /// The series it was applied to: successful operations per full interval.
+    pub series: String,
+    /// Intervals cut from the start, and the warm-up that makes (s).
+    pub intervals_cut: usize,
+    pub warmup_s: f64,
+    /// False when the rule's minimum fell at the end of the half of the run it searches:
+    /// the throughput may still have been drifting there.
+    pub settled: bool,
 }
 
 /// One `[[figure]]`: `completed` operations of `ops` (their `ok`, rolled-back ones
@@ -268,6 +294,13 @@ pub struct IntervalRecord {
     pub ok: u64,
     pub errors: u64,
     pub ops: Vec<IntervalOp>,
+    /// The rig's own CPU, the machine's run queue and the rig's hiccups over the interval;
+    /// absent in files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rig: Option<validity::RigInterval>,
+    /// Operations completed per client over the interval; absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<validity::FairnessInterval>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

@@ -24,6 +24,7 @@ pub fn result(
             prepared,
             host: host::facts(),
             started_at,
+            thresholds: plan.thresholds,
         },
         data_run,
         modes::find,

@@ -11,12 +11,13 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
+use crate::analysis::steady;
 use crate::engine::{self, LoadPlan, Mode, Prepared, Slots};
 use crate::error::InputError;
 use crate::plan::RunPlan;
 use crate::report::console::{self, Live, LoadBar};
 use crate::report::metrics::MetricsServer;
-use crate::result::{RunResult, VerifyRecord};
+use crate::result::{RunResult, VerifyRecord, WarmupAuto};
 use crate::spec::OpSpec;
 use crate::targets::peer::PeerTarget;
 use crate::targets::{with_target_type, Target};
@@ -76,7 +77,7 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
         print_header(plan, &prepared);
     }
     let mut live_view = if live { Some(live_view(plan)?) } else { None };
-    let data_run = engine::run(
+    let mut data_run = engine::run(
         Arc::clone(&target),
         Arc::new(peers(plan)?),
         Arc::new(plan.ops.clone()),
@@ -97,13 +98,60 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     }
     let verified = engine::verify(&*target, &plan.workload.verify)
         .with_context(|| format!("target {shown_url}"))?;
-    let mut result = assemble::result(plan, &data_run, prepared, started_at);
+    let auto = plan.warmup_auto.then(|| cut_warmup(plan, &mut data_run));
+    let mut result = match &auto {
+        Some((plan, _)) => assemble::result(plan, &data_run, prepared, started_at),
+        None => assemble::result(plan, &data_run, prepared, started_at),
+    };
+    if let Some((_, record)) = auto {
+        if !record.settled {
+            result.notes.push(format!(
+                "--warmup auto: {} cut {} intervals, as far as it looks (half the run): the throughput may still have been drifting; run longer",
+                record.method, record.intervals_cut
+            ));
+        }
+        result.warmup_auto = Some(record);
+    }
     for (check, values) in plan.workload.verify.iter().zip(verified) {
         let record = VerifyRecord::of(&check.name, values);
         result.notes.extend(record.note());
         result.verify.push(record);
     }
     Ok(result)
+}
+
+/// `--warmup auto`: cut the warm-up where the successes per full interval settle (MSER-5,
+/// `analysis::steady`); the plan that records it, and how it was chosen.
+fn cut_warmup(plan: &RunPlan, data: &mut engine::RunData) -> (RunPlan, WarmupAuto) {
+    let full = data
+        .intervals
+        .iter()
+        .take_while(|i| i.end - i.start >= plan.load.interval)
+        .count();
+    let series: Vec<f64> = data.intervals[..full]
+        .iter()
+        .map(|i| i.ops.iter().map(|c| c.ok).sum::<u64>() as f64)
+        .collect();
+    let t = steady::truncation(&series).unwrap_or(steady::Truncation {
+        cut: 0,
+        batch: 1,
+        settled: true,
+    });
+    let warmup = data.cut_warmup(t.cut);
+    let mut plan = plan.clone();
+    plan.load.warmup = warmup;
+    let record = WarmupAuto {
+        method: if t.batch == steady::BATCH {
+            "MSER-5".into()
+        } else {
+            "MSER".into()
+        },
+        series: "successful operations per full interval".into(),
+        intervals_cut: t.cut,
+        warmup_s: warmup.as_secs_f64(),
+        settled: t.settled,
+    };
+    (plan, record)
 }
 
 fn op_names(ops: &[OpSpec]) -> Vec<String> {
@@ -156,22 +204,32 @@ fn print_header(plan: &RunPlan, prepared: &Prepared) {
     }
 }
 
-/// Find an output that cannot be written before the setup and the load: open the stream
-/// file for writing without changing it, and leave nothing behind that was not there.
+/// Find an output that cannot be written before the setup and the load: make its folder
+/// and open the stream file for writing without changing it, then remove what was made, so
+/// that a run that fails later leaves nothing behind.
 fn writable_outputs(plan: &RunPlan) -> Result<()> {
-    output_folder(plan)?;
     let jsonl = plan.outputs.result.with_extension("jsonl");
+    // The folders that do not exist yet, deepest first.
+    let made: Vec<&std::path::Path> = jsonl
+        .ancestors()
+        .skip(1)
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .collect();
+    output_folder(plan)?;
     let existed = jsonl.exists();
-    std::fs::OpenOptions::new()
+    let opened = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(false)
         .open(&jsonl)
-        .with_context(|| format!("cannot write '{}'", jsonl.display()))?;
-    if !existed {
+        .with_context(|| format!("cannot write '{}'", jsonl.display()));
+    if !existed && opened.is_ok() {
         let _ = std::fs::remove_file(&jsonl);
     }
-    Ok(())
+    for dir in made {
+        let _ = std::fs::remove_dir(dir);
+    }
+    opened.map(drop)
 }
 
 /// Make the folder the result goes to.

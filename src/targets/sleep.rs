@@ -15,7 +15,18 @@
 //! sleep://?latency=5ms&usl=0.05,0.002                 slower with more sessions (below)
 //! sleep://?latency=0ms&growth=linear:2us              puts slower with more records (below)
 //! sleep://?latency=1ms&capacity=500                   one server, at most 500 ops/s (below)
+//! sleep://?latency=1ms&unfair=3:4s                    the first 3 sessions answered every 4 s
+//! sleep://?latency=1ms&warm=4:3s                      4× slower at opening, 1× after 3 s
 //! ```
+//!
+//! `warm=F:T` is the ground truth of `--warmup auto`: an operation starting s after the
+//! target opened takes its latency × (1 + (F − 1)·(1 − s/T)) while s < T, a server
+//! warming its caches.
+//!
+//! `unfair=K:EVERY` is the ground truth of the fairness figures (docs/validity.md): a
+//! session that connects while fewer than K others are open is answered only at multiples
+//! of EVERY since the target opened (each of its operations ends at the next one), the
+//! others as usual. A closed loop of N clients then has K starved ones.
 //!
 //! The scaling models, the ground truth of the sweep tests (docs/scaling.md):
 //!
@@ -153,6 +164,10 @@ struct Model {
     usl: Option<(f64, f64)>,
     growth: Option<Growth>,
     server: Option<Server>,
+    /// `unfair=K:EVERY`.
+    unfair: Option<(u64, Duration)>,
+    /// `warm=F:T`.
+    warm: Option<(f64, Duration)>,
     /// Sessions open now (the N of the USL model).
     open: AtomicU64,
     /// Puts taken so far (the n of the growth model).
@@ -166,7 +181,9 @@ pub struct Sleep {
 
 impl Sleep {
     pub fn open(url: &TargetUrl) -> Result<Sleep, InputError> {
-        url.check_options(&["latency", "stall", "errors", "usl", "growth", "capacity"])?;
+        url.check_options(&[
+            "latency", "stall", "errors", "usl", "growth", "capacity", "unfair", "warm",
+        ])?;
         let latency = url
             .options
             .get("latency")
@@ -200,6 +217,8 @@ impl Sleep {
                 usl: option("usl").map(parse_usl).transpose()?,
                 growth: option("growth").map(parse_growth).transpose()?,
                 server: option("capacity").map(parse_capacity).transpose()?,
+                unfair: option("unfair").map(parse_unfair).transpose()?,
+                warm: option("warm").map(parse_warm).transpose()?,
                 open: AtomicU64::new(0),
                 puts: AtomicU64::new(0),
             }),
@@ -326,6 +345,38 @@ fn parse_growth(text: &str) -> Result<Growth, InputError> {
     }
 }
 
+fn parse_unfair(text: &str) -> Result<(u64, Duration), InputError> {
+    let bad = || {
+        InputError::new(format!(
+            "sleep:// unfair '{text}': expected SESSIONS:EVERY, a count and a duration above zero"
+        ))
+        .help("for example unfair=3:4s (the first 3 sessions are answered only every 4 s)")
+    };
+    let (k, every) = text.split_once(':').ok_or_else(bad)?;
+    let k: u64 = k.trim().parse().map_err(|_| bad())?;
+    let every = duration::parse(every.trim(), "sleep:// unfair").map_err(|_| bad())?;
+    if every.is_zero() {
+        return Err(bad());
+    }
+    Ok((k, every))
+}
+
+fn parse_warm(text: &str) -> Result<(f64, Duration), InputError> {
+    let bad = || {
+        InputError::new(format!(
+            "sleep:// warm '{text}': expected FACTOR:DURATION, a factor of at least 1 and a duration above zero"
+        ))
+        .help("for example warm=4:3s (4× the latency at opening, falling to 1× after 3 s)")
+    };
+    let (f, t) = text.split_once(':').ok_or_else(bad)?;
+    let f: f64 = f.trim().parse().map_err(|_| bad())?;
+    let t = duration::parse(t.trim(), "sleep:// warm").map_err(|_| bad())?;
+    if !(f >= 1.0 && f.is_finite()) || t.is_zero() {
+        return Err(bad());
+    }
+    Ok((f, t))
+}
+
 fn parse_capacity(text: &str) -> Result<Server, InputError> {
     match text.trim().parse::<f64>() {
         Ok(r) if r > 0.0 && r.is_finite() && r <= 1e9 => Ok(Server {
@@ -341,6 +392,8 @@ fn parse_capacity(text: &str) -> Result<Server, InputError> {
 pub struct SleepSession {
     model: Arc<Model>,
     rng: SmallRng,
+    /// `unfair`: answered only at multiples of this since the target opened.
+    every: Option<Duration>,
 }
 
 impl Drop for SleepSession {
@@ -372,10 +425,15 @@ impl Target for Sleep {
 
     fn connect(&self) -> impl Future<Output = Result<SleepSession, OpError>> {
         let n = self.sessions.fetch_add(1, Ordering::Relaxed);
-        self.model.open.fetch_add(1, Ordering::Relaxed);
+        let others = self.model.open.fetch_add(1, Ordering::Relaxed);
+        let every = self
+            .model
+            .unfair
+            .and_then(|(k, every)| (others < k).then_some(every));
         std::future::ready(Ok(SleepSession {
             model: Arc::clone(&self.model),
             rng: SmallRng::seed_from_u64(0x5eed_0000 + n),
+            every,
         }))
     }
 }
@@ -401,14 +459,24 @@ impl Session for SleepSession {
             d += g.extra(t.puts.fetch_add(1, Ordering::Relaxed));
         }
         let s = start - t.opened;
+        if let Some((factor, until)) = t.warm {
+            if s < until {
+                let left = 1.0 - s.as_secs_f64() / until.as_secs_f64();
+                d = d.mul_f64(1.0 + (factor - 1.0) * left);
+            }
+        }
         if let Some(server) = &t.server {
             let served = server.serve(s.as_nanos() as u64);
             d += Duration::from_nanos(served).saturating_sub(s);
         }
-        let end = match t.stall {
+        let mut end = match t.stall {
             Some(stall) => stall.end(s, d),
             None => s + d,
         };
+        if let Some(every) = self.every {
+            let every_ns = every.as_nanos().max(1);
+            end = Duration::from_nanos((end.as_nanos().div_ceil(every_ns) * every_ns) as u64);
+        }
         clock::sleep_until(t.opened + end);
         let fail = t.error_rate > 0.0 && self.rng.random_bool(t.error_rate);
         std::future::ready(if fail {
@@ -462,6 +530,11 @@ mod tests {
         assert!(matches!(parse_growth("log:1ms"), Ok(Growth::Log(_))));
         assert!(parse_growth("cubic:1ms").is_err() && parse_growth("linear").is_err());
         assert!(parse_capacity("0").is_err() && parse_capacity("500").is_ok());
+        assert_eq!(parse_unfair("3:4s").unwrap(), (3, Duration::from_secs(4)));
+        assert!(parse_unfair("3").is_err() && parse_unfair("x:1s").is_err());
+        assert!(parse_unfair("1:0s").is_err());
+        assert_eq!(parse_warm("4:3s").unwrap(), (4.0, Duration::from_secs(3)));
+        assert!(parse_warm("0.5:3s").is_err() && parse_warm("2:0s").is_err());
     }
 
     #[test]

@@ -1,0 +1,688 @@
+//! Whether a run's figures can be trusted: the rig's own CPU and the machine's run queue,
+//! hiccups of the rig (jHiccup's method), fairness between clients, Little's law, and the
+//! open loop's late and missed starts, judged into one verdict. The figures, their
+//! thresholds and what to do about a suspect run are in docs/validity.md.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::EncodedHistogram;
+use crate::engine::rig::RigSample;
+use crate::engine::{IntervalData, LoadPlan, Mode, RunData};
+use crate::stats::{new_hist, Hist};
+
+/// The rig is busy when its CPU time over an interval is at least this share of all cores.
+pub const BUSY_SHARE: f64 = 0.9;
+/// The machine is crowded when its mean runnable threads exceed the cores by more than this
+/// (the monitor thread counts itself when it reads the run queue).
+pub const CROWDED_MARGIN: f64 = 1.0;
+/// A rig stall (hiccup) at least this long makes a run suspect.
+pub const HICCUP_NS: u64 = 50_000_000;
+/// A client that completed nothing in an interval is starved when the median client
+/// completed at least this many operations there.
+pub const STARVED_MEDIAN: f64 = 4.0;
+/// Little's law may be off by this share before the run is suspect.
+pub const LITTLE_TOLERANCE: f64 = 0.15;
+/// Little's law is judged only when the clients completed at least this many operations
+/// each on average (the operations cut by the start and the end of the measured part skew
+/// a shorter run by about one in this many).
+pub const LITTLE_MIN_OPS_PER_CLIENT: f64 = 50.0;
+/// Jain's index over the clients' totals below this makes a run suspect, when the clients
+/// completed at least `JAIN_MIN_OPS_PER_CLIENT` each on average (a fair closed loop whose
+/// clients complete μ operations each by chance has an index of about μ/(μ+1)).
+pub const JAIN: f64 = 0.8;
+pub const JAIN_MIN_OPS_PER_CLIENT: f64 = 20.0;
+/// Open loop: a share of late starts above this makes a run suspect.
+pub const LATE_SHARE: f64 = 0.05;
+/// Targets that run inside the rig's own process: their CPU is the rig's, so the rig's CPU
+/// and the run queue are recorded but not judged.
+pub const IN_PROCESS: &[&str] = &["sqlite", "fs", "dbm"];
+
+/// The thresholds of the verdict; `--validity NAME=VALUE` changes one (docs/validity.md).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Thresholds {
+    /// `busy`: the rig's CPU share of all cores that makes an interval busy.
+    pub busy_share: f64,
+    /// `hiccup`: the rig stall (ns) that makes a run suspect.
+    pub hiccup_ns: u64,
+    /// `starved-median`: the median client's operations in an interval above which a
+    /// client that completed none is starved.
+    pub starved_median: f64,
+    /// `little`: how far off Little's law may be.
+    pub little_tolerance: f64,
+    /// `late`: the share of late starts an open loop may have.
+    pub late_share: f64,
+    /// `jain`: the lowest Jain's index over the clients' totals (absent in files written
+    /// before it existed: the default).
+    #[serde(default = "default_jain")]
+    pub jain: f64,
+}
+
+fn default_jain() -> f64 {
+    JAIN
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            busy_share: BUSY_SHARE,
+            hiccup_ns: HICCUP_NS,
+            starved_median: STARVED_MEDIAN,
+            little_tolerance: LITTLE_TOLERANCE,
+            late_share: LATE_SHARE,
+            jain: JAIN,
+        }
+    }
+}
+
+/// The names `--validity` takes, with an example each.
+pub const THRESHOLD_NAMES: &str =
+    "busy=90%, hiccup=50ms, starved-median=4, little=15%, late=5%, jain=0.8";
+
+impl Thresholds {
+    /// Apply one `NAME=VALUE`; the error says what was expected.
+    pub fn set(&mut self, text: &str) -> Result<(), String> {
+        let (name, value) = text
+            .split_once('=')
+            .map(|(n, v)| (n.trim(), v.trim()))
+            .ok_or_else(|| format!("'{text}' is not NAME=VALUE"))?;
+        let percent = |v: &str| -> Result<f64, String> {
+            let n = v
+                .strip_suffix('%')
+                .ok_or_else(|| format!("{name}={v}: expected a percentage, like 90%"))?
+                .trim()
+                .parse::<f64>()
+                .map_err(|_| format!("{name}={v}: expected a percentage, like 90%"))?;
+            if !(0.0..=1000.0).contains(&n) {
+                return Err(format!(
+                    "{name}={v}: expected a percentage from 0% to 1000%"
+                ));
+            }
+            Ok(n / 100.0)
+        };
+        match name {
+            "busy" => self.busy_share = percent(value)?,
+            "little" => self.little_tolerance = percent(value)?,
+            "late" => self.late_share = percent(value)?,
+            "hiccup" => {
+                self.hiccup_ns = crate::spec::duration::parse(value, "--validity hiccup")
+                    .map_err(|_| format!("hiccup={value}: expected a duration, like 50ms"))?
+                    .as_nanos() as u64
+            }
+            "jain" => {
+                self.jain = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|j| (0.0..=1.0).contains(j))
+                    .ok_or_else(|| {
+                        format!("jain={value}: expected an index from 0 to 1, like 0.8")
+                    })?
+            }
+            "starved-median" => {
+                self.starved_median = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|n| *n >= 1.0 && n.is_finite())
+                    .ok_or_else(|| {
+                        format!("starved-median={value}: expected a count of at least 1, like 4")
+                    })?
+            }
+            _ => return Err(format!("unknown threshold '{name}'")),
+        }
+        Ok(())
+    }
+}
+
+/// The rig itself over one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RigInterval {
+    /// CPU time of the loadrig process, user and system, in seconds.
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    /// (user + system) / (wall time × cores available): 1 is every core busy.
+    pub cpu_share: f64,
+    /// CPU microseconds per completed operation; null when none completed.
+    pub cpu_us_per_op: Option<f64>,
+    /// Mean runnable threads of the whole machine (/proc/stat procs_running, sampled every
+    /// 10 ms); left out where the OS does not give it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub procs_running: Option<f64>,
+    /// How late the hiccup thread woke (ns): 99th percentile and maximum.
+    pub hiccup_p99_ns: u64,
+    pub hiccup_max_ns: u64,
+}
+
+/// Operations completed per client in one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FairnessInterval {
+    pub min: u64,
+    pub median: f64,
+    pub max: u64,
+    /// Jain's fairness index, (Σx)² / (n·Σx²): 1 when every client completed as many, 1/n
+    /// when one did everything; null when none completed anything.
+    pub jain: Option<f64>,
+    /// Clients that completed nothing while the median client completed at least
+    /// `STARVED_MEDIAN` (4; the verdict's `starved-median` threshold may differ).
+    pub starved: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Valid,
+    Suspect,
+}
+
+/// The run judging itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Validity {
+    pub verdict: Verdict,
+    /// Why the run is suspect, one sentence each; empty when valid.
+    pub reasons: Vec<String>,
+    pub rig: RigSummary,
+    pub hiccups: HiccupSummary,
+    pub fairness: FairnessSummary,
+    /// Null when the run completed nothing.
+    pub littles_law: Option<LittlesLaw>,
+    /// The thresholds the verdict used (`--validity` changes them).
+    #[serde(default)]
+    pub thresholds: Thresholds,
+}
+
+/// The rig's CPU over the measured part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RigSummary {
+    /// Cores available to the process.
+    pub cores: usize,
+    pub cpu_user_s: f64,
+    pub cpu_system_s: f64,
+    pub cpu_share: f64,
+    pub cpu_us_per_op: Option<f64>,
+    /// The intervals judged (measured, full length, with a sample).
+    pub intervals: usize,
+    /// Of those, the ones where the rig's CPU share reached the `busy` threshold (90 %).
+    pub busy_intervals: usize,
+    /// Of those, the ones where the machine's mean runnable threads exceeded the cores + 1.
+    pub crowded_intervals: usize,
+    pub procs_running_max: Option<f64>,
+    /// False for a target inside the rig's process (sqlite, fs, dbm): its CPU is the rig's,
+    /// so busy and crowded intervals do not make the run suspect.
+    pub judged: bool,
+}
+
+/// How late the hiccup thread woke over the measured part, in ns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HiccupSummary {
+    /// Wakes recorded (with the ones a stall swallowed filled in).
+    pub count: u64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+    /// Intervals judged whose longest hiccup reached the `hiccup` threshold (50 ms).
+    pub stalled_intervals: usize,
+    pub histogram: EncodedHistogram,
+}
+
+/// Operations completed per client over the measured part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FairnessSummary {
+    pub clients: usize,
+    pub min: u64,
+    pub median: f64,
+    pub max: u64,
+    pub jain: Option<f64>,
+    /// Clients starved in at least half of the intervals judged.
+    pub starved_clients: usize,
+    /// Starved clients summed over the intervals judged.
+    pub starved_client_intervals: usize,
+}
+
+/// Little's law, L = λW. Closed loop: `expected` is throughput × (mean latency + think
+/// time), `actual` the clients. Open loop: `expected` is the completion rate × mean
+/// latency, `actual` the arrival rate × mean latency (the mean in flight the schedule
+/// implies); the rig does not count operations in flight, which would cost the hot path a
+/// shared counter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LittlesLaw {
+    pub expected: f64,
+    pub actual: f64,
+    /// (expected − actual) / actual.
+    pub deviation: f64,
+    /// False when the run is too short for the law to hold closely, or its operations
+    /// pause (keying and think times of `pause`), which the latency does not include.
+    pub judged: bool,
+}
+
+/// Cores available to this process.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+impl RigInterval {
+    pub fn of(s: &RigSample, completed: u64, cores: usize) -> RigInterval {
+        let cpu = s.user + s.system;
+        let wall = s.wall.as_secs_f64();
+        RigInterval {
+            cpu_user_s: s.user.as_secs_f64(),
+            cpu_system_s: s.system.as_secs_f64(),
+            cpu_share: if wall > 0.0 {
+                cpu.as_secs_f64() / (wall * cores.max(1) as f64)
+            } else {
+                0.0
+            },
+            cpu_us_per_op: (completed > 0).then(|| cpu.as_secs_f64() * 1e6 / completed as f64),
+            procs_running: s.running,
+            hiccup_p99_ns: quantile(&s.hiccups, 0.99),
+            hiccup_max_ns: max(&s.hiccups),
+        }
+    }
+}
+
+fn quantile(h: &Hist, q: f64) -> u64 {
+    if h.is_empty() {
+        0
+    } else {
+        h.value_at_quantile(q)
+    }
+}
+
+fn max(h: &Hist) -> u64 {
+    if h.is_empty() {
+        0
+    } else {
+        h.max()
+    }
+}
+
+fn median(sorted: &[u64]) -> f64 {
+    let n = sorted.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => sorted[n / 2] as f64,
+        _ => (sorted[n / 2 - 1] + sorted[n / 2]) as f64 / 2.0,
+    }
+}
+
+/// Jain's fairness index of `xs`, (Σx)² / (n·Σx²); none when all are zero.
+pub fn jain(xs: &[u64]) -> Option<f64> {
+    let sum: f64 = xs.iter().map(|&x| x as f64).sum();
+    let squares: f64 = xs.iter().map(|&x| (x as f64).powi(2)).sum();
+    (squares > 0.0).then(|| sum * sum / (xs.len() as f64 * squares))
+}
+
+/// The clients starved in `counts`: none completed while the median reached the threshold.
+fn starved_in(counts: &[u64], median: f64, threshold: f64) -> impl Iterator<Item = usize> + '_ {
+    let starving = median >= threshold;
+    counts
+        .iter()
+        .enumerate()
+        .filter(move |(_, &c)| starving && c == 0)
+        .map(|(i, _)| i)
+}
+
+impl FairnessInterval {
+    pub fn of(counts: &[u64]) -> Option<FairnessInterval> {
+        if counts.is_empty() {
+            return None;
+        }
+        let mut sorted = counts.to_vec();
+        sorted.sort_unstable();
+        let median = median(&sorted);
+        Some(FairnessInterval {
+            min: sorted[0],
+            median,
+            max: sorted[sorted.len() - 1],
+            jain: jain(counts),
+            starved: starved_in(counts, median, STARVED_MEDIAN).count(),
+        })
+    }
+}
+
+/// The intervals the verdict looks at: measured and of full length (all measured ones
+/// when none is full, as in a short run ended by an operation count).
+fn judged<'a>(run: &'a RunData, plan: &LoadPlan) -> Vec<&'a IntervalData> {
+    let measured: Vec<&IntervalData> = run.intervals.iter().filter(|i| !i.warmup).collect();
+    let full: Vec<&IntervalData> = measured
+        .iter()
+        .copied()
+        .filter(|i| (i.end - i.start).as_secs_f64() >= plan.interval.as_secs_f64() * 0.999)
+        .collect();
+    if full.is_empty() {
+        measured
+    } else {
+        full
+    }
+}
+
+fn completed(i: &IntervalData) -> u64 {
+    i.ops.iter().map(|c| c.ok + c.error_total()).sum()
+}
+
+/// What `Validity::judge` needs from the run beside the engine's data.
+pub struct Context<'a> {
+    pub plan: &'a LoadPlan,
+    pub target_kind: &'a str,
+    /// Whether any operation pauses (keying or think time inside the workload).
+    pub pauses: bool,
+    pub measured_s: f64,
+    /// Over all operations, measured part: successes, failures and mean latency (ns).
+    pub ok: u64,
+    pub errors: u64,
+    pub mean_latency_ns: f64,
+    /// Open loop: started late, and arrivals never started.
+    pub late_starts: Option<u64>,
+    pub missed_starts: u64,
+    pub thresholds: Thresholds,
+}
+
+impl Validity {
+    pub fn judge(run: &RunData, cx: &Context<'_>) -> Validity {
+        let th = cx.thresholds;
+        let cores = cores();
+        let intervals = judged(run, cx.plan);
+        let mut reasons = Vec::new();
+
+        // The rig's CPU and the machine's run queue.
+        let sampled: Vec<(&IntervalData, RigInterval)> = intervals
+            .iter()
+            .filter_map(|i| {
+                i.rig
+                    .as_ref()
+                    .map(|s| (*i, RigInterval::of(s, completed(i), cores)))
+            })
+            .collect();
+        let measured: Vec<&RigSample> = run
+            .intervals
+            .iter()
+            .filter(|i| !i.warmup)
+            .filter_map(|i| i.rig.as_ref())
+            .collect();
+        let user: f64 = measured.iter().map(|s| s.user.as_secs_f64()).sum();
+        let system: f64 = measured.iter().map(|s| s.system.as_secs_f64()).sum();
+        let wall: f64 = measured.iter().map(|s| s.wall.as_secs_f64()).sum();
+        let done = cx.ok + cx.errors;
+        let busy: Vec<f64> = sampled
+            .iter()
+            .map(|(_, r)| r.cpu_share)
+            .filter(|&s| s >= th.busy_share)
+            .collect();
+        let crowded: Vec<f64> = sampled
+            .iter()
+            .filter_map(|(_, r)| r.procs_running)
+            .filter(|&r| r > cores as f64 + CROWDED_MARGIN)
+            .collect();
+        let judged_cpu = !IN_PROCESS.contains(&cx.target_kind);
+        let n = sampled.len();
+        let most = |k: usize| n > 0 && k * 2 >= n;
+        if judged_cpu && most(busy.len()) {
+            reasons.push(format!(
+                "the rig used {:.0} % of {cores} core{} in {} of {n} intervals: the figures may measure the client",
+                100.0 * busy.iter().sum::<f64>() / busy.len() as f64,
+                if cores == 1 { "" } else { "s" },
+                busy.len()
+            ));
+        }
+        if judged_cpu && most(crowded.len()) {
+            reasons.push(format!(
+                "the machine had {:.1} runnable threads for {cores} cores in {} of {n} intervals: the rig waited for CPU",
+                crowded.iter().sum::<f64>() / crowded.len() as f64,
+                crowded.len()
+            ));
+        }
+        let rig = RigSummary {
+            cores,
+            cpu_user_s: user,
+            cpu_system_s: system,
+            cpu_share: if wall > 0.0 {
+                (user + system) / (wall * cores as f64)
+            } else {
+                0.0
+            },
+            cpu_us_per_op: (done > 0).then(|| (user + system) * 1e6 / done as f64),
+            intervals: n,
+            busy_intervals: busy.len(),
+            crowded_intervals: crowded.len(),
+            procs_running_max: sampled
+                .iter()
+                .filter_map(|(_, r)| r.procs_running)
+                .reduce(f64::max),
+            judged: judged_cpu,
+        };
+
+        // Hiccups.
+        let mut all = new_hist();
+        for s in &measured {
+            let _ = all.add(&s.hiccups);
+        }
+        let stalls: Vec<u64> = sampled
+            .iter()
+            .map(|(_, r)| r.hiccup_max_ns)
+            .filter(|&m| m >= th.hiccup_ns)
+            .collect();
+        if !stalls.is_empty() {
+            reasons.push(format!(
+                "the rig itself stalled for up to {:.0} ms (hiccups) in {} of {n} intervals: latencies include the rig's pauses",
+                *stalls.iter().max().unwrap_or(&0) as f64 / 1e6,
+                stalls.len()
+            ));
+        }
+        let hiccups = HiccupSummary {
+            count: all.len(),
+            p50_ns: quantile(&all, 0.5),
+            p99_ns: quantile(&all, 0.99),
+            p999_ns: quantile(&all, 0.999),
+            max_ns: max(&all),
+            stalled_intervals: stalls.len(),
+            histogram: EncodedHistogram::encode(&all),
+        };
+
+        // Fairness.
+        let clients = cx.plan.clients();
+        let mut totals = vec![0u64; clients];
+        for i in run.intervals.iter().filter(|i| !i.warmup) {
+            for (t, c) in totals.iter_mut().zip(&i.per_client) {
+                *t += c;
+            }
+        }
+        let mut starved_count = vec![0usize; clients];
+        let mut starved_client_intervals = 0;
+        for i in &intervals {
+            let mut sorted = i.per_client.clone();
+            sorted.sort_unstable();
+            for c in starved_in(&i.per_client, median(&sorted), th.starved_median) {
+                if let Some(s) = starved_count.get_mut(c) {
+                    *s += 1;
+                }
+                starved_client_intervals += 1;
+            }
+        }
+        let starved_clients = starved_count
+            .iter()
+            .filter(|&&s| s > 0 && s * 2 >= intervals.len())
+            .count();
+        let mut sorted = totals.clone();
+        sorted.sort_unstable();
+        let fairness = FairnessSummary {
+            clients,
+            min: sorted.first().copied().unwrap_or(0),
+            median: median(&sorted),
+            max: sorted.last().copied().unwrap_or(0),
+            jain: jain(&totals),
+            starved_clients,
+            starved_client_intervals,
+        };
+        let per_client = totals.iter().sum::<u64>() as f64 / clients.max(1) as f64;
+        if let Some(j) = fairness
+            .jain
+            .filter(|&j| j < th.jain && per_client >= JAIN_MIN_OPS_PER_CLIENT)
+        {
+            reasons.push(format!(
+                "operations were spread unevenly over the clients: Jain's index {j:.2} (per client min {}, median {}, max {})",
+                thousands(fairness.min),
+                fairness.median,
+                thousands(fairness.max)
+            ));
+        }
+        if starved_clients > 0 {
+            reasons.push(format!(
+                "{} of {} clients were starved (completed nothing in at least half of the intervals while the median client completed {:.0} or more; Jain's index {})",
+                thousands(starved_clients as u64),
+                thousands(clients as u64),
+                th.starved_median,
+                fairness.jain.map_or("-".to_string(), |j| format!("{j:.2}"))
+            ));
+        }
+
+        // Little's law.
+        let littles_law = (done > 0 && cx.measured_s > 0.0).then(|| {
+            let x = done as f64 / cx.measured_s;
+            let w = cx.mean_latency_ns / 1e9;
+            let (expected, actual) = match cx.plan.mode {
+                Mode::Closed { clients, think } => (x * (w + think.as_secs_f64()), clients as f64),
+                Mode::Open { rate, .. } => (x * w, rate * w),
+            };
+            let deviation = if actual > 0.0 {
+                (expected - actual) / actual
+            } else {
+                0.0
+            };
+            let judged = !cx.pauses
+                && done as f64 >= LITTLE_MIN_OPS_PER_CLIENT * clients.max(1) as f64
+                && actual > 0.0;
+            LittlesLaw {
+                expected,
+                actual,
+                deviation,
+                judged,
+            }
+        });
+        if let Some(l) = littles_law.as_ref().filter(|l| l.judged) {
+            if l.deviation.abs() > th.little_tolerance {
+                let what = match cx.plan.mode {
+                    Mode::Closed { .. } if l.deviation > 0.0 => format!(
+                        "throughput × (latency + think time) gives {:.2} clients busy of {:.0}: latencies reach beyond the measured part (operations that ended after it)",
+                        l.expected, l.actual
+                    ),
+                    Mode::Closed { .. } => format!(
+                        "throughput × (latency + think time) gives {:.2} clients busy of {:.0}: operations spent time outside the measured latency (in the rig)",
+                        l.expected, l.actual
+                    ),
+                    Mode::Open { .. } => format!(
+                        "operations completed at {:+.0} % of the arrival rate",
+                        l.deviation * 100.0
+                    ),
+                };
+                reasons.push(format!(
+                    "Little's law is off by {:.0} %: {what}",
+                    l.deviation.abs() * 100.0
+                ));
+            }
+        }
+
+        // The open loop's schedule.
+        if let Some(late) = cx.late_starts {
+            if done > 0 && late as f64 > th.late_share * done as f64 {
+                let after = match cx.plan.mode {
+                    Mode::Open { late_after, .. } => late_after,
+                    Mode::Closed { .. } => Default::default(),
+                };
+                reasons.push(format!(
+                    "{} of {} operations started more than {} late against the schedule",
+                    thousands(late),
+                    thousands(done),
+                    humantime::format_duration(after)
+                ));
+            }
+        }
+        if cx.missed_starts > 0 {
+            reasons.push(format!(
+                "{} scheduled arrivals never started: the rate was not delivered",
+                thousands(cx.missed_starts)
+            ));
+        }
+
+        Validity {
+            verdict: if reasons.is_empty() {
+                Verdict::Valid
+            } else {
+                Verdict::Suspect
+            },
+            reasons,
+            rig,
+            hiccups,
+            fairness,
+            littles_law,
+            thresholds: th,
+        }
+    }
+
+    /// The console's closing line: `valid`, or `suspect: REASON; REASON`.
+    pub fn line(&self) -> String {
+        match self.verdict {
+            Verdict::Valid => "valid".to_string(),
+            Verdict::Suspect => format!("suspect: {}", self.reasons.join("; ")),
+        }
+    }
+}
+
+/// 1204 as `1,204`.
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_is_one_when_even_and_one_over_n_when_one_does_all() {
+        assert_eq!(jain(&[5, 5, 5, 5]), Some(1.0));
+        assert_eq!(jain(&[8, 0, 0, 0]), Some(0.25));
+        assert_eq!(jain(&[0, 0]), None);
+    }
+
+    #[test]
+    fn starved_needs_a_busy_median() {
+        let f = FairnessInterval::of(&[0, 0, 5, 6, 7]).unwrap();
+        assert_eq!((f.min, f.median, f.max, f.starved), (0, 5.0, 7, 2));
+        // The median client did too little to call anyone starved.
+        assert_eq!(FairnessInterval::of(&[0, 1, 2, 3]).unwrap().starved, 0);
+    }
+
+    #[test]
+    fn thresholds_are_set_by_name() {
+        let mut t = Thresholds::default();
+        t.set("busy=95%").unwrap();
+        t.set("hiccup = 200ms").unwrap();
+        t.set("starved-median=10").unwrap();
+        t.set("jain=0.5").unwrap();
+        assert_eq!(t.jain, 0.5);
+        assert!(t.set("jain=2").is_err());
+        assert_eq!(
+            (t.busy_share, t.hiccup_ns, t.starved_median),
+            (0.95, 200_000_000, 10.0)
+        );
+        assert!(t.set("busy=0.95").unwrap_err().contains("percentage"));
+        assert!(t
+            .set("speed=1")
+            .unwrap_err()
+            .contains("unknown threshold 'speed'"));
+        assert!(t.set("hiccup").unwrap_err().contains("NAME=VALUE"));
+    }
+
+    #[test]
+    fn thousands_has_separators() {
+        assert_eq!(thousands(1204), "1,204");
+        assert_eq!(thousands(10_000_000), "10,000,000");
+        assert_eq!(thousands(12), "12");
+    }
+}

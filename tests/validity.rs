@@ -1,0 +1,439 @@
+//! Every run judges itself (docs/validity.md): ground truths for starved clients, the rig's
+//! own stalls (hiccups) and saturation, and Little's law. Behaviour only, never timings.
+
+mod common;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use common::Dir;
+use loadrig::result::validity::{Validity, Verdict};
+use loadrig::result::RunResult;
+
+/// The runs here judge the machine's load too, so they take turns: a CPU-burning run beside
+/// a light one would make the light one's run queue long.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn run(d: &Dir, out: &str, args: &[&str]) -> RunResult {
+    let mut full = vec!["run", "noop"];
+    full.extend(args);
+    full.extend(["-o", out]);
+    d.ok(&full);
+    d.result(out)
+}
+
+fn validity(r: &RunResult) -> &Validity {
+    r.validity.as_ref().expect("a new run has a verdict")
+}
+
+#[test]
+fn unfair_server_starves_exactly_the_clients_it_ignores() {
+    let _t = turn();
+    let d = Dir::new();
+    // The first 3 of 10 sessions are answered only at 5 s since the target opened: in a
+    // 3 s run they complete nothing in any interval, while the others complete ~900 each.
+    let r = run(
+        &d,
+        "unfair.json",
+        &[
+            "--target",
+            "sleep://?latency=1ms&unfair=3:5s",
+            "--clients",
+            "10",
+            "--duration",
+            "3s",
+            "--interval",
+            "1s",
+            "--warmup",
+            "0s",
+        ],
+    );
+    let v = validity(&r);
+    assert_eq!(v.fairness.clients, 10);
+    assert_eq!(v.fairness.starved_clients, 3, "{v:?}");
+    let full: Vec<_> = r
+        .intervals
+        .iter()
+        .filter(|i| !i.warmup && i.end_s - i.start_s >= 0.999)
+        .collect();
+    assert_eq!(full.len(), 3);
+    // The ignored clients' answers come after the deadline, and the engine counts an
+    // operation that ends after it in the last interval; the first two show them starved.
+    for i in &full[..2] {
+        let f = i.fairness.as_ref().expect("fairness per interval");
+        assert_eq!((f.starved, f.min), (3, 0), "interval {}: {f:?}", i.index);
+    }
+    assert_eq!(v.verdict, Verdict::Suspect);
+    assert!(
+        v.reasons
+            .iter()
+            .any(|r| r.starts_with("3 of 10 clients were starved")),
+        "{:?}",
+        v.reasons
+    );
+    assert!(v.fairness.jain.unwrap() < 0.75, "{v:?}");
+    assert!(
+        v.reasons.iter().any(|r| r.contains("spread unevenly")),
+        "{:?}",
+        v.reasons
+    );
+
+    // --check valid fails such a run.
+    let (out, _) = d.code(
+        1,
+        &[
+            "run",
+            "noop",
+            "--target",
+            "sleep://?latency=1ms&unfair=2:3s",
+            "--clients",
+            "4",
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+            "--warmup",
+            "0s",
+            "--check",
+            "valid",
+            "-o",
+            "checked.json",
+        ],
+    );
+    assert!(out.contains("check FAILED: valid"), "{out}");
+    assert!(out.contains("2 of 4 clients were starved"), "{out}");
+
+    // compare says when either side is suspect.
+    let out = d.ok(&["compare", "unfair.json", "checked.json"]);
+    assert!(
+        out.contains("the base run judged itself suspect")
+            && out.contains("the new run judged itself suspect"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_fair_light_run_is_valid() {
+    let _t = turn();
+    let d = Dir::new();
+    let r = run(
+        &d,
+        "fair.json",
+        &[
+            "--target",
+            "sleep://?latency=2ms",
+            "--clients",
+            "4",
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+            "--warmup",
+            "0s",
+        ],
+    );
+    let v = validity(&r);
+    assert_eq!(v.fairness.starved_clients, 0);
+    assert!(v.fairness.jain.unwrap() > 0.99, "{v:?}");
+    assert!(r
+        .intervals
+        .iter()
+        .all(|i| i.rig.is_some() && i.fairness.is_some()));
+    assert!(v.rig.cpu_us_per_op.is_some() && v.hiccups.count > 0);
+    assert_eq!(v.verdict, Verdict::Valid, "{:?}", v.reasons);
+    let summary = d.ok(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=2ms",
+        "--clients",
+        "2",
+        "--duration",
+        "1s",
+        "--interval",
+        "500ms",
+        "--check",
+        "valid",
+        "-o",
+        "again.json",
+    ]);
+    assert!(summary.contains("\nvalidity: valid\n"), "{summary}");
+    assert!(summary.contains("check passed: valid"), "{summary}");
+
+    // The report's panel.
+    d.ok(&["report", "fair.json", "-o", "fair.html"]);
+    let html = std::fs::read_to_string(d.join("fair.html")).unwrap();
+    assert!(
+        html.contains("<h3 id=\"validity\">Validity</h3>"),
+        "no panel"
+    );
+    assert!(html.contains("validity: valid</p>"), "no verdict");
+}
+
+#[test]
+fn a_stopped_rig_shows_its_stall_as_a_hiccup() {
+    let _t = turn();
+    let d = Dir::new();
+    let child = d.spawn(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=1ms",
+        "--clients",
+        "2",
+        "--duration",
+        "3s",
+        "--interval",
+        "500ms",
+        "--warmup",
+        "0s",
+        "-o",
+        "stopped.json",
+    ]);
+    let pid = child.id() as libc::pid_t;
+    // Mid-run (connecting takes a moment first): stop the whole process for 300 ms.
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child process by its id.
+    unsafe {
+        assert_eq!(libc::kill(pid, libc::SIGSTOP), 0);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(libc::kill(pid, libc::SIGCONT), 0);
+    }
+    let out = child.wait_with_output().expect("loadrig ends");
+    assert!(out.status.success(), "{out:?}");
+    let r = d.result("stopped.json");
+    let v = validity(&r);
+    assert!(v.hiccups.max_ns >= 250_000_000, "{:?}", v.hiccups.max_ns);
+    assert_eq!(v.hiccups.stalled_intervals, 1, "{v:?}");
+    assert_eq!(v.verdict, Verdict::Suspect);
+    assert!(
+        v.reasons
+            .iter()
+            .any(|r| r.contains("stalled") && r.contains("hiccups")),
+        "{:?}",
+        v.reasons
+    );
+    let stalled: Vec<_> = r
+        .intervals
+        .iter()
+        .filter(|i| i.rig.as_ref().unwrap().hiccup_max_ns >= 250_000_000)
+        .collect();
+    assert_eq!(stalled.len(), 1);
+}
+
+#[test]
+fn a_saturated_rig_is_flagged() {
+    let _t = turn();
+    let d = Dir::new();
+    // Two spinning noop clients per core: the rig's threads are the whole run.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let clients = (2 * cores).to_string();
+    let r = run(
+        &d,
+        "busy.json",
+        &[
+            "--clients",
+            &clients,
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+            "--warmup",
+            "0s",
+        ],
+    );
+    let v = validity(&r);
+    assert_eq!(v.verdict, Verdict::Suspect);
+    assert!(
+        v.reasons
+            .iter()
+            .any(|r| r.starts_with("the rig used") || r.contains("runnable threads")),
+        "{:?}",
+        v.reasons
+    );
+    assert!(v.rig.judged && v.rig.intervals == 4, "{:?}", v.rig);
+}
+
+#[test]
+fn a_closed_loop_on_sleep_holds_littles_law() {
+    let _t = turn();
+    let d = Dir::new();
+    for (name, think) in [("plain.json", "0s"), ("think.json", "5ms")] {
+        let r = run(
+            &d,
+            name,
+            &[
+                "--target",
+                "sleep://?latency=5ms",
+                "--clients",
+                "4",
+                "--think-time",
+                think,
+                "--duration",
+                "2s",
+                "--interval",
+                "500ms",
+                "--warmup",
+                "0s",
+            ],
+        );
+        let l = validity(&r).littles_law.clone().expect("a law to check");
+        assert!(l.judged, "{l:?}");
+        assert_eq!(l.actual, 4.0);
+        assert!(l.deviation.abs() < 0.05, "{name}: {l:?}");
+    }
+}
+
+#[test]
+fn warmup_auto_cuts_a_warming_server_near_the_end_of_its_ramp() {
+    let _t = turn();
+    let d = Dir::new();
+    let args = |target: &'static str| {
+        [
+            "--target",
+            target,
+            "--clients",
+            "2",
+            "--duration",
+            "12s",
+            "--interval",
+            "250ms",
+            "--warmup",
+            "auto",
+        ]
+    };
+    // 4× slower at opening, 1× from 3 s on: MSER-5 (batches of 5 intervals of 250 ms)
+    // cuts at a batch boundary near the end of the ramp: 3.75 s on a quiet machine; once,
+    // with the shared machine busy, 5 s (the edge of the half it searches, so unsettled).
+    let warm = run(&d, "warm.json", &args("sleep://?latency=2ms&warm=4:3s"));
+    let a = warm.warmup_auto.clone().expect("the cut is recorded");
+    assert_eq!(a.method, "MSER-5");
+    assert!((2.5..=5.0).contains(&a.warmup_s), "{a:?}");
+    assert_eq!(warm.load.warmup, Duration::from_secs_f64(a.warmup_s));
+    assert_eq!(
+        warm.intervals.iter().filter(|i| i.warmup).count(),
+        a.intervals_cut
+    );
+    assert!((warm.measured_s - (12.0 - a.warmup_s)).abs() < 1e-6);
+    // The totals cover only what follows the cut.
+    let after: u64 = warm
+        .intervals
+        .iter()
+        .filter(|i| !i.warmup)
+        .map(|i| i.ok)
+        .sum();
+    assert_eq!(warm.total.ok, after);
+
+    let flat = run(&d, "flat.json", &args("sleep://?latency=2ms"));
+    let a = flat.warmup_auto.clone().expect("the cut is recorded");
+    // A short cut; or, when something else on this shared machine disturbed a batch of the
+    // first half (seen once: the minimum at the edge), a cut that says it did not settle.
+    assert!(a.warmup_s <= 1.25 || !a.settled, "{a:?}");
+}
+
+#[test]
+fn an_open_loop_that_cannot_keep_its_schedule_is_suspect() {
+    let _t = turn();
+    let d = Dir::new();
+    // 2 workers of 10 ms operations serve at most 200/s: at 1000/s most arrivals start late
+    // or never.
+    let r = run(
+        &d,
+        "behind.json",
+        &[
+            "--target",
+            "sleep://?latency=10ms",
+            "--rate",
+            "1000",
+            "--max-in-flight",
+            "2",
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+            "--warmup",
+            "0s",
+        ],
+    );
+    let v = validity(&r);
+    assert_eq!(v.verdict, Verdict::Suspect);
+    assert!(
+        v.reasons
+            .iter()
+            .any(|r| r.contains("late against the schedule")),
+        "{:?}",
+        v.reasons
+    );
+    assert!(
+        v.reasons.iter().any(|r| r.contains("never started")),
+        "{:?}",
+        v.reasons
+    );
+    // A rate the workers keep up with is not.
+    let r = run(
+        &d,
+        "kept.json",
+        &[
+            "--target",
+            "sleep://?latency=2ms",
+            "--rate",
+            "100",
+            "--max-in-flight",
+            "4",
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+            "--warmup",
+            "0s",
+        ],
+    );
+    let v = validity(&r);
+    assert!(
+        !v.reasons.iter().any(|r| r.contains("never started")),
+        "{:?}",
+        v.reasons
+    );
+}
+
+#[test]
+fn thresholds_change_with_the_validity_flag() {
+    let _t = turn();
+    let d = Dir::new();
+    // Every wake is at least a nanosecond late: a 1 ns hiccup threshold flags every interval.
+    let r = run(
+        &d,
+        "strict.json",
+        &[
+            "--target",
+            "sleep://?latency=1ms",
+            "--clients",
+            "2",
+            "--duration",
+            "1s",
+            "--interval",
+            "500ms",
+            "--validity",
+            "hiccup=1ns",
+        ],
+    );
+    let v = validity(&r);
+    assert_eq!(v.thresholds.hiccup_ns, 1);
+    assert_eq!(v.hiccups.stalled_intervals, 2, "{v:?}");
+    assert!(v.reasons.iter().any(|r| r.contains("hiccups")), "{v:?}");
+
+    let (_, err) = d.code(2, &["run", "noop", "--validity", "busy=0.9"]);
+    assert!(
+        err.contains("--validity busy=0.9") && err.contains("expected a percentage, like 90%"),
+        "{err}"
+    );
+    let (_, err) = d.code(2, &["run", "noop", "--validity", "speed=1"]);
+    assert!(err.contains("unknown threshold 'speed'"), "{err}");
+}
