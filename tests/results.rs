@@ -187,3 +187,26 @@ fn ctrl_c_writes_a_valid_interrupted_result() {
 fn sigterm_writes_a_valid_interrupted_result() {
     interrupted_by(libc::SIGTERM);
 }
+
+/// `-o` naming a pipe (or a device such as /dev/null) writes into it: renaming a temporary
+/// file over it, as a plain result file is written, would replace the device with a file.
+#[cfg(unix)]
+#[test]
+fn a_result_sent_to_a_pipe_leaves_the_pipe_a_pipe() {
+    use std::os::unix::fs::FileTypeExt;
+    let d = Dir::new();
+    let fifo = d.join("out.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) with a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    d.ok(&["run", "noop", "--ops", "10", "-o", "out.fifo"]);
+    // Checked before joining: had the pipe been replaced, its reader would wait forever.
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    let text = reader.join().unwrap();
+    let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(r["total"]["ok"], 10);
+}

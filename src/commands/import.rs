@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::cli::ImportCommand;
 use crate::error::InputError;
@@ -25,11 +25,8 @@ pub fn import(what: &ImportCommand) -> Result<ExitCode> {
     let toml = pgbench_import::translate(&shown, &name, &text)?;
     match &args.out {
         Some(path) => {
-            // Write beside the target, then rename: a reader never sees half a file.
-            let tmp = path.with_extension("toml.tmp");
-            std::fs::write(&tmp, &toml)
-                .and_then(|()| std::fs::rename(&tmp, path))
-                .with_context(|| format!("writing {}", path.display()))?;
+            // A reader never sees half a file.
+            crate::result::write_atomic(path, toml.as_bytes())?;
             eprintln!("{shown} -> {}", path.display());
         }
         None => std::io::stdout().lock().write_all(toml.as_bytes())?,

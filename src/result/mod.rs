@@ -319,8 +319,17 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// Write `bytes` to `path` atomically: a temporary file beside it, fsync, rename.
+/// Write `bytes` to `path` atomically: a temporary file beside it, fsync, rename. A device
+/// or a pipe (`-o /dev/null`, a FIFO) is written in place: renaming over it would replace
+/// the device with a plain file (as root, /dev/null itself).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(bytes))
+            .with_context(|| format!("could not write '{}'", path.display()));
+    }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("could not create folder '{}'", dir.display()))?;
