@@ -281,7 +281,7 @@ pub fn rig_line(v: &Validity) -> String {
             line,
             ", per client min {} median {} max {} (Jain {j:.2})",
             thousands(v.fairness.min),
-            v.fairness.median,
+            crate::result::validity::median_text(v.fairness.median),
             thousands(v.fairness.max)
         );
     }

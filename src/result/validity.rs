@@ -520,7 +520,7 @@ impl Validity {
             reasons.push(format!(
                 "operations were spread unevenly over the clients: Jain's index {j:.2} (per client min {}, median {}, max {})",
                 thousands(fairness.min),
-                fairness.median,
+                median_text(fairness.median),
                 thousands(fairness.max)
             ));
         }
@@ -626,6 +626,16 @@ impl Validity {
     }
 }
 
+/// A median of counts (a whole number or a half) with separators: `313,726` or `1,204.5`.
+pub fn median_text(m: f64) -> String {
+    let whole = thousands(m.max(0.0).floor() as u64);
+    if m.fract() == 0.0 {
+        whole
+    } else {
+        format!("{whole}.5")
+    }
+}
+
 /// 1204 as `1,204`.
 fn thousands(n: u64) -> String {
     let s = n.to_string();
@@ -681,6 +691,8 @@ mod tests {
 
     #[test]
     fn thousands_has_separators() {
+        assert_eq!(median_text(313726.0), "313,726");
+        assert_eq!(median_text(1204.5), "1,204.5");
         assert_eq!(thousands(1204), "1,204");
         assert_eq!(thousands(10_000_000), "10,000,000");
         assert_eq!(thousands(12), "12");
