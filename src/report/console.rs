@@ -15,18 +15,7 @@ use crate::spec::duration::human_ns;
 pub const INTERVAL_HEADER: &str =
     "interval   elapsed          ok        ops/s   errors       p50       p99       max";
 
-/// Format a count with thousands separators: 1234567 → "1,234,567".
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use crate::stats::thousands;
 
 /// Operations per second: grouped digits from 100 up, two decimals below.
 pub fn rate(x: f64) -> String {

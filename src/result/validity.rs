@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::EncodedHistogram;
 use crate::engine::rig::RigSample;
 use crate::engine::{IntervalData, LoadPlan, Mode, RunData};
-use crate::stats::{new_hist, Hist};
+use crate::stats::{new_hist, thousands, Hist};
 
 /// The rig is busy when its CPU time over an interval is at least this share of all cores.
 pub const BUSY_SHARE: f64 = 0.9;
@@ -634,19 +634,6 @@ pub fn median_text(m: f64) -> String {
     } else {
         format!("{whole}.5")
     }
-}
-
-/// 1204 as `1,204`.
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 #[cfg(test)]

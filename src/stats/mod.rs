@@ -174,6 +174,19 @@ impl SeriesSummary {
     }
 }
 
+/// A count with thousands separators: 1234567 → "1,234,567" (what every printed count uses).
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
