@@ -14,6 +14,10 @@
 //! | `ycsb_hotspot A..B H O` | a fraction O of draws on the first fraction H of the range  |
 //! | `ycsb_latest N`       | YCSB's SkewedLatestGenerator: the newest `seq` number (at     |
 //! |                       | least N - 1) minus a YCSB Zipfian number                      |
+//! | `ycsb_exponential N P F` | YCSB's ExponentialGenerator: the newest `seq` number minus an |
+//! |                       | exponential draw, P % of draws within the newest N * F keys   |
+//! | `ycsb_sequential A..B` | YCSB's SequentialGenerator: A, A + 1, ... cycling; clients   |
+//! |                       | take interleaved turns                                        |
 //! | `fnvhash64 GEN`       | YCSB's FNV-64 hash of the number GEN draws (hashed key order) |
 //! | `bytes N`             | N random bytes (values only)                                  |
 //! | `string N`            | N random alphanumeric characters                              |
@@ -93,6 +97,11 @@ enum Part {
     YcsbScrambled(ycsb::ScrambledZipfian),
     YcsbHotspot(ycsb::Hotspot),
     YcsbLatest(ycsb::SkewedLatest),
+    YcsbExponential(ycsb::ExponentialLatest),
+    YcsbSequential {
+        cycle: ycsb::Sequential,
+        slot: usize,
+    },
     /// YCSB's hash of the number the inner generator draws.
     FnvHash(Box<Part>),
     Bytes(usize),
@@ -391,6 +400,12 @@ fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
         Part::YcsbScrambled(z) => z.sample(rng),
         Part::YcsbHotspot(h) => h.sample(rng),
         Part::YcsbLatest(l) => l.sample(rng, st.newest, st.offset, &mut st.latest),
+        Part::YcsbExponential(e) => e.sample(rng, st.newest, st.offset),
+        Part::YcsbSequential { cycle, slot } => {
+            let n = st.counters[*slot];
+            st.counters[*slot] += 1;
+            cycle.nth(st.client + n * st.stride)
+        }
         Part::FnvHash(inner) => {
             let n = match &**inner {
                 Part::Capture(slot) => std::str::from_utf8(capture(st, *slot))
@@ -427,13 +442,15 @@ fn is_number(part: &Part) -> bool {
             | Part::YcsbScrambled(_)
             | Part::YcsbHotspot(_)
             | Part::YcsbLatest(_)
+            | Part::YcsbExponential(_)
+            | Part::YcsbSequential { .. }
             | Part::FnvHash(_)
             | Part::Client
             | Part::Iteration
     )
 }
 
-const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, nurand, ycsb_zipfian, ycsb_scrambled, ycsb_hotspot, ycsb_latest, fnvhash64, select, bytes, string, choice, client, iteration or sid";
+const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, nurand, ycsb_zipfian, ycsb_scrambled, ycsb_hotspot, ycsb_latest, ycsb_exponential, ycsb_sequential, fnvhash64, select, bytes, string, choice, client, iteration or sid";
 
 fn compile_expr(
     expr: &str,
@@ -478,6 +495,8 @@ fn compile_words(
         "ycsb_zipfian" | "ycsb_scrambled" => call.ycsb_zipfian(),
         "ycsb_hotspot" => call.ycsb_hotspot(),
         "ycsb_latest" => call.ycsb_latest(),
+        "ycsb_exponential" => call.ycsb_exponential(),
+        "ycsb_sequential" => call.ycsb_sequential(seq_slots),
         "fnvhash64" => {
             call.arity(
                 1..=usize::MAX,
@@ -705,6 +724,34 @@ impl Call<'_> {
             );
         }
         Ok(Part::YcsbLatest(ycsb::SkewedLatest::new(records)))
+    }
+
+    fn ycsb_exponential(&self) -> Result<Part, TemplateError> {
+        self.arity(
+            3..=3,
+            "the number of records loaded, the percentile and the fraction of them it covers: {ycsb_exponential records 95 0.8571428571}",
+        )?;
+        let (at, w) = self.args[0];
+        let records = integer(w, at, self.params)?;
+        let percentile = float(self.args[1].1, self.args[1].0, self.params)?;
+        let frac = float(self.args[2].1, self.args[2].0, self.params)?;
+        match ycsb::ExponentialLatest::new(records, percentile, frac) {
+            Some(e) if records > 0 => Ok(Part::YcsbExponential(e)),
+            _ => err(
+                self.head_at,
+                format!("ycsb_exponential needs records above 0, a percentile strictly between 0 and 100 and a fraction above 0, not {records}, {percentile} and {frac}"),
+            ),
+        }
+    }
+
+    fn ycsb_sequential(&self, seq_slots: &mut usize) -> Result<Part, TemplateError> {
+        self.arity(1..=1, "a range: {ycsb_sequential 0..records}")?;
+        let (lo, hi) = range(self.args[0].1, self.args[0].0, self.params)?;
+        *seq_slots += 1;
+        Ok(Part::YcsbSequential {
+            cycle: ycsb::Sequential { lo, hi },
+            slot: *seq_slots - 1,
+        })
     }
 
     /// `bytes N` or `string N`.

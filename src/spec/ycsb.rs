@@ -257,5 +257,55 @@ impl SkewedLatest {
     }
 }
 
+/// `{ycsb_exponential N PERCENTILE FRAC}`: YCSB's `ExponentialGenerator(PERCENTILE, N * FRAC)`
+/// as CoreWorkload uses it for `requestdistribution=exponential`: the newest key number minus
+/// an exponential draw whose rate puts PERCENTILE % of the draws within the newest N * FRAC
+/// keys, drawn again while the key would fall below 0. The newest key follows `{seq}` as for
+/// `{ycsb_latest}`.
+#[derive(Debug, Clone)]
+pub struct ExponentialLatest {
+    records: u64,
+    gamma: f64,
+}
+
+impl ExponentialLatest {
+    /// None unless 0 < PERCENTILE < 100 and N * FRAC > 0 (YCSB's gamma would not be finite).
+    pub fn new(records: u64, percentile: f64, frac: f64) -> Option<Self> {
+        let range = records as f64 * frac;
+        let gamma = -(1.0 - percentile / 100.0).ln() / range;
+        (percentile > 0.0 && percentile < 100.0 && range > 0.0 && gamma.is_finite())
+            .then_some(ExponentialLatest { records, gamma })
+    }
+
+    pub fn sample<R: RngCore>(&self, rng: &mut R, seq_newest: Option<u64>, offset: u64) -> u64 {
+        let first = self.records - 1 + offset;
+        let newest = seq_newest.map_or(first, |n| n.max(first));
+        loop {
+            // YCSB's `(long) (-log(u) / gamma)` with u in (0, 1], so the draw is finite.
+            let u = 1.0 - rng.random::<f64>();
+            let back = (-u.ln() / self.gamma) as u64;
+            if back <= newest {
+                return newest - back;
+            }
+        }
+    }
+}
+
+/// `{ycsb_sequential A..B}`: YCSB's `SequentialGenerator(A, B - 1)`: A, A + 1, ... B - 1, then
+/// A again. YCSB's one counter is shared by all threads; here client c of N takes the numbers
+/// c, c + N, ... of that cycle, so the clients together walk it in order.
+#[derive(Debug, Clone)]
+pub struct Sequential {
+    pub lo: u64,
+    pub hi: u64,
+}
+
+impl Sequential {
+    /// The `n`-th number the whole cycle hands out.
+    pub fn nth(&self, n: u64) -> u64 {
+        self.lo + n % (self.hi - self.lo)
+    }
+}
+
 #[cfg(test)]
 mod tests;

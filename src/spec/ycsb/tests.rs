@@ -377,3 +377,54 @@ fn nurand_is_tpccs_law() {
     );
     assert!(values.iter().all(|v| (1..=100_000).contains(v)));
 }
+
+/// `{ycsb_exponential 1000 95 0.8571428571}` (YCSB's defaults) against the exact law of YCSB's
+/// algorithm: the newest key (999) minus the floor of an exponential draw of rate gamma, drawn
+/// again above 999, so back k has weight e^(-gamma k) (1 - e^(-gamma)) renormalised on 0..=999.
+#[test]
+fn exponential_is_ycsbs_exponential_back_from_the_newest_key() {
+    let values = draws(
+        "{ycsb_exponential records 95 0.8571428571}",
+        100_000,
+        21,
+        &mut GenState::new(0, 1, 0),
+    );
+    let gamma = -(0.05f64).ln() / (1000.0 * 0.8571428571);
+    let weights: Vec<f64> = (0..1000)
+        .map(|key| (-gamma * (999 - key) as f64).exp() * (1.0 - (-gamma).exp()))
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let expected: Vec<f64> = weights.iter().map(|w| w / total).collect();
+    let p = chi_square_p(&counts(&values, 0, 1000), &expected);
+    assert!(p >= ALPHA, "p = {p}");
+    // 95 % of the untruncated draws fall within the newest 857 keys; after redrawing the 3 %
+    // beyond key 0 that share is 0.95 / (1 - 0.05^(1000/857.14)) = 0.9798.
+    let near = values.iter().filter(|&&v| v > 999 - 857).count() as f64 / 1e5;
+    assert!((near - 0.9798).abs() < 0.003, "{near}");
+    assert!(ExponentialLatest::new(1000, 100.0, 0.8).is_none());
+    assert!(ExponentialLatest::new(1000, 95.0, 0.0).is_none());
+}
+
+#[test]
+fn exponential_follows_the_clients_newest_seq() {
+    let mut st = GenState::new(0, 1, 1);
+    st.newest = Some(1499);
+    let values = draws(
+        "{ycsb_exponential records 95 0.8571428571}",
+        10_000,
+        22,
+        &mut st,
+    );
+    assert!(values.iter().all(|&v| v <= 1499));
+    assert!(values.iter().filter(|&&v| v > 999).count() > 8_000);
+}
+
+/// Two clients walk `{ycsb_sequential 0..5}` in turns and start again at 0 after 4, as YCSB's
+/// one shared SequentialGenerator hands out 0, 1, 2, 3, 4, 0, ...
+#[test]
+fn sequential_cycles_the_range_with_clients_taking_turns() {
+    let first = draws("{ycsb_sequential 3..8}", 5, 0, &mut GenState::new(0, 2, 1));
+    let second = draws("{ycsb_sequential 3..8}", 5, 0, &mut GenState::new(1, 2, 1));
+    assert_eq!(first, [3, 5, 7, 4, 6]);
+    assert_eq!(second, [4, 6, 3, 5, 7]);
+}
