@@ -11,6 +11,7 @@
 //! - [`growth`]: the complexity class of a cost that grows with the data (O(1) … O(n log n)).
 //! - [`knee`]: latency objectives and the highest rate that meets one.
 //! - [`modes`]: clusters in a latency distribution, and whether they repeat at a period.
+//! - [`shift`]: the shift function (quantile by quantile differences) and distribution distances.
 //! - [`density`]: the kernel density estimate the modes and the report's latency plot share.
 //! - [`fit`]: least squares and goodness of fit shared by the models.
 
@@ -21,6 +22,7 @@ pub mod fit;
 pub mod growth;
 pub mod knee;
 pub mod modes;
+pub mod shift;
 pub mod steady;
 pub mod usl;
 
