@@ -360,6 +360,11 @@ pub struct RunArgs {
     #[arg(long = "validity", value_name = "NAME=VALUE")]
     pub validity: Vec<String>,
 
+    /// A label recorded in the result file, such as a commit id; `loadrig history` orders
+    /// runs by it.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+
     /// Serve OpenMetrics text on http://IP:PORT/metrics during the run (port 0: any free one).
     #[arg(long, value_name = "IP:PORT")]
     pub metrics_addr: Option<String>,
