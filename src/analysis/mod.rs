@@ -6,6 +6,7 @@
 //! both need: the measured interval series of one operation, decoded once.
 //!
 //! - [`compare`]: relative change, confidence intervals, tests and verdicts between two runs.
+//! - [`changepoint`]: change points in a history of runs (E-divisive means).
 //! - [`checks`]: `read.p99 < 20ms`-style thresholds on one run.
 //! - [`usl`]: the Universal Scalability Law fitted to a concurrency sweep.
 //! - [`growth`]: the complexity class of a cost that grows with the data (O(1) … O(n log n)).
@@ -15,6 +16,7 @@
 //! - [`density`]: the kernel density estimate the modes and the report's latency plot share.
 //! - [`fit`]: least squares and goodness of fit shared by the models.
 
+pub mod changepoint;
 pub mod checks;
 pub mod compare;
 pub mod density;
