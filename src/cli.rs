@@ -43,6 +43,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two result files: change, 95 % interval, test and verdict for each metric.
     Compare(CompareArgs),
+    /// Find where throughput or a percentile shifted across a folder of one workload's
+    /// result files (change points by E-divisive means).
+    History(HistoryArgs),
     /// Export a result file as CSV tables, an HdrHistogram interval log and/or YCSB's text
     /// output.
     Export(ExportArgs),
@@ -237,6 +240,43 @@ pub struct CompareArgs {
     /// A threshold on NEW, like 'read.p99 < 20ms' (repeatable); a failed one exits 1.
     #[arg(long = "check", value_name = "CHECK")]
     pub checks: Vec<String>,
+}
+
+/// How `history` orders the runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryOrder {
+    /// By start time.
+    Time,
+    /// By `run --label`, numbers in labels compared as numbers (v9 before v10).
+    Label,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// A folder of result files (.json) written by `loadrig run`.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Follow this workload (needed when the folder holds several).
+    #[arg(long, value_name = "NAME")]
+    pub workload: Option<String>,
+
+    /// Follow runs on this target, its URL without options (needed when the workload ran on
+    /// several).
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+
+    /// Order the runs by start time or by their labels.
+    #[arg(long, value_enum, default_value_t = HistoryOrder::Time)]
+    pub order: HistoryOrder,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    /// Also write an HTML page with each metric's series and its change points marked.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@
 //!
 //! - [`compare`]: relative change, confidence intervals, tests and verdicts between two runs.
 //! - [`changepoint`]: change points in a history of runs (E-divisive means).
+//! - [`history`]: a workload's runs in order and the change points of each metric.
 //! - [`checks`]: `read.p99 < 20ms`-style thresholds on one run.
 //! - [`usl`]: the Universal Scalability Law fitted to a concurrency sweep.
 //! - [`growth`]: the complexity class of a cost that grows with the data (O(1) … O(n log n)).
@@ -22,6 +23,7 @@ pub mod compare;
 pub mod density;
 pub mod fit;
 pub mod growth;
+pub mod history;
 pub mod knee;
 pub mod modes;
 pub mod shift;
