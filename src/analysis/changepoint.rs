@@ -39,7 +39,7 @@ impl Default for Options {
         Options {
             alpha: 0.05,
             permutations: 999,
-            seed: 0xC4A2_6E,
+            seed: 0x00C4_A26E,
             min_size: 2,
         }
     }

@@ -63,7 +63,7 @@ impl Default for Options {
         Options {
             confidence: 0.95,
             resamples: 1000,
-            seed: 0x5_41F7,
+            seed: 0x0005_41F7,
         }
     }
 }
