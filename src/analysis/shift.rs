@@ -212,8 +212,8 @@ pub fn shift_function(
         .collect();
     let (ks, wasserstein_ns) = grid.distances(&cb, &cn);
     Some(ShiftFunction {
-        base_runs: base.len(),
-        new_runs: new.len(),
+        base_runs: sb.runs.len(),
+        new_runs: sn.runs.len(),
         base_count: nb,
         new_count: nn,
         points,
@@ -298,9 +298,11 @@ impl Grid {
                 })
                 .collect()
         };
+        // A run without intervals (the operation absent from it) has nothing to draw.
         Side {
             runs: runs
                 .iter()
+                .filter(|r| !r.is_empty())
                 .map(|r| r.iter().map(sparse).collect())
                 .collect(),
         }
@@ -401,6 +403,15 @@ mod tests {
     use crate::stats::new_hist;
     use rand_distr::{Distribution, Uniform};
 
+    /// Fewer replicates than a user gets, so the debug-build tests stay quick; the sup-t
+    /// critical value is already stable at a few hundred.
+    fn fast() -> Options {
+        Options {
+            resamples: 400,
+            ..Options::default()
+        }
+    }
+
     /// `runs` runs of `intervals` intervals of `per` latencies each, uniform on 1–2 ms, with
     /// `bump(x)` applied to each.
     fn side(
@@ -438,7 +449,7 @@ mod tests {
                 x
             }
         });
-        let s = shift_function(&base, &new, &Options::default()).unwrap();
+        let s = shift_function(&base, &new, &fast()).unwrap();
         for p in &s.points {
             let (lo, hi) = (p.ci_low_ns.unwrap(), p.ci_high_ns.unwrap());
             if p.quantile <= 0.8 {
@@ -471,7 +482,7 @@ mod tests {
     fn an_even_shift_moves_every_quantile_by_the_same_amount() {
         let base = side(3, 1, 8, 1000, |x| x);
         let new = side(4, 1, 8, 1000, |x| x + 500_000);
-        let s = shift_function(&base, &new, &Options::default()).unwrap();
+        let s = shift_function(&base, &new, &fast()).unwrap();
         for p in &s.points {
             assert!(p.moved(), "q{}", p.quantile);
             let tol = if p.quantile > 0.95 {
@@ -524,7 +535,7 @@ mod tests {
             a.record(v).unwrap();
             b.record(v + 250).unwrap();
         }
-        let s = shift_function(&[vec![a.clone()]], &[vec![b]], &Options::default()).unwrap();
+        let s = shift_function(&[vec![a.clone()]], &[vec![b]], &fast()).unwrap();
         assert!((s.ks - 0.5).abs() < 1e-12, "{}", s.ks);
         assert!(
             (s.wasserstein_ns - 250.0).abs() < 1e-6,
@@ -535,16 +546,28 @@ mod tests {
         let (mut p, mut q) = (new_hist(), new_hist());
         p.record_n(1000, 10).unwrap();
         q.record_n(2000, 30).unwrap();
-        let s = shift_function(&[vec![p]], &[vec![q]], &Options::default()).unwrap();
+        let s = shift_function(&[vec![p]], &[vec![q]], &fast()).unwrap();
         assert_eq!(s.ks, 1.0);
         assert!((s.wasserstein_ns - 1000.0).abs() < 1e-9);
         // Identical: zero, and one unit per side is too few for intervals.
-        let s = shift_function(&[vec![a.clone()]], &[vec![a]], &Options::default()).unwrap();
+        let s = shift_function(&[vec![a.clone()]], &[vec![a]], &fast()).unwrap();
         assert_eq!((s.ks, s.wasserstein_ns), (0.0, 0.0));
         assert!(s
             .points
             .iter()
             .all(|p| p.diff_ns == 0.0 && p.ci_low_ns.is_none()));
+    }
+
+    #[test]
+    fn a_run_without_intervals_is_left_out_and_an_empty_side_gives_nothing() {
+        let mut base = side(11, 2, 6, 200, |x| x);
+        base.push(Vec::new());
+        let new = side(12, 2, 6, 200, |x| x);
+        let s = shift_function(&base, &new, &fast()).unwrap();
+        assert_eq!((s.base_runs, s.base_count), (2, 2 * 6 * 200));
+        assert!(s.points.iter().all(|p| p.ci_low_ns.is_some()));
+        assert!(shift_function(&[Vec::new()], &new, &fast()).is_none());
+        assert!(shift_function(&[vec![new_hist()]], &new, &fast()).is_none());
     }
 
     #[test]
@@ -556,11 +579,11 @@ mod tests {
         base.extend(side(6, 1, 10, 1000, slow));
         let mut new = side(7, 1, 10, 1000, |x| x);
         new.extend(side(8, 1, 10, 1000, slow));
-        let s = shift_function(&base, &new, &Options::default()).unwrap();
+        let s = shift_function(&base, &new, &fast()).unwrap();
         let flat = shift_function(
             &side(9, 1, 20, 1000, |x| x),
             &side(10, 1, 20, 1000, |x| x),
-            &Options::default(),
+            &fast(),
         )
         .unwrap();
         let width =
