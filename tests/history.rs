@@ -45,6 +45,8 @@ fn a_step_from_one_to_two_milliseconds_is_found_at_its_label() {
             labels,
             ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10"]
         );
+        let p50 = |k: usize| h["runs"][k]["p50_ns"].as_f64().unwrap();
+        assert!((1e6..1.5e6).contains(&p50(0)) && (2e6..2.5e6).contains(&p50(9)));
         let metric = |name: &str| {
             h["metrics"]
                 .as_array()

@@ -15,32 +15,43 @@ pub const METRICS: [(&str, bool); 5] = [
     ("p99.9", false),
 ];
 
-/// One run of the history.
+/// One run of the history: all operations together.
 #[derive(Debug, Clone, Serialize)]
 pub struct HistoryRun {
     pub file: String,
     pub label: Option<String>,
     pub started_at: String,
-    /// All operations together: successful operations per second and latency (ns), in
-    /// [`METRICS`] order.
-    pub values: [f64; 5],
+    pub throughput_per_s: f64,
+    pub p50_ns: f64,
+    pub p90_ns: f64,
+    pub p99_ns: f64,
+    pub p999_ns: f64,
 }
 
 impl HistoryRun {
     pub fn of(file: &str, r: &RunResult) -> HistoryRun {
-        let (t, l) = (&r.total, &r.total.latency);
+        let l = &r.total.latency;
         HistoryRun {
             file: file.to_string(),
             label: r.label.clone(),
             started_at: r.started_at.clone(),
-            values: [
-                t.throughput_per_s,
-                l.p50_ns as f64,
-                l.p90_ns as f64,
-                l.p99_ns as f64,
-                l.p999_ns as f64,
-            ],
+            throughput_per_s: r.total.throughput_per_s,
+            p50_ns: l.p50_ns as f64,
+            p90_ns: l.p90_ns as f64,
+            p99_ns: l.p99_ns as f64,
+            p999_ns: l.p999_ns as f64,
         }
+    }
+
+    /// The figures in [`METRICS`] order.
+    pub fn values(&self) -> [f64; 5] {
+        [
+            self.throughput_per_s,
+            self.p50_ns,
+            self.p90_ns,
+            self.p99_ns,
+            self.p999_ns,
+        ]
     }
 }
 
@@ -82,7 +93,7 @@ pub fn analyse(
         .iter()
         .enumerate()
         .map(|(k, &(metric, higher_is_better))| {
-            let series: Vec<f64> = runs.iter().map(|r| r.values[k]).collect();
+            let series: Vec<f64> = runs.iter().map(|r| r.values()[k]).collect();
             MetricHistory {
                 metric,
                 unit: if higher_is_better { "ops/s" } else { "ns" },

@@ -104,7 +104,7 @@ fn run_values(h: &History, k: usize) -> Vec<String> {
     h.metrics
         .iter()
         .enumerate()
-        .map(|(j, m)| value(m, h.runs[k].values[j]))
+        .map(|(j, m)| value(m, h.runs[k].values()[j]))
         .collect()
 }
 
@@ -275,7 +275,7 @@ fn plots(h: &History) -> Result<Vec<Plot>> {
         .iter()
         .enumerate()
         .map(|(j, m)| {
-            let ys: Vec<f64> = h.runs.iter().map(|r| r.values[j]).collect();
+            let ys: Vec<f64> = h.runs.iter().map(|r| r.values()[j]).collect();
             Ok(Plot {
                 id: format!("metric-{}", m.metric.replace('.', "")),
                 title: format!("{} across runs", m.metric),
