@@ -43,6 +43,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two result files: change, 95 % interval, test and verdict for each metric.
     Compare(CompareArgs),
+    /// Find where throughput or a percentile shifted across a folder of one workload's
+    /// result files (change points by E-divisive means).
+    History(HistoryArgs),
     /// Export a result file as CSV tables, an HdrHistogram interval log and/or YCSB's text
     /// output.
     Export(ExportArgs),
@@ -239,6 +242,43 @@ pub struct CompareArgs {
     pub checks: Vec<String>,
 }
 
+/// How `history` orders the runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryOrder {
+    /// By start time.
+    Time,
+    /// By `run --label`, numbers in labels compared as numbers (v9 before v10).
+    Label,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// A folder of result files (.json) written by `loadrig run`.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// Follow this workload (needed when the folder holds several).
+    #[arg(long, value_name = "NAME")]
+    pub workload: Option<String>,
+
+    /// Follow runs on this target, its URL without options (needed when the workload ran on
+    /// several).
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+
+    /// Order the runs by start time or by their labels.
+    #[arg(long, value_enum, default_value_t = HistoryOrder::Time)]
+    pub order: HistoryOrder,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    /// Also write an HTML page with each metric's series and its change points marked.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
+}
+
 #[derive(Debug, Args)]
 pub struct ExportArgs {
     /// The result file to export.
@@ -359,6 +399,11 @@ pub struct RunArgs {
     /// hiccup=50ms, starved-median=4, little=15%, late=5%, jain=0.8 (docs/validity.md).
     #[arg(long = "validity", value_name = "NAME=VALUE")]
     pub validity: Vec<String>,
+
+    /// A label recorded in the result file, such as a commit id; `loadrig history` orders
+    /// runs by it.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
 
     /// Serve OpenMetrics text on http://IP:PORT/metrics during the run (port 0: any free one).
     #[arg(long, value_name = "IP:PORT")]

@@ -208,6 +208,9 @@ pub struct Comparison {
     /// `--check` thresholds evaluated on NEW (empty when none were given).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<super::checks::Outcome>,
+    /// The latency distributions quantile by quantile (`analysis::shift`), when computed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shift_function: Option<super::shift::ShiftReport>,
 }
 
 impl Comparison {
@@ -281,6 +284,7 @@ pub fn compare(
         only_in_new,
         notes,
         checks: Vec::new(),
+        shift_function: None,
     })
 }
 

@@ -6,21 +6,27 @@
 //! both need: the measured interval series of one operation, decoded once.
 //!
 //! - [`compare`]: relative change, confidence intervals, tests and verdicts between two runs.
+//! - [`changepoint`]: change points in a history of runs (E-divisive means).
+//! - [`history`]: a workload's runs in order and the change points of each metric.
 //! - [`checks`]: `read.p99 < 20ms`-style thresholds on one run.
 //! - [`usl`]: the Universal Scalability Law fitted to a concurrency sweep.
 //! - [`growth`]: the complexity class of a cost that grows with the data (O(1) … O(n log n)).
 //! - [`knee`]: latency objectives and the highest rate that meets one.
 //! - [`modes`]: clusters in a latency distribution, and whether they repeat at a period.
+//! - [`shift`]: the shift function (quantile by quantile differences) and distribution distances.
 //! - [`density`]: the kernel density estimate the modes and the report's latency plot share.
 //! - [`fit`]: least squares and goodness of fit shared by the models.
 
+pub mod changepoint;
 pub mod checks;
 pub mod compare;
 pub mod density;
 pub mod fit;
 pub mod growth;
+pub mod history;
 pub mod knee;
 pub mod modes;
+pub mod shift;
 pub mod steady;
 pub mod usl;
 

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use super::report::labels;
 use crate::analysis::checks;
-use crate::analysis::{self, compare as comparison};
+use crate::analysis::{self, compare as comparison, shift};
 use crate::cli::{CompareArgs, Format};
 use crate::error::InputError;
 use crate::result;
@@ -45,6 +45,11 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     };
     let mut c = comparison::compare(&base, &names[0], &new, &names[1], &options)?;
     c.checks = checks::evaluate_all(&parsed, &new);
+    c.shift_function = Some(shift::for_runs(
+        &[&base],
+        &[&new],
+        &shift::Options::default(),
+    )?);
     let text = match args.format {
         Format::Table => crate::report::comparison::table(&c),
         Format::Markdown => crate::report::comparison::markdown(&c),

@@ -5,6 +5,7 @@ mod compare;
 mod emulate;
 mod export;
 mod gen;
+mod history;
 mod import;
 mod ops;
 mod report;
@@ -29,6 +30,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Init { name } => targets::init(&name),
         Command::Report(args) => report::report(&args),
         Command::Compare(args) => compare::compare(&args),
+        Command::History(args) => history::history(&args),
         Command::Export(args) => export::export(&args),
         Command::Ops(args) => ops::ops(&args),
         Command::Gen(what) => gen::gen(&what),

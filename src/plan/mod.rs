@@ -46,6 +46,8 @@ pub struct RunPlan {
     pub warmup_auto: bool,
     /// The verdict's thresholds after `--validity`.
     pub thresholds: crate::result::validity::Thresholds,
+    /// `--label`: recorded in the result file.
+    pub label: Option<String>,
 }
 
 /// What a plan says, as data: the same records the result file holds, plus outputs and

@@ -57,7 +57,21 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
         checks,
         warmup_auto: load::warmup_is_auto(args),
         thresholds: thresholds(args)?,
+        label: label(args)?,
     })
+}
+
+/// `--label TEXT`: one line of visible text.
+fn label(args: &RunArgs) -> Result<Option<String>, InputError> {
+    match args.label.as_deref() {
+        Some(text) if text.trim().is_empty() || text.chars().any(char::is_control) => {
+            Err(InputError::new(format!(
+                "--label {text:?}: expected one line of text, like a commit id"
+            ))
+            .help("give --label a non-empty value without newlines, e.g. --label \"$(git rev-parse --short HEAD)\""))
+        }
+        other => Ok(other.map(str::to_string)),
+    }
 }
 
 /// The verdict's thresholds with every `--validity NAME=VALUE` applied.

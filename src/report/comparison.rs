@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::analysis::checks;
 use crate::analysis::compare::{Comparison, Metric, MetricChange, RunInfo, Verdict};
+use crate::analysis::shift::{ShiftPoint, ShiftReport};
 use crate::result::RunStatus;
 use crate::spec::duration::human_ns;
 
@@ -118,6 +119,9 @@ pub fn table(c: &Comparison) -> String {
             );
         }
     }
+    if let Some(s) = &c.shift_function {
+        shift_table(&mut out, s);
+    }
     tail(&mut out, c, false);
     out
 }
@@ -213,8 +217,115 @@ pub fn markdown(c: &Comparison) -> String {
             );
         }
     }
+    if let Some(s) = &c.shift_function {
+        shift_markdown(&mut out, s);
+    }
     tail(&mut out, c, true);
     out
+}
+
+/// `p10`, `p95`, `p99.9`.
+fn quantile_name(q: f64) -> String {
+    format!("p{}", trim_float(q * 100.0))
+}
+
+/// A latency difference with its sign: `+1.00ms`, `-20.0µs`.
+fn signed_ns(x: f64) -> String {
+    let sign = if x < 0.0 { "-" } else { "+" };
+    format!("{sign}{}", human_ns(x.abs()))
+}
+
+fn shift_interval(p: &ShiftPoint) -> String {
+    match (p.ci_low_ns, p.ci_high_ns) {
+        (Some(lo), Some(hi)) => format!("[{}, {}]", signed_ns(lo), signed_ns(hi)),
+        _ => "–".into(),
+    }
+}
+
+fn moved(p: &ShiftPoint) -> &'static str {
+    match (p.ci_low_ns.is_some(), p.moved()) {
+        (false, _) => "–",
+        (true, true) if p.diff_ns > 0.0 => "slower",
+        (true, true) => "faster",
+        (true, false) => "no shift",
+    }
+}
+
+fn shift_heading(s: &ShiftReport) -> String {
+    format!(
+        "shift function: new − base at each quantile ({}, {} resamples)",
+        s.method, s.resamples
+    )
+}
+
+/// The shift function section of the terminal table.
+fn shift_table(out: &mut String, s: &ShiftReport) {
+    let _ = writeln!(out, "\n{}", shift_heading(s));
+    for o in &s.operations {
+        let f = &o.shift;
+        let _ = writeln!(
+            out,
+            "\n{}: Kolmogorov-Smirnov {:.3}, Wasserstein-1 {}",
+            o.operation,
+            f.ks,
+            human_ns(f.wasserstein_ns)
+        );
+        let _ = writeln!(
+            out,
+            "  {:<8}  {:>9}  {:>9}  {:>10}  {:<24}  shift",
+            "quantile", "base", "new", "difference", "95% interval"
+        );
+        for p in &f.points {
+            let _ = writeln!(
+                out,
+                "  {:<8}  {:>9}  {:>9}  {:>10}  {:<24}  {}",
+                quantile_name(p.quantile),
+                human_ns(p.base_ns),
+                human_ns(p.new_ns),
+                signed_ns(p.diff_ns),
+                shift_interval(p),
+                moved(p)
+            );
+        }
+    }
+    for n in &s.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+}
+
+/// The shift function section in Markdown.
+fn shift_markdown(out: &mut String, s: &ShiftReport) {
+    let _ = writeln!(out, "\n**{}**", md(&shift_heading(s)));
+    for o in &s.operations {
+        let f = &o.shift;
+        let _ = writeln!(
+            out,
+            "\n{}: Kolmogorov-Smirnov {:.3}, Wasserstein-1 {}\n",
+            md(&o.operation),
+            f.ks,
+            human_ns(f.wasserstein_ns)
+        );
+        let _ = writeln!(
+            out,
+            "| quantile | base | new | difference | 95% interval | shift |"
+        );
+        let _ = writeln!(out, "|---|---:|---:|---:|---|---|");
+        for p in &f.points {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} |",
+                quantile_name(p.quantile),
+                human_ns(p.base_ns),
+                human_ns(p.new_ns),
+                signed_ns(p.diff_ns),
+                shift_interval(p),
+                moved(p)
+            );
+        }
+    }
+    for n in &s.notes {
+        let _ = writeln!(out, "\n- note: {}", md(n));
+    }
 }
 
 /// The comparison as one JSON document.

@@ -7,6 +7,7 @@
 pub mod comparison;
 pub mod console;
 pub mod export;
+pub mod history;
 pub mod host;
 pub mod html;
 pub mod metrics;

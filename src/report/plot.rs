@@ -888,6 +888,7 @@ pub fn errors(runs: &[RunView]) -> Result<String> {
 }
 
 pub mod growths;
+pub mod history;
 pub mod sweep;
 
 #[cfg(test)]

@@ -112,6 +112,7 @@ impl RunResult {
             figures: Vec::new(),
             validity: None,
             warmup_auto: None,
+            label: None,
         }
         .with_figures(&workload.figures)
         .with_validity(run, ops, thresholds)

@@ -85,6 +85,10 @@ pub struct RunResult {
     /// the warm-up chosen. Left out otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_auto: Option<WarmupAuto>,
+    /// `run --label`: what the run stands for, such as a commit id (`loadrig history`
+    /// orders runs by it). Left out when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 /// How `--warmup auto` chose the warm-up (docs/validity.md).

@@ -112,6 +112,7 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
         }
         result.warmup_auto = Some(record);
     }
+    result.label = plan.label.clone();
     for (check, values) in plan.workload.verify.iter().zip(verified) {
         let record = VerifyRecord::of(&check.name, values);
         result.notes.extend(record.note());
