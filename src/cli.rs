@@ -41,7 +41,8 @@ pub enum Command {
     },
     /// Write a self-contained HTML report of one or more result files (several are overlaid).
     Report(ReportArgs),
-    /// Compare two result files: change, 95 % interval, test and verdict for each metric.
+    /// Compare result files: change, 95 % interval, test and verdict for each metric; one
+    /// run per side (BASE NEW) or several (A1 A2 … -- B1 B2 …).
     Compare(CompareArgs),
     /// Export a result file as CSV tables, an HdrHistogram interval log and/or YCSB's text
     /// output.
@@ -214,17 +215,25 @@ pub enum Format {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The reference run (before the change).
-    #[arg(value_name = "BASE.json")]
-    pub base: PathBuf,
+    /// The reference run(s): BASE.json NEW.json for one run per side, or several base runs,
+    /// then `--`, then several new runs (options go before the `--`).
+    #[arg(value_name = "BASE.json", required = true)]
+    pub base: Vec<PathBuf>,
 
-    /// The run to judge (after the change).
-    #[arg(value_name = "NEW.json")]
-    pub new: PathBuf,
+    /// After `--`: the runs to judge (after the change), A1.json A2.json -- B1.json B2.json.
+    #[arg(value_name = "NEW.json", last = true)]
+    pub new: Vec<PathBuf>,
 
-    /// Changes whose whole 95 % interval stays within ±this are never a verdict (e.g. 2%).
-    #[arg(long, default_value = "2%", value_name = "PERCENT")]
-    pub noise: String,
+    /// The noise band: changes whose whole 95 % interval is not beyond ±this are never a
+    /// verdict. Default 2% with several runs per side; 10% with one (the run-to-run
+    /// allowance, since one run per side cannot measure run-to-run variance).
+    #[arg(long, value_name = "PERCENT")]
+    pub noise: Option<String>,
+
+    /// With several runs per side: report how many rounds would detect a change of this
+    /// size at 80 % power at the measured noise.
+    #[arg(long, default_value = "5%", value_name = "PERCENT")]
+    pub detect: String,
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -234,7 +243,8 @@ pub struct CompareArgs {
     #[arg(long)]
     pub fail_on_regression: bool,
 
-    /// A threshold on NEW, like 'read.p99 < 20ms' (repeatable); a failed one exits 1.
+    /// A threshold on NEW, like 'read.p99 < 20ms' (repeatable); a failed one exits 1. With
+    /// several new runs, each is checked.
     #[arg(long = "check", value_name = "CHECK")]
     pub checks: Vec<String>,
 }

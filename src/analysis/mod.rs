@@ -21,6 +21,7 @@ pub mod fit;
 pub mod growth;
 pub mod knee;
 pub mod modes;
+pub mod rounds;
 pub mod steady;
 pub mod usl;
 
