@@ -41,6 +41,9 @@ pub enum Command {
     },
     /// Write a self-contained HTML report of one or more result files (several are overlaid).
     Report(ReportArgs),
+    /// Run two variants K rounds interleaved (A B A B …) and compare them run by run:
+    /// `loadrig ab A.toml B.toml`, or one workload with --a-set/--b-set, --a-target/--b-target.
+    Ab(Box<AbArgs>),
     /// Compare result files: change, 95 % interval, test and verdict for each metric; one
     /// run per side (BASE NEW) or several (A1 A2 … -- B1 B2 …).
     Compare(CompareArgs),
@@ -247,6 +250,58 @@ pub struct CompareArgs {
     /// several new runs, each is checked.
     #[arg(long = "check", value_name = "CHECK")]
     pub checks: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct AbArgs {
+    /// The load of every run, as for `loadrig run` (WORKLOAD is variant A's); -o names the
+    /// folder the runs and ab.json go into (default ab-TIME).
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Variant B's workload file or built-in (default: A's).
+    #[arg(value_name = "B")]
+    pub b_workload: Option<String>,
+
+    /// A workload parameter of variant A only: --a-set value_size=100 (repeatable).
+    #[arg(long = "a-set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
+    pub a_set: Vec<(String, String)>,
+
+    /// A workload parameter of variant B only (repeatable).
+    #[arg(long = "b-set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
+    pub b_set: Vec<(String, String)>,
+
+    /// Variant A's target URL (default: --target, else the workload's).
+    #[arg(long = "a-target", value_name = "URL")]
+    pub a_target: Option<String>,
+
+    /// Variant B's target URL.
+    #[arg(long = "b-target", value_name = "URL")]
+    pub b_target: Option<String>,
+
+    /// Rounds: each runs A once and B once.
+    #[arg(long, value_name = "K", default_value_t = 5)]
+    pub rounds: u32,
+
+    /// Draw each round's order (A B or B A) at random instead of always A then B.
+    #[arg(long)]
+    pub shuffle: bool,
+
+    /// The noise band, as for `compare` (default 2%, or 10% with one round).
+    #[arg(long, value_name = "PERCENT")]
+    pub noise: Option<String>,
+
+    /// Report the rounds that would detect a change of this size at 80 % power.
+    #[arg(long, default_value = "5%", value_name = "PERCENT")]
+    pub detect: String,
+
+    /// How the final comparison is printed.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    /// Exit with status 1 when any metric of any operation regressed from A to B.
+    #[arg(long)]
+    pub fail_on_regression: bool,
 }
 
 #[derive(Debug, Args)]

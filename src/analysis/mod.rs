@@ -14,6 +14,7 @@
 //! - [`density`]: the kernel density estimate the modes and the report's latency plot share.
 //! - [`fit`]: least squares and goodness of fit shared by the models.
 
+pub mod ab;
 pub mod checks;
 pub mod compare;
 pub mod density;

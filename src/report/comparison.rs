@@ -29,11 +29,13 @@ fn pct(x: f64) -> String {
     format!("{:+.1}%", x * 100.0)
 }
 
-fn change(m: &MetricChange) -> String {
+/// The change as a signed percentage, or – without one.
+pub fn change_text(m: &MetricChange) -> String {
     m.change.map_or_else(|| "–".into(), pct)
 }
 
-fn interval(m: &MetricChange) -> String {
+/// The interval as [low, high] percentages, or – without one.
+pub fn interval_text(m: &MetricChange) -> String {
     match (m.ci_low, m.ci_high) {
         (Some(lo), Some(hi)) => format!("[{}, {}]", pct(lo), pct(hi)),
         _ => "–".into(),
@@ -146,7 +148,10 @@ fn power_line(c: &Comparison) -> Option<String> {
                 side(ran as usize),
                 percent_text(c.detect),
                 POWER * 100.0,
-                most.map_or_else(String::new, |n| format!(" (up to {n} rounds; 'rounds' column)")),
+                most.map_or_else(String::new, |n| format!(
+                    " (up to {} rounds; 'rounds' column)",
+                    super::console::thousands(n)
+                )),
                 if short < unchanged.len() {
                     "; the others had enough rounds, so for them it means no change of that size"
                 } else {
@@ -214,8 +219,8 @@ fn metrics_table(out: &mut String, c: &Comparison) {
                 m.metric.name(),
                 value(m, m.base),
                 value(m, m.new),
-                change(m),
-                interval(m),
+                change_text(m),
+                interval_text(m),
                 p_value(m),
                 extra(&mw_cell(m), &rounds_cell(c, m)),
                 m.verdict.text()
@@ -323,8 +328,8 @@ pub fn markdown(c: &Comparison) -> String {
                 m.metric.name(),
                 value(m, m.base),
                 value(m, m.new),
-                change(m),
-                interval(m),
+                change_text(m),
+                interval_text(m),
                 md(&p_value(m)),
                 verdict
             );
