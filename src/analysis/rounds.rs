@@ -164,7 +164,9 @@ pub fn rounds_needed(sd: f64, detect: f64, noise: f64, confidence: f64) -> Optio
 }
 
 /// Two-sided Mann-Whitney p for samples `x` and `y`: exact without ties (up to 20 × 20),
-/// else the normal approximation with tie and continuity corrections.
+/// exact over every split of the mid-ranks with ties (up to 200,000 splits: per-run
+/// percentiles often tie on a histogram bucket), else the normal approximation with tie and
+/// continuity corrections.
 pub fn mann_whitney_p(x: &[f64], y: &[f64]) -> f64 {
     let (n1, n2) = (x.len(), y.len());
     if n1 == 0 || n2 == 0 {
@@ -188,6 +190,9 @@ pub fn mann_whitney_p(x: &[f64], y: &[f64]) -> f64 {
     if tie_term == 0.0 && n1 <= 20 && n2 <= 20 {
         return exact_mann_whitney_p(n1, n2, u as usize);
     }
+    if let Some(p) = permutation_mann_whitney_p(x, y, u) {
+        return p;
+    }
     let (a, b, n) = (n1 as f64, n2 as f64, (n1 + n2) as f64);
     let var = a * b / 12.0 * ((n + 1.0) - tie_term / (n * (n - 1.0)));
     if var <= 0.0 {
@@ -196,6 +201,52 @@ pub fn mann_whitney_p(x: &[f64], y: &[f64]) -> f64 {
     let d = u - a * b / 2.0;
     let z = (d.abs() - 0.5).max(0.0) / var.sqrt();
     (2.0 * (1.0 - Normal::standard().cdf(z))).min(1.0)
+}
+
+/// Exact two-sided p of U = `u` with ties: U over every way of choosing which |x| of the
+/// pooled mid-ranks belong to x; none when there are too many ways.
+fn permutation_mann_whitney_p(x: &[f64], y: &[f64], u: f64) -> Option<f64> {
+    let (n1, n) = (x.len(), x.len() + y.len());
+    let ways = (0..n1).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64);
+    if ways > 200_000.0 {
+        return None;
+    }
+    let mut all: Vec<f64> = x.iter().chain(y).copied().collect();
+    all.sort_by(f64::total_cmp);
+    // Mid-rank of each pooled value.
+    let ranks: Vec<f64> = all
+        .iter()
+        .map(|v| {
+            let below = all.iter().filter(|w| *w < v).count() as f64;
+            let equal = all.iter().filter(|w| *w == v).count() as f64;
+            below + (equal + 1.0) / 2.0
+        })
+        .collect();
+    let offset = (n1 * (n1 + 1)) as f64 / 2.0;
+    let (mut below, mut above, mut total) = (0.0, 0.0, 0.0);
+    let mut visit = |rank_sum: f64| {
+        let v = rank_sum - offset;
+        total += 1.0;
+        if v <= u + 1e-9 {
+            below += 1.0;
+        }
+        if v >= u - 1e-9 {
+            above += 1.0;
+        }
+    };
+    choose(&ranks, n1, 0, 0.0, &mut visit);
+    Some((2.0 * f64::min(below, above) / total).min(1.0))
+}
+
+/// Call `visit` with the sum of every choice of `k` of `ranks[from..]` (plus `sum`).
+fn choose(ranks: &[f64], k: usize, from: usize, sum: f64, visit: &mut impl FnMut(f64)) {
+    if k == 0 {
+        visit(sum);
+        return;
+    }
+    for i in from..=ranks.len() - k {
+        choose(ranks, k - 1, i + 1, sum + ranks[i], visit);
+    }
 }
 
 /// Exact two-sided p of U = `u` under no difference: `f(m, k)[u]`, the number of orderings

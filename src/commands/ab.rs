@@ -23,6 +23,7 @@ use crate::plan::{self, RunPlan};
 use crate::report::comparison::{change_text, interval_text};
 use crate::result::{self, RunStatus};
 use crate::runner::{self, View};
+use crate::targets::{with_target_type, Target};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Side {
@@ -36,6 +37,12 @@ impl Side {
             Side::A => "a",
             Side::B => "b",
         }
+    }
+
+    /// The error, saying which variant it is about.
+    fn name(self, mut e: InputError) -> InputError {
+        e.message = format!("variant {}: {}", self.letter().to_uppercase(), e.message);
+        e
     }
 }
 
@@ -61,6 +68,9 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
             ])
         })
         .collect::<Result<_, InputError>>()?;
+    for (plan, side) in plans[0].iter().zip([Side::A, Side::B]) {
+        check_target(plan).map_err(|e| side.name(e))?;
+    }
     let orders = orders(args);
     let (mut order, mut files) = (Vec::new(), [Vec::new(), Vec::new()]);
     let mut complete = true;
@@ -150,9 +160,13 @@ fn plan_of(args: &AbArgs, side: Side, round: u32, dir: &Path) -> Result<RunPlan,
     run.seed = args.run.seed.map(|s| s.wrapping_add(u64::from(round - 1)));
     run.out = Some(dir.join(format!("{}-{round}.json", side.letter())));
     run.checks.clear();
-    plan::resolve(&run).map_err(|mut e| {
-        e.message = format!("variant {}: {}", side.letter().to_uppercase(), e.message);
-        e
+    plan::resolve(&run).map_err(|e| side.name(e))
+}
+
+/// The target's options, checked before anything runs (opening one only checks them).
+fn check_target(plan: &RunPlan) -> Result<(), InputError> {
+    with_target_type!(plan.target.scheme(), T => {
+        T::from_url(&plan.target.parsed, &plan.workload.params).map(|_| ())
     })
 }
 

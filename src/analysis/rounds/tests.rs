@@ -158,7 +158,12 @@ fn mann_whitney_exact_on_known_data() {
     assert!((mann_whitney_p(&[1.0, 3.0], &[2.0, 4.0]) - 4.0 / 6.0).abs() < 1e-12);
     // Interleaved: no evidence.
     assert_eq!(mann_whitney_p(&[1.0, 4.0, 5.0], &[2.0, 3.0, 6.0]), 1.0);
-    // Ties fall back to the normal approximation; identical samples give 1.
+    // Ties: exact over the splits of the mid-ranks [1, 2.5, 2.5, 4]. x = {1, 2}, y = {2, 3}:
+    // U = 0.5; the 6 splits give U = 0.5, 0.5, 2, 2, 3.5, 3.5, so P(U ≤ 0.5) = 2/6 and the
+    // two-sided p is 4/6.
+    assert!((mann_whitney_p(&[1.0, 2.0], &[2.0, 3.0]) - 4.0 / 6.0).abs() < 1e-12);
+    // Three tied runs a side can never reach below 2/20.
+    assert!(mann_whitney_p(&[1.0, 1.0, 1.0], &[2.0, 2.0, 2.0]) >= 0.1 - 1e-12);
     assert_eq!(mann_whitney_p(&[5.0; 4], &[5.0; 4]), 1.0);
 }
 
