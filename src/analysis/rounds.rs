@@ -106,7 +106,7 @@ pub struct Estimate {
 /// The interval and tests for per-run values `base` and `new` (all above zero, at least two
 /// each); `within` is the mean within-run variance of the log values.
 pub fn estimate(base: &[f64], new: &[f64], within: f64, confidence: f64) -> Option<Estimate> {
-    if base.len() < 2 || new.len() < 2 || base.iter().chain(new).any(|v| !(*v > 0.0)) {
+    if base.len() < 2 || new.len() < 2 || !base.iter().chain(new).all(|v| *v > 0.0) {
         return None;
     }
     let lb: Vec<f64> = base.iter().map(|v| v.ln()).collect();
@@ -142,7 +142,7 @@ pub fn estimate(base: &[f64], new: &[f64], within: f64, confidence: f64) -> Opti
 /// none when the change does not clear the band.
 pub fn rounds_needed(sd: f64, detect: f64, noise: f64, confidence: f64) -> Option<u64> {
     let effect = (1.0 + detect).ln() - (1.0 + noise).ln();
-    if !(effect > 0.0) || !sd.is_finite() {
+    if effect.is_nan() || effect <= 0.0 || !sd.is_finite() {
         return None;
     }
     if sd <= 0.0 {
@@ -327,7 +327,7 @@ pub fn decide(m: Metric, base: &[RunSummary], new: &[RunSummary], opts: &Options
 
 /// The geometric mean of positive values; zero when any is not.
 pub fn geometric_mean(x: &[f64]) -> f64 {
-    if x.is_empty() || x.iter().any(|v| !(*v > 0.0)) {
+    if x.is_empty() || !x.iter().all(|v| *v > 0.0) {
         return 0.0;
     }
     mean(&x.iter().map(|v| v.ln()).collect::<Vec<_>>()).exp()
