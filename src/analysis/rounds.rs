@@ -96,7 +96,6 @@ pub struct Estimate {
     pub high: f64,
     /// Welch's two-sided p for "no change".
     pub p: f64,
-    pub mann_whitney_p: f64,
     /// Pooled standard deviation of the log per-run values (both components).
     pub sd: f64,
     pub between_sd: f64,
@@ -130,7 +129,6 @@ pub fn estimate(base: &[f64], new: &[f64], within: f64, confidence: f64) -> Opti
         low: (d - half).exp() - 1.0,
         high: (d + half).exp() - 1.0,
         p,
-        mann_whitney_p: mann_whitney_p(base, new),
         sd: pooled.sqrt(),
         between_sd: (pooled - within).max(0.0).sqrt(),
         within_sd: within.max(0.0).sqrt(),
@@ -310,19 +308,33 @@ pub fn decide(m: Metric, base: &[RunSummary], new: &[RunSummary], opts: &Options
         within_run_sd: None,
         rounds_needed: None,
     };
-    if let Some(e) = estimate(&bv, &nv, within, opts.confidence) {
-        let significant = e.p < 1.0 - opts.confidence;
+    if let Some((e, v)) = judge(m, &bv, &nv, within, opts) {
         c.change = Some(e.change);
         c.ci_low = Some(e.low);
         c.ci_high = Some(e.high);
         c.p_value = Some(e.p);
-        c.mann_whitney_p = Some(e.mann_whitney_p);
+        c.mann_whitney_p = Some(mann_whitney_p(&bv, &nv));
         c.between_run_sd = Some(e.between_sd);
         c.within_run_sd = Some(e.within_sd);
         c.rounds_needed = rounds_needed(e.sd, opts.detect, opts.noise, opts.confidence);
-        c.verdict = verdict(e.low, e.high, significant, opts.noise, m.higher_is_better());
+        c.verdict = v;
     }
     c
+}
+
+/// The interval and the verdict of metric `m` from per-run values (the core of [`decide`],
+/// without its cross-check and power figures).
+pub fn judge(
+    m: Metric,
+    base: &[f64],
+    new: &[f64],
+    within: f64,
+    opts: &Options,
+) -> Option<(Estimate, Verdict)> {
+    let e = estimate(base, new, within, opts.confidence)?;
+    let significant = e.p < 1.0 - opts.confidence;
+    let v = verdict(e.low, e.high, significant, opts.noise, m.higher_is_better());
+    Some((e, v))
 }
 
 /// The geometric mean of positive values; zero when any is not.

@@ -30,6 +30,13 @@ fn run(rng: &mut SmallRng, truth: [f64; 6], factor: f64) -> RunSummary {
     }
 }
 
+/// The verdict and interval of metric `k` from the runs of both sides.
+fn judged(k: usize, a: &[RunSummary], b: &[RunSummary], opts: &Options) -> (Verdict, f64, f64) {
+    let values = |s: &[RunSummary]| -> Vec<f64> { s.iter().map(|r| r.values[k]).collect() };
+    let (e, v) = judge(Metric::ALL[k], &values(a), &values(b), a[0].within[k], opts).unwrap();
+    (v, e.low, e.high)
+}
+
 const TRUTH: [f64; 6] = [10_000.0, 1.0e6, 0.9e6, 1.8e6, 3.0e6, 6.0e6];
 
 /// A run effect uniform within ±`spread` (an offset of up to 10-50 %).
@@ -66,13 +73,12 @@ fn a_a_with_run_offsets_of_10_to_50_percent_rarely_alarms_at_five_rounds() {
                 side(&mut rng, 5, spread, 1.0),
                 side(&mut rng, 5, spread, 1.0),
             );
-            for (k, m) in Metric::ALL.iter().enumerate() {
-                let c = decide(*m, &a, &b, &opts);
-                assert_ne!(c.verdict, Verdict::TooLittleData);
-                if c.verdict != Verdict::NoChange {
+            for k in 0..Metric::ALL.len() {
+                let (verdict, low, high) = judged(k, &a, &b, &opts);
+                if verdict != Verdict::NoChange {
                     alarms[k] += 1;
                 }
-                if c.ci_low.unwrap() <= 0.0 && 0.0 <= c.ci_high.unwrap() {
+                if low <= 0.0 && 0.0 <= high {
                     covered[k] += 1;
                 }
             }
@@ -117,9 +123,9 @@ fn a_true_ten_percent_change_is_found_at_the_rounds_the_power_calculation_asks_f
             side(&mut rng, k, spread, 1.0),
             side(&mut rng, k, spread, 1.1),
         );
-        for (j, m) in Metric::ALL.iter().enumerate() {
-            if decide(*m, &a, &b, &opts).verdict == Verdict::Regressed {
-                found[j] += 1;
+        for (j, n) in found.iter_mut().enumerate() {
+            if judged(j, &a, &b, &opts).0 == Verdict::Regressed {
+                *n += 1;
             }
         }
     }
@@ -130,6 +136,28 @@ fn a_true_ten_percent_change_is_found_at_the_rounds_the_power_calculation_asks_f
             "{}: power {power} at {k} rounds",
             m.name()
         );
+    }
+}
+
+#[test]
+fn decide_fills_the_cross_check_and_the_power_figures() {
+    let mut rng = SmallRng::seed_from_u64(4);
+    let (a, b) = (side(&mut rng, 5, 0.3, 1.0), side(&mut rng, 5, 0.3, 1.5));
+    let opts = Options::default();
+    for (k, m) in Metric::ALL.iter().enumerate() {
+        let c = decide(*m, &a, &b, &opts);
+        let (verdict, low, high) = judged(k, &a, &b, &opts);
+        assert_eq!(
+            (c.verdict, c.ci_low, c.ci_high),
+            (verdict, Some(low), Some(high))
+        );
+        assert_eq!(c.base_runs.len(), 5);
+        let values = |s: &[RunSummary]| -> Vec<f64> { s.iter().map(|r| r.values[k]).collect() };
+        assert_eq!(
+            c.mann_whitney_p,
+            Some(mann_whitney_p(&values(&a), &values(&b)))
+        );
+        assert!(c.rounds_needed.is_some() && c.between_run_sd.unwrap() > c.within_run_sd.unwrap());
     }
 }
 
