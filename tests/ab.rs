@@ -146,6 +146,24 @@ fn ab_finds_ten_percent_slower_sleep_and_compare_of_its_files_agrees() {
         ],
     );
     assert!(md.contains("| mw p | rounds |"), "{md}");
+    // --check is evaluated on every new run: B sleeps 1.1 ms, so its median is above 1 ms.
+    let (checked, _) = d.code(
+        1,
+        &[
+            "compare",
+            "--check",
+            "p50 < 1ms",
+            "out/a-1.json",
+            "out/a-2.json",
+            "--",
+            "out/b-1.json",
+            "out/b-2.json",
+        ],
+    );
+    assert!(
+        checked.contains("b-1.json: p50 < 1ms") && checked.contains("b-2.json: p50 < 1ms"),
+        "{checked}"
+    );
 
     // One file per side: said plainly, and the verdict is held to the ±10 % allowance.
     let (table, _) = d.code(0, &["compare", "out/a-1.json", "out/b-1.json"]);

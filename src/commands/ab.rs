@@ -17,7 +17,7 @@ use super::compare::{build, exit_code, render, Settings};
 use crate::analysis::ab::{AbRecord, Variant, SCHEMA_VERSION};
 use crate::analysis::compare::{Comparison, MetricChange};
 use crate::analysis::TOTAL;
-use crate::cli::{AbArgs, RunArgs};
+use crate::cli::{AbArgs, Format, RunArgs};
 use crate::error::InputError;
 use crate::plan::{self, RunPlan};
 use crate::report::comparison::{change_text, interval_text};
@@ -87,7 +87,13 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
             }
             files[*side as usize].push(path.clone());
         }
-        println!("{}", progress(k + 1, args.rounds, &files, &settings));
+        let line = progress(k + 1, args.rounds, &files, &settings);
+        // With --format json standard output is the document alone.
+        if args.format == Format::Json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
     }
     let rounds_done = files[0].len().min(files[1].len());
     if rounds_done == 0 {
@@ -108,8 +114,13 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
     };
     let out = dir.join("ab.json");
     result::write_atomic(&out, &serde_json::to_vec_pretty(&record)?)?;
-    print!("\n{}", render(&record.comparison, args.format));
-    println!("ab: {}", out.display());
+    if args.format == Format::Json {
+        print!("{}", render(&record.comparison, args.format));
+        eprintln!("ab: {}", out.display());
+    } else {
+        print!("\n{}", render(&record.comparison, args.format));
+        println!("ab: {}", out.display());
+    }
     Ok(if complete {
         exit_code(&record.comparison, args.fail_on_regression)
     } else {
