@@ -41,7 +41,11 @@ pub enum Command {
     },
     /// Write a self-contained HTML report of one or more result files (several are overlaid).
     Report(ReportArgs),
-    /// Compare two result files: change, 95 % interval, test and verdict for each metric.
+    /// Run two variants K rounds interleaved (A B A B …) and compare them run by run:
+    /// `loadrig ab A.toml B.toml`, or one workload with --a-set/--b-set, --a-target/--b-target.
+    Ab(Box<AbArgs>),
+    /// Compare result files: change, 95 % interval, test and verdict for each metric; one
+    /// run per side (BASE NEW) or several (A1 A2 … -- B1 B2 …).
     Compare(CompareArgs),
     /// Find where throughput or a percentile shifted across a folder of one workload's
     /// result files (change points by E-divisive means).
@@ -217,17 +221,25 @@ pub enum Format {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The reference run (before the change).
-    #[arg(value_name = "BASE.json")]
-    pub base: PathBuf,
+    /// The reference run(s): BASE.json NEW.json for one run per side, or several base runs,
+    /// then `--`, then several new runs (options go before the `--`).
+    #[arg(value_name = "BASE.json", required = true)]
+    pub base: Vec<PathBuf>,
 
-    /// The run to judge (after the change).
-    #[arg(value_name = "NEW.json")]
-    pub new: PathBuf,
+    /// After `--`: the runs to judge (after the change), A1.json A2.json -- B1.json B2.json.
+    #[arg(value_name = "NEW.json", last = true)]
+    pub new: Vec<PathBuf>,
 
-    /// Changes whose whole 95 % interval stays within ±this are never a verdict (e.g. 2%).
-    #[arg(long, default_value = "2%", value_name = "PERCENT")]
-    pub noise: String,
+    /// The noise band: changes whose whole 95 % interval is not beyond ±this are never a
+    /// verdict. Default 2% with several runs per side; 10% with one (the run-to-run
+    /// allowance, since one run per side cannot measure run-to-run variance).
+    #[arg(long, value_name = "PERCENT")]
+    pub noise: Option<String>,
+
+    /// With several runs per side: report how many rounds would detect a change of this
+    /// size at 80 % power at the measured noise.
+    #[arg(long, default_value = "5%", value_name = "PERCENT")]
+    pub detect: String,
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -237,7 +249,8 @@ pub struct CompareArgs {
     #[arg(long)]
     pub fail_on_regression: bool,
 
-    /// A threshold on NEW, like 'read.p99 < 20ms' (repeatable); a failed one exits 1.
+    /// A threshold on NEW, like 'read.p99 < 20ms' (repeatable); a failed one exits 1. With
+    /// several new runs, each is checked.
     #[arg(long = "check", value_name = "CHECK")]
     pub checks: Vec<String>,
 }
@@ -277,6 +290,58 @@ pub struct HistoryArgs {
     /// Also write an HTML page with each metric's series and its change points marked.
     #[arg(long, value_name = "FILE.html")]
     pub report: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct AbArgs {
+    /// The load of every run, as for `loadrig run` (WORKLOAD is variant A's); -o names the
+    /// folder the runs and ab.json go into (default ab-TIME).
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Variant B's workload file or built-in (default: A's).
+    #[arg(value_name = "B")]
+    pub b_workload: Option<String>,
+
+    /// A workload parameter of variant A only: --a-set value_size=100 (repeatable).
+    #[arg(long = "a-set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
+    pub a_set: Vec<(String, String)>,
+
+    /// A workload parameter of variant B only (repeatable).
+    #[arg(long = "b-set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
+    pub b_set: Vec<(String, String)>,
+
+    /// Variant A's target URL (default: --target, else the workload's).
+    #[arg(long = "a-target", value_name = "URL")]
+    pub a_target: Option<String>,
+
+    /// Variant B's target URL.
+    #[arg(long = "b-target", value_name = "URL")]
+    pub b_target: Option<String>,
+
+    /// Rounds: each runs A once and B once.
+    #[arg(long, value_name = "K", default_value_t = 5)]
+    pub rounds: u32,
+
+    /// Draw each round's order (A B or B A) at random instead of always A then B.
+    #[arg(long)]
+    pub shuffle: bool,
+
+    /// The noise band, as for `compare` (default 2%, or 10% with one round).
+    #[arg(long, value_name = "PERCENT")]
+    pub noise: Option<String>,
+
+    /// Report the rounds that would detect a change of this size at 80 % power.
+    #[arg(long, default_value = "5%", value_name = "PERCENT")]
+    pub detect: String,
+
+    /// How the final comparison is printed.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    /// Exit with status 1 when any metric of any operation regressed from A to B.
+    #[arg(long)]
+    pub fail_on_regression: bool,
 }
 
 #[derive(Debug, Args)]

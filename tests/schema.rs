@@ -35,6 +35,7 @@ fn committed_schemas_match_the_types() {
     check_schema(result::run_schema(), "run.schema.json");
     check_schema(sweep::schema(), "sweep.schema.json");
     check_schema(loadrig::study::schema(), "study.schema.json");
+    check_schema(loadrig::analysis::ab::schema(), "ab.schema.json");
 }
 
 /// Every fixture file: (path, is a sweep file).

@@ -290,7 +290,7 @@ pub fn check_ops(checks: &[Check], names: &[String], context: &str) -> Result<()
 }
 
 /// A check against one run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Outcome {
     pub check: String,
     pub passed: bool,

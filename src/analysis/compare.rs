@@ -45,6 +45,7 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use schemars::JsonSchema;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, Normal};
 
@@ -54,6 +55,15 @@ use crate::stats::Hist;
 
 /// Fewer full measured intervals than this in either run: no verdict.
 pub const MIN_INTERVALS: usize = 5;
+
+/// The noise band with several runs per side, whose intervals include run-to-run variance.
+pub const ROUNDS_NOISE: f64 = 0.02;
+
+/// The noise band with one run per side: the run-to-run allowance. One run per side cannot
+/// measure how much runs differ; on a quiet dedicated machine repeated runs typically agree
+/// within a few percent, on a shared one they differ by 10-60 % (issue 17), so a change
+/// must exceed this before one pair of runs may call it.
+pub const RUN_TO_RUN_ALLOWANCE: f64 = 0.10;
 
 /// How to compare.
 #[derive(Debug, Clone)]
@@ -66,11 +76,14 @@ pub struct Options {
     pub resamples: usize,
     /// Seed of the bootstrap, fixed so the same files give the same output.
     pub seed: u64,
+    /// The change size the power calculation is for (0.05 is 5 %).
+    pub detect: f64,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
+            detect: 0.05,
             noise: 0.02,
             confidence: 0.95,
             resamples: 2000,
@@ -80,24 +93,36 @@ impl Default for Options {
 }
 
 /// What is compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     Throughput,
+    Mean,
     P50,
     P90,
     P99,
+    #[serde(rename = "p99.9")]
+    P999,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 4] = [Metric::Throughput, Metric::P50, Metric::P90, Metric::P99];
+    pub const ALL: [Metric; 6] = [
+        Metric::Throughput,
+        Metric::Mean,
+        Metric::P50,
+        Metric::P90,
+        Metric::P99,
+        Metric::P999,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Metric::Throughput => "throughput",
+            Metric::Mean => "mean",
             Metric::P50 => "p50",
             Metric::P90 => "p90",
             Metric::P99 => "p99",
+            Metric::P999 => "p99.9",
         }
     }
 
@@ -107,16 +132,28 @@ impl Metric {
 
     fn quantile(self) -> Option<f64> {
         match self {
-            Metric::Throughput => None,
+            Metric::Throughput | Metric::Mean => None,
             Metric::P50 => Some(0.5),
             Metric::P90 => Some(0.9),
             Metric::P99 => Some(0.99),
+            Metric::P999 => Some(0.999),
+        }
+    }
+
+    /// The metric's value in one histogram (none for throughput, which is a rate).
+    pub fn of_hist(self, h: &Hist) -> Option<f64> {
+        match (self, self.quantile()) {
+            (Metric::Throughput, _) => None,
+            _ if h.is_empty() => Some(0.0),
+            (Metric::Mean, _) => Some(h.mean()),
+            (_, Some(q)) => Some(h.value_at_quantile(q) as f64),
+            (_, None) => None,
         }
     }
 }
 
 /// The decision for one metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Improved,
@@ -138,7 +175,7 @@ impl Verdict {
 }
 
 /// One metric of one operation, base against new.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct MetricChange {
     pub metric: Metric,
     /// "ops/s" for throughput, "ns" for latencies.
@@ -150,13 +187,35 @@ pub struct MetricChange {
     pub ci_low: Option<f64>,
     pub ci_high: Option<f64>,
     pub p_value: Option<f64>,
-    /// "mann-whitney" or "bootstrap".
+    /// "mann-whitney" or "bootstrap" (one run per side), "welch-t" (several: the test on
+    /// the logarithms of the per-run values).
     pub test: &'static str,
     pub verdict: Verdict,
+    /// Several runs per side: the metric of each run, in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub base_runs: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub new_runs: Vec<f64>,
+    /// Several runs per side: the cross-check, Mann-Whitney U over the per-run values
+    /// (exact two-sided p without ties), as benchstat reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mann_whitney_p: Option<f64>,
+    /// Several runs per side: the variance components (Kalibera & Jones 2013) as relative
+    /// standard deviations of one run's value: between runs, and within a run (from its
+    /// intervals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub between_run_sd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_run_sd: Option<f64>,
+    /// Several runs per side: the rounds per side that would detect a change of the
+    /// comparison's `detect` size with 80 % power at the noise measured here; none when no
+    /// number of rounds would (the change is inside the noise band).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds_needed: Option<u64>,
 }
 
 /// All metrics of one operation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct OpComparison {
     pub operation: String,
     pub base_intervals: usize,
@@ -168,7 +227,7 @@ pub struct OpComparison {
 }
 
 /// Where a compared run came from.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct RunInfo {
     pub file: String,
     pub workload: String,
@@ -180,7 +239,7 @@ pub struct RunInfo {
 }
 
 impl RunInfo {
-    fn of(r: &RunResult, file: &str) -> RunInfo {
+    pub fn of(r: &RunResult, file: &str) -> RunInfo {
         RunInfo {
             file: file.to_string(),
             workload: r.workload.name.clone(),
@@ -193,12 +252,32 @@ impl RunInfo {
     }
 }
 
-/// The whole comparison, as printed and as `--format json`.
-#[derive(Debug, Clone, Serialize)]
+/// How the intervals were found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// One run per side: a bootstrap over each run's intervals, blind to run-to-run
+    /// variance; `noise` is then the run-to-run allowance.
+    IntervalBootstrap,
+    /// Several runs per side: per-run values as the units (`analysis::rounds`).
+    Rounds,
+}
+
+/// The whole comparison, as printed, as `--format json` and inside `ab.json`. Sections are
+/// fields, so that a new kind of comparison adds a field rather than a new shape.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Comparison {
+    pub method: Method,
+    /// The first run of each side (the only one with one run per side).
     pub base: RunInfo,
     pub new: RunInfo,
+    /// Every run of each side.
+    pub base_runs: Vec<RunInfo>,
+    pub new_runs: Vec<RunInfo>,
+    /// The noise band: a verdict needs the whole interval beyond ±noise.
     pub noise: f64,
+    /// The change size the `rounds_needed` of each metric is for (`--detect`).
+    pub detect: f64,
     pub confidence: f64,
     pub resamples: usize,
     pub operations: Vec<OpComparison>,
@@ -245,7 +324,10 @@ pub fn compare(
         o.seed = opts.seed.wrapping_add(k as u64);
         operations.push(compare_series(&b, &n, &o));
     }
-    let mut notes = Vec::new();
+    let mut notes = vec![format!(
+        "one run per side: run-to-run variance is unknown, and the intervals cover only the variation inside each run; a verdict needs the whole interval beyond the run-to-run allowance ±{}% (--noise). For evidence, compare several runs per side (loadrig ab, or compare A1 A2 … -- B1 B2 …)",
+        percent_text(opts.noise)
+    )];
     for (r, which) in [(base, "base"), (new, "new")] {
         if r.status != RunStatus::Complete {
             notes.push(format!(
@@ -274,9 +356,13 @@ pub fn compare(
         ));
     }
     Ok(Comparison {
+        method: Method::IntervalBootstrap,
         base: RunInfo::of(base, base_file),
         new: RunInfo::of(new, new_file),
+        base_runs: vec![RunInfo::of(base, base_file)],
+        new_runs: vec![RunInfo::of(new, new_file)],
         noise: opts.noise,
+        detect: opts.detect,
         confidence: opts.confidence,
         resamples: opts.resamples,
         operations,
@@ -336,18 +422,20 @@ impl MetricChange {
             p_value: None,
             test: test_name(metric),
             verdict: Verdict::TooLittleData,
+            base_runs: Vec::new(),
+            new_runs: Vec::new(),
+            mann_whitney_p: None,
+            between_run_sd: None,
+            within_run_sd: None,
+            rounds_needed: None,
         }
     }
 }
 
 /// The point estimate of every metric (in [`Metric::ALL`] order) over the whole series.
-fn points(s: &OpSeries) -> [f64; 4] {
+pub fn points(s: &OpSeries) -> [f64; 6] {
     let h = s.merged();
-    Metric::ALL.map(|m| match m.quantile() {
-        None => mean(&s.throughput),
-        Some(_) if h.is_empty() => 0.0,
-        Some(q) => h.value_at_quantile(q) as f64,
-    })
+    Metric::ALL.map(|m| m.of_hist(&h).unwrap_or_else(|| mean(&s.throughput)))
 }
 
 /// Bootstrap replicates of `new / base − 1`, one list per metric (in [`Metric::ALL`] order).
@@ -374,17 +462,18 @@ fn bootstrap(
         circular_blocks(&mut rng, nn, bn, &mut inn);
         let tb = ib.iter().map(|&i| base.throughput[i]).sum::<f64>() / nb as f64;
         let tn = inn.iter().map(|&i| new.throughput[i]).sum::<f64>() / nn as f64;
-        let okb = sb.quantiles(&ib, &quantiles, &mut cb, &mut qb);
-        let okn = sn.quantiles(&inn, &quantiles, &mut cn, &mut qn);
+        let mb = sb.quantiles(&ib, &quantiles, &mut cb, &mut qb);
+        let mn = sn.quantiles(&inn, &quantiles, &mut cn, &mut qn);
         for (k, m) in Metric::ALL.iter().enumerate() {
-            let r = match m.quantile() {
-                None if tb > 0.0 => Some(tn / tb - 1.0),
-                None => None,
-                Some(_) if okb && okn => {
-                    let j = k - 1;
+            let r = match (m, mb.zip(mn)) {
+                (Metric::Throughput, _) if tb > 0.0 => Some(tn / tb - 1.0),
+                (Metric::Throughput, _) | (_, None) => None,
+                (Metric::Mean, Some((b, n))) => (b > 0.0).then(|| n / b - 1.0),
+                (_, Some(_)) => {
+                    // Quantile metrics follow throughput and mean in `Metric::ALL`.
+                    let j = k - 2;
                     (qb[j] > 0.0).then(|| qn[j] / qb[j] - 1.0)
                 }
-                Some(_) => None,
             };
             if let Some(r) = r {
                 reps[k].push(r);
@@ -433,6 +522,12 @@ fn test_name(m: Metric) -> &'static str {
     } else {
         "bootstrap"
     }
+}
+
+/// A fraction as a percentage without trailing zeros: 0.1 → "10", 0.025 → "2.5".
+pub fn percent_text(x: f64) -> String {
+    let s = format!("{:.3}", x * 100.0);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn relative(base: f64, new: f64) -> Option<f64> {
@@ -655,14 +750,14 @@ impl Sparse {
     }
 
     /// Percentiles (HdrHistogram's `value_at_quantile` rule) of the sum of the chosen
-    /// intervals; false when they hold no operation.
+    /// intervals into `out`; returns their mean, none when they hold no operation.
     fn quantiles(
         &self,
         chosen: &[usize],
         qs: &[f64],
         counts: &mut Vec<u64>,
         out: &mut [f64],
-    ) -> bool {
+    ) -> Option<f64> {
         counts.clear();
         counts.resize(self.values.len(), 0);
         let mut total = 0u64;
@@ -673,8 +768,13 @@ impl Sparse {
             }
         }
         if total == 0 {
-            return false;
+            return None;
         }
+        let sum: f64 = counts
+            .iter()
+            .zip(&self.values)
+            .map(|(c, v)| *c as f64 * *v as f64)
+            .sum();
         let mut k = 0;
         let mut seen = 0u64;
         for (j, q) in qs.iter().enumerate() {
@@ -685,7 +785,7 @@ impl Sparse {
             }
             out[j] = self.values[k] as f64;
         }
-        true
+        Some(sum / total as f64)
     }
 }
 
@@ -801,7 +901,7 @@ mod tests {
             ..Options::default()
         };
         let reps = 60;
-        let mut covered = [0usize; 4];
+        let mut covered = [0usize; 6];
         for r in 0..reps {
             let base = series(&mut rng, 30, 40, 2e6, 0.4);
             let new = series(&mut rng, 30, 40, 2.6e6, 0.4);
@@ -813,7 +913,14 @@ mod tests {
                     ..opts.clone()
                 },
             );
-            let truth = [(1000.0 / 2.6) / (1000.0 / 2.0) - 1.0, 0.3, 0.3, 0.3];
+            let truth = [
+                (1000.0 / 2.6) / (1000.0 / 2.0) - 1.0,
+                0.3,
+                0.3,
+                0.3,
+                0.3,
+                0.3,
+            ];
             for (k, m) in c.metrics.iter().enumerate() {
                 let (lo, hi) = (m.ci_low.unwrap(), m.ci_high.unwrap());
                 // Histogram resolution is 0.1 %; allow it on both sides.
@@ -862,7 +969,7 @@ mod tests {
         let all: Vec<usize> = (0..8).collect();
         let qs = [0.5, 0.9, 0.99];
         let (mut counts, mut out) = (Vec::new(), [0.0; 3]);
-        assert!(sparse.quantiles(&all, &qs, &mut counts, &mut out));
+        assert!(sparse.quantiles(&all, &qs, &mut counts, &mut out).is_some());
         let merged = s.merged();
         for (q, v) in qs.iter().zip(out) {
             assert_eq!(v as u64, merged.value_at_quantile(*q));

@@ -18,6 +18,7 @@
 //! - [`fit`]: least squares and goodness of fit shared by the models.
 
 pub mod changepoint;
+pub mod ab;
 pub mod checks;
 pub mod compare;
 pub mod density;
@@ -27,6 +28,7 @@ pub mod history;
 pub mod knee;
 pub mod modes;
 pub mod shift;
+pub mod rounds;
 pub mod steady;
 pub mod usl;
 

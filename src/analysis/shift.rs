@@ -30,6 +30,7 @@ use std::collections::BTreeMap;
 use anyhow::{anyhow, Result};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use schemars::JsonSchema;
 use serde::Serialize;
 use statrs::function::beta::beta_reg;
 
@@ -69,7 +70,7 @@ impl Default for Options {
 }
 
 /// One quantile: both sides' Harrell-Davis estimates and their difference (ns).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ShiftPoint {
     pub quantile: f64,
     pub base_ns: f64,
@@ -89,7 +90,7 @@ impl ShiftPoint {
 }
 
 /// The shift function of one operation, and the distances between the two distributions.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ShiftFunction {
     pub base_runs: usize,
     pub new_runs: usize,
@@ -104,7 +105,7 @@ pub struct ShiftFunction {
 }
 
 /// One operation's shift function, as `compare` prints it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct OpShift {
     pub operation: String,
     #[serde(flatten)]
@@ -112,7 +113,7 @@ pub struct OpShift {
 }
 
 /// The shift functions of every operation two sets of runs share.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ShiftReport {
     pub method: String,
     pub confidence: f64,

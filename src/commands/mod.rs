@@ -1,6 +1,7 @@
 //! One file per command; this file only dispatches. Each command resolves its input (a
 //! `RunPlan` for the commands that run load), hands it on, and chooses the exit status.
 
+mod ab;
 mod compare;
 mod emulate;
 mod export;
@@ -29,6 +30,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cleanup { target } => targets::cleanup(&target),
         Command::Init { name } => targets::init(&name),
         Command::Report(args) => report::report(&args),
+        Command::Ab(args) => ab::ab(&args),
         Command::Compare(args) => compare::compare(&args),
         Command::History(args) => history::history(&args),
         Command::Export(args) => export::export(&args),

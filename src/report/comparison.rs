@@ -4,7 +4,10 @@
 use std::fmt::Write as _;
 
 use crate::analysis::checks;
-use crate::analysis::compare::{Comparison, Metric, MetricChange, RunInfo, Verdict};
+use crate::analysis::compare::{
+    percent_text, Comparison, Method, Metric, MetricChange, RunInfo, Verdict,
+};
+use crate::analysis::rounds::POWER;
 use crate::analysis::shift::{ShiftPoint, ShiftReport};
 use crate::result::RunStatus;
 use crate::spec::duration::human_ns;
@@ -27,11 +30,13 @@ fn pct(x: f64) -> String {
     format!("{:+.1}%", x * 100.0)
 }
 
-fn change(m: &MetricChange) -> String {
+/// The change as a signed percentage, or – without one.
+pub fn change_text(m: &MetricChange) -> String {
     m.change.map_or_else(|| "–".into(), pct)
 }
 
-fn interval(m: &MetricChange) -> String {
+/// The interval as [low, high] percentages, or – without one.
+pub fn interval_text(m: &MetricChange) -> String {
     match (m.ci_low, m.ci_high) {
         (Some(lo), Some(hi)) => format!("[{}, {}]", pct(lo), pct(hi)),
         _ => "–".into(),
@@ -64,17 +69,98 @@ fn run_line(r: &RunInfo) -> String {
 }
 
 fn method_line(c: &Comparison) -> String {
-    format!(
-        "{:.0}% intervals: circular block bootstrap over measured intervals ({} resamples); throughput tested with Mann-Whitney U (corrected for autocorrelation); noise threshold ±{}%",
-        c.confidence * 100.0,
-        c.resamples,
-        trim_float(c.noise * 100.0)
-    )
+    match c.method {
+        Method::IntervalBootstrap => format!(
+            "{:.0}% intervals: circular block bootstrap over measured intervals ({} resamples); throughput tested with Mann-Whitney U (corrected for autocorrelation); run-to-run allowance ±{}%",
+            c.confidence * 100.0,
+            c.resamples,
+            percent_text(c.noise)
+        ),
+        Method::Rounds => format!(
+            "{:.0}% intervals for NEW/BASE: per-run values as units, Welch t on their logarithms, run-to-run and within-run variance apart (Kalibera & Jones 2013); Mann-Whitney over runs as a cross-check; noise band ±{}%",
+            c.confidence * 100.0,
+            percent_text(c.noise)
+        ),
+    }
 }
 
-fn trim_float(x: f64) -> String {
-    let s = format!("{x:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
+/// The runs of each side: one line per run, or one line per side with their count.
+fn run_lines(c: &Comparison, line: &mut dyn FnMut(&str, String)) {
+    for (side, runs) in [("base", &c.base_runs), ("new ", &c.new_runs)] {
+        match runs.as_slice() {
+            [one] => line(side, run_line(one)),
+            many => line(
+                side,
+                format!(
+                    "{} runs: {}",
+                    many.len(),
+                    many.iter()
+                        .map(|r| r.file.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+        }
+    }
+}
+
+fn rounds_cell(c: &Comparison, m: &MetricChange) -> String {
+    match (c.method, m.rounds_needed) {
+        (Method::IntervalBootstrap, _) => "–".into(),
+        (Method::Rounds, Some(n)) => super::console::thousands(n),
+        (Method::Rounds, None) if m.ci_low.is_some() => "never".into(),
+        (Method::Rounds, None) => "–".into(),
+    }
+}
+
+fn mw_cell(m: &MetricChange) -> String {
+    match m.mann_whitney_p {
+        Some(p) if p < 0.001 => "<0.001".into(),
+        Some(p) => format!("{p:.3}"),
+        None => "–".into(),
+    }
+}
+
+/// What "no significant change" means here: no change, or too few rounds to see one.
+fn power_line(c: &Comparison) -> Option<String> {
+    let side = |n: usize| n.to_string();
+    let unchanged: Vec<&MetricChange> = c
+        .operations
+        .iter()
+        .flat_map(|o| &o.metrics)
+        .filter(|m| m.verdict == Verdict::NoChange)
+        .collect();
+    match c.method {
+        Method::IntervalBootstrap => Some(
+            "power: unknown with one run per side (run-to-run variance cannot be measured from one run)".to_string(),
+        ),
+        Method::Rounds if unchanged.is_empty() => None,
+        Method::Rounds => {
+            let ran = c.base_runs.len().min(c.new_runs.len()) as u64;
+            let short = unchanged
+                .iter()
+                .filter(|m| m.rounds_needed.is_none_or(|n| n > ran))
+                .count();
+            let most = unchanged.iter().filter_map(|m| m.rounds_needed).max();
+            Some(format!(
+                "power: {} of {} metrics with no significant change would need more than the {} rounds per side run here to detect a ±{}% change with {:.0}% power{}{}",
+                short,
+                unchanged.len(),
+                side(ran as usize),
+                percent_text(c.detect),
+                POWER * 100.0,
+                most.map_or_else(String::new, |n| format!(
+                    " (up to {} rounds; 'rounds' column)",
+                    super::console::thousands(n)
+                )),
+                if short < unchanged.len() {
+                    "; the others had enough rounds, so for them it means no change of that size"
+                } else {
+                    ": for them it means not enough rounds, not no change"
+                }
+            ))
+        }
+    }
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -85,12 +171,22 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
-/// The terminal table.
+/// The terminal table: a header, the metrics, then the tail (power, notes, checks).
 pub fn table(c: &Comparison) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "base {}", run_line(&c.base));
-    let _ = writeln!(out, "new  {}", run_line(&c.new));
+    run_lines(c, &mut |side, text| {
+        let _ = writeln!(out, "{side} {text}");
+    });
     let _ = writeln!(out, "{}\n", method_line(c));
+    metrics_table(&mut out, c);
+    if let Some(s) = &c.shift_function {
+        shift_table(&mut out, s);
+    }
+    tail(&mut out, c, false);
+    out
+}
+
+fn metrics_table(out: &mut String, c: &Comparison) {
     let width = c
         .operations
         .iter()
@@ -98,32 +194,43 @@ pub fn table(c: &Comparison) -> String {
         .max()
         .unwrap_or(9)
         .clamp(9, 24);
+    let rounds = c.method == Method::Rounds;
+    let extra = |a: &str, b: &str| {
+        if rounds {
+            format!("  {a:>7}  {b:>7}")
+        } else {
+            String::new()
+        }
+    };
     let _ = writeln!(
         out,
-        "{:<width$}  {:<10}  {:>11}  {:>11}  {:>8}  {:<18}  {:>7}  verdict",
-        "operation", "metric", "base", "new", "change", "95% interval", "p"
+        "{:<width$}  {:<10}  {:>11}  {:>11}  {:>8}  {:<18}  {:>7}{}  verdict",
+        "operation",
+        "metric",
+        "base",
+        "new",
+        "change",
+        "95% interval",
+        "p",
+        extra("mw p", "rounds")
     );
     for o in &c.operations {
         for m in &o.metrics {
             let _ = writeln!(
                 out,
-                "{:<width$}  {:<10}  {:>11}  {:>11}  {:>8}  {:<18}  {:>7}  {}",
+                "{:<width$}  {:<10}  {:>11}  {:>11}  {:>8}  {:<18}  {:>7}{}  {}",
                 truncate(&o.operation, width),
                 m.metric.name(),
                 value(m, m.base),
                 value(m, m.new),
-                change(m),
-                interval(m),
+                change_text(m),
+                interval_text(m),
                 p_value(m),
+                extra(&mw_cell(m), &rounds_cell(c, m)),
                 m.verdict.text()
             );
         }
     }
-    if let Some(s) = &c.shift_function {
-        shift_table(&mut out, s);
-    }
-    tail(&mut out, c, false);
-    out
 }
 
 fn tail(out: &mut String, c: &Comparison, markdown: bool) {
@@ -147,6 +254,9 @@ fn tail(out: &mut String, c: &Comparison, markdown: bool) {
             .filter(|m| m.verdict == v)
             .count()
     };
+    if let Some(line) = power_line(c) {
+        let _ = writeln!(out, "\n{bullet}{}", text(&line));
+    }
     let _ = writeln!(
         out,
         "\n{bullet}{} regressed, {} improved, {} with no significant change{}",
@@ -189,29 +299,41 @@ fn md(s: &str) -> String {
 pub fn markdown(c: &Comparison) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "**loadrig compare**\n");
-    let _ = writeln!(out, "- base: {}", md(&run_line(&c.base)));
-    let _ = writeln!(out, "- new: {}", md(&run_line(&c.new)));
+    run_lines(c, &mut |side, text| {
+        let _ = writeln!(out, "- {}: {}", side.trim(), md(&text));
+    });
     let _ = writeln!(out, "- {}\n", md(&method_line(c)));
+    let rounds = c.method == Method::Rounds;
+    let (head, rule) = if rounds {
+        (" mw p | rounds |", "---:|---:|")
+    } else {
+        ("", "")
+    };
     let _ = writeln!(
         out,
-        "| operation | metric | base | new | change | 95% interval | p | verdict |"
+        "| operation | metric | base | new | change | 95% interval | p |{head} verdict |"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---|---:|---|");
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---|---:|{rule}---|");
     for o in &c.operations {
         for m in &o.metrics {
             let verdict = match m.verdict {
                 Verdict::Regressed | Verdict::Improved => format!("**{}**", m.verdict.text()),
                 v => v.text().to_string(),
             };
+            let cells = if rounds {
+                format!(" {} | {} |", md(&mw_cell(m)), rounds_cell(c, m))
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} |{cells} {} |",
                 md(&o.operation),
                 m.metric.name(),
                 value(m, m.base),
                 value(m, m.new),
-                change(m),
-                interval(m),
+                change_text(m),
+                interval_text(m),
                 md(&p_value(m)),
                 verdict
             );
@@ -226,7 +348,7 @@ pub fn markdown(c: &Comparison) -> String {
 
 /// `p10`, `p95`, `p99.9`.
 fn quantile_name(q: f64) -> String {
-    format!("p{}", trim_float(q * 100.0))
+    format!("p{}", percent_text(q))
 }
 
 /// A latency difference with its sign: `+1.00ms`, `-20.0µs`.

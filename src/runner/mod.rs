@@ -37,6 +37,7 @@ pub enum View {
 pub fn execute(plan: &RunPlan, view: View) -> Result<RunResult> {
     with_target_type!(plan.target.scheme(), T => {
         let target = T::from_url(&plan.target.parsed, &plan.workload.params)?;
+        target.seed_run(plan.load.seed);
         execute_on(Arc::new(target), plan, view)
     })
 }

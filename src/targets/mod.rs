@@ -54,6 +54,11 @@ pub trait Target: Send + Sync + 'static {
     }
     /// Open one client session, outside the timed region.
     fn connect(&self) -> impl Future<Output = Result<Self::Session, OpError>>;
+    /// The run's seed (`--seed`, else one from the clock), told once before any session
+    /// connects: a simulated target draws what varies from run to run from it.
+    fn seed_run(&self, seed: u64) {
+        let _ = seed;
+    }
 }
 
 /// One client's connection, file handle or simulated server.

@@ -17,11 +17,19 @@
 //! sleep://?latency=1ms&capacity=500                   one server, at most 500 ops/s (below)
 //! sleep://?latency=1ms&unfair=3:4s                    the first 3 sessions answered every 4 s
 //! sleep://?latency=1ms&warm=4:3s                      4× slower at opening, 1× after 3 s
+//! sleep://?latency=1ms&runvar=0.3                    each run 0.7× to 1.3× (drawn per run)
 //! ```
 //!
 //! `warm=F:T` is the ground truth of `--warmup auto`: an operation starting s after the
 //! target opened takes its latency × (1 + (F − 1)·(1 − s/T)) while s < T, a server
 //! warming its caches.
+//!
+//! `runvar=V` is the ground truth of run-to-run variance (`loadrig ab`, `compare` with
+//! several runs per side): each run draws one factor uniformly from [1 − V, 1 + V] and every
+//! latency of that run is multiplied by it, as a shared machine makes whole runs faster or
+//! slower. The factor comes from the run's seed (`--seed`, else the clock) when a run
+//! starts, so a run with `--seed` repeats its factor; a target opened outside a run (tests)
+//! draws it from the operating system's entropy.
 //!
 //! `unfair=K:EVERY` is the ground truth of the fairness figures (docs/validity.md): a
 //! session that connects while fewer than K others are open is answered only at multiples
@@ -168,6 +176,9 @@ struct Model {
     unfair: Option<(u64, Duration)>,
     /// `warm=F:T`.
     warm: Option<(f64, Duration)>,
+    /// `runvar=V`, and this run's latency factor (the bits of an f64).
+    runvar: Option<f64>,
+    factor: AtomicU64,
     /// Sessions open now (the N of the USL model).
     open: AtomicU64,
     /// Puts taken so far (the n of the growth model).
@@ -182,7 +193,7 @@ pub struct Sleep {
 impl Sleep {
     pub fn open(url: &TargetUrl) -> Result<Sleep, InputError> {
         url.check_options(&[
-            "latency", "stall", "errors", "usl", "growth", "capacity", "unfair", "warm",
+            "latency", "stall", "errors", "usl", "growth", "capacity", "unfair", "warm", "runvar",
         ])?;
         let latency = url
             .options
@@ -207,6 +218,8 @@ impl Sleep {
             None => 0.0,
         };
         let option = |name: &str| url.options.get(name).map(String::as_str);
+        let runvar = option("runvar").map(parse_runvar).transpose()?;
+        let factor = runvar.map_or(1.0, |v| draw_factor(&mut rand::rng(), v));
         Ok(Sleep {
             model: Arc::new(Model {
                 total_weight: components.iter().map(|(w, _)| w).sum(),
@@ -219,6 +232,8 @@ impl Sleep {
                 server: option("capacity").map(parse_capacity).transpose()?,
                 unfair: option("unfair").map(parse_unfair).transpose()?,
                 warm: option("warm").map(parse_warm).transpose()?,
+                runvar,
+                factor: AtomicU64::new(factor.to_bits()),
                 open: AtomicU64::new(0),
                 puts: AtomicU64::new(0),
             }),
@@ -377,6 +392,25 @@ fn parse_warm(text: &str) -> Result<(f64, Duration), InputError> {
     Ok((f, t))
 }
 
+fn parse_runvar(text: &str) -> Result<f64, InputError> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
+        _ => Err(InputError::new(format!(
+            "sleep:// runvar '{text}': expected a fraction from 0 up to (not including) 1"
+        ))
+        .help("for example runvar=0.3: each run's latencies are 0.7× to 1.3× the stated ones")),
+    }
+}
+
+/// One run's latency factor, uniform within [1 − v, 1 + v].
+fn draw_factor(rng: &mut impl Rng, v: f64) -> f64 {
+    if v > 0.0 {
+        rng.random_range(1.0 - v..=1.0 + v)
+    } else {
+        1.0
+    }
+}
+
 fn parse_capacity(text: &str) -> Result<Server, InputError> {
     match text.trim().parse::<f64>() {
         Ok(r) if r > 0.0 && r.is_finite() && r <= 1e9 => Ok(Server {
@@ -423,6 +457,14 @@ impl Target for Sleep {
         &Family::ALL
     }
 
+    fn seed_run(&self, seed: u64) {
+        if let Some(v) = self.model.runvar {
+            let mut rng = SmallRng::seed_from_u64(seed ^ 0x7275_6e76_6172);
+            let f = draw_factor(&mut rng, v);
+            self.model.factor.store(f.to_bits(), Ordering::Relaxed);
+        }
+    }
+
     fn connect(&self) -> impl Future<Output = Result<SleepSession, OpError>> {
         let n = self.sessions.fetch_add(1, Ordering::Relaxed);
         let others = self.model.open.fetch_add(1, Ordering::Relaxed);
@@ -450,6 +492,9 @@ impl Session for SleepSession {
                 break;
             }
             pick -= w;
+        }
+        if t.runvar.is_some() {
+            d = d.mul_f64(f64::from_bits(t.factor.load(Ordering::Relaxed)));
         }
         if let Some((sigma, kappa)) = t.usl {
             let n = t.open.load(Ordering::Relaxed).max(1) as f64;
@@ -572,5 +617,39 @@ mod tests {
         assert!(t.elapsed() >= 2 * MS);
         sessions.truncate(1);
         assert_eq!(target.model.open.load(Ordering::Relaxed), 1);
+    }
+
+    fn factor(t: &Sleep) -> f64 {
+        f64::from_bits(t.model.factor.load(Ordering::Relaxed))
+    }
+
+    #[test]
+    fn runvar_draws_one_factor_per_run_from_its_seed() {
+        let url = TargetUrl::parse("sleep://?latency=1ms&runvar=0.3").unwrap();
+        let t = Sleep::open(&url).unwrap();
+        let mut seen = Vec::new();
+        for seed in 0..400 {
+            t.seed_run(seed);
+            let f = factor(&t);
+            assert!((0.7..=1.3).contains(&f), "{f}");
+            t.seed_run(seed);
+            assert_eq!(factor(&t), f, "the same seed, the same factor");
+            seen.push(f);
+        }
+        // Uniform on [0.7, 1.3]: mean 1, standard deviation 0.6/√12 = 0.173; over 400 runs
+        // the mean is within 4 standard errors (0.035) of 1.
+        let mean = seen.iter().sum::<f64>() / seen.len() as f64;
+        assert!((mean - 1.0).abs() < 0.035, "{mean}");
+        let sd = (seen.iter().map(|f| (f - mean).powi(2)).sum::<f64>() / 399.0).sqrt();
+        assert!((0.15..0.2).contains(&sd), "{sd}");
+        // Without runvar nothing varies.
+        let plain = Sleep::open(&TargetUrl::parse("sleep://?latency=1ms").unwrap()).unwrap();
+        plain.seed_run(5);
+        assert_eq!(factor(&plain), 1.0);
+        for bad in ["1", "-0.1", "x"] {
+            let url = TargetUrl::parse(&format!("sleep://?runvar={bad}")).unwrap();
+            let e = Sleep::open(&url).err().expect("refused");
+            assert!(e.message.contains("runvar"), "{}", e.message);
+        }
     }
 }
