@@ -363,6 +363,16 @@ pub struct RunArgs {
     /// Serve OpenMetrics text on http://IP:PORT/metrics during the run (port 0: any free one).
     #[arg(long, value_name = "IP:PORT")]
     pub metrics_addr: Option<String>,
+
+    /// Run share I (from 0) of a run split over N processes: clients or rate split, `seq`
+    /// numbers partitioned, the data loaded by shard 0 only (docs/distributed.md).
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+
+    /// Start the measured run at this wall-clock instant, RFC 3339 (2026-11-24T03:00:00Z)
+    /// or from now (+30s); rounded up to a multiple of the interval.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@
 use std::time::{Duration, SystemTime};
 
 use super::given::{pick, Given};
+use super::shard;
 use crate::cli::RunArgs;
 use crate::engine::{Arrivals, Connection, LoadPlan, Mode};
 use crate::error::InputError;
@@ -91,7 +92,7 @@ pub fn resolve_load(
         Some(g) => checked_count(g)?,
         None => std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
     };
-    Ok(LoadPlan {
+    let mut plan = LoadPlan {
         mode,
         duration,
         ops,
@@ -102,7 +103,16 @@ pub fn resolve_load(
         connection: connection(args, load, source)?,
         op_timeout,
         threads: threads as usize,
-    })
+        shard: None,
+        start_at: None,
+    };
+    if let Some(text) = &args.shard {
+        shard::apply_shard(&mut plan, shard::parse_shard(text)?)?;
+    }
+    if let Some(text) = &args.start_at {
+        plan.start_at = Some(shard::parse_start_at(text, interval, SystemTime::now())?);
+    }
+    Ok(plan)
 }
 
 /// `--warmup auto`: the warm-up is found after the run (MSER-5) instead of given.

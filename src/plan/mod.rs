@@ -9,6 +9,7 @@
 mod given;
 mod load;
 mod resolve;
+mod shard;
 
 use std::path::PathBuf;
 
@@ -155,6 +156,9 @@ pub struct DataPolicy {
     pub skip_load: bool,
     /// Where `seq` generators start: a growth study continues them across its batches.
     pub seq_offset: u64,
+    /// Shards after the first (`--shard I/N`, I > 0) leave the setup statements and the
+    /// data to shard 0.
+    pub skip_setup: bool,
 }
 
 /// Where a run writes.

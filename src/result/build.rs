@@ -104,7 +104,7 @@ impl RunResult {
             intervals: run
                 .intervals
                 .iter()
-                .map(|i| IntervalRecord::of(i, &names))
+                .map(|i| IntervalRecord::of(i, &names, plan.shard.is_some()))
                 .collect(),
             latency_modes: Some(latency_modes),
             notes,
@@ -112,6 +112,8 @@ impl RunResult {
             figures: Vec::new(),
             validity: None,
             warmup_auto: None,
+            late_start_s: run.late_start.map(|d| d.as_secs_f64()),
+            shards: None,
         }
         .with_figures(&workload.figures)
         .with_validity(run, ops, thresholds)
@@ -192,6 +194,9 @@ fn notes(run: &RunData, total: &OpResult) -> Vec<String> {
     if run.missed > 0 {
         notes.push(format!("{} scheduled arrivals never started: the target (or --max-in-flight) could not keep up with the rate", run.missed));
     }
+    if let Some(late) = run.late_start.filter(|d| !d.is_zero()) {
+        notes.push(format!("this process started {:.3}s after the agreed --start-at (connecting and loading took that long); its intervals keep the agreed grid, the first ones short of operations", late.as_secs_f64()));
+    }
     if let Some(late) = total.late_starts.filter(|&n| n > 0) {
         notes.push(format!("{late} operations started late against the schedule; their waiting is in the latency figures"));
     }
@@ -224,7 +229,8 @@ fn errors_by_class(c: &OpCounters) -> ErrorsByClass {
 }
 
 impl IntervalRecord {
-    pub fn of(d: &IntervalData, names: &[String]) -> IntervalRecord {
+    /// `per_client`: keep each client's count (shard runs, for `loadrig merge`).
+    pub fn of(d: &IntervalData, names: &[String], per_client: bool) -> IntervalRecord {
         let completed = d.ops.iter().map(|c| c.ok + c.error_total()).sum();
         IntervalRecord {
             rig: d
@@ -232,6 +238,11 @@ impl IntervalRecord {
                 .as_ref()
                 .map(|s| RigInterval::of(s, completed, validity::cores())),
             fairness: FairnessInterval::of(&d.per_client),
+            per_client: if per_client {
+                d.per_client.clone()
+            } else {
+                Vec::new()
+            },
             index: d.index + 1,
             start_s: d.start.as_secs_f64(),
             end_s: d.end.as_secs_f64(),

@@ -85,6 +85,31 @@ pub struct RunResult {
     /// the warm-up chosen. Left out otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_auto: Option<WarmupAuto>,
+    /// `--start-at`: how long after the agreed start this process could start (0 on time);
+    /// its intervals keep the agreed grid. Left out without `--start-at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_start_s: Option<f64>,
+    /// A run merged from shard files (`loadrig merge`): which shards, and what is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<ShardsRecord>,
+}
+
+/// The shards a merged run was made of (`loadrig merge`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ShardsRecord {
+    /// How many shards the run was split into.
+    pub count: usize,
+    /// The shard indices merged, and their files.
+    pub merged: Vec<usize>,
+    pub files: Vec<String>,
+    /// Shard indices with no file (`--allow-partial` only).
+    pub missing: Vec<usize>,
+    /// Shards whose run was interrupted.
+    pub interrupted: Vec<usize>,
+    /// True when shards are missing or interrupted: the figures under-count the run.
+    pub partial: bool,
+    /// The latest start of any shard after the agreed `--start-at` (s).
+    pub late_start_max_s: f64,
 }
 
 /// How `--warmup auto` chose the warm-up (docs/validity.md).
@@ -301,6 +326,10 @@ pub struct IntervalRecord {
     /// Operations completed per client over the interval; absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<validity::FairnessInterval>,
+    /// Shard runs only: operations completed by each of the shard's clients over the
+    /// interval, so that `loadrig merge` judges fairness over every client exactly.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_client: Vec<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -445,6 +474,8 @@ mod tests {
             connection: Connection::PerOp,
             op_timeout: Some(Duration::from_micros(333)),
             threads: 2,
+            shard: None,
+            start_at: None,
         };
         let text = serde_json::to_string(&plan).unwrap();
         assert!(text.contains(r#""mode":"open""#), "{text}");
