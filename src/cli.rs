@@ -43,6 +43,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Compare two result files: change, 95 % interval, test and verdict for each metric.
     Compare(CompareArgs),
+    /// Merge the result files of a run's shards (`run --shard I/N --start-at T`) into one
+    /// run file: `loadrig merge shard-*.json -o run.json`.
+    Merge(MergeArgs),
     /// Export a result file as CSV tables, an HdrHistogram interval log and/or YCSB's text
     /// output.
     Export(ExportArgs),
@@ -235,6 +238,26 @@ pub struct CompareArgs {
     pub fail_on_regression: bool,
 
     /// A threshold on NEW, like 'read.p99 < 20ms' (repeatable); a failed one exits 1.
+    #[arg(long = "check", value_name = "CHECK")]
+    pub checks: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' result files.
+    #[arg(required = true, value_name = "SHARD.json")]
+    pub shards: Vec<PathBuf>,
+
+    /// Write the merged run file here.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: PathBuf,
+
+    /// Merge even when shards are missing or were interrupted; the result says partial.
+    #[arg(long)]
+    pub allow_partial: bool,
+
+    /// A threshold on the merged run, like 'read.p99 < 20ms' (repeatable; adds to the
+    /// checks the shards recorded); a failed one exits 1.
     #[arg(long = "check", value_name = "CHECK")]
     pub checks: Vec<String>,
 }

@@ -6,6 +6,7 @@ mod emulate;
 mod export;
 mod gen;
 mod import;
+mod merge;
 mod ops;
 mod report;
 mod run;
@@ -29,6 +30,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Init { name } => targets::init(&name),
         Command::Report(args) => report::report(&args),
         Command::Compare(args) => compare::compare(&args),
+        Command::Merge(args) => merge::merge(&args),
         Command::Export(args) => export::export(&args),
         Command::Ops(args) => ops::ops(&args),
         Command::Gen(what) => gen::gen(&what),

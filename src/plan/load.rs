@@ -74,7 +74,7 @@ pub fn resolve_load(
         "seed",
         source,
     )
-    .map_or_else(time_seed, |g| g.value);
+    .map(|g| g.value);
     let op_timeout = match &args.op_timeout {
         Some(t) => Some(spec::positive(
             duration::parse(t, "--op-timeout")?,
@@ -99,7 +99,7 @@ pub fn resolve_load(
         samples,
         interval,
         warmup,
-        seed,
+        seed: 0,
         connection: connection(args, load, source)?,
         op_timeout,
         threads: threads as usize,
@@ -112,6 +112,14 @@ pub fn resolve_load(
     if let Some(text) = &args.start_at {
         plan.start_at = Some(shard::parse_start_at(text, interval, SystemTime::now())?);
     }
+    // Without a seed, shards take the one they share: the agreed start.
+    plan.seed = match (seed, plan.shard, plan.start_at) {
+        (Some(seed), _, _) => seed,
+        (None, Some(_), Some(at)) => at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+        (None, _, _) => time_seed(),
+    };
     Ok(plan)
 }
 

@@ -114,6 +114,7 @@ impl RunResult {
             warmup_auto: None,
             late_start_s: run.late_start.map(|d| d.as_secs_f64()),
             shards: None,
+            checks: Vec::new(),
         }
         .with_figures(&workload.figures)
         .with_validity(run, ops, thresholds)

@@ -9,6 +9,7 @@
 
 mod build;
 pub mod histogram;
+pub mod merge;
 pub mod models;
 pub mod sweep;
 pub mod validity;
@@ -92,6 +93,10 @@ pub struct RunResult {
     /// A run merged from shard files (`loadrig merge`): which shards, and what is missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<ShardsRecord>,
+    /// Shard runs: the checks (`checks`, `--check`) as written, which `loadrig merge`
+    /// evaluates on the merged run instead of each shard on its share.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
 }
 
 /// The shards a merged run was made of (`loadrig merge`).
