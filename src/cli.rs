@@ -46,6 +46,9 @@ pub enum Command {
     /// Merge the result files of a run's shards (`run --shard I/N --start-at T`) into one
     /// run file: `loadrig merge shard-*.json -o run.json`.
     Merge(MergeArgs),
+    /// Print Kubernetes manifests that run a workload as N shards started together (a
+    /// ConfigMap, a results volume claim and an Indexed Job); `kubectl apply -f -` takes them.
+    Kube(Box<KubeArgs>),
     /// Export a result file as CSV tables, an HdrHistogram interval log and/or YCSB's text
     /// output.
     Export(ExportArgs),
@@ -240,6 +243,35 @@ pub struct CompareArgs {
     /// A threshold on NEW, like 'read.p99 < 20ms' (repeatable); a failed one exits 1.
     #[arg(long = "check", value_name = "CHECK")]
     pub checks: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct KubeArgs {
+    /// The load of the whole run, as for `loadrig run` (split over the shards); without
+    /// --target the URL comes from the Secret --target-secret.
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// How many shards (pods) share the load.
+    #[arg(long, value_name = "N")]
+    pub shards: usize,
+
+    /// The container image holding loadrig (see the Dockerfile).
+    #[arg(long, default_value = "loadrig:latest")]
+    pub image: String,
+
+    /// The namespace of the objects.
+    #[arg(long, default_value = "default")]
+    pub namespace: String,
+
+    /// The Secret whose key `url` holds the target URL with its password.
+    #[arg(long, default_value = "loadrig-target", value_name = "NAME")]
+    pub target_secret: String,
+
+    /// An existing ReadWriteMany volume claim for the shards' results (default: one made
+    /// with the manifests).
+    #[arg(long, value_name = "NAME")]
+    pub results_claim: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -6,6 +6,7 @@ mod emulate;
 mod export;
 mod gen;
 mod import;
+mod kube;
 mod merge;
 mod ops;
 mod report;
@@ -31,6 +32,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(args) => report::report(&args),
         Command::Compare(args) => compare::compare(&args),
         Command::Merge(args) => merge::merge(&args),
+        Command::Kube(args) => kube::kube(&args),
         Command::Export(args) => export::export(&args),
         Command::Ops(args) => ops::ops(&args),
         Command::Gen(what) => gen::gen(&what),

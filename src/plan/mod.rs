@@ -15,6 +15,7 @@ use std::path::PathBuf;
 
 pub use given::Given;
 pub use resolve::{default_out, resolve, resolve_offline, resolve_workload, same_path};
+pub use shard::parse_start_at;
 
 use serde::Serialize;
 
