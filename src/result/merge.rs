@@ -281,8 +281,11 @@ fn same_run(head: &ShardFile, f: &ShardFile) -> Result<(), InputError> {
 /// Per interval index, the shards' intervals summed; refuses intervals that do not align.
 fn merge_intervals(files: &[ShardFile]) -> Result<Vec<IntervalRecord>, InputError> {
     let mut by_index: BTreeMap<u64, Vec<&IntervalRecord>> = BTreeMap::new();
+    // Each shard's cores, beside its intervals, for the rigs' CPU share.
+    let mut cores: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     for f in files {
         for i in &f.result.intervals {
+            cores.entry(i.index).or_default().push(f.result.host.cores);
             let same = by_index.entry(i.index).or_default();
             if let Some(o) = same.first() {
                 // The ends may differ where a shard's run ended (an operation count reached).
@@ -297,10 +300,9 @@ fn merge_intervals(files: &[ShardFile]) -> Result<Vec<IntervalRecord>, InputErro
             same.push(i);
         }
     }
-    let cores: Vec<usize> = files.iter().map(|f| f.result.host.cores).collect();
     by_index
-        .into_values()
-        .map(|same| merge_interval(&same, &cores))
+        .into_iter()
+        .map(|(k, same)| merge_interval(&same, &cores[&k]))
         .collect()
 }
 
@@ -362,7 +364,7 @@ fn merge_rig(
     }
     let user: f64 = rigs.iter().map(|r| r.cpu_user_s).sum();
     let system: f64 = rigs.iter().map(|r| r.cpu_system_s).sum();
-    let all_cores: usize = cores.iter().take(same.len()).sum::<usize>().max(1);
+    let all_cores: usize = cores.iter().sum::<usize>().max(1);
     Some(validity::RigInterval {
         cpu_user_s: user,
         cpu_system_s: system,
