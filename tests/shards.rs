@@ -287,6 +287,10 @@ fn wrong_shard_sets_are_refused_with_the_file_and_the_reason() {
         (vec!["--shard", "one"], "expected I/N"),
         (vec!["--shard", "0/3"], "2 clients for 3 shards"),
         (vec!["--start-at", "noon"], "not an RFC 3339 time"),
+        (
+            vec!["--shard", "0/2", "--warmup", "auto"],
+            "each shard would cut",
+        ),
     ] {
         let mut args = vec!["run", "noop", "-t", SLEEP, "-c", "2", "--ops", "4"];
         args.extend(flags);

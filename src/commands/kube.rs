@@ -37,9 +37,15 @@ const DEFAULT_START: &str = "+2m";
 
 pub fn kube(args: &KubeArgs) -> Result<ExitCode> {
     let objects = manifests(args, SystemTime::now())?;
+    let job = objects
+        .iter()
+        .find(|o| o["kind"] == "Job")
+        .and_then(|o| o["metadata"]["name"].as_str())
+        .unwrap_or("loadrig-run")
+        .to_string();
     let list = json!({"apiVersion": "v1", "kind": "List", "items": objects});
     println!("{}", serde_json::to_string_pretty(&list)?);
-    eprint!("{}", next_steps(args));
+    eprint!("{}", next_steps(args, &job));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -165,6 +171,55 @@ fn results_claim(name: &str, namespace: &str) -> PersistentVolumeClaim {
 /// late and write over the result; `loadrig merge` names a missing shard instead).
 fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String]) -> Job {
     let n = args.shards as i32;
+    let container = Container {
+        name: "loadrig".to_string(),
+        image: Some(args.image.clone()),
+        args: Some(run.to_vec()),
+        env: Some(env(args)),
+        ports: Some(vec![ContainerPort {
+            name: Some("metrics".to_string()),
+            container_port: METRICS_PORT,
+            ..Default::default()
+        }]),
+        volume_mounts: Some(vec![
+            mount("workload", WORKLOAD_DIR),
+            mount("results", RESULTS_DIR),
+        ]),
+        ..Default::default()
+    };
+    let scrape = BTreeMap::from([
+        ("prometheus.io/scrape".to_string(), "true".to_string()),
+        ("prometheus.io/port".to_string(), METRICS_PORT.to_string()),
+        ("prometheus.io/path".to_string(), "/metrics".to_string()),
+    ]);
+    let mut pod_meta = meta(name, "shard", &args.namespace);
+    pod_meta.name = None;
+    pod_meta.namespace = None;
+    pod_meta.annotations = Some(scrape);
+    Job {
+        metadata: meta(name, "run", &args.namespace),
+        spec: Some(JobSpec {
+            completion_mode: Some("Indexed".to_string()),
+            completions: Some(n),
+            parallelism: Some(n),
+            backoff_limit: Some(0),
+            template: PodTemplateSpec {
+                metadata: Some(pod_meta),
+                spec: Some(PodSpec {
+                    containers: vec![container],
+                    restart_policy: Some("Never".to_string()),
+                    volumes: Some(volumes(name, claim)),
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The pod's index (for `$(…)` in the args) and, without `--target`, the URL from the Secret.
+fn env(args: &KubeArgs) -> Vec<EnvVar> {
     let mut env = vec![EnvVar {
         // Set by the Job controller as well; declared so that `$(…)` in the args expands.
         name: "JOB_COMPLETION_INDEX".to_string(),
@@ -192,23 +247,12 @@ fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String]) -> Job {
             ..Default::default()
         });
     }
-    let container = Container {
-        name: "loadrig".to_string(),
-        image: Some(args.image.clone()),
-        args: Some(run.to_vec()),
-        env: Some(env),
-        ports: Some(vec![ContainerPort {
-            name: Some("metrics".to_string()),
-            container_port: METRICS_PORT,
-            ..Default::default()
-        }]),
-        volume_mounts: Some(vec![
-            mount("workload", WORKLOAD_DIR),
-            mount("results", RESULTS_DIR),
-        ]),
-        ..Default::default()
-    };
-    let volumes = vec![
+    env
+}
+
+/// The workload's ConfigMap and the results claim.
+fn volumes(name: &str, claim: &str) -> Vec<Volume> {
+    vec![
         Volume {
             name: "workload".to_string(),
             config_map: Some(ConfigMapVolumeSource {
@@ -225,36 +269,7 @@ fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String]) -> Job {
             }),
             ..Default::default()
         },
-    ];
-    let scrape = BTreeMap::from([
-        ("prometheus.io/scrape".to_string(), "true".to_string()),
-        ("prometheus.io/port".to_string(), METRICS_PORT.to_string()),
-        ("prometheus.io/path".to_string(), "/metrics".to_string()),
-    ]);
-    let mut pod_meta = meta(name, "shard", &args.namespace);
-    pod_meta.name = None;
-    pod_meta.namespace = None;
-    pod_meta.annotations = Some(scrape);
-    Job {
-        metadata: meta(name, "run", &args.namespace),
-        spec: Some(JobSpec {
-            completion_mode: Some("Indexed".to_string()),
-            completions: Some(n),
-            parallelism: Some(n),
-            backoff_limit: Some(0),
-            template: PodTemplateSpec {
-                metadata: Some(pod_meta),
-                spec: Some(PodSpec {
-                    containers: vec![container],
-                    restart_policy: Some("Never".to_string()),
-                    volumes: Some(volumes),
-                    ..Default::default()
-                }),
-            },
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    ]
 }
 
 fn mount(name: &str, path: &str) -> VolumeMount {
@@ -318,15 +333,15 @@ fn run_args(r: &RunArgs, shards: usize, at: &str) -> Vec<String> {
 }
 
 /// What to do with the manifests, on standard error (standard output is the List).
-fn next_steps(args: &KubeArgs) -> String {
+fn next_steps(args: &KubeArgs, job: &str) -> String {
     format!(
         "# 1. the target URL, password included, as a Secret (once):\n\
          #    kubectl -n {ns} create secret generic {secret} --from-literal=url='postgres://user:PASSWORD@db:5432/app'\n\
          # 2. apply these manifests before the start they name (they start the shards together):\n\
          #    loadrig kube ... | kubectl apply -f -\n\
          # 3. wait, then merge the shards' files on the results volume (docs/distributed.md):\n\
-         #    kubectl -n {ns} wait --for=condition=complete job/<name>-run --timeout=1h\n\
-         #    loadrig merge shard-*.json -o run.json\n",
+         #    kubectl -n {ns} wait --for=condition=complete job/{job} --timeout=1h\n\
+         #    (copy the shard-*.json files off the results claim), then: loadrig merge shard-*.json -o run.json\n",
         ns = args.namespace,
         secret = args.target_secret
     )

@@ -107,6 +107,12 @@ pub fn resolve_load(
         start_at: None,
     };
     if let Some(text) = &args.shard {
+        if warmup_is_auto(args) {
+            return Err(InputError::new(
+                "--warmup auto cannot be used with --shard: each shard would cut a warm-up of its own",
+            )
+            .help("give every shard the same --warmup DURATION"));
+        }
         shard::apply_shard(&mut plan, shard::parse_shard(text)?)?;
     }
     if let Some(text) = &args.start_at {

@@ -71,22 +71,10 @@ pub fn merge(
     let all = decode(&total.histogram, "total")?;
     let latency_modes = find_modes(&all);
     let count = first.load.shard.map_or(1, |s| s.count);
-    let late_max = refs
-        .iter()
-        .filter_map(|r| r.late_start_s)
-        .fold(0.0, f64::max);
-    let partial = !missing.is_empty() || !interrupted.is_empty();
     let mut notes = shard_notes(&files, count, &missing, &interrupted);
     notes.extend(latency_modes.note());
-    let shards = ShardsRecord {
-        count,
-        merged: files.iter().map(|f| f.shard().index).collect(),
-        files: files.iter().map(ShardFile::name).collect(),
-        missing,
-        interrupted,
-        partial,
-        late_start_max_s: late_max,
-    };
+    let shards = shards_record(&files, count, missing, interrupted);
+    let partial = shards.partial;
     let loader = refs
         .iter()
         .find(|r| r.load.shard.is_some_and(|s| s.index == 0))
@@ -135,6 +123,26 @@ pub fn merge(
         .map(|f| figure(f, &merged.operations, measured_s))
         .collect();
     Ok(merged)
+}
+
+fn shards_record(
+    files: &[ShardFile],
+    count: usize,
+    missing: Vec<usize>,
+    interrupted: Vec<usize>,
+) -> ShardsRecord {
+    ShardsRecord {
+        count,
+        merged: files.iter().map(|f| f.shard().index).collect(),
+        files: files.iter().map(ShardFile::name).collect(),
+        partial: !missing.is_empty() || !interrupted.is_empty(),
+        missing,
+        interrupted,
+        late_start_max_s: files
+            .iter()
+            .filter_map(|f| f.result.late_start_s)
+            .fold(0.0, f64::max),
+    }
 }
 
 /// The whole run's load from a shard's: every client (worker) and the whole rate.
