@@ -297,6 +297,20 @@ fn wrong_shard_sets_are_refused_with_the_file_and_the_reason() {
         let (_, err) = d.code(2, &args);
         assert!(err.contains(reason), "{err}");
     }
+    let (_, err) = d.code(
+        2,
+        &[
+            "sweep",
+            "noop",
+            "-t",
+            SLEEP,
+            "--vary",
+            "clients=2,4",
+            "--shard",
+            "0/2",
+        ],
+    );
+    assert!(err.contains("apply to loadrig run only"), "{err}");
 }
 
 #[test]
