@@ -344,3 +344,32 @@ fn seq_keys_are_partitioned_among_shards() {
         400
     );
 }
+
+#[test]
+fn a_late_shard_keeps_the_grid_and_records_how_late() {
+    let d = Dir::new();
+    // An agreed start already 2 s past (rounding to the interval keeps it past).
+    let at = humantime::format_rfc3339_seconds(SystemTime::now() - Duration::from_secs(2));
+    let out = d.ok(&[
+        "run",
+        "noop",
+        "-t",
+        SLEEP,
+        "-c",
+        "2",
+        "-d",
+        "4s",
+        "--start-at",
+        &at.to_string(),
+        "-o",
+        "late.json",
+    ]);
+    assert!(out.contains("after the agreed --start-at"), "{out}");
+    let r = d.result("late.json");
+    let late = r.late_start_s.expect("late_start_s");
+    assert!(late >= 1.0, "{late}");
+    // Interval 1 (the agreed start's first second) had passed before the run began.
+    assert_eq!(r.intervals[0].ok, 0);
+    assert_eq!(r.intervals.len(), 4);
+    assert!(r.intervals.iter().skip(3).all(|i| i.ok > 0));
+}
