@@ -154,6 +154,22 @@ fn open_loop_shards_deliver_the_whole_schedule() {
     assert_eq!(arrivals(&single), 800);
     assert_eq!(arrivals(&merged), arrivals(&single));
     assert_eq!(merged.load.all_rate(), Some(400.0));
+    // The start lag merges exactly too: the union of the shards' histograms.
+    let mut union = new_hist();
+    for f in &files {
+        let lag = d
+            .result(f)
+            .total
+            .start_lag_histogram
+            .expect("lag histogram");
+        union.add(lag.decode().unwrap()).unwrap();
+    }
+    let merged_lag = merged.total.start_lag_histogram.expect("merged lag");
+    assert_eq!(merged_lag.decode().unwrap(), union);
+    assert_eq!(
+        merged.total.start_lag.unwrap().p99_ns,
+        union.value_at_quantile(0.99)
+    );
 }
 
 #[test]

@@ -307,6 +307,7 @@ impl OpResult {
             service: open_loop.then(|| LatencySummary::of(&c.service)),
             service_histogram: open_loop.then(|| EncodedHistogram::encode(&c.service)),
             start_lag: open_loop.then(|| LatencySummary::of(&c.lag)),
+            start_lag_histogram: open_loop.then(|| EncodedHistogram::encode(&c.lag)),
             late_starts: open_loop.then_some(c.late),
             interval_counts: SeriesSummary::of(counts),
             statements: Statements::of(&c.statements, measured_s),

@@ -432,6 +432,16 @@ fn merge_op(
     };
     let latency = add(|o| Some(&o.histogram))?;
     let service = add(|o| o.service_histogram.as_ref())?;
+    // The start lag exactly where every shard kept its histogram (older files did not).
+    let (lag, lag_histogram) = if ops.iter().all(|o| o.start_lag_histogram.is_some()) {
+        let h = add(|o| o.start_lag_histogram.as_ref())?;
+        (
+            LatencySummary::of(&h),
+            open.then(|| EncodedHistogram::encode(&h)),
+        )
+    } else {
+        (lag_bound(ops), None)
+    };
     let sum = |f: fn(&OpResult) -> u64| ops.iter().map(|o| f(o)).sum::<u64>();
     let ok = sum(|o| o.ok);
     let mut errors_by_class = BTreeMap::new();
@@ -469,7 +479,8 @@ fn merge_op(
         histogram: EncodedHistogram::encode(&latency),
         service: open.then(|| LatencySummary::of(&service)),
         service_histogram: open.then(|| EncodedHistogram::encode(&service)),
-        start_lag: open.then(|| lag_bound(ops)),
+        start_lag: open.then(|| lag),
+        start_lag_histogram: lag_histogram,
         late_starts: open.then(|| sum(|o| o.late_starts.unwrap_or(0))),
         interval_counts: SeriesSummary::of(counts),
         statements: Statements {
@@ -490,9 +501,9 @@ fn per_s(n: u64, measured_s: f64) -> f64 {
     }
 }
 
-/// The start lag over the shards: the files hold its summary only (no histogram), so the
-/// count, mean, min and max are exact and each percentile is the highest of the shards'
-/// (an upper bound).
+/// The start lag over shards whose files hold its summary only (written before
+/// `start_lag_histogram`): count, mean, min and max are exact, each percentile is the
+/// highest of the shards' (an upper bound).
 fn lag_bound(ops: &[&OpResult]) -> LatencySummary {
     let lags: Vec<&LatencySummary> = ops.iter().filter_map(|o| o.start_lag.as_ref()).collect();
     let count: u64 = lags.iter().map(|l| l.count).sum();

@@ -271,6 +271,9 @@ pub struct OpResult {
     pub service_histogram: Option<EncodedHistogram>,
     /// Open loop only: how late operations started against the schedule.
     pub start_lag: Option<LatencySummary>,
+    /// `start_lag` as a histogram (so that shards merge it exactly); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_lag_histogram: Option<EncodedHistogram>,
     pub late_starts: Option<u64>,
     /// Successful operations per full measured interval: mean, stdev, min, max.
     pub interval_counts: SeriesSummary,
