@@ -479,7 +479,7 @@ fn merge_op(
         histogram: EncodedHistogram::encode(&latency),
         service: open.then(|| LatencySummary::of(&service)),
         service_histogram: open.then(|| EncodedHistogram::encode(&service)),
-        start_lag: open.then(|| lag),
+        start_lag: open.then_some(lag),
         start_lag_histogram: lag_histogram,
         late_starts: open.then(|| sum(|o| o.late_starts.unwrap_or(0))),
         interval_counts: SeriesSummary::of(counts),
