@@ -50,6 +50,12 @@ pub enum Command {
     /// Find where throughput or a percentile shifted across a folder of one workload's
     /// result files (change points by E-divisive means).
     History(HistoryArgs),
+    /// Merge the result files of a run's shards (`run --shard I/N --start-at T`) into one
+    /// run file: `loadrig merge shard-*.json -o run.json`.
+    Merge(MergeArgs),
+    /// Print Kubernetes manifests that run a workload as N shards started together (a
+    /// ConfigMap, a results volume claim and an Indexed Job); `kubectl apply -f -` takes them.
+    Kube(Box<KubeArgs>),
     /// Export a result file as CSV tables, an HdrHistogram interval log and/or YCSB's text
     /// output.
     Export(ExportArgs),
@@ -345,6 +351,55 @@ pub struct AbArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct KubeArgs {
+    /// The load of the whole run, as for `loadrig run` (split over the shards); without
+    /// --target the URL comes from the Secret --target-secret.
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// How many shards (pods) share the load.
+    #[arg(long, value_name = "N")]
+    pub shards: usize,
+
+    /// The container image holding loadrig (see the Dockerfile).
+    #[arg(long, default_value = "loadrig:latest")]
+    pub image: String,
+
+    /// The namespace of the objects.
+    #[arg(long, default_value = "default")]
+    pub namespace: String,
+
+    /// The Secret whose key `url` holds the target URL with its password.
+    #[arg(long, default_value = "loadrig-target", value_name = "NAME")]
+    pub target_secret: String,
+
+    /// An existing ReadWriteMany volume claim for the shards' results (default: one made
+    /// with the manifests).
+    #[arg(long, value_name = "NAME")]
+    pub results_claim: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' result files.
+    #[arg(required = true, value_name = "SHARD.json")]
+    pub shards: Vec<PathBuf>,
+
+    /// Write the merged run file here.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: PathBuf,
+
+    /// Merge even when shards are missing or were interrupted; the result says partial.
+    #[arg(long)]
+    pub allow_partial: bool,
+
+    /// A threshold on the merged run, like 'read.p99 < 20ms' (repeatable; adds to the
+    /// checks the shards recorded); a failed one exits 1.
+    #[arg(long = "check", value_name = "CHECK")]
+    pub checks: Vec<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct ExportArgs {
     /// The result file to export.
     #[arg(value_name = "RUN.json")]
@@ -473,6 +528,16 @@ pub struct RunArgs {
     /// Serve OpenMetrics text on http://IP:PORT/metrics during the run (port 0: any free one).
     #[arg(long, value_name = "IP:PORT")]
     pub metrics_addr: Option<String>,
+
+    /// Run share I (from 0) of a run split over N processes: clients or rate split, `seq`
+    /// numbers partitioned, the data loaded by shard 0 only (docs/distributed.md).
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+
+    /// Start the measured run at this wall-clock instant, RFC 3339 (2026-11-24T03:00:00Z)
+    /// or from now (+30s); rounded up to a multiple of the interval.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,8 @@ mod export;
 mod gen;
 mod history;
 mod import;
+mod kube;
+mod merge;
 mod ops;
 mod report;
 mod run;
@@ -33,6 +35,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ab(args) => ab::ab(&args),
         Command::Compare(args) => compare::compare(&args),
         Command::History(args) => history::history(&args),
+        Command::Merge(args) => merge::merge(&args),
+        Command::Kube(args) => kube::kube(&args),
         Command::Export(args) => export::export(&args),
         Command::Ops(args) => ops::ops(&args),
         Command::Gen(what) => gen::gen(&what),

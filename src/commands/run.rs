@@ -14,7 +14,17 @@ use crate::runner::{self, View};
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let plan = plan::resolve(args)?;
-    let result = runner::execute(&plan, View::Live)?;
+    let mut result = runner::execute(&plan, View::Live)?;
+    // A shard's checks are judged on the merged run (`loadrig merge`), not on its share.
+    let checks = if plan.load.shard.is_some() {
+        result.checks = plan.checks.iter().map(|c| c.text.clone()).collect();
+        if !plan.checks.is_empty() {
+            println!("checks: left to `loadrig merge`, which judges them on the whole run");
+        }
+        &[][..]
+    } else {
+        &plan.checks[..]
+    };
     let out = &plan.outputs.result;
     result::write_atomic(out, &serde_json::to_vec_pretty(&result)?)?;
     print!("{}", console::summary(&result));
@@ -23,7 +33,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         println!("verify {}: {verdict} ({})", v.name, v.values.join(" / "));
     }
     println!("result: {}", out.display());
-    let checks_passed = after_run(out, plan.outputs.report.as_deref(), &plan.checks)?;
+    let checks_passed = after_run(out, plan.outputs.report.as_deref(), checks)?;
     Ok(if result.status == RunStatus::Interrupted {
         ExitCode::from(130)
     } else if !checks_passed || result.verify.iter().any(|v| !v.passed) {

@@ -81,6 +81,13 @@ struct Plan<'a> {
 }
 
 pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
+    if args.run.shard.is_some() || args.run.start_at.is_some() {
+        return Err(
+            InputError::new("--shard and --start-at apply to loadrig run only")
+                .help("split a sweep's points by running each point's `loadrig run` as shards")
+                .into(),
+        );
+    }
     let plan = Plan::new(args)?;
     let scheme = plan.base.target.scheme().to_string();
     with_target_type!(scheme.as_str(), T => plan.run::<T>())

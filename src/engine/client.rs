@@ -54,6 +54,12 @@ impl ClientCtx<'_> {
         }
     }
 
+    /// This client's number among the whole run's clients (over every shard): its seeds,
+    /// `seq` numbers, share of `--ops` and arrivals follow from it.
+    pub fn stream(&self) -> u64 {
+        (self.plan.first_client() + self.id) as u64
+    }
+
     /// A moment on the hot loop's clock that is `d` after the start of the run.
     pub fn at(&self, d: Duration) -> Instant {
         self.q0 + d
@@ -660,14 +666,14 @@ macro_rules! perform {
 
 /// Run one client to the end of the run.
 pub async fn run<T: Target>(target: &T, session: Option<T::Session>, ctx: &ClientCtx<'_>) {
-    let clients = ctx.plan.clients() as u64;
+    let clients = ctx.plan.all_clients() as u64;
     let per_op = ctx.plan.connection == Connection::PerOp;
     let mut worker = Worker {
         target,
         // Per-operation connections are opened inside each timed operation.
         session: if per_op { None } else { session },
         per_op,
-        chooser: Chooser::new(ctx.ops, ctx.plan.seed, ctx.id as u64, clients, ctx.slots),
+        chooser: Chooser::new(ctx.ops, ctx.plan.seed, ctx.stream(), clients, ctx.slots),
         retries: 0,
         statements: StatementCounts::default(),
         reconnects: 0,
@@ -681,7 +687,7 @@ pub async fn run<T: Target>(target: &T, session: Option<T::Session>, ctx: &Clien
     let quota = ctx
         .plan
         .ops
-        .map(|n| n / clients + u64::from((ctx.id as u64) < n % clients));
+        .map(|n| n / clients + u64::from(ctx.stream() < n % clients));
     let deadline = ctx.timeline.deadline.map(|d| ctx.at(d));
     match ctx.plan.mode {
         Mode::Closed { think, .. } => closed(&mut worker, ctx, quota, deadline, think).await,
@@ -699,7 +705,7 @@ async fn closed<T: Target>(
     let mut iv = Intervals::new(ctx);
     let mut now = Instant::now();
     // Think times of operations with a `pause`, drawn apart from the operations' values.
-    let mut pauses = SmallRng::seed_from_u64(mix_seed(ctx.plan.seed ^ 0x7A1C_C0DE, ctx.id as u64));
+    let mut pauses = SmallRng::seed_from_u64(mix_seed(ctx.plan.seed ^ 0x7A1C_C0DE, ctx.stream()));
     loop {
         if ctx.stop.load(Ordering::Relaxed)
             || quota == Some(0)
@@ -785,13 +791,13 @@ impl Schedule {
         Schedule {
             poisson,
             per_worker,
-            rng: SmallRng::seed_from_u64(mix_seed(ctx.plan.seed ^ 0xA771_7A15, ctx.id as u64)),
+            rng: SmallRng::seed_from_u64(mix_seed(ctx.plan.seed ^ 0xA771_7A15, ctx.stream())),
             exp: Exp::new(per_worker).ok(),
         }
     }
 
     /// The first arrival since the start: worker k of a constant schedule starts k/R in.
-    fn first(&mut self, id: usize, rate: f64) -> Duration {
+    fn first(&mut self, id: u64, rate: f64) -> Duration {
         if self.poisson {
             self.gap()
         } else {
@@ -846,8 +852,13 @@ async fn open<T: Target>(
         return;
     };
     let poisson = arrivals == Arrivals::Poisson;
+    // A shard's workers take their places in the whole run's schedule.
+    let (rate, workers) = match ctx.plan.shard {
+        Some(shard) => (shard.rate.unwrap_or(rate), shard.clients),
+        None => (rate, workers),
+    };
     let mut schedule = Schedule::new(ctx, rate, poisson, workers);
-    let mut intended = ctx.q0 + schedule.first(ctx.id, rate);
+    let mut intended = ctx.q0 + schedule.first(ctx.stream(), rate);
     let mut iv = Intervals::new(ctx);
     let mut now = Instant::now();
     let mut missed = 0;

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Barrier, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, Result};
 use rand::rngs::SmallRng;
@@ -122,6 +122,38 @@ pub struct LoadPlan {
     pub op_timeout: Option<Duration>,
     /// Threads shared by the clients of an async target.
     pub threads: usize,
+    /// `--shard I/N`: this process runs one share of a run split over N processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// `--start-at`: the wall-clock instant the run starts (after connecting and loading),
+    /// the same on every shard; RFC 3339 in the file.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_rfc3339")]
+    #[schemars(with = "Option<String>")]
+    pub start_at: Option<SystemTime>,
+}
+
+/// One share of a run split over `count` processes. Clients (open loop: workers) are
+/// numbered over the whole run, and this shard runs `first_client ..` of them: each
+/// client's seed, `seq` numbers, share of `--ops` and place in the arrival schedule follow
+/// from its number among `clients`, so the union of the shards is the unsplit run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Shard {
+    /// From 0.
+    pub index: usize,
+    pub count: usize,
+    /// The number of this shard's first client among the whole run's.
+    pub first_client: usize,
+    /// The whole run's clients (open loop: workers in flight).
+    pub clients: usize,
+    /// Open loop: the whole run's rate (`rate` in `load` is this shard's share).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+}
+
+/// `n` split over `count` as evenly as possible: (the first of share `i`, its size).
+pub fn share(n: usize, count: usize, i: usize) -> (usize, usize) {
+    let (base, rest) = (n / count, n % count);
+    (i * base + i.min(rest), base + usize::from(i < rest))
 }
 
 /// When clients connect: once for the run, or for every operation (seed 003's `mysql`).
@@ -146,6 +178,44 @@ impl LoadPlan {
 
     pub fn timeline(&self) -> Timeline {
         Timeline::new(self.interval, self.warmup, self.duration)
+    }
+
+    /// The number of this process's first client among the whole run's (0 unsharded).
+    pub fn first_client(&self) -> usize {
+        self.shard.map_or(0, |s| s.first_client)
+    }
+
+    /// The whole run's clients (open loop: workers), over every shard.
+    pub fn all_clients(&self) -> usize {
+        self.shard.map_or_else(|| self.clients(), |s| s.clients)
+    }
+
+    /// Open loop: the whole run's rate, over every shard.
+    pub fn all_rate(&self) -> Option<f64> {
+        match self.mode {
+            Mode::Open { rate, .. } => Some(self.shard.and_then(|s| s.rate).unwrap_or(rate)),
+            Mode::Closed { .. } => None,
+        }
+    }
+}
+
+/// An instant as RFC 3339 (nanoseconds, UTC), both ways.
+mod opt_rfc3339 {
+    use std::time::SystemTime;
+
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => s.serialize_some(&humantime::format_rfc3339_nanos(*t).to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SystemTime>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|text| humantime::parse_rfc3339_weak(&text).map_err(D::Error::custom))
+            .transpose()
     }
 }
 
@@ -237,6 +307,8 @@ pub struct RunData {
     pub interrupted: bool,
     pub abandoned: usize,
     pub missed: u64,
+    /// `--start-at`: how long after the agreed start this process could start.
+    pub late_start: Option<Duration>,
 }
 
 impl RunData {
@@ -495,11 +567,46 @@ pub fn run<T: Target>(
         start.barrier.wait();
         return Err(anyhow!("a client could not connect: {}", e.message));
     }
-    let t0 = Instant::now();
+    let (t0, late) = match plan.start_at {
+        Some(at) => start_at(at),
+        None => (Instant::now(), Duration::ZERO),
+    };
     let _ = start.t0.set(t0);
     start.barrier.wait();
 
-    collect(rx, n, &timeline, ops.len(), &start.stop, t0, observer)
+    let mut data = collect(rx, n, &timeline, ops.len(), &start.stop, t0, observer)?;
+    data.late_start = plan.start_at.map(|_| late);
+    Ok(data)
+}
+
+/// Wait for the wall-clock instant `at` and return it on the monotonic clock. A process
+/// that gets there late starts now, on the grid of `at` (its first intervals are short or
+/// empty), so that interval k spans the same wall-clock time in every shard; it returns by
+/// how much it was late.
+fn start_at(at: SystemTime) -> (Instant, Duration) {
+    let (wall, now) = (SystemTime::now(), Instant::now());
+    match at.duration_since(wall) {
+        Ok(left) => {
+            // The instant on the monotonic clock, read once, so the grid is exactly `at`.
+            let t0 = now + left;
+            crate::clock::precise_timers_for_this_thread();
+            loop {
+                let now = Instant::now();
+                if now >= t0 {
+                    return (t0, Duration::ZERO);
+                }
+                if INTERRUPTED.load(Ordering::Relaxed) {
+                    return (now, Duration::ZERO);
+                }
+                // Short steps, so that Ctrl-C is not ignored for the whole wait.
+                std::thread::sleep((t0 - now).min(Duration::from_millis(100)));
+            }
+        }
+        Err(e) => {
+            let late = e.duration();
+            (now.checked_sub(late).unwrap_or(now), late)
+        }
+    }
 }
 
 /// How many threads carry the clients.
@@ -810,6 +917,7 @@ fn collect(
                 interrupted: stopped_at.is_some(),
                 abandoned: c.done.iter().filter(|d| !**d).count(),
                 missed: c.missed,
+                late_start: None,
                 intervals: c.intervals,
                 totals: c.totals,
             });

@@ -49,6 +49,8 @@ fn closed(clients: usize) -> LoadPlan {
         connection: Connection::Persistent,
         op_timeout: None,
         threads: 1,
+        shard: None,
+        start_at: None,
     }
 }
 

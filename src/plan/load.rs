@@ -5,6 +5,7 @@
 use std::time::{Duration, SystemTime};
 
 use super::given::{pick, Given};
+use super::shard;
 use crate::cli::RunArgs;
 use crate::engine::{Arrivals, Connection, LoadPlan, Mode};
 use crate::error::InputError;
@@ -73,7 +74,7 @@ pub fn resolve_load(
         "seed",
         source,
     )
-    .map_or_else(time_seed, |g| g.value);
+    .map(|g| g.value);
     let op_timeout = match &args.op_timeout {
         Some(t) => Some(spec::positive(
             duration::parse(t, "--op-timeout")?,
@@ -91,18 +92,41 @@ pub fn resolve_load(
         Some(g) => checked_count(g)?,
         None => std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
     };
-    Ok(LoadPlan {
+    let mut plan = LoadPlan {
         mode,
         duration,
         ops,
         samples,
         interval,
         warmup,
-        seed,
+        seed: 0,
         connection: connection(args, load, source)?,
         op_timeout,
         threads: threads as usize,
-    })
+        shard: None,
+        start_at: None,
+    };
+    if let Some(text) = &args.shard {
+        if warmup_is_auto(args) {
+            return Err(InputError::new(
+                "--warmup auto cannot be used with --shard: each shard would cut a warm-up of its own",
+            )
+            .help("give every shard the same --warmup DURATION"));
+        }
+        shard::apply_shard(&mut plan, shard::parse_shard(text)?)?;
+    }
+    if let Some(text) = &args.start_at {
+        plan.start_at = Some(shard::parse_start_at(text, interval, SystemTime::now())?);
+    }
+    // Without a seed, shards take the one they share: the agreed start.
+    plan.seed = match (seed, plan.shard, plan.start_at) {
+        (Some(seed), _, _) => seed,
+        (None, Some(_), Some(at)) => at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+        (None, _, _) => time_seed(),
+    };
+    Ok(plan)
 }
 
 /// `--warmup auto`: the warm-up is found after the run (MSER-5) instead of given.

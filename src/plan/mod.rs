@@ -9,11 +9,13 @@
 mod given;
 mod load;
 mod resolve;
+mod shard;
 
 use std::path::PathBuf;
 
 pub use given::Given;
 pub use resolve::{default_out, resolve, resolve_offline, resolve_workload, same_path};
+pub use shard::parse_start_at;
 
 use serde::Serialize;
 
@@ -157,6 +159,9 @@ pub struct DataPolicy {
     pub skip_load: bool,
     /// Where `seq` generators start: a growth study continues them across its batches.
     pub seq_offset: u64,
+    /// Shards after the first (`--shard I/N`, I > 0) leave the setup statements and the
+    /// data to shard 0.
+    pub skip_setup: bool,
 }
 
 /// Where a run writes.

@@ -26,6 +26,7 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
         workload.op_timeout,
         &source.as_source(),
     )?;
+    let data = data_policy(args, &load);
     let target = match (&args.target, &workload.target) {
         (Some(t), _) => TargetSpec::parse(t)?,
         // A URL from the file is reported where the file writes it.
@@ -49,10 +50,7 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
         ops,
         load,
         target,
-        data: DataPolicy {
-            skip_load: args.skip_load,
-            seq_offset: 0,
-        },
+        data,
         outputs,
         checks,
         warmup_auto: load::warmup_is_auto(args),
@@ -71,6 +69,16 @@ fn label(args: &RunArgs) -> Result<Option<String>, InputError> {
             .help("give --label a non-empty value without newlines, e.g. --label \"$(git rev-parse --short HEAD)\""))
         }
         other => Ok(other.map(str::to_string)),
+    }
+}
+
+/// What happens to the data: shards after the first leave setup and load to shard 0.
+fn data_policy(args: &RunArgs, load: &LoadPlan) -> DataPolicy {
+    let follower = load.shard.is_some_and(|s| s.index > 0);
+    DataPolicy {
+        skip_load: args.skip_load || follower,
+        seq_offset: 0,
+        skip_setup: follower,
     }
 }
 

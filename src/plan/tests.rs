@@ -350,7 +350,8 @@ fn growth_batches() {
         b0.data,
         DataPolicy {
             skip_load: false,
-            seq_offset: 0
+            seq_offset: 0,
+            skip_setup: false,
         }
     );
     let b3 = base.growth_batch(100, 3);
@@ -358,7 +359,8 @@ fn growth_batches() {
         b3.data,
         DataPolicy {
             skip_load: true,
-            seq_offset: 300
+            seq_offset: 300,
+            skip_setup: false,
         }
     );
 }

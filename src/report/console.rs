@@ -159,7 +159,7 @@ impl Live {
 
 impl Observer for Live {
     fn interval(&mut self, data: &IntervalData) {
-        let record = IntervalRecord::of(data, &self.names);
+        let record = IntervalRecord::of(data, &self.names, false);
         if !self.printed_header {
             self.print(INTERVAL_HEADER);
             self.printed_header = true;

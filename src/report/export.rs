@@ -386,6 +386,7 @@ mod tests {
             service: None,
             service_histogram: None,
             start_lag: None,
+            start_lag_histogram: None,
             late_starts: None,
             interval_counts: Default::default(),
             statements: Default::default(),

@@ -104,7 +104,7 @@ impl RunResult {
             intervals: run
                 .intervals
                 .iter()
-                .map(|i| IntervalRecord::of(i, &names))
+                .map(|i| IntervalRecord::of(i, &names, plan.shard.is_some()))
                 .collect(),
             latency_modes: Some(latency_modes),
             notes,
@@ -113,6 +113,9 @@ impl RunResult {
             validity: None,
             warmup_auto: None,
             label: None,
+            late_start_s: run.late_start.map(|d| d.as_secs_f64()),
+            shards: None,
+            checks: Vec::new(),
         }
         .with_figures(&workload.figures)
         .with_validity(run, ops, thresholds)
@@ -193,6 +196,9 @@ fn notes(run: &RunData, total: &OpResult) -> Vec<String> {
     if run.missed > 0 {
         notes.push(format!("{} scheduled arrivals never started: the target (or --max-in-flight) could not keep up with the rate", run.missed));
     }
+    if let Some(late) = run.late_start.filter(|d| !d.is_zero()) {
+        notes.push(format!("this process started {:.3}s after the agreed --start-at (connecting and loading took that long); its intervals keep the agreed grid, the first ones short of operations", late.as_secs_f64()));
+    }
     if let Some(late) = total.late_starts.filter(|&n| n > 0) {
         notes.push(format!("{late} operations started late against the schedule; their waiting is in the latency figures"));
     }
@@ -225,7 +231,8 @@ fn errors_by_class(c: &OpCounters) -> ErrorsByClass {
 }
 
 impl IntervalRecord {
-    pub fn of(d: &IntervalData, names: &[String]) -> IntervalRecord {
+    /// `per_client`: keep each client's count (shard runs, for `loadrig merge`).
+    pub fn of(d: &IntervalData, names: &[String], per_client: bool) -> IntervalRecord {
         let completed = d.ops.iter().map(|c| c.ok + c.error_total()).sum();
         IntervalRecord {
             rig: d
@@ -233,6 +240,11 @@ impl IntervalRecord {
                 .as_ref()
                 .map(|s| RigInterval::of(s, completed, validity::cores())),
             fairness: FairnessInterval::of(&d.per_client),
+            per_client: if per_client {
+                d.per_client.clone()
+            } else {
+                Vec::new()
+            },
             index: d.index + 1,
             start_s: d.start.as_secs_f64(),
             end_s: d.end.as_secs_f64(),
@@ -296,6 +308,7 @@ impl OpResult {
             service: open_loop.then(|| LatencySummary::of(&c.service)),
             service_histogram: open_loop.then(|| EncodedHistogram::encode(&c.service)),
             start_lag: open_loop.then(|| LatencySummary::of(&c.lag)),
+            start_lag_histogram: open_loop.then(|| EncodedHistogram::encode(&c.lag)),
             late_starts: open_loop.then_some(c.late),
             interval_counts: SeriesSummary::of(counts),
             statements: Statements::of(&c.statements, measured_s),

@@ -9,6 +9,7 @@
 
 mod build;
 pub mod histogram;
+pub mod merge;
 pub mod models;
 pub mod sweep;
 pub mod validity;
@@ -89,6 +90,35 @@ pub struct RunResult {
     /// orders runs by it). Left out when not given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// `--start-at`: how long after the agreed start this process could start (0 on time);
+    /// its intervals keep the agreed grid. Left out without `--start-at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_start_s: Option<f64>,
+    /// A run merged from shard files (`loadrig merge`): which shards, and what is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<ShardsRecord>,
+    /// Shard runs: the checks (`checks`, `--check`) as written, which `loadrig merge`
+    /// evaluates on the merged run instead of each shard on its share.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
+}
+
+/// The shards a merged run was made of (`loadrig merge`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ShardsRecord {
+    /// How many shards the run was split into.
+    pub count: usize,
+    /// The shard indices merged, and their files.
+    pub merged: Vec<usize>,
+    pub files: Vec<String>,
+    /// Shard indices with no file (`--allow-partial` only).
+    pub missing: Vec<usize>,
+    /// Shards whose run was interrupted.
+    pub interrupted: Vec<usize>,
+    /// True when shards are missing or interrupted: the figures under-count the run.
+    pub partial: bool,
+    /// The latest start of any shard after the agreed `--start-at` (s).
+    pub late_start_max_s: f64,
 }
 
 /// How `--warmup auto` chose the warm-up (docs/validity.md).
@@ -245,6 +275,9 @@ pub struct OpResult {
     pub service_histogram: Option<EncodedHistogram>,
     /// Open loop only: how late operations started against the schedule.
     pub start_lag: Option<LatencySummary>,
+    /// `start_lag` as a histogram (so that shards merge it exactly); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_lag_histogram: Option<EncodedHistogram>,
     pub late_starts: Option<u64>,
     /// Successful operations per full measured interval: mean, stdev, min, max.
     pub interval_counts: SeriesSummary,
@@ -305,6 +338,10 @@ pub struct IntervalRecord {
     /// Operations completed per client over the interval; absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<validity::FairnessInterval>,
+    /// Shard runs only: operations completed by each of the shard's clients over the
+    /// interval, so that `loadrig merge` judges fairness over every client exactly.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_client: Vec<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -449,6 +486,8 @@ mod tests {
             connection: Connection::PerOp,
             op_timeout: Some(Duration::from_micros(333)),
             threads: 2,
+            shard: None,
+            start_at: None,
         };
         let text = serde_json::to_string(&plan).unwrap();
         assert!(text.contains(r#""mode":"open""#), "{text}");

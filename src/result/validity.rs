@@ -238,6 +238,40 @@ pub struct FairnessSummary {
     pub starved_client_intervals: usize,
 }
 
+impl FairnessSummary {
+    /// Over `totals`, each client's operations over the measured part, and `judged`, each
+    /// judged interval's operations per client (in the same client order).
+    pub fn of(totals: &[u64], judged: &[&[u64]], starved_median: f64) -> FairnessSummary {
+        let mut starved_count = vec![0usize; totals.len()];
+        let mut starved_client_intervals = 0;
+        for counts in judged {
+            let mut sorted = counts.to_vec();
+            sorted.sort_unstable();
+            for c in starved_in(counts, median(&sorted), starved_median) {
+                if let Some(s) = starved_count.get_mut(c) {
+                    *s += 1;
+                }
+                starved_client_intervals += 1;
+            }
+        }
+        let starved_clients = starved_count
+            .iter()
+            .filter(|&&s| s > 0 && s * 2 >= judged.len())
+            .count();
+        let mut sorted = totals.to_vec();
+        sorted.sort_unstable();
+        FairnessSummary {
+            clients: totals.len(),
+            min: sorted.first().copied().unwrap_or(0),
+            median: median(&sorted),
+            max: sorted.last().copied().unwrap_or(0),
+            jain: jain(totals),
+            starved_clients,
+            starved_client_intervals,
+        }
+    }
+}
+
 /// Little's law, L = λW. Closed loop: `expected` is throughput × (mean latency + think
 /// time), `actual` the clients. Open loop: `expected` is the completion rate × mean
 /// latency, `actual` the arrival rate × mean latency (the mean in flight the schedule
@@ -485,33 +519,9 @@ impl Validity {
                 *t += c;
             }
         }
-        let mut starved_count = vec![0usize; clients];
-        let mut starved_client_intervals = 0;
-        for i in &intervals {
-            let mut sorted = i.per_client.clone();
-            sorted.sort_unstable();
-            for c in starved_in(&i.per_client, median(&sorted), th.starved_median) {
-                if let Some(s) = starved_count.get_mut(c) {
-                    *s += 1;
-                }
-                starved_client_intervals += 1;
-            }
-        }
-        let starved_clients = starved_count
-            .iter()
-            .filter(|&&s| s > 0 && s * 2 >= intervals.len())
-            .count();
-        let mut sorted = totals.clone();
-        sorted.sort_unstable();
-        let fairness = FairnessSummary {
-            clients,
-            min: sorted.first().copied().unwrap_or(0),
-            median: median(&sorted),
-            max: sorted.last().copied().unwrap_or(0),
-            jain: jain(&totals),
-            starved_clients,
-            starved_client_intervals,
-        };
+        let judged_counts: Vec<&[u64]> = intervals.iter().map(|i| &i.per_client[..]).collect();
+        let fairness = FairnessSummary::of(&totals, &judged_counts, th.starved_median);
+        let starved_clients = fairness.starved_clients;
         let per_client = totals.iter().sum::<u64>() as f64 / clients.max(1) as f64;
         if let Some(j) = fairness
             .jain

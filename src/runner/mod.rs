@@ -169,13 +169,14 @@ fn prepare<T: Target>(target: &T, plan: &RunPlan) -> Result<Prepared> {
         plan.workload.data.as_ref()
     };
     let mut bar = LoadBar::on_terminal();
-    let prepared = engine::prepare(
-        target,
-        &plan.workload.setup,
-        data,
-        plan.load.seed,
-        &mut |progress| bar.show(progress),
-    );
+    let setup = if plan.data.skip_setup {
+        &[][..]
+    } else {
+        &plan.workload.setup[..]
+    };
+    let prepared = engine::prepare(target, setup, data, plan.load.seed, &mut |progress| {
+        bar.show(progress)
+    });
     bar.finish();
     prepared
 }

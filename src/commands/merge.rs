@@ -1,0 +1,55 @@
+//! `loadrig merge shard-*.json -o run.json`: the shards of one run merged into a normal run
+//! file (`result::merge`), its checks judged on the whole run.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::analysis::{self, checks, modes};
+use crate::cli::MergeArgs;
+use crate::report::console;
+use crate::result::{self, merge::ShardFile};
+
+pub fn merge(args: &MergeArgs) -> Result<ExitCode> {
+    let mut texts = Vec::new();
+    let mut files = Vec::new();
+    for path in &args.shards {
+        let result = result::read(path)?;
+        texts.extend(result.checks.iter().cloned());
+        files.push(ShardFile {
+            path: path.clone(),
+            result,
+        });
+    }
+    // The shards recorded the same checks; keep each once, then the flags'.
+    texts.dedup();
+    texts.extend(args.checks.iter().cloned());
+    let parsed = texts
+        .iter()
+        .map(|t| checks::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let merged = result::merge::merge(files, args.allow_partial, modes::find)?;
+    checks::check_ops(
+        &parsed,
+        &analysis::op_names(&merged),
+        &format!("the merged run of workload '{}'", merged.workload.name),
+    )?;
+    result::write_atomic(&args.out, &serde_json::to_vec_pretty(&merged)?)?;
+    print!("{}", console::summary(&merged));
+    if let Some(s) = &merged.shards {
+        println!(
+            "merged {} of {} shards{}",
+            s.merged.len(),
+            s.count,
+            if s.partial { " (partial)" } else { "" }
+        );
+    }
+    println!("result: {}", args.out.display());
+    let outcomes = checks::evaluate_all(&parsed, &merged);
+    print!("{}", checks::render(&outcomes));
+    Ok(if !outcomes.iter().all(|o| o.passed) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,725 @@
+//! Shard files (`loadrig run --shard I/N --start-at T`) merged into the run they make
+//! together (`loadrig merge`): counts summed, latency histograms added bucket by bucket
+//! (HdrHistogram's `add`, so percentiles are those of every recorded value, never averaged)
+//! per interval and per operation, fairness over every client, the rig's CPU summed. The
+//! shards are checked first: one workload, one plan, one start, every index once, aligned
+//! intervals; a missing or interrupted shard is refused unless the merge is asked to be
+//! partial, which the result then says.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::models::LatencyModes;
+use super::validity::{self, FairnessInterval, FairnessSummary, LittlesLaw, Validity, Verdict};
+use super::{
+    EncodedHistogram, ErrorMessage, IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus,
+    ShardsRecord, Statements,
+};
+use crate::engine::{LoadPlan, Mode, Shard};
+use crate::error::InputError;
+use crate::stats::{new_hist, Hist, LatencySummary, SeriesSummary};
+
+/// One shard's result and the file it came from (named in every message about it).
+pub struct ShardFile {
+    pub path: PathBuf,
+    pub result: RunResult,
+}
+
+impl ShardFile {
+    fn name(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn shard(&self) -> Shard {
+        // `check` refuses files without one before anything reads it.
+        self.result.load.shard.unwrap_or(Shard {
+            index: 0,
+            count: 1,
+            first_client: 0,
+            clients: self.result.load.clients(),
+            rate: None,
+        })
+    }
+}
+
+/// Keep at most this many distinct error messages per operation, as a run does.
+const MAX_MESSAGES: usize = 20;
+
+/// Merge `files` into one run; `allow_partial` accepts missing or interrupted shards.
+/// `find_modes` finds the latency modes of the merged total (`analysis::modes::find`).
+pub fn merge(
+    mut files: Vec<ShardFile>,
+    allow_partial: bool,
+    find_modes: impl FnOnce(&Hist) -> LatencyModes,
+) -> Result<RunResult, InputError> {
+    let (missing, interrupted) = check(&mut files, allow_partial)?;
+    let refs: Vec<&RunResult> = files.iter().map(|f| &f.result).collect();
+    let first = refs[0];
+    let load = whole_load(&first.load);
+    let intervals = merge_intervals(&files)?;
+    let measured_s = refs.iter().map(|r| r.measured_s).fold(0.0, f64::max);
+    let open = load.is_open();
+    let counts = |k: Option<usize>| interval_counts(&intervals, &load, k);
+    let operations = (0..first.operations.len())
+        .map(|k| {
+            let ops: Vec<&OpResult> = refs.iter().map(|r| &r.operations[k]).collect();
+            merge_op(&ops, measured_s, &counts(Some(k)), open)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let totals: Vec<&OpResult> = refs.iter().map(|r| &r.total).collect();
+    let total = merge_op(&totals, measured_s, &counts(None), open)?;
+    let all = decode(&total.histogram, "total")?;
+    let latency_modes = find_modes(&all);
+    let count = first.load.shard.map_or(1, |s| s.count);
+    let mut notes = shard_notes(&files, count, &missing, &interrupted);
+    notes.extend(latency_modes.note());
+    let shards = shards_record(&files, count, missing, interrupted);
+    let partial = shards.partial;
+    let loader = refs
+        .iter()
+        .find(|r| r.load.shard.is_some_and(|s| s.index == 0))
+        .unwrap_or(&first);
+    let last = refs
+        .iter()
+        .max_by(|a, b| a.ended_at.cmp(&b.ended_at))
+        .unwrap_or(&first);
+    let mut merged = RunResult {
+        status: if partial {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Complete
+        },
+        load: load.clone(),
+        started_at: refs
+            .iter()
+            .map(|r| r.started_at.clone())
+            .min()
+            .unwrap_or_default(),
+        ended_at: last.ended_at.clone(),
+        elapsed_s: refs.iter().map(|r| r.elapsed_s).fold(0.0, f64::max),
+        measured_s,
+        data_load: loader.data_load.clone(),
+        setup: loader.setup.clone(),
+        missed_starts: refs.iter().map(|r| r.missed_starts).sum(),
+        abandoned_clients: refs.iter().map(|r| r.abandoned_clients).sum(),
+        operations,
+        total,
+        latency_modes: Some(latency_modes),
+        notes,
+        // The checks of the state left behind, from the shard that ended last.
+        verify: last.verify.clone(),
+        late_start_s: None,
+        shards: Some(shards),
+        validity: None,
+        warmup_auto: None,
+        intervals: Vec::new(),
+        ..first.clone()
+    };
+    merged.validity = merged_validity(&files, &intervals, &merged);
+    merged.intervals = intervals;
+    merged.figures = merged
+        .figures
+        .iter()
+        .map(|f| figure(f, &merged.operations, measured_s))
+        .collect();
+    Ok(merged)
+}
+
+fn shards_record(
+    files: &[ShardFile],
+    count: usize,
+    missing: Vec<usize>,
+    interrupted: Vec<usize>,
+) -> ShardsRecord {
+    ShardsRecord {
+        count,
+        merged: files.iter().map(|f| f.shard().index).collect(),
+        files: files.iter().map(ShardFile::name).collect(),
+        partial: !missing.is_empty() || !interrupted.is_empty(),
+        missing,
+        interrupted,
+        late_start_max_s: files
+            .iter()
+            .filter_map(|f| f.result.late_start_s)
+            .fold(0.0, f64::max),
+    }
+}
+
+/// The whole run's load from a shard's: every client (worker) and the whole rate.
+fn whole_load(load: &LoadPlan) -> LoadPlan {
+    let mut whole = load.clone();
+    if let Some(shard) = load.shard {
+        match &mut whole.mode {
+            Mode::Closed { clients, .. } => *clients = shard.clients,
+            Mode::Open { rate, workers, .. } => {
+                *workers = shard.clients;
+                *rate = shard.rate.unwrap_or(*rate);
+            }
+        }
+    }
+    whole.shard = None;
+    whole
+}
+
+/// Refuse what would merge into a wrong run; sort the files by shard index. Returns the
+/// missing and the interrupted shard indices (empty unless `allow_partial`).
+fn check(
+    files: &mut [ShardFile],
+    allow_partial: bool,
+) -> Result<(Vec<usize>, Vec<usize>), InputError> {
+    if files.is_empty() {
+        return Err(InputError::new("no shard files to merge")
+            .help("loadrig merge shard-*.json -o run.json"));
+    }
+    for f in files.iter() {
+        if f.result.load.shard.is_none() {
+            return Err(InputError::new(format!(
+                "{}: not a shard's result (its load has no shard)",
+                f.name()
+            ))
+            .help("merge the files of `loadrig run --shard I/N --start-at TIME`"));
+        }
+        if f.result.load.start_at.is_none() {
+            return Err(InputError::new(format!(
+                "{}: run without --start-at, so its intervals cannot be aligned with the other shards'",
+                f.name()
+            ))
+            .help("start every shard with the same --start-at TIME"));
+        }
+    }
+    files.sort_by_key(|f| f.shard().index);
+    let (head, rest) = files
+        .split_first()
+        .unwrap_or_else(|| unreachable!("not empty"));
+    for f in rest {
+        same_run(head, f)?;
+    }
+    for pair in files.windows(2) {
+        if pair[0].shard().index == pair[1].shard().index {
+            return Err(InputError::new(format!(
+                "{} and {}: both are shard {} of {}",
+                pair[0].name(),
+                pair[1].name(),
+                pair[0].shard().index,
+                pair[0].shard().count
+            ))
+            .help("give each shard's file once"));
+        }
+    }
+    let count = head.shard().count;
+    let present: Vec<usize> = files.iter().map(|f| f.shard().index).collect();
+    let missing: Vec<usize> = (0..count).filter(|i| !present.contains(i)).collect();
+    let interrupted: Vec<usize> = files
+        .iter()
+        .filter(|f| f.result.status == RunStatus::Interrupted)
+        .map(|f| f.shard().index)
+        .collect();
+    if !allow_partial {
+        if let Some(&i) = missing.first() {
+            let more = if missing.len() > 1 {
+                format!(" (and {} more: {})", missing.len() - 1, list(&missing[1..]))
+            } else {
+                String::new()
+            };
+            return Err(InputError::new(format!("shard {i} of {count} is missing{more}"))
+                .help("give every shard's file, or --allow-partial to merge what there is (the result then says it is partial)"));
+        }
+        if let Some(f) = files
+            .iter()
+            .find(|f| f.result.status == RunStatus::Interrupted)
+        {
+            return Err(InputError::new(format!(
+                "{}: shard {} of {count} was interrupted: its figures cover only part of the run",
+                f.name(),
+                f.shard().index
+            ))
+            .help("run it again, or --allow-partial to merge what there is (the result then says it is partial)"));
+        }
+    }
+    Ok((missing, interrupted))
+}
+
+fn list(xs: &[usize]) -> String {
+    xs.iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Whether `f` is a shard of the same run as `head`: count, workload, load, start, target.
+fn same_run(head: &ShardFile, f: &ShardFile) -> Result<(), InputError> {
+    let (a, b) = (&head.result, &f.result);
+    let differ = |what: String| {
+        Err(InputError::new(format!(
+            "{}: {what} than {} (the shards of one run share it)",
+            f.name(),
+            head.name()
+        ))
+        .help(
+            "merge only the files of one run: the same workload, flags, --shard I/N and --start-at",
+        ))
+    };
+    if a.load.shard.map(|s| s.count) != b.load.shard.map(|s| s.count) {
+        return differ(format!(
+            "a shard of {} rather of {}",
+            f.shard().count,
+            head.shard().count
+        ));
+    }
+    let json = |w| serde_json::to_value(w).ok();
+    if json(&a.workload) != json(&b.workload) {
+        return differ(format!(
+            "another workload ('{}', or other parameters or operations)",
+            b.workload.name
+        ));
+    }
+    let plain = |l: &LoadPlan| LoadPlan {
+        threads: 0,
+        ..whole_load(l)
+    };
+    if plain(&a.load) != plain(&b.load) {
+        return differ("another load plan (clients, rate, duration, interval, seed...)".into());
+    }
+    if a.target.kind != b.target.kind || a.target.url != b.target.url {
+        return differ(format!("another target ({})", b.target.url));
+    }
+    Ok(())
+}
+
+/// Per interval index, the shards' intervals summed; refuses intervals that do not align.
+fn merge_intervals(files: &[ShardFile]) -> Result<Vec<IntervalRecord>, InputError> {
+    let mut by_index: BTreeMap<u64, Vec<&IntervalRecord>> = BTreeMap::new();
+    // Each shard's cores, beside its intervals, for the rigs' CPU share.
+    let mut cores: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for f in files {
+        for i in &f.result.intervals {
+            cores.entry(i.index).or_default().push(f.result.host.cores);
+            let same = by_index.entry(i.index).or_default();
+            if let Some(o) = same.first() {
+                // The ends may differ where a shard's run ended (an operation count reached).
+                if (o.start_s - i.start_s).abs() > 1e-6 {
+                    return Err(InputError::new(format!(
+                        "{}: interval {} starts at {:.6} s where another shard's starts at {:.6} s: the shards' intervals do not align",
+                        f.name(), i.index, i.start_s, o.start_s
+                    ))
+                    .help("run every shard with the same --interval, --warmup and --start-at"));
+                }
+            }
+            same.push(i);
+        }
+    }
+    by_index
+        .into_iter()
+        .map(|(k, same)| merge_interval(&same, &cores[&k]))
+        .collect()
+}
+
+fn merge_interval(same: &[&IntervalRecord], cores: &[usize]) -> Result<IntervalRecord, InputError> {
+    let first = same[0];
+    let ops = (0..first.ops.len())
+        .map(|k| {
+            let mut h = new_hist();
+            for i in same {
+                let _ = h.add(decode(&i.ops[k].histogram, &i.ops[k].name)?);
+            }
+            let mut errors_by_class = BTreeMap::new();
+            for i in same {
+                for (class, n) in &i.ops[k].errors_by_class {
+                    *errors_by_class.entry(*class).or_insert(0) += n;
+                }
+            }
+            Ok(IntervalOp {
+                name: first.ops[k].name.clone(),
+                ok: same.iter().map(|i| i.ops[k].ok).sum(),
+                errors: same.iter().map(|i| i.ops[k].errors).sum(),
+                errors_by_class,
+                p50_ns: quantile(&h, 0.5),
+                p99_ns: quantile(&h, 0.99),
+                max_ns: if h.is_empty() { 0 } else { h.max() },
+                histogram: EncodedHistogram::encode(&h),
+            })
+        })
+        .collect::<Result<Vec<_>, InputError>>()?;
+    let per_client: Vec<u64> = same.iter().flat_map(|i| i.per_client.clone()).collect();
+    let ok: u64 = same.iter().map(|i| i.ok).sum();
+    let errors: u64 = same.iter().map(|i| i.errors).sum();
+    let end_s = same.iter().map(|i| i.end_s).fold(first.end_s, f64::max);
+    Ok(IntervalRecord {
+        index: first.index,
+        start_s: first.start_s,
+        end_s,
+        warmup: first.warmup,
+        ok,
+        errors,
+        ops,
+        rig: merge_rig(same, cores, ok + errors, end_s - first.start_s),
+        fairness: FairnessInterval::of(&per_client),
+        per_client: Vec::new(),
+    })
+}
+
+/// The rigs' CPU summed over the shards (a share of all their cores together); the
+/// machines' run queues and hiccups at their worst.
+fn merge_rig(
+    same: &[&IntervalRecord],
+    cores: &[usize],
+    completed: u64,
+    wall: f64,
+) -> Option<validity::RigInterval> {
+    let rigs: Vec<&validity::RigInterval> = same.iter().filter_map(|i| i.rig.as_ref()).collect();
+    if rigs.len() != same.len() {
+        return None;
+    }
+    let user: f64 = rigs.iter().map(|r| r.cpu_user_s).sum();
+    let system: f64 = rigs.iter().map(|r| r.cpu_system_s).sum();
+    let all_cores: usize = cores.iter().sum::<usize>().max(1);
+    Some(validity::RigInterval {
+        cpu_user_s: user,
+        cpu_system_s: system,
+        cpu_share: if wall > 0.0 {
+            (user + system) / (wall * all_cores as f64)
+        } else {
+            0.0
+        },
+        cpu_us_per_op: (completed > 0).then(|| (user + system) * 1e6 / completed as f64),
+        procs_running: rigs.iter().filter_map(|r| r.procs_running).reduce(f64::max),
+        hiccup_p99_ns: rigs.iter().map(|r| r.hiccup_p99_ns).max().unwrap_or(0),
+        hiccup_max_ns: rigs.iter().map(|r| r.hiccup_max_ns).max().unwrap_or(0),
+    })
+}
+
+/// Successes per full measured interval of operation `k` (all with `None`).
+fn interval_counts(intervals: &[IntervalRecord], load: &LoadPlan, k: Option<usize>) -> Vec<f64> {
+    intervals
+        .iter()
+        .filter(|i| !i.warmup && i.end_s - i.start_s >= load.interval.as_secs_f64() * 0.999)
+        .map(|i| match k {
+            Some(k) => i.ops[k].ok as f64,
+            None => i.ok as f64,
+        })
+        .collect()
+}
+
+fn decode(h: &EncodedHistogram, what: &str) -> Result<Hist, InputError> {
+    h.decode()
+        .map_err(|e| InputError::new(format!("the histogram of '{what}': {e}")))
+}
+
+fn quantile(h: &Hist, q: f64) -> u64 {
+    if h.is_empty() {
+        0
+    } else {
+        h.value_at_quantile(q)
+    }
+}
+
+/// One operation over every shard: counts summed, histograms added.
+fn merge_op(
+    ops: &[&OpResult],
+    measured_s: f64,
+    counts: &[f64],
+    open: bool,
+) -> Result<OpResult, InputError> {
+    let name = ops[0].name.clone();
+    let add = |pick: fn(&OpResult) -> Option<&EncodedHistogram>| -> Result<Hist, InputError> {
+        let mut h = new_hist();
+        for op in ops {
+            if let Some(e) = pick(op) {
+                let _ = h.add(decode(e, &op.name)?);
+            }
+        }
+        Ok(h)
+    };
+    let latency = add(|o| Some(&o.histogram))?;
+    let service = add(|o| o.service_histogram.as_ref())?;
+    // The start lag exactly where every shard kept its histogram (older files did not).
+    let (lag, lag_histogram) = if ops.iter().all(|o| o.start_lag_histogram.is_some()) {
+        let h = add(|o| o.start_lag_histogram.as_ref())?;
+        (
+            LatencySummary::of(&h),
+            open.then(|| EncodedHistogram::encode(&h)),
+        )
+    } else {
+        (lag_bound(ops), None)
+    };
+    let sum = |f: fn(&OpResult) -> u64| ops.iter().map(|o| f(o)).sum::<u64>();
+    let ok = sum(|o| o.ok);
+    let mut errors_by_class = BTreeMap::new();
+    let mut messages: Vec<ErrorMessage> = Vec::new();
+    for op in ops {
+        for (class, n) in &op.errors_by_class {
+            *errors_by_class.entry(*class).or_insert(0) += n;
+        }
+        for m in &op.error_messages {
+            let full = messages.len() >= MAX_MESSAGES;
+            match messages
+                .iter_mut()
+                .find(|x| x.class == m.class && x.message == m.message)
+            {
+                Some(x) => x.count += m.count,
+                None if !full => messages.push(m.clone()),
+                None => {}
+            }
+        }
+    }
+    let statements = |f: fn(&Statements) -> u64| ops.iter().map(|o| f(&o.statements)).sum::<u64>();
+    let total_statements = statements(|s| s.total);
+    Ok(OpResult {
+        name,
+        ok,
+        errors: sum(|o| o.errors),
+        errors_by_class,
+        error_messages: messages,
+        rows: sum(|o| o.rows),
+        retries: sum(|o| o.retries),
+        reconnects: sum(|o| o.reconnects),
+        rolled_back: sum(|o| o.rolled_back),
+        throughput_per_s: per_s(ok, measured_s),
+        latency: LatencySummary::of(&latency),
+        histogram: EncodedHistogram::encode(&latency),
+        service: open.then(|| LatencySummary::of(&service)),
+        service_histogram: open.then(|| EncodedHistogram::encode(&service)),
+        start_lag: open.then_some(lag),
+        start_lag_histogram: lag_histogram,
+        late_starts: open.then(|| sum(|o| o.late_starts.unwrap_or(0))),
+        interval_counts: SeriesSummary::of(counts),
+        statements: Statements {
+            read: statements(|s| s.read),
+            write: statements(|s| s.write),
+            other: statements(|s| s.other),
+            total: total_statements,
+            per_s: per_s(total_statements, measured_s),
+        },
+    })
+}
+
+fn per_s(n: u64, measured_s: f64) -> f64 {
+    if measured_s > 0.0 {
+        n as f64 / measured_s
+    } else {
+        0.0
+    }
+}
+
+/// The start lag over shards whose files hold its summary only (written before
+/// `start_lag_histogram`): count, mean, min and max are exact, each percentile is the
+/// highest of the shards' (an upper bound).
+fn lag_bound(ops: &[&OpResult]) -> LatencySummary {
+    let lags: Vec<&LatencySummary> = ops.iter().filter_map(|o| o.start_lag.as_ref()).collect();
+    let count: u64 = lags.iter().map(|l| l.count).sum();
+    let top = |f: fn(&LatencySummary) -> u64| lags.iter().map(|l| f(l)).max().unwrap_or(0);
+    LatencySummary {
+        count,
+        mean_ns: if count > 0 {
+            lags.iter().map(|l| l.mean_ns * l.count as f64).sum::<f64>() / count as f64
+        } else {
+            0.0
+        },
+        // Pooled within-shard variance only: a lower bound when the shards' means differ.
+        stdev_ns: lags.iter().map(|l| l.stdev_ns).fold(0.0, f64::max),
+        min_ns: lags
+            .iter()
+            .filter(|l| l.count > 0)
+            .map(|l| l.min_ns)
+            .min()
+            .unwrap_or(0),
+        p50_ns: top(|l| l.p50_ns),
+        p90_ns: top(|l| l.p90_ns),
+        p99_ns: top(|l| l.p99_ns),
+        p999_ns: top(|l| l.p999_ns),
+        max_ns: top(|l| l.max_ns),
+    }
+}
+
+/// A workload figure again from the merged operation counts.
+fn figure(f: &super::FigureRecord, ops: &[OpResult], measured_s: f64) -> super::FigureRecord {
+    let completed = ops
+        .iter()
+        .filter(|o| f.ops.contains(&o.name))
+        .map(|o| o.ok)
+        .sum();
+    let per_s = match f.per.as_str() {
+        "minute" => 60.0,
+        "hour" => 3600.0,
+        _ => 1.0,
+    };
+    super::FigureRecord {
+        completed,
+        value: if measured_s > 0.0 {
+            completed as f64 / measured_s * per_s / f.divisor
+        } else {
+            0.0
+        },
+        ..f.clone()
+    }
+}
+
+/// The shards' notes, each under its shard, and what the merge itself found.
+fn shard_notes(
+    files: &[ShardFile],
+    count: usize,
+    missing: &[usize],
+    interrupted: &[usize],
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !missing.is_empty() {
+        notes.push(format!(
+            "partial: shard(s) {} of {count} missing; the figures under-count the run",
+            list(missing)
+        ));
+    }
+    if !interrupted.is_empty() {
+        notes.push(format!(
+            "partial: shard(s) {} of {count} interrupted; their figures cover only part of the run",
+            list(interrupted)
+        ));
+    }
+    for f in files {
+        for n in &f.result.notes {
+            notes.push(format!("shard {}: {n}", f.shard().index));
+        }
+    }
+    notes
+}
+
+/// The verdict over the shards: fairness over every client and Little's law recomputed
+/// exactly from the merged figures; the rigs' CPU summed and their hiccups added; the
+/// verdict the worst of the shards', with each shard's reasons under its name.
+fn merged_validity(
+    files: &[ShardFile],
+    intervals: &[IntervalRecord],
+    merged: &RunResult,
+) -> Option<Validity> {
+    let all: Vec<&Validity> = files
+        .iter()
+        .map(|f| f.result.validity.as_ref())
+        .collect::<Option<Vec<_>>>()?;
+    let first = all[0];
+    let mut rig = first.rig.clone();
+    rig.cores = all.iter().map(|v| v.rig.cores).sum();
+    rig.cpu_user_s = all.iter().map(|v| v.rig.cpu_user_s).sum();
+    rig.cpu_system_s = all.iter().map(|v| v.rig.cpu_system_s).sum();
+    let cpu = rig.cpu_user_s + rig.cpu_system_s;
+    let capacity: f64 = files
+        .iter()
+        .map(|f| f.result.measured_s * f.result.host.cores as f64)
+        .sum();
+    rig.cpu_share = if capacity > 0.0 { cpu / capacity } else { 0.0 };
+    let done = merged.total.ok + merged.total.errors;
+    rig.cpu_us_per_op = (done > 0).then(|| cpu * 1e6 / done as f64);
+    rig.intervals = all.iter().map(|v| v.rig.intervals).max().unwrap_or(0);
+    rig.busy_intervals = all.iter().map(|v| v.rig.busy_intervals).max().unwrap_or(0);
+    rig.crowded_intervals = all
+        .iter()
+        .map(|v| v.rig.crowded_intervals)
+        .max()
+        .unwrap_or(0);
+    rig.procs_running_max = all
+        .iter()
+        .filter_map(|v| v.rig.procs_running_max)
+        .reduce(f64::max);
+    rig.judged = all.iter().any(|v| v.rig.judged);
+    let mut hiccup = new_hist();
+    for v in &all {
+        let _ = hiccup.add(v.hiccups.histogram.decode().ok()?);
+    }
+    let hiccups = validity::HiccupSummary {
+        count: hiccup.len(),
+        p50_ns: quantile(&hiccup, 0.5),
+        p99_ns: quantile(&hiccup, 0.99),
+        p999_ns: quantile(&hiccup, 0.999),
+        max_ns: if hiccup.is_empty() { 0 } else { hiccup.max() },
+        stalled_intervals: all
+            .iter()
+            .map(|v| v.hiccups.stalled_intervals)
+            .max()
+            .unwrap_or(0),
+        histogram: EncodedHistogram::encode(&hiccup),
+    };
+    let fairness = fairness(files, intervals, merged, first.thresholds.starved_median);
+    let littles_law = littles_law(&all, merged, done);
+    let reasons: Vec<String> = files
+        .iter()
+        .zip(&all)
+        .flat_map(|(f, v)| {
+            let i = f.shard().index;
+            v.reasons.iter().map(move |r| format!("shard {i}: {r}"))
+        })
+        .collect();
+    Some(Validity {
+        verdict: if reasons.is_empty() {
+            Verdict::Valid
+        } else {
+            Verdict::Suspect
+        },
+        reasons,
+        rig,
+        hiccups,
+        fairness,
+        littles_law,
+        thresholds: first.thresholds,
+    })
+}
+
+/// Fairness over every client of every shard, from the shards' per-client interval counts.
+fn fairness(
+    files: &[ShardFile],
+    intervals: &[IntervalRecord],
+    merged: &RunResult,
+    starved_median: f64,
+) -> FairnessSummary {
+    let mut totals: Vec<u64> = Vec::new();
+    for f in files {
+        let mut mine = vec![0u64; f.result.load.clients()];
+        for i in f.result.intervals.iter().filter(|i| !i.warmup) {
+            for (t, c) in mine.iter_mut().zip(&i.per_client) {
+                *t += c;
+            }
+        }
+        totals.extend(mine);
+    }
+    let full = merged.load.interval.as_secs_f64() * 0.999;
+    let judged: Vec<Vec<u64>> = intervals
+        .iter()
+        .filter(|i| !i.warmup && i.end_s - i.start_s >= full)
+        .map(|i| {
+            files
+                .iter()
+                .flat_map(|f| {
+                    f.result
+                        .intervals
+                        .iter()
+                        .find(|x| x.index == i.index)
+                        .map_or_else(Vec::new, |x| x.per_client.clone())
+                })
+                .collect()
+        })
+        .collect();
+    let judged: Vec<&[u64]> = judged.iter().map(|v| &v[..]).collect();
+    FairnessSummary::of(&totals, &judged, starved_median)
+}
+
+/// Little's law over the whole run: L = λW with the merged throughput and mean latency.
+fn littles_law(all: &[&Validity], merged: &RunResult, done: u64) -> Option<LittlesLaw> {
+    if done == 0 || merged.measured_s <= 0.0 {
+        return None;
+    }
+    let x = done as f64 / merged.measured_s;
+    let w = merged.total.latency.mean_ns / 1e9;
+    let (expected, actual) = match merged.load.mode {
+        Mode::Closed { clients, think } => (x * (w + think.as_secs_f64()), clients as f64),
+        Mode::Open { rate, .. } => (x * w, rate * w),
+    };
+    Some(LittlesLaw {
+        expected,
+        actual,
+        deviation: if actual > 0.0 {
+            (expected - actual) / actual
+        } else {
+            0.0
+        },
+        judged: all
+            .iter()
+            .all(|v| v.littles_law.as_ref().is_some_and(|l| l.judged)),
+    })
+}
