@@ -3,16 +3,19 @@
 //! Every client runs on an OS thread of its own with a single-threaded async runtime, so
 //! blocking targets never stall an executor and network targets can still be async. The
 //! engine is generic over the target type, so the hot path is monomorphised (no `dyn`).
-//! Clients report their counters once per interval; the collector (the calling thread)
-//! merges them exactly, emits interval records in order, and builds the totals.
+//! The clients of a thread record into shared counters, which the thread reports once per
+//! interval; the collector (the calling thread) merges them exactly, emits interval records
+//! in order, and builds the totals.
 
 pub mod client;
 pub mod rig;
+pub mod shelf;
 pub mod timeline;
 
 #[cfg(test)]
 mod tests;
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
@@ -31,6 +34,7 @@ use crate::targets::peer::PeerTarget;
 use crate::targets::{Session, Target};
 use crate::vocab::{NativeOp, Op, OpError, ValueKind};
 use client::ClientCtx;
+use shelf::Shelf;
 use timeline::Timeline;
 
 /// Set by the Ctrl-C handler; the collector turns it into a stop of the current run.
@@ -186,22 +190,24 @@ mod opt_secs {
     }
 }
 
-/// From clients to the collector.
+/// From client threads to the collector.
 pub enum Msg {
     Ready {
         client: usize,
         result: Result<(), OpError>,
     },
-    Interval {
-        client: usize,
-        index: u64,
-        counters: Vec<OpCounters>,
+    /// Every client of `thread` has moved on to interval `next` or later: the intervals
+    /// before it that they recorded something in.
+    Progress {
+        thread: usize,
+        /// The thread's client ids, in the order of each `per_client`.
+        clients: Arc<[usize]>,
+        finished: Vec<shelf::Finished>,
         next: u64,
     },
+    /// One client of `thread` has ended at `end`.
     Done {
-        client: usize,
-        index: u64,
-        counters: Vec<OpCounters>,
+        thread: usize,
         end: Duration,
         missed: u64,
     },
@@ -474,6 +480,7 @@ pub fn run<T: Target>(
     let (tx, rx) = channel::<Msg>();
     for t in 0..threads {
         let thread = ClientThread {
+            thread: t,
             ids: (t..n).step_by(threads).collect(),
             target: Arc::clone(&target),
             peers: Arc::clone(&peers),
@@ -499,7 +506,10 @@ pub fn run<T: Target>(
     let _ = start.t0.set(t0);
     start.barrier.wait();
 
-    collect(rx, n, &timeline, ops.len(), &start.stop, t0, observer)
+    let sizes = (0..threads)
+        .map(|t| (t..n).step_by(threads).len())
+        .collect();
+    collect(rx, sizes, &timeline, ops.len(), &start.stop, t0, observer)
 }
 
 /// How many threads carry the clients.
@@ -567,6 +577,7 @@ fn await_connections(rx: &Receiver<Msg>, n: usize) -> Result<Option<OpError>> {
 
 /// One OS thread's share of the clients, with what it needs to run them.
 struct ClientThread<T: Target> {
+    thread: usize,
     ids: Vec<usize>,
     target: Arc<T>,
     peers: Arc<Vec<PeerTarget>>,
@@ -617,9 +628,20 @@ impl<T: Target> ClientThread<T> {
         // The start on the hot loop's clock: now, less the time since t0.
         let q0 = crate::clock::Instant::now() - t0.elapsed();
         let exclusive = self.ids.len() == 1;
-        let clients = self.ids.iter().zip(sessions).map(|(&id, session)| {
+        let ids: Arc<[usize]> = self.ids.as_slice().into();
+        let shelf = RefCell::new(Shelf::new(
+            self.thread,
+            self.ops.len(),
+            ids,
+            self.tx.clone(),
+        ));
+        let shelf = &shelf;
+        let clients = self.ids.iter().zip(sessions).enumerate();
+        let clients = clients.map(|(local, (&id, session))| {
             let ctx = ClientCtx {
                 id,
+                local,
+                shelf,
                 ops: &self.ops,
                 peers: &self.peers,
                 plan: &self.plan,
@@ -627,7 +649,6 @@ impl<T: Target> ClientThread<T> {
                 slots: self.slots,
                 stop: &self.start.stop,
                 q0,
-                tx: self.tx.clone(),
                 exclusive,
             };
             let target = &*self.target;
@@ -647,9 +668,10 @@ struct Collector<'a> {
     per_client: BTreeMap<u64, Vec<u64>>,
     clients: usize,
     monitor: rig::Monitor,
-    /// The first interval each client has not reported yet (`u64::MAX` when done).
+    /// The first interval each thread has not reported yet (`u64::MAX` when done).
     next_of: Vec<u64>,
-    done: Vec<bool>,
+    /// Clients of each thread that have not ended yet.
+    left: Vec<usize>,
     emitted: u64,
     intervals: Vec<IntervalData>,
     totals: Vec<OpCounters>,
@@ -662,45 +684,44 @@ impl Collector<'_> {
         (0..self.n_ops).map(|_| OpCounters::default()).collect()
     }
 
-    fn merge(&mut self, client: usize, index: u64, counters: Vec<OpCounters>) {
-        let done: u64 = counters.iter().map(|c| c.ok + c.error_total()).sum();
+    fn merge(&mut self, clients: &[usize], finished: shelf::Finished) {
         let n = self.clients;
-        if let Some(slot) = self
+        let counts = self
             .per_client
-            .entry(index)
-            .or_insert_with(|| vec![0; n])
-            .get_mut(client)
-        {
-            *slot += done;
+            .entry(finished.index)
+            .or_insert_with(|| vec![0; n]);
+        for (&id, done) in clients.iter().zip(&finished.per_client) {
+            if let Some(slot) = counts.get_mut(id) {
+                *slot += done;
+            }
         }
         let fresh = self.fresh();
-        let slot = self.pending.entry(index).or_insert(fresh);
-        for (a, b) in slot.iter_mut().zip(&counters) {
+        let slot = self.pending.entry(finished.index).or_insert(fresh);
+        for (a, b) in slot.iter_mut().zip(&finished.counters) {
             a.merge(b);
         }
     }
 
     fn receive(&mut self, msg: Msg) {
         match msg {
-            Msg::Interval {
-                client,
-                index,
-                counters,
+            Msg::Progress {
+                thread,
+                clients,
+                finished,
                 next,
             } => {
-                self.merge(client, index, counters);
-                self.next_of[client] = next;
+                for f in finished {
+                    self.merge(&clients, f);
+                }
+                self.next_of[thread] = next;
             }
             Msg::Done {
-                client,
-                index,
-                counters,
+                thread,
                 end,
                 missed,
+                ..
             } => {
-                self.merge(client, index, counters);
-                self.done[client] = true;
-                self.next_of[client] = u64::MAX;
+                self.left[thread] = self.left[thread].saturating_sub(1);
                 self.run_end = self.run_end.max(end);
                 self.missed += missed;
             }
@@ -744,10 +765,11 @@ impl Collector<'_> {
     }
 }
 
-/// Merge client reports into intervals, in order, until every client is done.
+/// Merge the client threads' reports into intervals, in order, until every client is done.
+/// `sizes` holds how many clients each thread carries.
 fn collect(
     rx: Receiver<Msg>,
-    n: usize,
+    sizes: Vec<usize>,
     timeline: &Timeline,
     n_ops: usize,
     stop: &AtomicBool,
@@ -759,10 +781,10 @@ fn collect(
         n_ops,
         pending: BTreeMap::new(),
         per_client: BTreeMap::new(),
-        clients: n,
+        clients: sizes.iter().sum(),
         monitor: rig::Monitor::start(t0, *timeline),
-        next_of: vec![0; n],
-        done: vec![false; n],
+        next_of: vec![0; sizes.len()],
+        left: sizes,
         emitted: 0,
         intervals: Vec::new(),
         totals: (0..n_ops).map(|_| OpCounters::default()).collect(),
@@ -776,13 +798,13 @@ fn collect(
             Ok(msg) => c.receive(msg),
             Err(RecvTimeoutError::Timeout) => {}
             // Every client thread is gone; any that did not say Done died.
-            Err(RecvTimeoutError::Disconnected) => c.done.iter_mut().for_each(|d| *d = true),
+            Err(RecvTimeoutError::Disconnected) => c.left.iter_mut().for_each(|l| *l = 0),
         }
         if INTERRUPTED.load(Ordering::Relaxed) && stopped_at.is_none() {
             stop.store(true, Ordering::Relaxed);
             stopped_at = Some(Instant::now());
         }
-        let all_done = c.done.iter().all(|d| *d);
+        let all_done = c.left.iter().all(|l| *l == 0);
         let abandoned = stopped_at.is_some_and(|s| s.elapsed() > GRACE);
         if all_done || abandoned {
             if let (true, Some(s)) = (abandoned, stopped_at) {
@@ -808,13 +830,28 @@ fn collect(
                 measured: measured_end.saturating_sub(timeline.warmup),
                 elapsed: c.run_end,
                 interrupted: stopped_at.is_some(),
-                abandoned: c.done.iter().filter(|d| !**d).count(),
+                abandoned: c.left.iter().sum(),
                 missed: c.missed,
                 intervals: c.intervals,
                 totals: c.totals,
             });
         }
-        let reached = c.next_of.iter().copied().min().unwrap_or(u64::MAX);
+        // A thread whose clients have all recorded their last operation has ended once
+        // their `Done`s (right behind) arrive; until then it holds the emission back, so the
+        // end is handled above with the run's end.
+        let reached = c
+            .next_of
+            .iter()
+            .zip(&c.left)
+            .map(|(&next, &left)| {
+                if left > 0 && next == u64::MAX {
+                    c.emitted
+                } else {
+                    next
+                }
+            })
+            .min()
+            .unwrap_or(u64::MAX);
         while c.emitted < reached {
             c.emit_next(None, observer);
         }
