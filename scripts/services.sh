@@ -399,7 +399,9 @@ daemon off;
 worker_processes 2;
 pid $dir/nginx.pid;
 error_log $dir/log;
-events { worker_connections 4096; }
+# 10,000 clients (tests/scale.rs) may all land on one worker; it needs a descriptor each.
+worker_rlimit_nofile 20000;
+events { worker_connections 12000; }
 http {
     include /etc/nginx/mime.types;
     default_type application/octet-stream;
