@@ -59,6 +59,17 @@ impl ClientCtx<'_> {
         }
     }
 
+    /// Let the thread's other clients run before the next operation. A client whose
+    /// reply is already there when it reads never waits, so without this the first clients
+    /// polled ran operation after operation while the rest queued (Jain's index 0.44 over
+    /// 2,000 Redis clients); now the runtime serves the ready clients in turn.
+    #[inline]
+    pub async fn take_turns(&self) {
+        if !self.exclusive {
+            tokio::task::yield_now().await;
+        }
+    }
+
     /// A moment on the hot loop's clock that is `d` after the start of the run.
     pub fn at(&self, d: Duration) -> Instant {
         self.q0 + d
@@ -727,6 +738,7 @@ async fn closed<T: Target>(
                 *q -= 1;
             }
         }
+        ctx.take_turns().await;
         if !think.is_zero() {
             ctx.wait_until(now + think).await;
             now = Instant::now();
@@ -886,6 +898,7 @@ async fn open<T: Target>(
                 *q -= 1;
             }
         }
+        ctx.take_turns().await;
         intended += schedule.gap();
     }
     iv.finish(now, missed);
