@@ -337,6 +337,8 @@ port $2
 $3
 save ""
 appendonly no
+# tests/scale.rs runs 10,000 clients beside the other tests' (Redis's default is 10,000).
+maxclients 15000
 dir $1
 proc-title-template "{title} {listen-addr} {config-file}"
 CONF

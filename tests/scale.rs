@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use common::{server_url, Dir};
@@ -18,6 +19,14 @@ kv.get = { key = "scale:{uniform 0..1000}" }
 name = "set"
 kv.put = { key = "scale:{uniform 0..1000}", value = "{bytes 3}" }
 "#;
+
+/// The runs of thousands of clients take turns: together they would exceed the server's
+/// connections and each other's CPU.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn turn() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn args<'a>(clients: &'a str, out: &'a str, url: &'a str) -> Vec<&'a str> {
     vec![
@@ -57,6 +66,7 @@ fn two_thousand_clients_are_served_evenly() {
     let Some(url) = server_url("LOADRIG_REDIS_URL") else {
         return;
     };
+    let _t = turn();
     let d = Dir::new();
     d.write("w.toml", WORKLOAD);
     d.ok(&args("2000", "r.json", &url));
@@ -88,6 +98,7 @@ fn ten_thousand_clients_fit_in_200_mb() {
     let Some(url) = server_url("LOADRIG_REDIS_URL") else {
         return;
     };
+    let _t = turn();
     let d = Dir::new();
     d.write("w.toml", WORKLOAD);
     let mut child = d.spawn(&args("10000", "r.json", &url));
@@ -103,4 +114,70 @@ fn ten_thousand_clients_fit_in_200_mb() {
     assert!(r.total.ok > 0);
     assert!(peak > 0 && peak < 200 * 1024, "peak resident {peak} kB");
     assert_even(r.validity.as_ref().expect("a verdict"), 10_000);
+    // From 1,000 clients the connects are paced by default.
+    let c = r.connect.expect("the connect phase");
+    assert_eq!((c.clients, c.rate_per_s), (10_000, Some(5000.0)));
+}
+
+#[test]
+fn connect_rate_paces_the_connect_phase_and_is_recorded() {
+    let Some(url) = server_url("LOADRIG_REDIS_URL") else {
+        return;
+    };
+    let d = Dir::new();
+    d.write("w.toml", WORKLOAD);
+    let mut a = args("200", "r.json", &url);
+    a.extend(["--connect-rate", "1000/s"]);
+    d.ok(&a);
+    let r = d.result("r.json");
+    assert_eq!(r.load.connect_rate, Some(1000.0));
+    let c = r.connect.expect("the connect phase");
+    assert_eq!((c.clients, c.rate_per_s), (200, Some(1000.0)));
+    // The last of 200 clients starts connecting 199/1000 s after the first.
+    assert!(c.seconds >= 0.199, "{c:?}");
+
+    // The file's value, and the default: unpaced below 1,000 clients.
+    d.write(
+        "paced.toml",
+        &format!("{WORKLOAD}\n[load]\nconnect_rate = 500\nclients = 3\nduration = \"1s\"\n"),
+    );
+    d.ok(&["run", "paced.toml", "--target", &url, "-o", "p.json"]);
+    let c = d.result("p.json").connect.expect("the connect phase");
+    assert_eq!((c.clients, c.rate_per_s), (3, Some(500.0)));
+    d.ok(&[
+        "run", "w.toml", "--target", &url, "-c", "3", "-d", "1s", "-o", "u.json",
+    ]);
+    let c = d.result("u.json").connect.expect("the connect phase");
+    assert_eq!((c.clients, c.rate_per_s), (3, None));
+}
+
+#[test]
+fn a_bad_connect_rate_exits_2_at_its_place() {
+    let d = Dir::new();
+    d.write("w.toml", WORKLOAD);
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "w.toml",
+            "--target",
+            "noop://",
+            "--connect-rate",
+            "fast",
+        ],
+    );
+    assert!(
+        err.contains("--connect-rate fast: expected connections per second"),
+        "{err}"
+    );
+    d.write(
+        "bad.toml",
+        &format!("{WORKLOAD}\n[load]\nconnect_rate = 0\n"),
+    );
+    let (_, err) = d.code(2, &["run", "bad.toml", "--target", "noop://"]);
+    assert!(
+        err.contains("bad.toml:12:16: [load] connect_rate 0"),
+        "{err}"
+    );
+    assert_eq!(d.files(), ["bad.toml", "w.toml"]);
 }

@@ -42,8 +42,13 @@ pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// How long clients get to finish their operation after a stop before they are abandoned.
 const GRACE: Duration = Duration::from_secs(3);
-/// How long every client together gets to connect.
+/// How long every client together gets to connect (besides the time pacing takes).
 const CONNECT_LIMIT: Duration = Duration::from_secs(30);
+/// Connections per second before the run when nothing says, from [`PACED_FROM`] clients:
+/// a server's accept queue (Redis's 511, the kernel's somaxconn) then never overflows.
+pub const DEFAULT_CONNECT_RATE: f64 = 5000.0;
+/// Fewer clients than this connect unpaced by default.
+pub const PACED_FROM: usize = 1000;
 
 /// Closed loop (clients back to back) or open loop (arrivals on a schedule).
 /// Durations are seconds in the result file.
@@ -126,6 +131,11 @@ pub struct LoadPlan {
     pub op_timeout: Option<Duration>,
     /// Threads shared by the clients of an async target.
     pub threads: usize,
+    /// Connections opened per second before the run (client k starts connecting k/rate
+    /// after the first), as given; absent: the default ([`LoadPlan::connect_pace`]) and in
+    /// older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_rate: Option<f64>,
 }
 
 /// When clients connect: once for the run, or for every operation (seed 003's `mysql`).
@@ -150,6 +160,13 @@ impl LoadPlan {
 
     pub fn timeline(&self) -> Timeline {
         Timeline::new(self.interval, self.warmup, self.duration)
+    }
+
+    /// Connections per second before the run: the given rate, else unpaced below
+    /// [`PACED_FROM`] clients and [`DEFAULT_CONNECT_RATE`] from there.
+    pub fn connect_pace(&self) -> Option<f64> {
+        self.connect_rate
+            .or((self.clients() >= PACED_FROM).then_some(DEFAULT_CONNECT_RATE))
     }
 }
 
@@ -234,8 +251,18 @@ pub trait Observer {
     fn tick(&mut self, _elapsed: Duration) {}
 }
 
+/// How the clients connected before the run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConnectPhase {
+    /// From the first connect to the last client's answer.
+    pub time: Duration,
+    /// Connections per second they were paced at; `None`: unpaced.
+    pub rate: Option<f64>,
+}
+
 /// What a finished run measured.
 pub struct RunData {
+    pub connect: ConnectPhase,
     pub intervals: Vec<IntervalData>,
     pub totals: Vec<OpCounters>,
     pub measured: Duration,
@@ -497,11 +524,20 @@ pub fn run<T: Target>(
     }
     drop(tx);
 
-    if let Some(e) = await_connections(&rx, n)? {
+    let pace = plan.connect_pace();
+    let (failed, first) = await_connections(&rx, n, pace)?;
+    if let Some(e) = first {
         start.abort.store(true, Ordering::SeqCst);
         start.barrier.wait();
-        return Err(anyhow!("a client could not connect: {}", e.message));
+        return Err(anyhow!(
+            "{failed} of {n} clients could not connect; the first: {}",
+            e.message
+        ));
     }
+    let connect = ConnectPhase {
+        time: start.connecting.elapsed(),
+        rate: pace,
+    };
     let t0 = Instant::now();
     let _ = start.t0.set(t0);
     start.barrier.wait();
@@ -509,7 +545,9 @@ pub fn run<T: Target>(
     let sizes = (0..threads)
         .map(|t| (t..n).step_by(threads).len())
         .collect();
-    collect(rx, sizes, &timeline, ops.len(), &start.stop, t0, observer)
+    let mut data = collect(rx, sizes, &timeline, ops.len(), &start.stop, t0, observer)?;
+    data.connect = connect;
+    Ok(data)
 }
 
 /// How many threads carry the clients.
@@ -535,6 +573,8 @@ struct StartLine {
     barrier: Arc<Barrier>,
     /// Set when a client could not connect: the threads leave at the barrier.
     abort: Arc<AtomicBool>,
+    /// When the clients began to connect: client k starts k/rate after it when paced.
+    connecting: Instant,
 }
 
 impl StartLine {
@@ -544,22 +584,30 @@ impl StartLine {
             t0: Arc::new(OnceLock::new()),
             barrier: Arc::new(Barrier::new(threads + 1)),
             abort: Arc::new(AtomicBool::new(false)),
+            connecting: Instant::now(),
         }
     }
 }
 
-/// Wait until every client has connected: the first failure, if any; an error if they
-/// took longer than [`CONNECT_LIMIT`].
-fn await_connections(rx: &Receiver<Msg>, n: usize) -> Result<Option<OpError>> {
+/// Wait until every client has connected: how many failed and the first failure, if any;
+/// an error if they took longer than [`CONNECT_LIMIT`] besides the pacing.
+fn await_connections(
+    rx: &Receiver<Msg>,
+    n: usize,
+    pace: Option<f64>,
+) -> Result<(usize, Option<OpError>)> {
     let mut ready = 0;
+    let mut failed = 0;
     let mut failure: Option<OpError> = None;
-    let connect_deadline = Instant::now() + CONNECT_LIMIT;
+    let paced = pace.map_or(Duration::ZERO, |r| Duration::from_secs_f64(n as f64 / r));
+    let connect_deadline = Instant::now() + paced + CONNECT_LIMIT;
     while ready < n {
         let left = connect_deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
             Ok(Msg::Ready { result, .. }) => {
                 ready += 1;
                 if let Err(e) = result {
+                    failed += 1;
                     failure.get_or_insert(e);
                 }
             }
@@ -572,7 +620,7 @@ fn await_connections(rx: &Receiver<Msg>, n: usize) -> Result<Option<OpError>> {
             }
         }
     }
-    Ok(failure)
+    Ok((failed, failure))
 }
 
 /// One OS thread's share of the clients, with what it needs to run them.
@@ -610,7 +658,12 @@ impl<T: Target> ClientThread<T> {
     /// Connect every client, wait at the start line, then run them all to the end.
     async fn clients(&self) {
         let mut sessions = Vec::new();
+        let pace = self.plan.connect_pace();
         for &id in &self.ids {
+            if let Some(rate) = pace {
+                let at = self.start.connecting + Duration::from_secs_f64(id as f64 / rate);
+                tokio::time::sleep_until(at.into()).await;
+            }
             let session = self.target.connect().await;
             let _ = self.tx.send(Msg::Ready {
                 client: id,
@@ -827,6 +880,7 @@ fn collect(
             }
             let measured_end = c.intervals.last().map_or(Duration::ZERO, |i| i.end);
             return Ok(RunData {
+                connect: ConnectPhase::default(),
                 measured: measured_end.saturating_sub(timeline.warmup),
                 elapsed: c.run_end,
                 interrupted: stopped_at.is_some(),

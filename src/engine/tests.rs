@@ -49,6 +49,7 @@ fn closed(clients: usize) -> LoadPlan {
         connection: Connection::Persistent,
         op_timeout: None,
         threads: 1,
+        connect_rate: None,
     }
 }
 
