@@ -337,6 +337,8 @@ port $2
 $3
 save ""
 appendonly no
+# tests/scale.rs runs 10,000 clients beside the other tests' (Redis's default is 10,000).
+maxclients 15000
 dir $1
 proc-title-template "{title} {listen-addr} {config-file}"
 CONF
@@ -399,7 +401,9 @@ daemon off;
 worker_processes 2;
 pid $dir/nginx.pid;
 error_log $dir/log;
-events { worker_connections 4096; }
+# 10,000 clients (tests/scale.rs) may all land on one worker; it needs a descriptor each.
+worker_rlimit_nofile 20000;
+events { worker_connections 12000; }
 http {
     include /etc/nginx/mime.types;
     default_type application/octet-stream;

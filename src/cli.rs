@@ -473,6 +473,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub threads: Option<u64>,
 
+    /// Open the clients' connections at most this fast before the run: N per second (N or
+    /// N/s). Default: unpaced below 1,000 clients, 5,000/s from 1,000.
+    #[arg(long, value_name = "N/s")]
+    pub connect_rate: Option<String>,
+
     /// Stop after this long (after the warm-up).
     #[arg(long, short = 'd', value_name = "DURATION")]
     pub duration: Option<String>,

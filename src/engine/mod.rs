@@ -3,16 +3,19 @@
 //! Every client runs on an OS thread of its own with a single-threaded async runtime, so
 //! blocking targets never stall an executor and network targets can still be async. The
 //! engine is generic over the target type, so the hot path is monomorphised (no `dyn`).
-//! Clients report their counters once per interval; the collector (the calling thread)
-//! merges them exactly, emits interval records in order, and builds the totals.
+//! The clients of a thread record into shared counters, which the thread reports once per
+//! interval; the collector (the calling thread) merges them exactly, emits interval records
+//! in order, and builds the totals.
 
 pub mod client;
 pub mod rig;
+pub mod shelf;
 pub mod timeline;
 
 #[cfg(test)]
 mod tests;
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
@@ -31,6 +34,7 @@ use crate::targets::peer::PeerTarget;
 use crate::targets::{Session, Target};
 use crate::vocab::{NativeOp, Op, OpError, ValueKind};
 use client::ClientCtx;
+use shelf::Shelf;
 use timeline::Timeline;
 
 /// Set by the Ctrl-C handler; the collector turns it into a stop of the current run.
@@ -38,8 +42,13 @@ pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// How long clients get to finish their operation after a stop before they are abandoned.
 const GRACE: Duration = Duration::from_secs(3);
-/// How long every client together gets to connect.
+/// How long every client together gets to connect (besides the time pacing takes).
 const CONNECT_LIMIT: Duration = Duration::from_secs(30);
+/// Connections per second before the run when nothing says, from [`PACED_FROM`] clients:
+/// a server's accept queue (Redis's 511, the kernel's somaxconn) then never overflows.
+pub const DEFAULT_CONNECT_RATE: f64 = 5000.0;
+/// Fewer clients than this connect unpaced by default.
+pub const PACED_FROM: usize = 1000;
 
 /// Closed loop (clients back to back) or open loop (arrivals on a schedule).
 /// Durations are seconds in the result file.
@@ -122,6 +131,11 @@ pub struct LoadPlan {
     pub op_timeout: Option<Duration>,
     /// Threads shared by the clients of an async target.
     pub threads: usize,
+    /// Connections opened per second before the run (client k starts connecting k/rate
+    /// after the first), as given; absent: the default ([`LoadPlan::connect_pace`]) and in
+    /// older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_rate: Option<f64>,
     /// `--shard I/N`: this process runs one share of a run split over N processes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
@@ -178,6 +192,13 @@ impl LoadPlan {
 
     pub fn timeline(&self) -> Timeline {
         Timeline::new(self.interval, self.warmup, self.duration)
+    }
+
+    /// Connections per second before the run: the given rate, else unpaced below
+    /// [`PACED_FROM`] clients and [`DEFAULT_CONNECT_RATE`] from there.
+    pub fn connect_pace(&self) -> Option<f64> {
+        self.connect_rate
+            .or((self.clients() >= PACED_FROM).then_some(DEFAULT_CONNECT_RATE))
     }
 
     /// The number of this process's first client among the whole run's (0 unsharded).
@@ -256,22 +277,24 @@ mod opt_secs {
     }
 }
 
-/// From clients to the collector.
+/// From client threads to the collector.
 pub enum Msg {
     Ready {
         client: usize,
         result: Result<(), OpError>,
     },
-    Interval {
-        client: usize,
-        index: u64,
-        counters: Vec<OpCounters>,
+    /// Every client of `thread` has moved on to interval `next` or later: the intervals
+    /// before it that they recorded something in.
+    Progress {
+        thread: usize,
+        /// The thread's client ids, in the order of each `per_client`.
+        clients: Arc<[usize]>,
+        finished: Vec<shelf::Finished>,
         next: u64,
     },
+    /// One client of `thread` has ended at `end`.
     Done {
-        client: usize,
-        index: u64,
-        counters: Vec<OpCounters>,
+        thread: usize,
         end: Duration,
         missed: u64,
     },
@@ -298,8 +321,18 @@ pub trait Observer {
     fn tick(&mut self, _elapsed: Duration) {}
 }
 
+/// How the clients connected before the run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConnectPhase {
+    /// From the first connect to the last client's answer.
+    pub time: Duration,
+    /// Connections per second they were paced at; `None`: unpaced.
+    pub rate: Option<f64>,
+}
+
 /// What a finished run measured.
 pub struct RunData {
+    pub connect: ConnectPhase,
     pub intervals: Vec<IntervalData>,
     pub totals: Vec<OpCounters>,
     pub measured: Duration,
@@ -546,6 +579,7 @@ pub fn run<T: Target>(
     let (tx, rx) = channel::<Msg>();
     for t in 0..threads {
         let thread = ClientThread {
+            thread: t,
             ids: (t..n).step_by(threads).collect(),
             target: Arc::clone(&target),
             peers: Arc::clone(&peers),
@@ -562,11 +596,20 @@ pub fn run<T: Target>(
     }
     drop(tx);
 
-    if let Some(e) = await_connections(&rx, n)? {
+    let pace = plan.connect_pace();
+    let (failed, first) = await_connections(&rx, n, pace)?;
+    if let Some(e) = first {
         start.abort.store(true, Ordering::SeqCst);
         start.barrier.wait();
-        return Err(anyhow!("a client could not connect: {}", e.message));
+        return Err(anyhow!(
+            "{failed} of {n} clients could not connect; the first: {}",
+            e.message
+        ));
     }
+    let connect = ConnectPhase {
+        time: start.connecting.elapsed(),
+        rate: pace,
+    };
     let (t0, late) = match plan.start_at {
         Some(at) => start_at(at),
         None => (Instant::now(), Duration::ZERO),
@@ -574,7 +617,11 @@ pub fn run<T: Target>(
     let _ = start.t0.set(t0);
     start.barrier.wait();
 
-    let mut data = collect(rx, n, &timeline, ops.len(), &start.stop, t0, observer)?;
+    let sizes = (0..threads)
+        .map(|t| (t..n).step_by(threads).len())
+        .collect();
+    let mut data = collect(rx, sizes, &timeline, ops.len(), &start.stop, t0, observer)?;
+    data.connect = connect;
     data.late_start = plan.start_at.map(|_| late);
     Ok(data)
 }
@@ -632,6 +679,8 @@ struct StartLine {
     barrier: Arc<Barrier>,
     /// Set when a client could not connect: the threads leave at the barrier.
     abort: Arc<AtomicBool>,
+    /// When the clients began to connect: client k starts k/rate after it when paced.
+    connecting: Instant,
 }
 
 impl StartLine {
@@ -641,22 +690,30 @@ impl StartLine {
             t0: Arc::new(OnceLock::new()),
             barrier: Arc::new(Barrier::new(threads + 1)),
             abort: Arc::new(AtomicBool::new(false)),
+            connecting: Instant::now(),
         }
     }
 }
 
-/// Wait until every client has connected: the first failure, if any; an error if they
-/// took longer than [`CONNECT_LIMIT`].
-fn await_connections(rx: &Receiver<Msg>, n: usize) -> Result<Option<OpError>> {
+/// Wait until every client has connected: how many failed and the first failure, if any;
+/// an error if they took longer than [`CONNECT_LIMIT`] besides the pacing.
+fn await_connections(
+    rx: &Receiver<Msg>,
+    n: usize,
+    pace: Option<f64>,
+) -> Result<(usize, Option<OpError>)> {
     let mut ready = 0;
+    let mut failed = 0;
     let mut failure: Option<OpError> = None;
-    let connect_deadline = Instant::now() + CONNECT_LIMIT;
+    let paced = pace.map_or(Duration::ZERO, |r| Duration::from_secs_f64(n as f64 / r));
+    let connect_deadline = Instant::now() + paced + CONNECT_LIMIT;
     while ready < n {
         let left = connect_deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
             Ok(Msg::Ready { result, .. }) => {
                 ready += 1;
                 if let Err(e) = result {
+                    failed += 1;
                     failure.get_or_insert(e);
                 }
             }
@@ -669,11 +726,12 @@ fn await_connections(rx: &Receiver<Msg>, n: usize) -> Result<Option<OpError>> {
             }
         }
     }
-    Ok(failure)
+    Ok((failed, failure))
 }
 
 /// One OS thread's share of the clients, with what it needs to run them.
 struct ClientThread<T: Target> {
+    thread: usize,
     ids: Vec<usize>,
     target: Arc<T>,
     peers: Arc<Vec<PeerTarget>>,
@@ -706,7 +764,12 @@ impl<T: Target> ClientThread<T> {
     /// Connect every client, wait at the start line, then run them all to the end.
     async fn clients(&self) {
         let mut sessions = Vec::new();
+        let pace = self.plan.connect_pace();
         for &id in &self.ids {
+            if let Some(rate) = pace {
+                let at = self.start.connecting + Duration::from_secs_f64(id as f64 / rate);
+                tokio::time::sleep_until(at.into()).await;
+            }
             let session = self.target.connect().await;
             let _ = self.tx.send(Msg::Ready {
                 client: id,
@@ -724,9 +787,20 @@ impl<T: Target> ClientThread<T> {
         // The start on the hot loop's clock: now, less the time since t0.
         let q0 = crate::clock::Instant::now() - t0.elapsed();
         let exclusive = self.ids.len() == 1;
-        let clients = self.ids.iter().zip(sessions).map(|(&id, session)| {
+        let ids: Arc<[usize]> = self.ids.as_slice().into();
+        let shelf = RefCell::new(Shelf::new(
+            self.thread,
+            self.ops.len(),
+            ids,
+            self.tx.clone(),
+        ));
+        let shelf = &shelf;
+        let clients = self.ids.iter().zip(sessions).enumerate();
+        let clients = clients.map(|(local, (&id, session))| {
             let ctx = ClientCtx {
                 id,
+                local,
+                shelf,
                 ops: &self.ops,
                 peers: &self.peers,
                 plan: &self.plan,
@@ -734,7 +808,6 @@ impl<T: Target> ClientThread<T> {
                 slots: self.slots,
                 stop: &self.start.stop,
                 q0,
-                tx: self.tx.clone(),
                 exclusive,
             };
             let target = &*self.target;
@@ -754,9 +827,10 @@ struct Collector<'a> {
     per_client: BTreeMap<u64, Vec<u64>>,
     clients: usize,
     monitor: rig::Monitor,
-    /// The first interval each client has not reported yet (`u64::MAX` when done).
+    /// The first interval each thread has not reported yet (`u64::MAX` when done).
     next_of: Vec<u64>,
-    done: Vec<bool>,
+    /// Clients of each thread that have not ended yet.
+    left: Vec<usize>,
     emitted: u64,
     intervals: Vec<IntervalData>,
     totals: Vec<OpCounters>,
@@ -769,45 +843,44 @@ impl Collector<'_> {
         (0..self.n_ops).map(|_| OpCounters::default()).collect()
     }
 
-    fn merge(&mut self, client: usize, index: u64, counters: Vec<OpCounters>) {
-        let done: u64 = counters.iter().map(|c| c.ok + c.error_total()).sum();
+    fn merge(&mut self, clients: &[usize], finished: shelf::Finished) {
         let n = self.clients;
-        if let Some(slot) = self
+        let counts = self
             .per_client
-            .entry(index)
-            .or_insert_with(|| vec![0; n])
-            .get_mut(client)
-        {
-            *slot += done;
+            .entry(finished.index)
+            .or_insert_with(|| vec![0; n]);
+        for (&id, done) in clients.iter().zip(&finished.per_client) {
+            if let Some(slot) = counts.get_mut(id) {
+                *slot += done;
+            }
         }
         let fresh = self.fresh();
-        let slot = self.pending.entry(index).or_insert(fresh);
-        for (a, b) in slot.iter_mut().zip(&counters) {
+        let slot = self.pending.entry(finished.index).or_insert(fresh);
+        for (a, b) in slot.iter_mut().zip(&finished.counters) {
             a.merge(b);
         }
     }
 
     fn receive(&mut self, msg: Msg) {
         match msg {
-            Msg::Interval {
-                client,
-                index,
-                counters,
+            Msg::Progress {
+                thread,
+                clients,
+                finished,
                 next,
             } => {
-                self.merge(client, index, counters);
-                self.next_of[client] = next;
+                for f in finished {
+                    self.merge(&clients, f);
+                }
+                self.next_of[thread] = next;
             }
             Msg::Done {
-                client,
-                index,
-                counters,
+                thread,
                 end,
                 missed,
+                ..
             } => {
-                self.merge(client, index, counters);
-                self.done[client] = true;
-                self.next_of[client] = u64::MAX;
+                self.left[thread] = self.left[thread].saturating_sub(1);
                 self.run_end = self.run_end.max(end);
                 self.missed += missed;
             }
@@ -851,10 +924,11 @@ impl Collector<'_> {
     }
 }
 
-/// Merge client reports into intervals, in order, until every client is done.
+/// Merge the client threads' reports into intervals, in order, until every client is done.
+/// `sizes` holds how many clients each thread carries.
 fn collect(
     rx: Receiver<Msg>,
-    n: usize,
+    sizes: Vec<usize>,
     timeline: &Timeline,
     n_ops: usize,
     stop: &AtomicBool,
@@ -866,10 +940,10 @@ fn collect(
         n_ops,
         pending: BTreeMap::new(),
         per_client: BTreeMap::new(),
-        clients: n,
+        clients: sizes.iter().sum(),
         monitor: rig::Monitor::start(t0, *timeline),
-        next_of: vec![0; n],
-        done: vec![false; n],
+        next_of: vec![0; sizes.len()],
+        left: sizes,
         emitted: 0,
         intervals: Vec::new(),
         totals: (0..n_ops).map(|_| OpCounters::default()).collect(),
@@ -883,13 +957,13 @@ fn collect(
             Ok(msg) => c.receive(msg),
             Err(RecvTimeoutError::Timeout) => {}
             // Every client thread is gone; any that did not say Done died.
-            Err(RecvTimeoutError::Disconnected) => c.done.iter_mut().for_each(|d| *d = true),
+            Err(RecvTimeoutError::Disconnected) => c.left.iter_mut().for_each(|l| *l = 0),
         }
         if INTERRUPTED.load(Ordering::Relaxed) && stopped_at.is_none() {
             stop.store(true, Ordering::Relaxed);
             stopped_at = Some(Instant::now());
         }
-        let all_done = c.done.iter().all(|d| *d);
+        let all_done = c.left.iter().all(|l| *l == 0);
         let abandoned = stopped_at.is_some_and(|s| s.elapsed() > GRACE);
         if all_done || abandoned {
             if let (true, Some(s)) = (abandoned, stopped_at) {
@@ -912,17 +986,33 @@ fn collect(
             }
             let measured_end = c.intervals.last().map_or(Duration::ZERO, |i| i.end);
             return Ok(RunData {
+                connect: ConnectPhase::default(),
                 measured: measured_end.saturating_sub(timeline.warmup),
                 elapsed: c.run_end,
                 interrupted: stopped_at.is_some(),
-                abandoned: c.done.iter().filter(|d| !**d).count(),
+                abandoned: c.left.iter().sum(),
                 missed: c.missed,
                 late_start: None,
                 intervals: c.intervals,
                 totals: c.totals,
             });
         }
-        let reached = c.next_of.iter().copied().min().unwrap_or(u64::MAX);
+        // A thread whose clients have all recorded their last operation has ended once
+        // their `Done`s (right behind) arrive; until then it holds the emission back, so the
+        // end is handled above with the run's end.
+        let reached = c
+            .next_of
+            .iter()
+            .zip(&c.left)
+            .map(|(&next, &left)| {
+                if left > 0 && next == u64::MAX {
+                    c.emitted
+                } else {
+                    next
+                }
+            })
+            .min()
+            .unwrap_or(u64::MAX);
         while c.emitted < reached {
             c.emit_next(None, observer);
         }

@@ -51,6 +51,7 @@ fn closed(clients: usize) -> LoadPlan {
         threads: 1,
         shard: None,
         start_at: None,
+        connect_rate: None,
     }
 }
 

@@ -92,6 +92,7 @@ pub fn resolve_load(
         Some(g) => checked_count(g)?,
         None => std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
     };
+    let connect_rate = connect_rate(args, load, source)?;
     let mut plan = LoadPlan {
         mode,
         duration,
@@ -105,6 +106,7 @@ pub fn resolve_load(
         threads: threads as usize,
         shard: None,
         start_at: None,
+        connect_rate,
     };
     if let Some(text) = &args.shard {
         if warmup_is_auto(args) {
@@ -127,6 +129,44 @@ pub fn resolve_load(
         (None, _, _) => time_seed(),
     };
     Ok(plan)
+}
+
+/// How many connections a second the clients open before the run, as given; `None`: the
+/// engine's default for the number of clients ([`LoadPlan::connect_pace`]).
+fn connect_rate(
+    args: &RunArgs,
+    load: &LoadSection,
+    source: &Source<'_>,
+) -> Result<Option<f64>, InputError> {
+    let flag = match args.connect_rate.as_deref() {
+        Some(text) => {
+            let number = text.trim().trim_end_matches("/s").trim();
+            Some(number.parse::<f64>().map_err(|_| {
+                InputError::new(format!(
+                    "--connect-rate {text}: expected connections per second, like 2000/s"
+                ))
+            })?)
+        }
+        None => None,
+    };
+    let given = pick(
+        flag.as_ref(),
+        "--connect-rate",
+        load.connect_rate.as_ref(),
+        "connect_rate",
+        source,
+    );
+    match given {
+        Some(g) if !(g.value.is_finite() && g.value > 0.0) => Err(g
+            .error(format!(
+                "{} {}: expected connections per second above 0",
+                g.name(),
+                g.value
+            ))
+            .help("for example --connect-rate 2000/s, or connect_rate = 2000 in [load]")),
+        Some(g) => Ok(Some(g.value)),
+        None => Ok(None),
+    }
 }
 
 /// `--warmup auto`: the warm-up is found after the run (MSER-5) instead of given.

@@ -241,6 +241,18 @@ pub fn summary(r: &RunResult) -> String {
     for note in &r.notes {
         let _ = writeln!(out, "note: {note}");
     }
+    if let Some(c) = &r.connect {
+        let pace = c.rate_per_s.map_or_else(
+            || "unpaced".to_string(),
+            |r| format!("paced at {}/s", thousands(r as u64)),
+        );
+        let _ = writeln!(
+            out,
+            "connect: {} clients in {} ({pace})",
+            thousands(c.clients as u64),
+            human_ns(c.seconds * 1e9)
+        );
+    }
     if let Some(v) = &r.validity {
         let _ = writeln!(out, "{}", rig_line(v));
         let _ = writeln!(out, "validity: {}", v.line());

@@ -6,9 +6,9 @@ use std::time::SystemTime;
 use super::models::LatencyModes;
 use super::validity::{self, Context, FairnessInterval, RigInterval, Validity};
 use super::{
-    DataLoadRecord, EncodedHistogram, ErrorMessage, ErrorsByClass, FigureRecord, HostRecord,
-    IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus, SetupRecord, Statements,
-    TargetRecord, WorkloadRecord, SCHEMA_VERSION,
+    ConnectRecord, DataLoadRecord, EncodedHistogram, ErrorMessage, ErrorsByClass, FigureRecord,
+    HostRecord, IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus, SetupRecord,
+    Statements, TargetRecord, WorkloadRecord, SCHEMA_VERSION,
 };
 use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
 use crate::spec::{FigureSpec, OpSpec, Workload};
@@ -96,6 +96,11 @@ impl RunResult {
                 rows,
                 seconds: t.as_secs_f64(),
                 rows_per_s: rows as f64 / t.as_secs_f64().max(1e-9),
+            }),
+            connect: Some(ConnectRecord {
+                clients: plan.clients(),
+                seconds: run.connect.time.as_secs_f64(),
+                rate_per_s: run.connect.rate,
             }),
             missed_starts: run.missed,
             abandoned_clients: run.abandoned,

@@ -57,6 +57,10 @@ pub struct RunResult {
     /// tables there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup: Option<SetupRecord>,
+    /// How the clients connected before the run; absent from files written before it was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect: Option<ConnectRecord>,
     /// Open loop: arrivals scheduled before the end that never started (target too slow).
     pub missed_starts: u64,
     /// Clients still busy when the run had to end; their last operation is not counted.
@@ -216,6 +220,18 @@ pub struct HostRecord {
     pub os: String,
     pub kernel: String,
     pub arch: String,
+}
+
+/// The connect phase: every client's session opened before the run (a failure ends the run
+/// with an error naming how many failed, so a result file always has all connected).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ConnectRecord {
+    pub clients: usize,
+    /// From the first connect to the last client's answer.
+    pub seconds: f64,
+    /// The pace they were opened at (`--connect-rate`, `connect_rate`, or the default from
+    /// 1,000 clients); null: unpaced.
+    pub rate_per_s: Option<f64>,
 }
 
 /// The setup statements of a run: how many, the rows they changed (as each target counts
@@ -488,6 +504,7 @@ mod tests {
             threads: 2,
             shard: None,
             start_at: None,
+            connect_rate: Some(2500.5),
         };
         let text = serde_json::to_string(&plan).unwrap();
         assert!(text.contains(r#""mode":"open""#), "{text}");

@@ -100,6 +100,8 @@ pub struct LoadSection {
     pub seed: Option<Spanned<u64>>,
     pub connection: Option<Spanned<String>>,
     pub threads: Option<Spanned<u64>>,
+    /// Connections opened per second before the run.
+    pub connect_rate: Option<Spanned<f64>>,
 }
 
 /// `[records]`: `fields = N` or `"{param}"` (YCSB's `fieldcount`).

@@ -1,0 +1,183 @@
+//! Connections at scale against the throwaway Redis (docs/performance.md, "Many
+//! connections"): thousands of clients are served evenly, and 10,000 fit in 200 MB.
+
+mod common;
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use common::{server_url, Dir};
+use loadrig::result::validity::Validity;
+
+const WORKLOAD: &str = r#"
+name = "get-set"
+description = "GET and SET of small values on 1,000 keys"
+[[op]]
+name = "get"
+kv.get = { key = "scale:{uniform 0..1000}" }
+[[op]]
+name = "set"
+kv.put = { key = "scale:{uniform 0..1000}", value = "{bytes 3}" }
+"#;
+
+/// The runs of thousands of clients take turns: together they would exceed the server's
+/// connections and each other's CPU.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn turn() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn args<'a>(clients: &'a str, out: &'a str, url: &'a str) -> Vec<&'a str> {
+    vec![
+        "run",
+        "w.toml",
+        "--target",
+        url,
+        "--clients",
+        clients,
+        "--duration",
+        "3s",
+        "--interval",
+        "1s",
+        "--warmup",
+        "0s",
+        "-o",
+        out,
+    ]
+}
+
+/// The fairness figures say nothing is uneven: no reason about it, no starved client.
+fn assert_even(v: &Validity, clients: usize) {
+    assert_eq!(v.fairness.clients, clients);
+    assert!(v.fairness.min > 0, "a client completed nothing: {v:?}");
+    assert_eq!(v.fairness.starved_clients, 0, "{v:?}");
+    assert!(
+        !v.reasons
+            .iter()
+            .any(|r| r.contains("unevenly") || r.contains("starved")),
+        "{:?}",
+        v.reasons
+    );
+}
+
+#[test]
+fn two_thousand_clients_are_served_evenly() {
+    let Some(url) = server_url("LOADRIG_REDIS_URL") else {
+        return;
+    };
+    let _t = turn();
+    let d = Dir::new();
+    d.write("w.toml", WORKLOAD);
+    d.ok(&args("2000", "r.json", &url));
+    let r = d.result("r.json");
+    assert_eq!(r.total.errors, 0);
+    let v = r.validity.as_ref().expect("a verdict");
+    assert_even(v, 2000);
+}
+
+/// Peak resident memory of a running child, sampled until it exits.
+fn peak_rss_kb(child: &mut std::process::Child) -> u64 {
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    while child.try_wait().expect("wait").is_none() {
+        if let Ok(text) = std::fs::read_to_string(&status) {
+            let hwm = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok());
+            peak = peak.max(hwm.unwrap_or(0));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    peak
+}
+
+#[test]
+fn ten_thousand_clients_fit_in_200_mb() {
+    let Some(url) = server_url("LOADRIG_REDIS_URL") else {
+        return;
+    };
+    let _t = turn();
+    let d = Dir::new();
+    d.write("w.toml", WORKLOAD);
+    let mut child = d.spawn(&args("10000", "r.json", &url));
+    let peak = peak_rss_kb(&mut child);
+    let out = child.wait_with_output().expect("output");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = d.result("r.json");
+    assert_eq!(r.total.errors, 0);
+    assert!(r.total.ok > 0);
+    assert!(peak > 0 && peak < 200 * 1024, "peak resident {peak} kB");
+    assert_even(r.validity.as_ref().expect("a verdict"), 10_000);
+    // From 1,000 clients the connects are paced by default.
+    let c = r.connect.expect("the connect phase");
+    assert_eq!((c.clients, c.rate_per_s), (10_000, Some(5000.0)));
+}
+
+#[test]
+fn connect_rate_paces_the_connect_phase_and_is_recorded() {
+    let Some(url) = server_url("LOADRIG_REDIS_URL") else {
+        return;
+    };
+    let d = Dir::new();
+    d.write("w.toml", WORKLOAD);
+    let mut a = args("200", "r.json", &url);
+    a.extend(["--connect-rate", "1000/s"]);
+    d.ok(&a);
+    let r = d.result("r.json");
+    assert_eq!(r.load.connect_rate, Some(1000.0));
+    let c = r.connect.expect("the connect phase");
+    assert_eq!((c.clients, c.rate_per_s), (200, Some(1000.0)));
+    // The last of 200 clients starts connecting 199/1000 s after the first.
+    assert!(c.seconds >= 0.199, "{c:?}");
+
+    // The file's value, and the default: unpaced below 1,000 clients.
+    d.write(
+        "paced.toml",
+        &format!("{WORKLOAD}\n[load]\nconnect_rate = 500\nclients = 3\nduration = \"1s\"\n"),
+    );
+    d.ok(&["run", "paced.toml", "--target", &url, "-o", "p.json"]);
+    let c = d.result("p.json").connect.expect("the connect phase");
+    assert_eq!((c.clients, c.rate_per_s), (3, Some(500.0)));
+    d.ok(&[
+        "run", "w.toml", "--target", &url, "-c", "3", "-d", "1s", "-o", "u.json",
+    ]);
+    let c = d.result("u.json").connect.expect("the connect phase");
+    assert_eq!((c.clients, c.rate_per_s), (3, None));
+}
+
+#[test]
+fn a_bad_connect_rate_exits_2_at_its_place() {
+    let d = Dir::new();
+    d.write("w.toml", WORKLOAD);
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "w.toml",
+            "--target",
+            "noop://",
+            "--connect-rate",
+            "fast",
+        ],
+    );
+    assert!(
+        err.contains("--connect-rate fast: expected connections per second"),
+        "{err}"
+    );
+    d.write(
+        "bad.toml",
+        &format!("{WORKLOAD}\n[load]\nconnect_rate = 0\n"),
+    );
+    let (_, err) = d.code(2, &["run", "bad.toml", "--target", "noop://"]);
+    assert!(
+        err.contains("bad.toml:12:16: [load] connect_rate 0"),
+        "{err}"
+    );
+    assert_eq!(d.files(), ["bad.toml", "w.toml"]);
+}
