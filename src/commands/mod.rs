@@ -7,6 +7,7 @@ mod export;
 mod gen;
 mod import;
 mod ops;
+mod recover;
 mod report;
 mod run;
 mod study;
@@ -30,6 +31,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(args) => report::report(&args),
         Command::Compare(args) => compare::compare(&args),
         Command::Export(args) => export::export(&args),
+        Command::Recover(args) => recover::recover(&args),
         Command::Ops(args) => ops::ops(&args),
         Command::Gen(what) => gen::gen(&what),
         Command::Import(what) => import::import(&what),

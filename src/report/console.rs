@@ -200,10 +200,9 @@ pub fn summary(r: &RunResult) -> String {
         r.workload.name,
         r.target.url,
         human_ns(r.measured_s * 1e9),
-        if r.status == RunStatus::Interrupted {
-            " (interrupted)"
-        } else {
-            ""
+        match r.status {
+            RunStatus::Complete => String::new(),
+            status => format!(" ({})", status.name()),
         }
     );
     let mut rows: Vec<&OpResult> = r.operations.iter().collect();

@@ -10,6 +10,7 @@
 mod build;
 pub mod histogram;
 pub mod models;
+pub mod recover;
 pub mod sweep;
 pub mod validity;
 pub mod workload;
@@ -156,6 +157,9 @@ pub enum RunStatus {
     Complete,
     /// Ctrl-C: what was measured until then.
     Interrupted,
+    /// Killed before it wrote its result (SIGKILL, a crash); rebuilt by `loadrig recover`
+    /// from the `.jsonl` interval stream, up to the last interval written.
+    Recovered,
 }
 
 impl RunStatus {
@@ -163,6 +167,7 @@ impl RunStatus {
         match self {
             RunStatus::Complete => "complete",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Recovered => "recovered",
         }
     }
 }
