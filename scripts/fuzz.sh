@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz every target in fuzz/ for SECONDS each (default 120), growing the corpus in
 # fuzz/corpus/TARGET/ and minimising it afterwards (cargo fuzz cmin), so what is kept stays
-# small. A crash leaves its input in fuzz/artifacts/TARGET/; copy it into the corpus once
+# small (seeds, regressions and the 300 smallest of the rest). A crash leaves its input in fuzz/artifacts/TARGET/; copy it into the corpus once
 # fixed: tests/fuzz_corpus.rs runs every corpus file on stable Rust.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
@@ -28,4 +28,7 @@ for t in "${targets[@]}"; do
         -max_total_time="$seconds" -max_len=8192 -rss_limit_mb=2048 -timeout=10 \
         -print_final_stats=1 2>&1 | grep -E '^(stat::number_of_executed_units|stat::new_units_added|#[0-9]+ *DONE)|panicked|ERROR' || true
     cargo +nightly fuzz cmin "${flags[@]}" "$t" "corpus/$t" >/dev/null 2>&1
+    # What the repository keeps: the seeds, the regressions and the 300 smallest of the rest.
+    find "corpus/$t" -type f ! -name 'seed-*' ! -name 'regression-*' -printf '%s %p\n' |
+        sort -n | tail -n +301 | cut -d' ' -f2- | xargs -r rm -f
 done
