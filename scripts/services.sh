@@ -7,6 +7,12 @@
 #   scripts/services.sh env       export lines:  eval "$(scripts/services.sh env)"
 #   scripts/services.sh status    which are up
 #   scripts/services.sh down      stop what `up` started, remove the state dir
+#   scripts/services.sh restart NAME   start NAME again on its port and data dir (after
+#                                 a kill -9, say); stops it first if it is still up
+#   scripts/services.sh pid NAME  the server's pid, for tests that signal it
+#
+# LOADRIG_SERVICES_DURABLE=1 at `up`: Redis appends every write to its AOF before it
+# answers, so acknowledged keys outlive a kill -9 (fault tests count them).
 #
 # Everything lives in ${LOADRIG_SERVICES_DIR:-/tmp/loadrig-services}; only the
 # processes recorded there are ever signalled. See docs/services.md.
@@ -28,7 +34,7 @@ die() {
 }
 
 usage() {
-    echo "usage: $0 up [${ALL[*]}] | down | env | status" >&2
+    echo "usage: $0 up [${ALL[*]}] | down | env | status | restart NAME | pid NAME" >&2
     exit 2
 }
 
@@ -92,6 +98,8 @@ launch() { # svc log command...
     # Owned by the service user: nginx reopens its log by name.
     touch "$log"
     chown "$SVC_USER:$SVC_USER" "$log"
+    # Kept for `restart`, which launches the same command on the same port and data.
+    printf '%q ' "$@" >"$STATE/$svc/launch.cmd"
     setsid "$@" </dev/null >>"$log" 2>&1 &
     echo "$!" >"$STATE/$svc/pid"
 }
@@ -104,6 +112,7 @@ start_failed() { # svc log why
 wait_ready() { # svc log probe...
     local svc=$1 log=$2 pid st deadline=$((SECONDS + WAIT_SECONDS))
     shift 2
+    printf '%q ' "$@" >"$STATE/$svc/probe.cmd"
     pid=$(cat "$STATE/$svc/pid")
     while ((SECONDS < deadline)); do
         # Our own child: once it dies it stays a zombie until we exit.
@@ -331,12 +340,14 @@ start_redis-open() {
 
 redis_conf() { # dir port extra-line
     # The config path goes into the process title so is_ours can recognise it.
+    local aof=no
+    if [[ ${LOADRIG_SERVICES_DURABLE:-} == 1 ]]; then aof=yes; fi
     cat >"$1/redis.conf" <<CONF
 bind 127.0.0.1
 port $2
 $3
 save ""
-appendonly no
+appendonly $aof
 # tests/scale.rs runs 10,000 clients beside the other tests' (Redis's default is 10,000).
 maxclients 15000
 dir $1
@@ -500,6 +511,50 @@ cmd_down() {
     rm -rf "$STATE"
 }
 
+svc_name() { # alias -> the service's name, or usage
+    case $1 in
+    postgres | postgresql | pg) echo postgres ;;
+    mariadb | mysql) echo mariadb ;;
+    redis) echo redis ;;
+    redis-open) echo redis-open ;;
+    slapd | ldap) echo slapd ;;
+    nginx | http) echo nginx ;;
+    *) usage ;;
+    esac
+}
+
+# The same server again: its recorded command, so the same port, data and password.
+cmd_restart() { # svc
+    local svc launch probe old i
+    (($# == 1)) || usage
+    svc=$(svc_name "$1")
+    need_root restart
+    check_state_dir
+    [[ -r $STATE/$svc/launch.cmd ]] || die "$svc was never started in $STATE; run '$0 up $svc'"
+    if running_pid "$svc" >/dev/null; then stop_svc "$svc"; fi
+    # A killed server stays a zombie until it is reaped, and PostgreSQL refuses to start
+    # while the pid in its lock file exists at all.
+    old=$(cat "$STATE/$svc/pid")
+    for ((i = 0; i < WAIT_SECONDS * 10; i++)); do
+        [[ -e /proc/$old ]] || break
+        sleep 0.1
+    done
+    # What a killed server left behind (PostgreSQL backends) would hold its shared memory.
+    sweep "$svc"
+    launch=$(cat "$STATE/$svc/launch.cmd")
+    probe=$(cat "$STATE/$svc/probe.cmd")
+    cd "$STATE"
+    eval "launch $svc $STATE/$svc/log $launch"
+    eval "wait_ready $svc $STATE/$svc/log $probe"
+    write_env
+    say "$svc: restarted"
+}
+
+cmd_pid() { # svc
+    (($# == 1)) || usage
+    running_pid "$(svc_name "$1")" || die "$1 is not running"
+}
+
 cmd_env() {
     [[ -r $STATE/env ]] || die "no servers started; run '$0 up' first"
     cat "$STATE/env"
@@ -522,5 +577,7 @@ up) cmd_up "${@:2}" ;;
 down) cmd_down ;;
 env) cmd_env ;;
 status) cmd_status ;;
+restart) cmd_restart "${@:2}" ;;
+pid) cmd_pid "${@:2}" ;;
 *) usage ;;
 esac

@@ -56,6 +56,9 @@ pub enum Command {
     /// Print Kubernetes manifests that run a workload as N shards started together (a
     /// ConfigMap, a results volume claim and an Indexed Job); `kubectl apply -f -` takes them.
     Kube(Box<KubeArgs>),
+    /// Rebuild a result file from the `.jsonl` interval stream of a run that was killed
+    /// before it wrote one: `loadrig recover loadrig-results/r.jsonl`.
+    Recover(RecoverArgs),
     /// Export a result file as CSV tables, an HdrHistogram interval log and/or YCSB's text
     /// output.
     Export(ExportArgs),
@@ -397,6 +400,18 @@ pub struct MergeArgs {
     /// checks the shards recorded); a failed one exits 1.
     #[arg(long = "check", value_name = "CHECK")]
     pub checks: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// The interval stream written beside the result file (`RUN.jsonl`).
+    #[arg(value_name = "RUN.jsonl")]
+    pub stream: PathBuf,
+
+    /// Where to write the result (default: the stream's name with `.json`; an existing file
+    /// is never replaced).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -18,6 +18,8 @@
 //!   live OpenMetrics endpoint.
 //! - [`analysis`]: statistics on result files: `compare` (tests, intervals, verdicts) and
 //!   threshold checks.
+//! - [`fuzzing`]: the parsers of hostile input as the fuzz targets (`fuzz/`) and
+//!   `tests/fuzz_corpus.rs` call them.
 
 pub mod analysis;
 pub mod cli;
@@ -26,6 +28,7 @@ pub mod commands;
 pub mod emulate;
 pub mod engine;
 pub mod error;
+pub mod fuzzing;
 pub mod plan;
 pub mod report;
 pub mod result;

@@ -11,6 +11,7 @@ mod import;
 mod kube;
 mod merge;
 mod ops;
+mod recover;
 mod report;
 mod run;
 mod study;
@@ -38,6 +39,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Merge(args) => merge::merge(&args),
         Command::Kube(args) => kube::kube(&args),
         Command::Export(args) => export::export(&args),
+        Command::Recover(args) => recover::recover(&args),
         Command::Ops(args) => ops::ops(&args),
         Command::Gen(what) => gen::gen(&what),
         Command::Import(what) => import::import(&what),

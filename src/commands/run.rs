@@ -26,7 +26,15 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         &plan.checks[..]
     };
     let out = &plan.outputs.result;
-    result::write_atomic(out, &serde_json::to_vec_pretty(&result)?)?;
+    // A full disk: the summary still shows, and the stream may rebuild the file later.
+    if let Err(e) = result::write_atomic(out, &serde_json::to_vec_pretty(&result)?) {
+        print!("{}", console::summary(&result));
+        let stream = out.with_extension("jsonl");
+        return Err(e.context(format!(
+            "the result was not written; once there is room, `loadrig recover {} -o FILE` rebuilds it from the intervals streamed before the disk filled",
+            stream.display()
+        )));
+    }
     print!("{}", console::summary(&result));
     for v in &result.verify {
         let verdict = if v.passed { "passed" } else { "FAILED" };

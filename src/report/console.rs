@@ -169,7 +169,12 @@ impl Observer for Live {
             if let Ok(mut line) = serde_json::to_vec(&record) {
                 line.push(b'\n');
                 // Losing the stream must not stop the run; the result file still has it all.
-                let _ = f.write_all(&line);
+                // After a failed write (a full disk) the stream stops, so that a line cut
+                // short stays its last and `loadrig recover` can still read it.
+                if let Err(e) = f.write_all(&line) {
+                    eprintln!("warning: the interval stream stops at interval {}: {e}; the result file will hold every interval", record.index);
+                    self.jsonl = None;
+                }
             }
         }
     }
@@ -200,10 +205,9 @@ pub fn summary(r: &RunResult) -> String {
         r.workload.name,
         r.target.url,
         human_ns(r.measured_s * 1e9),
-        if r.status == RunStatus::Interrupted {
-            " (interrupted)"
-        } else {
-            ""
+        match r.status {
+            RunStatus::Complete => String::new(),
+            status => format!(" ({})", status.name()),
         }
     );
     let mut rows: Vec<&OpResult> = r.operations.iter().collect();

@@ -277,8 +277,29 @@ fn run_start(r: &RunResult) -> SystemTime {
     let end = humantime::parse_rfc3339_weak(&r.ended_at)
         .or_else(|_| humantime::parse_rfc3339(&r.ended_at))
         .unwrap_or(SystemTime::UNIX_EPOCH);
-    end.checked_sub(Duration::from_secs_f64(r.elapsed_s.max(0.0)))
+    Duration::try_from_secs_f64(r.elapsed_s)
+        .ok()
+        .and_then(|elapsed| end.checked_sub(elapsed))
         .unwrap_or(end)
+}
+
+/// Longer than any run (about 30 years): a time beyond it comes from a damaged file.
+const LONGEST_S: f64 = 1e9;
+
+/// An interval's start and length, or an error for times no run has (a damaged or
+/// hostile file: negative, infinite, reversed, or beyond any clock).
+fn span(i: &crate::result::IntervalRecord) -> Result<(Duration, Duration)> {
+    let (start, end) = (i.start_s, i.end_s);
+    if !(0.0..=LONGEST_S).contains(&start) || !(start..=LONGEST_S).contains(&end) {
+        return Err(anyhow!(
+            "interval {}: its times {start} s to {end} s are not an interval of a run",
+            i.index
+        ));
+    }
+    Ok((
+        Duration::from_secs_f64(start),
+        Duration::from_secs_f64(end - start),
+    ))
 }
 
 /// The HdrHistogram interval log of the measured intervals (warm-up left out, as in every
@@ -306,8 +327,7 @@ pub fn hdr_log(r: &RunResult) -> Result<Vec<u8>> {
         let mut log = builder.begin_log_with(&mut buf, &mut serializer)?;
         let tags: Vec<String> = r.operations.iter().map(|o| tag_of(&o.name)).collect();
         for i in r.intervals.iter().filter(|i| !i.warmup) {
-            let at = Duration::from_secs_f64(i.start_s.max(0.0));
-            let length = Duration::from_secs_f64((i.end_s - i.start_s).max(0.0));
+            let (at, length) = span(i)?;
             let mut all = new_hist();
             let mut parts = Vec::new();
             for o in &i.ops {

@@ -111,7 +111,7 @@ pub fn text(r: &RunResult) -> Result<Vec<u8>> {
     let mut out = String::new();
     // YCSB's run time is whole milliseconds, and its throughput counts every operation.
     let runtime_ms = (r.measured_s.max(0.0) * 1000.0).round() as u64;
-    let done = r.total.ok + r.total.errors;
+    let done = r.total.ok.saturating_add(r.total.errors);
     line(&mut out, "OVERALL", "RunTime(ms)", runtime_ms);
     let throughput = 1000.0 * done as f64 / runtime_ms as f64;
     line(
@@ -126,7 +126,7 @@ pub fn text(r: &RunResult) -> Result<Vec<u8>> {
     line(&mut out, "TOTAL_GC_TIME_%", "Time(%)", java_double(0.0));
     for (o, name) in r.operations.iter().zip(&names) {
         // YCSB has a measurement only for operations that ran.
-        if o.ok + o.errors > 0 {
+        if o.ok.saturating_add(o.errors) > 0 {
             measurement(&mut out, name, o)?;
         }
     }

@@ -91,12 +91,7 @@ impl RunResult {
             elapsed_s: run.elapsed.as_secs_f64(),
             measured_s,
             data_load: DataLoadRecord::of(workload, prepared.loaded),
-            setup: prepared.setup.map(|(statements, rows, t)| SetupRecord {
-                statements,
-                rows,
-                seconds: t.as_secs_f64(),
-                rows_per_s: rows as f64 / t.as_secs_f64().max(1e-9),
-            }),
+            setup: prepared.setup.map(SetupRecord::of),
             connect: Some(ConnectRecord {
                 clients: plan.clients(),
                 seconds: run.connect.time.as_secs_f64(),
@@ -210,9 +205,24 @@ fn notes(run: &RunData, total: &OpResult) -> Vec<String> {
     notes
 }
 
+impl SetupRecord {
+    /// The setup's statements, the rows they changed and their time.
+    pub(super) fn of((statements, rows, t): (usize, u64, std::time::Duration)) -> SetupRecord {
+        SetupRecord {
+            statements,
+            rows,
+            seconds: t.as_secs_f64(),
+            rows_per_s: rows as f64 / t.as_secs_f64().max(1e-9),
+        }
+    }
+}
+
 impl DataLoadRecord {
     /// The data load of `workload`: `loaded` (records, time) when it ran, else reused.
-    fn of(workload: &Workload, loaded: Option<(u64, std::time::Duration)>) -> Option<Self> {
+    pub(super) fn of(
+        workload: &Workload,
+        loaded: Option<(u64, std::time::Duration)>,
+    ) -> Option<Self> {
         match (&workload.data, loaded) {
             (_, Some((n, t))) => Some(DataLoadRecord {
                 records: n,
@@ -278,7 +288,7 @@ impl IntervalRecord {
 impl OpResult {
     /// Summarise `c`, an operation's merged measured counters; `counts` is its number of
     /// successes in each full measured interval.
-    fn of(
+    pub(super) fn of(
         name: &str,
         c: &OpCounters,
         measured_s: f64,

@@ -1,6 +1,8 @@
 //! A latency histogram as the result file holds it: HdrHistogram V2 + DEFLATE, base64,
 //! readable by every HdrHistogram port.
 
+use std::io::Read;
+
 use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use schemars::JsonSchema;
@@ -27,11 +29,61 @@ impl EncodedHistogram {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(&self.0)
             .map_err(|e| format!("histogram is not base64: {e}"))?;
+        let plain = bounded_v2(&bytes)?;
         Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
+            .deserialize(&mut plain.as_slice())
             .map_err(|e| format!("histogram does not decode: {e:?}"))
     }
+}
 
+/// The V2 cookies (HdrHistogram's `V2EncodingCookieBase` and its compressed form, with the
+/// word-size bits the Rust port sets).
+const V2_COOKIE: u32 = 0x1c84_9303 | 0x10;
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9304 | 0x10;
+/// The V2 header: cookie, payload length, normalizing offset, significant figures, lowest
+/// and highest trackable values, conversion ratio.
+const V2_HEADER: usize = 40;
+/// Far beyond any real histogram's encoding (a few KB), and little enough to allocate.
+const MAX_INFLATED: u64 = 16 << 20;
+
+/// The uncompressed V2 encoding of `bytes`, refusing before any large allocation what a
+/// hostile file may claim: a deflate stream that inflates without end, or a payload
+/// length beyond the bytes there are (the deserializer would allocate that length first).
+fn bounded_v2(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let word = |b: &[u8], at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
+    let damaged = |why: &str| format!("histogram does not decode: {why}");
+    let plain = match word(bytes, 0) {
+        Some(V2_COMPRESSED_COOKIE) => {
+            let len = word(bytes, 4).ok_or_else(|| damaged("truncated header"))? as usize;
+            let deflated = bytes
+                .get(8..8usize.saturating_add(len))
+                .ok_or_else(|| damaged("shorter than its length says"))?;
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(deflated)
+                .take(MAX_INFLATED + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| damaged(&e.to_string()))?;
+            if out.len() as u64 > MAX_INFLATED {
+                return Err(damaged("inflates beyond 16 MiB"));
+            }
+            out
+        }
+        Some(V2_COOKIE) => bytes.to_vec(),
+        _ => return Err(damaged("not an HdrHistogram V2 encoding")),
+    };
+    if word(&plain, 0) != Some(V2_COOKIE) {
+        return Err(damaged("not an HdrHistogram V2 encoding"));
+    }
+    let payload = word(&plain, 4).ok_or_else(|| damaged("truncated header"))? as usize;
+    if plain.len() < V2_HEADER || payload > plain.len() - V2_HEADER {
+        return Err(damaged("its payload is shorter than its header says"));
+    }
+    Ok(plain)
+}
+
+impl EncodedHistogram {
     /// The base64 text, as in the file.
     pub fn as_str(&self) -> &str {
         &self.0

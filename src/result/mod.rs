@@ -11,6 +11,7 @@ mod build;
 pub mod histogram;
 pub mod merge;
 pub mod models;
+pub mod recover;
 pub mod sweep;
 pub mod validity;
 pub mod workload;
@@ -194,6 +195,9 @@ pub enum RunStatus {
     Complete,
     /// Ctrl-C: what was measured until then.
     Interrupted,
+    /// Killed before it wrote its result (SIGKILL, a crash); rebuilt by `loadrig recover`
+    /// from the `.jsonl` interval stream, up to the last interval written.
+    Recovered,
 }
 
 impl RunStatus {
@@ -201,6 +205,7 @@ impl RunStatus {
         match self {
             RunStatus::Complete => "complete",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Recovered => "recovered",
         }
     }
 }
@@ -426,6 +431,20 @@ pub fn read(path: &Path) -> Result<RunResult> {
 fn read_versioned<T: DeserializeOwned>(path: &Path, supported: u32, what: &str) -> Result<T> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("could not read '{}'", path.display()))?;
+    parse_versioned(&text, path, supported, what)
+}
+
+/// A run file's text, as [`read`] reads it from `path` (named in errors).
+pub fn parse(text: &str, path: &Path) -> Result<RunResult> {
+    parse_versioned(text, path, SCHEMA_VERSION, "result file")
+}
+
+fn parse_versioned<T: DeserializeOwned>(
+    text: &str,
+    path: &Path,
+    supported: u32,
+    what: &str,
+) -> Result<T> {
     // Only the version first: a newer file may not parse as this build's types at all.
     #[derive(Deserialize)]
     struct Header {
@@ -435,7 +454,7 @@ fn read_versioned<T: DeserializeOwned>(path: &Path, supported: u32, what: &str) 
     if let Ok(Header {
         schema_version: Some(version),
         loadrig_version,
-    }) = serde_json::from_str::<Header>(&text)
+    }) = serde_json::from_str::<Header>(text)
     {
         if version > u64::from(supported) {
             let writer = loadrig_version.map_or_else(String::new, |v| {
@@ -452,7 +471,7 @@ fn read_versioned<T: DeserializeOwned>(path: &Path, supported: u32, what: &str) 
             .into());
         }
     }
-    serde_json::from_str(&text)
+    serde_json::from_str(text)
         .with_context(|| format!("'{}' is not a loadrig {what}", path.display()))
 }
 

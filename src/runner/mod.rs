@@ -5,6 +5,7 @@ mod assemble;
 mod fd_limit;
 mod observe;
 
+use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Once};
 use std::time::SystemTime;
@@ -16,8 +17,10 @@ use crate::engine::{self, LoadPlan, Mode, Prepared, Slots};
 use crate::error::InputError;
 use crate::plan::RunPlan;
 use crate::report::console::{self, Live, LoadBar};
+use crate::report::host;
 use crate::report::metrics::MetricsServer;
-use crate::result::{RunResult, VerifyRecord, WarmupAuto};
+use crate::result::recover::StreamHeader;
+use crate::result::{RunFacts, RunResult, VerifyRecord, WarmupAuto};
 use crate::spec::OpSpec;
 use crate::targets::peer::PeerTarget;
 use crate::targets::{with_target_type, Target};
@@ -77,7 +80,11 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     if live {
         print_header(plan, &prepared);
     }
-    let mut live_view = if live { Some(live_view(plan)?) } else { None };
+    let mut live_view = if live {
+        Some(live_view(plan, &prepared, started_at)?)
+    } else {
+        None
+    };
     let mut data_run = engine::run(
         Arc::clone(&target),
         Arc::new(peers(plan)?),
@@ -250,12 +257,33 @@ fn output_folder(plan: &RunPlan) -> Result<()> {
 }
 
 /// The console view of a live run, streaming every interval to the `.jsonl` file beside
-/// the result.
-fn live_view(plan: &RunPlan) -> Result<Live> {
+/// the result, after a header line that lets `loadrig recover` rebuild the result.
+fn live_view(plan: &RunPlan, prepared: &Prepared, started_at: SystemTime) -> Result<Live> {
     output_folder(plan)?;
     let jsonl_path = plan.outputs.result.with_extension("jsonl");
-    let jsonl = std::fs::File::create(&jsonl_path)
+    let mut jsonl = std::fs::File::create(&jsonl_path)
         .with_context(|| format!("could not create '{}'", jsonl_path.display()))?;
+    let mut header = StreamHeader::of(&RunFacts {
+        workload: &plan.workload,
+        ops: &plan.ops,
+        plan: &plan.load,
+        target_url: plan.target.shown(),
+        target_kind: plan.target.scheme().to_string(),
+        prepared: Prepared {
+            server_version: prepared.server_version.clone(),
+            loaded: prepared.loaded,
+            setup: prepared.setup,
+        },
+        host: host::facts(),
+        started_at,
+        thresholds: plan.thresholds,
+    });
+    header.label = plan.label.clone();
+    let mut line = serde_json::to_vec(&header)?;
+    line.push(b'\n');
+    jsonl
+        .write_all(&line)
+        .with_context(|| format!("could not write '{}'", jsonl_path.display()))?;
     let total_time = plan.load.duration.map(|d| d + plan.load.warmup);
     Ok(Live::new(op_names(&plan.ops), total_time, Some(jsonl)))
 }
