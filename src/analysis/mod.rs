@@ -17,8 +17,8 @@
 //! - [`density`]: the kernel density estimate the modes and the report's latency plot share.
 //! - [`fit`]: least squares and goodness of fit shared by the models.
 
-pub mod changepoint;
 pub mod ab;
+pub mod changepoint;
 pub mod checks;
 pub mod compare;
 pub mod density;
@@ -27,8 +27,8 @@ pub mod growth;
 pub mod history;
 pub mod knee;
 pub mod modes;
-pub mod shift;
 pub mod rounds;
+pub mod shift;
 pub mod steady;
 pub mod usl;
 
