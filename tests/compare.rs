@@ -8,38 +8,6 @@ mod common;
 use common::Dir;
 use serde_json::Value;
 
-/// Run `sleep://?latency=L` for each (file, L) at the same time: 2 clients, 30 × 100 ms.
-fn runs_together(d: &Dir, runs: &[(&str, &str)]) {
-    let children: Vec<_> = runs
-        .iter()
-        .map(|(file, latency)| {
-            let target = format!("sleep://?latency={latency}");
-            d.spawn(&[
-                "run",
-                "noop",
-                "--target",
-                &target,
-                "--clients",
-                "2",
-                "--samples",
-                "30",
-                "--interval",
-                "100ms",
-                "-o",
-                file,
-            ])
-        })
-        .collect();
-    for c in children {
-        let out = c.wait_with_output().expect("wait");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
-
 fn metrics(json: &str) -> Vec<Value> {
     let v: Value = serde_json::from_str(json).expect("compare --format json is JSON");
     assert_eq!(v["operations"].as_array().unwrap().len(), 1);
@@ -63,9 +31,9 @@ fn overlaps(m: &Value, lo: f64, hi: f64) -> bool {
 #[test]
 fn same_target_no_change_doubled_sleep_regression_of_about_100_percent() {
     let d = Dir::new();
-    runs_together(
-        &d,
+    d.sleep_runs_together(
         &[("a.json", "2ms"), ("a2.json", "2ms"), ("b.json", "4ms")],
+        30,
     );
 
     // Two runs of the same target: no significant change anywhere, so no failure either.

@@ -6,42 +6,10 @@ mod common;
 use common::Dir;
 use serde_json::Value;
 
-/// Run `sleep://?latency=L` for each (file, L) at the same time: 2 clients, 20 × 100 ms.
-fn runs_together(d: &Dir, runs: &[(&str, &str)]) {
-    let children: Vec<_> = runs
-        .iter()
-        .map(|(file, latency)| {
-            let target = format!("sleep://?latency={latency}");
-            d.spawn(&[
-                "run",
-                "noop",
-                "--target",
-                &target,
-                "--clients",
-                "2",
-                "--samples",
-                "20",
-                "--interval",
-                "100ms",
-                "-o",
-                file,
-            ])
-        })
-        .collect();
-    for c in children {
-        let out = c.wait_with_output().expect("wait");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-}
-
 #[test]
 fn one_millisecond_more_moves_every_decile_by_about_one_millisecond() {
     let d = Dir::new();
-    runs_together(&d, &[("a.json", "1ms"), ("b.json", "2ms")]);
+    d.sleep_runs_together(&[("a.json", "1ms"), ("b.json", "2ms")], 20);
     let (out, _) = d.code(0, &["compare", "a.json", "b.json", "--format", "json"]);
     let v: Value = serde_json::from_str(&out).expect("JSON");
     let s = &v["shift_function"];

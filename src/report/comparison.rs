@@ -398,21 +398,28 @@ fn shift_table(out: &mut String, s: &ShiftReport) {
             "quantile", "base", "new", "difference", "95% interval"
         );
         for p in &f.points {
+            let [q, base, new, diff, interval, shift] = shift_cells(p);
             let _ = writeln!(
                 out,
-                "  {:<8}  {:>9}  {:>9}  {:>10}  {:<24}  {}",
-                quantile_name(p.quantile),
-                human_ns(p.base_ns),
-                human_ns(p.new_ns),
-                signed_ns(p.diff_ns),
-                shift_interval(p),
-                moved(p)
+                "  {q:<8}  {base:>9}  {new:>9}  {diff:>10}  {interval:<24}  {shift}"
             );
         }
     }
     for n in &s.notes {
         let _ = writeln!(out, "note: {n}");
     }
+}
+
+/// One row of the shift function: quantile, base, new, difference, interval, verdict.
+fn shift_cells(p: &ShiftPoint) -> [String; 6] {
+    [
+        quantile_name(p.quantile),
+        human_ns(p.base_ns),
+        human_ns(p.new_ns),
+        signed_ns(p.diff_ns),
+        shift_interval(p),
+        moved(p).to_string(),
+    ]
 }
 
 /// The shift function section in Markdown.
@@ -433,16 +440,7 @@ fn shift_markdown(out: &mut String, s: &ShiftReport) {
         );
         let _ = writeln!(out, "|---|---:|---:|---:|---|---|");
         for p in &f.points {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} |",
-                quantile_name(p.quantile),
-                human_ns(p.base_ns),
-                human_ns(p.new_ns),
-                signed_ns(p.diff_ns),
-                shift_interval(p),
-                moved(p)
-            );
+            let _ = writeln!(out, "| {} |", shift_cells(p).join(" | "));
         }
     }
     for n in &s.notes {

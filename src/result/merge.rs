@@ -647,11 +647,7 @@ fn merged_validity(
         })
         .collect();
     Some(Validity {
-        verdict: if reasons.is_empty() {
-            Verdict::Valid
-        } else {
-            Verdict::Suspect
-        },
+        verdict: Verdict::of(&reasons),
         reasons,
         rig,
         hiccups,

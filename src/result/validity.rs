@@ -173,6 +173,17 @@ pub enum Verdict {
     Suspect,
 }
 
+impl Verdict {
+    /// Valid when nothing gave a reason to doubt the figures.
+    pub fn of(reasons: &[String]) -> Verdict {
+        if reasons.is_empty() {
+            Verdict::Valid
+        } else {
+            Verdict::Suspect
+        }
+    }
+}
+
 /// The run judging itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Validity {
@@ -613,11 +624,7 @@ impl Validity {
         }
 
         Validity {
-            verdict: if reasons.is_empty() {
-                Verdict::Valid
-            } else {
-                Verdict::Suspect
-            },
+            verdict: Verdict::of(&reasons),
             reasons,
             rig,
             hiccups,

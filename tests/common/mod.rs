@@ -75,6 +75,40 @@ impl Dir {
             .expect("start loadrig")
     }
 
+    /// Run `sleep://?latency=L` for each (file, L) at the same time, 2 clients and `samples`
+    /// intervals of 100 ms each, so the runs share whatever else the machine is doing.
+    pub fn sleep_runs_together(&self, runs: &[(&str, &str)], samples: u32) {
+        let samples = samples.to_string();
+        let children: Vec<_> = runs
+            .iter()
+            .map(|(file, latency)| {
+                let target = format!("sleep://?latency={latency}");
+                self.spawn(&[
+                    "run",
+                    "noop",
+                    "--target",
+                    &target,
+                    "--clients",
+                    "2",
+                    "--samples",
+                    &samples,
+                    "--interval",
+                    "100ms",
+                    "-o",
+                    file,
+                ])
+            })
+            .collect();
+        for c in children {
+            let out = c.wait_with_output().expect("wait");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+
     /// Run and insist on exit status `code`; returns (stdout, stderr).
     pub fn code(&self, code: i32, args: &[&str]) -> (String, String) {
         let out = self.loadrig(args);
