@@ -148,8 +148,15 @@ stop_svc() { # svc -> stops the server and whatever it left behind
 # Processes a server left behind when it died abruptly (nginx workers outlive
 # a killed master) are known by their name and by standing in our state dir.
 sweep() { # svc
-    local p cwd
+    local p cwd other others=" "
+    # Another service of the same program (redis-open beside redis) is not a leftover.
+    for other in "${ALL[@]}"; do
+        if [[ $other != "$1" && -r $STATE/$other/pid ]]; then
+            others+="$(cat "$STATE/$other/pid") "
+        fi
+    done
     for p in $(pgrep -x "$(comm_of "$1")"); do
+        [[ $others == *" $p "* ]] && continue
         cwd=$(readlink "/proc/$p/cwd" 2>/dev/null) || continue
         if [[ $cwd == "$STATE" || $cwd == "$STATE/"* ]]; then
             say "$1: killing leftover pid $p"
