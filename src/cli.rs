@@ -239,24 +239,8 @@ pub struct CompareArgs {
     #[arg(value_name = "NEW.json", last = true)]
     pub new: Vec<PathBuf>,
 
-    /// The noise band: changes whose whole 95 % interval is not beyond ±this are never a
-    /// verdict. Default 2% with several runs per side; 10% with one (the run-to-run
-    /// allowance, since one run per side cannot measure run-to-run variance).
-    #[arg(long, value_name = "PERCENT")]
-    pub noise: Option<String>,
-
-    /// With several runs per side: report how many rounds would detect a change of this
-    /// size at 80 % power at the measured noise.
-    #[arg(long, default_value = "5%", value_name = "PERCENT")]
-    pub detect: String,
-
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-
-    /// Exit with status 1 when any metric of any operation regressed.
-    #[arg(long)]
-    pub fail_on_regression: bool,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
 
     /// A threshold on NEW, like 'read.p99 < 20ms' (repeatable); a failed one exits 1. With
     /// several new runs, each is checked.
@@ -336,19 +320,29 @@ pub struct AbArgs {
     #[arg(long)]
     pub shuffle: bool,
 
-    /// The noise band, as for `compare` (default 2%, or 10% with one round).
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
+}
+
+/// How `compare` and `ab` reach and print their verdicts.
+#[derive(Debug, Args)]
+pub struct VerdictArgs {
+    /// The noise band: changes whose whole 95 % interval is not beyond ±this are never a
+    /// verdict. Default 2% with several runs per side; 10% with one (the run-to-run
+    /// allowance, since one run per side cannot measure run-to-run variance).
     #[arg(long, value_name = "PERCENT")]
     pub noise: Option<String>,
 
-    /// Report the rounds that would detect a change of this size at 80 % power.
+    /// With several runs per side: report how many rounds would detect a change of this
+    /// size at 80 % power at the measured noise.
     #[arg(long, default_value = "5%", value_name = "PERCENT")]
     pub detect: String,
 
-    /// How the final comparison is printed.
+    /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 
-    /// Exit with status 1 when any metric of any operation regressed from A to B.
+    /// Exit with status 1 when any metric of any operation regressed (base to new, A to B).
     #[arg(long)]
     pub fail_on_regression: bool,
 }

@@ -49,7 +49,11 @@ impl Side {
 /// `loadrig ab A [B] [--a-set …] [--b-set …] [--a-target …] [--b-target …] --rounds K -o DIR`.
 pub fn ab(args: &AbArgs) -> Result<ExitCode> {
     check_args(args)?;
-    let settings = Settings::parse(args.noise.as_deref(), &args.detect, &args.run.checks)?;
+    let settings = Settings::parse(
+        args.verdict.noise.as_deref(),
+        &args.verdict.detect,
+        &args.run.checks,
+    )?;
     let dir = args.run.out.clone().unwrap_or_else(default_dir);
     if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
         return Err(InputError::new(format!(
@@ -89,7 +93,7 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
         }
         let line = progress(k + 1, args.rounds, &files, &settings);
         // With --format json standard output is the document alone.
-        if args.format == Format::Json {
+        if args.verdict.format == Format::Json {
             eprintln!("{line}");
         } else {
             println!("{line}");
@@ -114,15 +118,15 @@ pub fn ab(args: &AbArgs) -> Result<ExitCode> {
     };
     let out = dir.join("ab.json");
     result::write_atomic(&out, &serde_json::to_vec_pretty(&record)?)?;
-    if args.format == Format::Json {
-        print!("{}", render(&record.comparison, args.format));
+    if args.verdict.format == Format::Json {
+        print!("{}", render(&record.comparison, args.verdict.format));
         eprintln!("ab: {}", out.display());
     } else {
-        print!("\n{}", render(&record.comparison, args.format));
+        print!("\n{}", render(&record.comparison, args.verdict.format));
         println!("ab: {}", out.display());
     }
     Ok(if complete {
-        exit_code(&record.comparison, args.fail_on_regression)
+        exit_code(&record.comparison, args.verdict.fail_on_regression)
     } else {
         ExitCode::from(130)
     })

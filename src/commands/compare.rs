@@ -62,11 +62,15 @@ fn sides(args: &CompareArgs) -> Result<(Vec<PathBuf>, Vec<PathBuf>), InputError>
 
 /// `loadrig compare BASE.json NEW.json` or `loadrig compare A1 A2 … -- B1 B2 …`.
 pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
-    let settings = Settings::parse(args.noise.as_deref(), &args.detect, &args.checks)?;
+    let settings = Settings::parse(
+        args.verdict.noise.as_deref(),
+        &args.verdict.detect,
+        &args.checks,
+    )?;
     let (base, new) = sides(args)?;
     let c = build(&base, &new, &settings)?;
-    print!("{}", render(&c, args.format));
-    Ok(exit_code(&c, args.fail_on_regression))
+    print!("{}", render(&c, args.verdict.format));
+    Ok(exit_code(&c, args.verdict.fail_on_regression))
 }
 
 /// Read both sides' files and compare them: one run per side by its intervals, several by

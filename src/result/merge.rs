@@ -372,16 +372,12 @@ fn merge_rig(
     }
     let user: f64 = rigs.iter().map(|r| r.cpu_user_s).sum();
     let system: f64 = rigs.iter().map(|r| r.cpu_system_s).sum();
-    let all_cores: usize = cores.iter().sum::<usize>().max(1);
+    let all_cores: usize = cores.iter().sum();
     Some(validity::RigInterval {
         cpu_user_s: user,
         cpu_system_s: system,
-        cpu_share: if wall > 0.0 {
-            (user + system) / (wall * all_cores as f64)
-        } else {
-            0.0
-        },
-        cpu_us_per_op: (completed > 0).then(|| (user + system) * 1e6 / completed as f64),
+        cpu_share: validity::cpu_share(user + system, wall, all_cores),
+        cpu_us_per_op: validity::cpu_us_per_op(user + system, completed),
         procs_running: rigs.iter().filter_map(|r| r.procs_running).reduce(f64::max),
         hiccup_p99_ns: rigs.iter().map(|r| r.hiccup_p99_ns).max().unwrap_or(0),
         hiccup_max_ns: rigs.iter().map(|r| r.hiccup_max_ns).max().unwrap_or(0),
@@ -606,7 +602,7 @@ fn merged_validity(
         .sum();
     rig.cpu_share = if capacity > 0.0 { cpu / capacity } else { 0.0 };
     let done = merged.total.ok + merged.total.errors;
-    rig.cpu_us_per_op = (done > 0).then(|| cpu * 1e6 / done as f64);
+    rig.cpu_us_per_op = validity::cpu_us_per_op(cpu, done);
     rig.intervals = all.iter().map(|v| v.rig.intervals).max().unwrap_or(0);
     rig.busy_intervals = all.iter().map(|v| v.rig.busy_intervals).max().unwrap_or(0);
     rig.crowded_intervals = all

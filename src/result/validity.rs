@@ -304,6 +304,20 @@ pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// CPU seconds as a share of `cores` cores over `wall` seconds (0 when no time passed).
+pub fn cpu_share(cpu_s: f64, wall_s: f64, cores: usize) -> f64 {
+    if wall_s > 0.0 {
+        cpu_s / (wall_s * cores.max(1) as f64)
+    } else {
+        0.0
+    }
+}
+
+/// Microseconds of CPU per completed operation, when any completed.
+pub fn cpu_us_per_op(cpu_s: f64, done: u64) -> Option<f64> {
+    (done > 0).then(|| cpu_s * 1e6 / done as f64)
+}
+
 impl RigInterval {
     pub fn of(s: &RigSample, completed: u64, cores: usize) -> RigInterval {
         let cpu = s.user + s.system;
@@ -311,12 +325,8 @@ impl RigInterval {
         RigInterval {
             cpu_user_s: s.user.as_secs_f64(),
             cpu_system_s: s.system.as_secs_f64(),
-            cpu_share: if wall > 0.0 {
-                cpu.as_secs_f64() / (wall * cores.max(1) as f64)
-            } else {
-                0.0
-            },
-            cpu_us_per_op: (completed > 0).then(|| cpu.as_secs_f64() * 1e6 / completed as f64),
+            cpu_share: cpu_share(cpu.as_secs_f64(), wall, cores),
+            cpu_us_per_op: cpu_us_per_op(cpu.as_secs_f64(), completed),
             procs_running: s.running,
             hiccup_p99_ns: quantile(&s.hiccups, 0.99),
             hiccup_max_ns: max(&s.hiccups),
@@ -479,12 +489,8 @@ impl Validity {
             cores,
             cpu_user_s: user,
             cpu_system_s: system,
-            cpu_share: if wall > 0.0 {
-                (user + system) / (wall * cores as f64)
-            } else {
-                0.0
-            },
-            cpu_us_per_op: (done > 0).then(|| (user + system) * 1e6 / done as f64),
+            cpu_share: cpu_share(user + system, wall, cores),
+            cpu_us_per_op: cpu_us_per_op(user + system, done),
             intervals: n,
             busy_intervals: busy.len(),
             crowded_intervals: crowded.len(),
