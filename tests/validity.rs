@@ -437,3 +437,84 @@ fn thresholds_change_with_the_validity_flag() {
     let (_, err) = d.code(2, &["run", "noop", "--validity", "speed=1"]);
     assert!(err.contains("unknown threshold 'speed'"), "{err}");
 }
+
+/// The run's trend tests, by series.
+fn trend<'a>(r: &'a RunResult, series: &str) -> &'a loadrig::result::drift::TrendTest {
+    validity(r)
+        .trends
+        .iter()
+        .find(|t| t.series == series)
+        .unwrap_or_else(|| panic!("no {series} trend in {:?}", validity(r).trends))
+}
+
+#[test]
+fn a_warming_server_is_still_drifting_and_flat_runs_are_not() {
+    let _t = turn();
+    let d = Dir::new();
+    // 4× the latency at opening, 1× after 8 s: over a 4 s run the latency falls from 8 ms to
+    // 5 ms, so the throughput rises by about 60 %, in 40 intervals (a curve: what is left
+    // around Sen's line is autocorrelated, and the test needs the intervals to say so).
+    let ramp = [
+        "--target",
+        "sleep://?latency=2ms&warm=4:8s",
+        "--clients",
+        "4",
+        "--duration",
+        "4s",
+        "--interval",
+        "100ms",
+        "--warmup",
+        "0s",
+    ];
+    let r = run(&d, "ramp.json", &ramp);
+    let t = trend(&r, "throughput");
+    assert_eq!((t.n, t.batch), (40, 1), "{t:?}");
+    assert!(t.drifting && t.p < 0.001 && t.s > 0, "{t:?}");
+    assert!(t.change_pct > 20.0 && t.slope_pct_per_min > 0.0, "{t:?}");
+    let v = validity(&r);
+    assert_eq!(v.verdict, Verdict::Suspect);
+    assert!(
+        v.reasons
+            .iter()
+            .any(|r| r.starts_with("throughput still drifting: +")
+                && r.contains("Mann-Kendall p < 0.001")),
+        "{:?}",
+        v.reasons
+    );
+
+    // The same ramp is not drifting enough when the size threshold is raised above it.
+    let mut lenient = ramp.to_vec();
+    lenient.extend(["--validity", "drift=500%"]);
+    let r = run(&d, "lenient.json", &lenient);
+    let t = trend(&r, "throughput");
+    assert!(t.p < 0.001 && !t.drifting, "{t:?}");
+    assert_eq!(validity(&r).thresholds.drift_change, 5.0);
+    assert!(!validity(&r).reasons.iter().any(|r| r.contains("drifting")));
+
+    // Flat runs, three seeds: no series drifts (at p < 0.001 each test would alarm by chance
+    // once in a thousand).
+    for seed in ["1", "2", "3"] {
+        let r = run(
+            &d,
+            &format!("flat{seed}.json"),
+            &[
+                "--target",
+                "sleep://?latency=exp(2ms)",
+                "--clients",
+                "4",
+                "--duration",
+                "4s",
+                "--interval",
+                "100ms",
+                "--warmup",
+                "0s",
+                "--seed",
+                seed,
+            ],
+        );
+        for series in ["throughput", "p99"] {
+            let t = trend(&r, series);
+            assert!(!t.drifting, "seed {seed}: {t:?}");
+        }
+    }
+}

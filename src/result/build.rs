@@ -140,7 +140,8 @@ impl RunResult {
             missed_starts: self.missed_starts,
             thresholds,
         };
-        self.validity = Some(Validity::judge(run, &cx));
+        let interval_s = self.load.interval.as_secs_f64();
+        self.validity = Some(Validity::judge(run, &cx).with_trends(&self.intervals, interval_s));
         self
     }
 

@@ -115,7 +115,9 @@ pub fn merge(
         intervals: Vec::new(),
         ..first.clone()
     };
-    merged.validity = merged_validity(&files, &intervals, &merged);
+    let interval_s = merged.load.interval.as_secs_f64();
+    merged.validity =
+        merged_validity(&files, &intervals, &merged).map(|v| v.with_trends(&intervals, interval_s));
     merged.intervals = intervals;
     merged.figures = merged
         .figures
@@ -650,6 +652,7 @@ fn merged_validity(
         fairness,
         littles_law,
         thresholds: first.thresholds,
+        trends: Vec::new(),
     })
 }
 

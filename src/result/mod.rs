@@ -8,6 +8,7 @@
 //! or goes away. Written atomically (temporary file, fsync, rename).
 
 mod build;
+pub mod drift;
 pub mod histogram;
 pub mod merge;
 pub mod models;

@@ -6,7 +6,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::EncodedHistogram;
+use super::drift::{self, TrendTest, DRIFT_CHANGE, DRIFT_P};
+use super::{EncodedHistogram, IntervalRecord};
 use crate::engine::rig::RigSample;
 use crate::engine::{IntervalData, LoadPlan, Mode, RunData};
 use crate::stats::{new_hist, thousands, Hist};
@@ -56,10 +57,25 @@ pub struct Thresholds {
     /// before it existed: the default).
     #[serde(default = "default_jain")]
     pub jain: f64,
+    /// `drift`: the change over the intervals judged (share of the mean, by Sen's slope)
+    /// from which a significant trend makes a run suspect (absent in older files: default).
+    #[serde(default = "default_drift")]
+    pub drift_change: f64,
+    /// `drift-p`: the trend test's p below which a trend is significant.
+    #[serde(default = "default_drift_p")]
+    pub drift_p: f64,
 }
 
 fn default_jain() -> f64 {
     JAIN
+}
+
+fn default_drift() -> f64 {
+    DRIFT_CHANGE
+}
+
+fn default_drift_p() -> f64 {
+    DRIFT_P
 }
 
 impl Default for Thresholds {
@@ -71,13 +87,15 @@ impl Default for Thresholds {
             little_tolerance: LITTLE_TOLERANCE,
             late_share: LATE_SHARE,
             jain: JAIN,
+            drift_change: DRIFT_CHANGE,
+            drift_p: DRIFT_P,
         }
     }
 }
 
 /// The names `--validity` takes, with an example each.
 pub const THRESHOLD_NAMES: &str =
-    "busy=90%, hiccup=50ms, starved-median=4, little=15%, late=5%, jain=0.8";
+    "busy=90%, hiccup=50ms, starved-median=4, little=15%, late=5%, jain=0.8, drift=10%, drift-p=0.001";
 
 impl Thresholds {
     /// Apply one `NAME=VALUE`; the error says what was expected.
@@ -104,6 +122,16 @@ impl Thresholds {
             "busy" => self.busy_share = percent(value)?,
             "little" => self.little_tolerance = percent(value)?,
             "late" => self.late_share = percent(value)?,
+            "drift" => self.drift_change = percent(value)?,
+            "drift-p" => {
+                self.drift_p = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|p| *p > 0.0 && *p < 1.0)
+                    .ok_or_else(|| {
+                        format!("drift-p={value}: expected a p-value between 0 and 1, like 0.001")
+                    })?
+            }
             "hiccup" => {
                 self.hiccup_ns = crate::spec::duration::parse(value, "--validity hiccup")
                     .map_err(|_| format!("hiccup={value}: expected a duration, like 50ms"))?
@@ -198,6 +226,10 @@ pub struct Validity {
     /// The thresholds the verdict used (`--validity` changes them).
     #[serde(default)]
     pub thresholds: Thresholds,
+    /// Whether throughput and p99 were still drifting over the intervals judged (a trend
+    /// test each); absent in older files and for runs of fewer than 8 full intervals.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trends: Vec<TrendTest>,
 }
 
 /// The rig's CPU over the measured part.
@@ -637,7 +669,23 @@ impl Validity {
             fairness,
             littles_law,
             thresholds: th,
+            trends: Vec::new(),
         }
+    }
+
+    /// The trend tests over the measured intervals of full length (`interval_s`), with a
+    /// reason for each series still drifting.
+    pub fn with_trends(mut self, intervals: &[IntervalRecord], interval_s: f64) -> Validity {
+        let th = self.thresholds;
+        self.trends = drift::trends(intervals, interval_s, th.drift_p, th.drift_change);
+        self.reasons.extend(
+            self.trends
+                .iter()
+                .filter(|t| t.drifting)
+                .map(TrendTest::reason),
+        );
+        self.verdict = Verdict::of(&self.reasons);
+        self
     }
 
     /// The console's closing line: `valid`, or `suspect: REASON; REASON`.
@@ -685,6 +733,10 @@ mod tests {
         t.set("hiccup = 200ms").unwrap();
         t.set("starved-median=10").unwrap();
         t.set("jain=0.5").unwrap();
+        t.set("drift=20%").unwrap();
+        t.set("drift-p=0.01").unwrap();
+        assert_eq!((t.drift_change, t.drift_p), (0.2, 0.01));
+        assert!(t.set("drift-p=1").unwrap_err().contains("between 0 and 1"));
         assert_eq!(t.jain, 0.5);
         assert!(t.set("jain=2").is_err());
         assert_eq!(
