@@ -531,7 +531,7 @@ pub struct RunArgs {
 
     /// Change a threshold of the run's verdict on itself, NAME=VALUE (repeatable): busy=90%,
     /// hiccup=50ms, starved-median=4, little=15%, late=5%, jain=0.8, drift=10%,
-    /// drift-p=0.001 (docs/validity.md).
+    /// drift-p=0.01, thread=90% (docs/validity.md).
     #[arg(long = "validity", value_name = "NAME=VALUE")]
     pub validity: Vec<String>,
 

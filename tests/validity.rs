@@ -511,3 +511,86 @@ fn a_warming_server_is_still_drifting_and_flat_runs_are_not() {
         }
     }
 }
+
+#[test]
+fn one_saturated_client_thread_is_flagged_and_a_light_run_is_not() {
+    let _t = turn();
+    let d = Dir::new();
+    // One spinning noop client: its thread never sleeps, while the process uses about one
+    // core of all of them (less when the machine is shared).
+    let r = run(
+        &d,
+        "one.json",
+        &[
+            "--clients",
+            "1",
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+            "--warmup",
+            "0s",
+        ],
+    );
+    let v = validity(&r);
+    let busiest = v.rig.busiest_thread.as_ref().expect("threads were read");
+    assert_eq!(busiest.name, "clients-0");
+    assert!(busiest.busy() >= 0.9, "{busiest:?}");
+    assert!(v.rig.saturated_thread_intervals >= 2, "{:?}", v.rig);
+    // The client thread is named in the intervals it spun through (it is gone by the
+    // time the monitor closes the last one).
+    for i in &r.intervals[..3] {
+        let rig = i.rig.as_ref().unwrap();
+        let first = rig.busiest_load_thread().unwrap();
+        assert_eq!(first.name, "clients-0", "interval {}: {rig:?}", i.index);
+        assert!(first.busy() >= 0.9, "interval {}: {rig:?}", i.index);
+    }
+    assert_eq!(v.verdict, Verdict::Suspect);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores >= 2 && v.rig.busy_intervals * 2 < v.rig.intervals {
+        assert!(
+            v.reasons
+                .iter()
+                .any(|r| r.starts_with("one thread of the rig (clients-0) was busy")),
+            "{:?}",
+            v.reasons
+        );
+    }
+
+    // Four clients on a 2 ms sleep: every thread sleeps most of the time.
+    let r = run(
+        &d,
+        "light.json",
+        &[
+            "--target",
+            "sleep://?latency=2ms",
+            "--clients",
+            "4",
+            "--duration",
+            "2s",
+            "--interval",
+            "500ms",
+            "--warmup",
+            "0s",
+        ],
+    );
+    let v = validity(&r);
+    assert_eq!(v.rig.saturated_thread_intervals, 0, "{:?}", v.rig);
+    assert!(!v.reasons.iter().any(|r| r.contains("one thread")));
+    let names: std::collections::BTreeSet<&str> = r
+        .intervals
+        .iter()
+        .flat_map(|i| {
+            i.rig
+                .as_ref()
+                .unwrap()
+                .threads
+                .iter()
+                .map(|t| t.name.as_str())
+        })
+        .collect();
+    assert!(
+        names.contains("clients-0") && names.contains("clients-3"),
+        "{names:?}"
+    );
+}

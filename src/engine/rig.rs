@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 use super::timeline::Timeline;
 use crate::stats::{new_hist, Hist};
 
+/// The monitor thread's name.
+pub const MONITOR_THREAD: &str = "rig-monitor";
 /// How long the hiccup thread sleeps between wakes.
 pub const PERIOD: Duration = Duration::from_millis(5);
 /// The run queue is read every this many wakes (it costs a small file read).
@@ -38,6 +40,111 @@ pub struct RigSample {
     pub running: Option<f64>,
     /// How late the hiccup thread woke, in ns, corrected for the wakes a stall swallowed.
     pub hiccups: Hist,
+    /// Each thread of the process over the interval, where the OS gives it (Linux, at most
+    /// `MAX_THREADS` threads); empty otherwise.
+    pub threads: Vec<ThreadSample>,
+}
+
+/// One thread of the process over an interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadSample {
+    /// The thread's name (`clients-3`, `rig-monitor`, `loadrig`).
+    pub name: String,
+    /// User and system CPU time (/proc/self/task/TID/stat, in clock ticks).
+    pub cpu: Duration,
+    /// Time on a CPU plus time runnable but waiting for one (/proc/self/task/TID/schedstat,
+    /// in ns), where the kernel gives it: a thread that never slept has this equal to the
+    /// interval even when the machine's other work left it only part of a core.
+    pub wanted: Option<Duration>,
+}
+
+/// Threads are read only while the process has at most this many (each costs two small
+/// file reads per interval; a run with a thread per client can have thousands).
+pub const MAX_THREADS: usize = 256;
+
+/// A thread's cumulative times: name, CPU (user + system), and on-CPU + run-queue time.
+type ThreadTimes = (String, Duration, Option<Duration>);
+
+/// Every thread of this process now, by thread id; `None` where /proc is missing or the
+/// process has more than `MAX_THREADS` threads.
+pub fn thread_times() -> Option<BTreeMap<u32, ThreadTimes>> {
+    let tasks: Vec<_> = std::fs::read_dir("/proc/self/task")
+        .ok()?
+        .flatten()
+        .collect();
+    if tasks.len() > MAX_THREADS {
+        return None;
+    }
+    // SAFETY: sysconf only reads a configuration value.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let tick_ns = if ticks > 0 {
+        1_000_000_000 / ticks as u64
+    } else {
+        10_000_000
+    };
+    let mut all = BTreeMap::new();
+    for task in tasks {
+        let Some(tid) = task
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // A thread that ended since the listing has no files any more: skip it.
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let Some((name, user, system)) = parse_stat(&stat) else {
+            continue;
+        };
+        let wanted = std::fs::read_to_string(task.path().join("schedstat"))
+            .ok()
+            .and_then(|t| parse_schedstat(&t));
+        let cpu = Duration::from_nanos((user + system).saturating_mul(tick_ns));
+        all.insert(tid, (name, cpu, wanted));
+    }
+    Some(all)
+}
+
+/// `TID (COMM) STATE ... UTIME STIME ...` (proc(5)): the name (which may hold spaces and
+/// parentheses, so it ends at the last `)`), user and system time in ticks.
+fn parse_stat(text: &str) -> Option<(String, u64, u64)> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let name = text.get(open + 1..close)?.to_string();
+    let mut rest = text.get(close + 1..)?.split_whitespace();
+    // Fields 3 (state) to 13 come first; utime and stime are fields 14 and 15.
+    let user = rest.nth(11)?.parse().ok()?;
+    let system = rest.next()?.parse().ok()?;
+    Some((name, user, system))
+}
+
+/// `RUN_NS WAIT_NS TIMESLICES`: time on a CPU plus time waiting on a run queue.
+fn parse_schedstat(text: &str) -> Option<Duration> {
+    let mut f = text.split_whitespace().map(|v| v.parse::<u64>().ok());
+    let run = f.next()??;
+    let wait = f.next()??;
+    Some(Duration::from_nanos(run.saturating_add(wait)))
+}
+
+/// Each thread's times between `before` and `now` (a thread born in between counts from 0).
+fn thread_deltas(
+    before: &BTreeMap<u32, ThreadTimes>,
+    now: &BTreeMap<u32, ThreadTimes>,
+) -> Vec<ThreadSample> {
+    now.iter()
+        .map(|(tid, (name, cpu, wanted))| {
+            let (b_cpu, b_wanted) = before
+                .get(tid)
+                .map_or((Duration::ZERO, Some(Duration::ZERO)), |b| (b.1, b.2));
+            ThreadSample {
+                name: name.clone(),
+                cpu: cpu.saturating_sub(b_cpu),
+                wanted: wanted.zip(b_wanted).map(|(w, b)| w.saturating_sub(b)),
+            }
+        })
+        .collect()
 }
 
 /// User and system CPU time of this process.
@@ -83,7 +190,7 @@ impl Monitor {
             let stop = Arc::clone(&stop);
             let samples = Arc::clone(&samples);
             std::thread::Builder::new()
-                .name("rig-monitor".into())
+                .name(MONITOR_THREAD.into())
                 .spawn(move || watch(t0, timeline, &stop, &samples))
                 .ok()
         };
@@ -134,6 +241,7 @@ fn watch(
     let mut k = timeline.index_of(t0.elapsed());
     let mut since = Instant::now();
     let mut cpu = process_cpu();
+    let mut threads = thread_times();
     let mut hiccups = new_hist();
     let (mut runq_sum, mut runq_n) = (0u64, 0u32);
     let mut wakes = 0u32;
@@ -155,12 +263,17 @@ fn watch(
         let at = timeline.index_of(now.duration_since(t0));
         if at > k || stopping {
             let now_cpu = process_cpu();
+            let now_threads = thread_times();
             let sample = RigSample {
                 wall: now.duration_since(since),
                 user: now_cpu.0.saturating_sub(cpu.0),
                 system: now_cpu.1.saturating_sub(cpu.1),
                 running: (runq_n > 0).then(|| runq_sum as f64 / f64::from(runq_n)),
                 hiccups: std::mem::replace(&mut hiccups, new_hist()),
+                threads: match (&threads, &now_threads) {
+                    (Some(b), Some(n)) => thread_deltas(b, n),
+                    _ => Vec::new(),
+                },
             };
             if let Ok(mut s) = samples.lock() {
                 s.insert(k, sample);
@@ -168,6 +281,7 @@ fn watch(
             k = at;
             since = now;
             cpu = now_cpu;
+            threads = now_threads;
             (runq_sum, runq_n) = (0, 0);
         }
         if stopping {
@@ -191,6 +305,45 @@ mod tests {
         std::hint::black_box(x);
         let (u1, s1) = process_cpu();
         assert!(u1 + s1 > u0 + s0 + Duration::from_millis(10));
+    }
+
+    #[test]
+    fn reads_its_threads_by_name() {
+        let stat = "4242 (clients 0) (x)) R 1 2 3 4 5 6 7 8 9 10 250 31 0 0 20 0 1 0";
+        assert_eq!(
+            parse_stat(stat),
+            Some(("clients 0) (x)".to_string(), 250, 31))
+        );
+        assert_eq!(
+            parse_schedstat("246639948 440008598 100\n"),
+            Some(Duration::from_nanos(686_648_546))
+        );
+        let spinner = std::thread::Builder::new()
+            .name("spin-test".into())
+            .spawn(|| {
+                let t = Instant::now();
+                let mut x = 0u64;
+                while t.elapsed() < Duration::from_millis(100) {
+                    x = x.wrapping_mul(31).wrapping_add(7);
+                }
+                std::hint::black_box(x);
+                thread_times()
+            })
+            .unwrap();
+        let seen = spinner
+            .join()
+            .unwrap()
+            .expect("Linux gives /proc/self/task");
+        let (_, cpu, wanted) = seen
+            .values()
+            .find(|(name, _, _)| name == "spin-test")
+            .expect("the spinning thread by its name");
+        // Spinning for 100 ms: on a CPU or waiting for one all of it, whatever else runs.
+        assert!(
+            wanted.expect("schedstat") >= Duration::from_millis(95),
+            "{wanted:?}"
+        );
+        assert!(*cpu <= Duration::from_millis(130), "{cpu:?}");
     }
 
     #[test]

@@ -275,6 +275,14 @@ pub fn rig_line(v: &Validity) -> String {
     if let Some(us) = v.rig.cpu_us_per_op {
         let _ = write!(line, " ({us:.1} µs/op)");
     }
+    if let Some(t) = &v.rig.busiest_thread {
+        let _ = write!(
+            line,
+            ", busiest thread {} {:.0} %",
+            t.name,
+            t.busy() * 100.0
+        );
+    }
     let _ = write!(
         line,
         ", hiccups p99 {} max {}",

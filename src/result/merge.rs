@@ -383,7 +383,19 @@ fn merge_rig(
         procs_running: rigs.iter().filter_map(|r| r.procs_running).reduce(f64::max),
         hiccup_p99_ns: rigs.iter().map(|r| r.hiccup_p99_ns).max().unwrap_or(0),
         hiccup_max_ns: rigs.iter().map(|r| r.hiccup_max_ns).max().unwrap_or(0),
+        threads: busiest_threads(&rigs),
     })
+}
+
+/// The busiest threads of all the shards' rigs together.
+fn busiest_threads(rigs: &[&validity::RigInterval]) -> Vec<validity::ThreadShare> {
+    let mut all: Vec<validity::ThreadShare> = rigs
+        .iter()
+        .flat_map(|r| r.threads.iter().cloned())
+        .collect();
+    all.sort_by(|a, b| b.busy().total_cmp(&a.busy()));
+    all.truncate(validity::THREADS_KEPT);
+    all
 }
 
 /// Successes per full measured interval of operation `k` (all with `None`).
@@ -612,6 +624,16 @@ fn merged_validity(
         .map(|v| v.rig.crowded_intervals)
         .max()
         .unwrap_or(0);
+    rig.saturated_thread_intervals = all
+        .iter()
+        .map(|v| v.rig.saturated_thread_intervals)
+        .max()
+        .unwrap_or(0);
+    rig.busiest_thread = all
+        .iter()
+        .filter_map(|v| v.rig.busiest_thread.as_ref())
+        .max_by(|a, b| a.busy().total_cmp(&b.busy()))
+        .cloned();
     rig.procs_running_max = all
         .iter()
         .filter_map(|v| v.rig.procs_running_max)

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::drift::{self, TrendTest, DRIFT_CHANGE, DRIFT_P};
 use super::{EncodedHistogram, IntervalRecord};
-use crate::engine::rig::RigSample;
+use crate::engine::rig::{RigSample, ThreadSample, MONITOR_THREAD};
 use crate::engine::{IntervalData, LoadPlan, Mode, RunData};
 use crate::stats::{new_hist, thousands, Hist};
 
@@ -17,6 +17,12 @@ pub const BUSY_SHARE: f64 = 0.9;
 /// The machine is crowded when its mean runnable threads exceed the cores by more than this
 /// (the monitor thread counts itself when it reads the run queue).
 pub const CROWDED_MARGIN: f64 = 1.0;
+/// One thread of the rig is saturated when it was busy (on a CPU or waiting for one) at
+/// least this share of an interval.
+pub const THREAD_BUSY: f64 = 0.9;
+/// The busiest threads recorded per interval, of at least `THREAD_MIN_SHARE` of a core.
+pub const THREADS_KEPT: usize = 8;
+pub const THREAD_MIN_SHARE: f64 = 0.001;
 /// A rig stall (hiccup) at least this long makes a run suspect.
 pub const HICCUP_NS: u64 = 50_000_000;
 /// A client that completed nothing in an interval is starved when the median client
@@ -64,6 +70,14 @@ pub struct Thresholds {
     /// `drift-p`: the trend test's p below which a trend is significant.
     #[serde(default = "default_drift_p")]
     pub drift_p: f64,
+    /// `thread`: the share of an interval one thread of the rig was busy (running or
+    /// waiting for a CPU) that makes it saturated (absent in older files: the default).
+    #[serde(default = "default_thread_busy")]
+    pub thread_busy: f64,
+}
+
+fn default_thread_busy() -> f64 {
+    THREAD_BUSY
 }
 
 fn default_jain() -> f64 {
@@ -89,13 +103,14 @@ impl Default for Thresholds {
             jain: JAIN,
             drift_change: DRIFT_CHANGE,
             drift_p: DRIFT_P,
+            thread_busy: THREAD_BUSY,
         }
     }
 }
 
 /// The names `--validity` takes, with an example each.
 pub const THRESHOLD_NAMES: &str =
-    "busy=90%, hiccup=50ms, starved-median=4, little=15%, late=5%, jain=0.8, drift=10%, drift-p=0.001";
+    "busy=90%, hiccup=50ms, starved-median=4, little=15%, late=5%, jain=0.8, drift=10%, drift-p=0.01, thread=90%";
 
 impl Thresholds {
     /// Apply one `NAME=VALUE`; the error says what was expected.
@@ -123,13 +138,14 @@ impl Thresholds {
             "little" => self.little_tolerance = percent(value)?,
             "late" => self.late_share = percent(value)?,
             "drift" => self.drift_change = percent(value)?,
+            "thread" => self.thread_busy = percent(value)?,
             "drift-p" => {
                 self.drift_p = value
                     .parse::<f64>()
                     .ok()
                     .filter(|p| *p > 0.0 && *p < 1.0)
                     .ok_or_else(|| {
-                        format!("drift-p={value}: expected a p-value between 0 and 1, like 0.001")
+                        format!("drift-p={value}: expected a p-value between 0 and 1, like 0.01")
                     })?
             }
             "hiccup" => {
@@ -178,6 +194,32 @@ pub struct RigInterval {
     /// How late the hiccup thread woke (ns): 99th percentile and maximum.
     pub hiccup_p99_ns: u64,
     pub hiccup_max_ns: u64,
+    /// The busiest threads of the rig over the interval, busiest first (up to 8, of at
+    /// least 0.1 % of a core); left out where the OS does not give them (or the process had
+    /// more than 256 threads) and in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadShare>,
+}
+
+/// One thread of the rig over an interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadShare {
+    /// The thread's name: `clients-K` for the K-th client thread, `loadrig` for the
+    /// collector (the main thread), `rig-monitor`.
+    pub name: String,
+    /// CPU time (user + system) over the interval's wall time: 1 is one core.
+    pub cpu_share: f64,
+    /// Time on a CPU or runnable waiting for one, over the wall time: 1 when the thread
+    /// never slept, however little of a core the machine left it. Null where the kernel
+    /// does not give it (/proc/TID/schedstat).
+    pub busy_share: Option<f64>,
+}
+
+impl ThreadShare {
+    /// How busy the thread was: `busy_share`, else its CPU share.
+    pub fn busy(&self) -> f64 {
+        self.busy_share.unwrap_or(self.cpu_share)
+    }
 }
 
 /// Operations completed per client in one interval.
@@ -247,6 +289,13 @@ pub struct RigSummary {
     pub busy_intervals: usize,
     /// Of those, the ones where the machine's mean runnable threads exceeded the cores + 1.
     pub crowded_intervals: usize,
+    /// Of those, the ones where one thread of the rig was busy at least the `thread`
+    /// threshold (90 %) of the interval (absent in older files: 0).
+    #[serde(default)]
+    pub saturated_thread_intervals: usize,
+    /// The busiest thread's name and busy share over those intervals, at its busiest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest_thread: Option<ThreadShare>,
     pub procs_running_max: Option<f64>,
     /// False for a target inside the rig's process (sqlite, fs, dbm): its CPU is the rig's,
     /// so busy and crowded intervals do not make the run suspect.
@@ -362,8 +411,39 @@ impl RigInterval {
             procs_running: s.running,
             hiccup_p99_ns: quantile(&s.hiccups, 0.99),
             hiccup_max_ns: max(&s.hiccups),
+            threads: thread_shares(&s.threads, wall),
         }
     }
+
+    /// The busiest thread, if the threads were read.
+    pub fn busiest_thread(&self) -> Option<&ThreadShare> {
+        self.threads.first()
+    }
+
+    /// The busiest thread that carries the load (any but the monitor, which only sleeps
+    /// and wakes: on a crowded machine it waits for a CPU at every wake).
+    pub fn busiest_load_thread(&self) -> Option<&ThreadShare> {
+        self.threads.iter().find(|t| t.name != MONITOR_THREAD)
+    }
+}
+
+/// The busiest threads over `wall` seconds, busiest first.
+fn thread_shares(threads: &[ThreadSample], wall: f64) -> Vec<ThreadShare> {
+    if wall <= 0.0 {
+        return Vec::new();
+    }
+    let mut shares: Vec<ThreadShare> = threads
+        .iter()
+        .map(|t| ThreadShare {
+            name: t.name.clone(),
+            cpu_share: t.cpu.as_secs_f64() / wall,
+            busy_share: t.wanted.map(|w| w.as_secs_f64() / wall),
+        })
+        .filter(|t| t.cpu_share.max(t.busy()) >= THREAD_MIN_SHARE)
+        .collect();
+    shares.sort_by(|a, b| b.busy().total_cmp(&a.busy()));
+    shares.truncate(THREADS_KEPT);
+    shares
 }
 
 fn quantile(h: &Hist, q: f64) -> u64 {
@@ -423,6 +503,45 @@ impl FairnessInterval {
             jain: jain(counts),
             starved: starved_in(counts, median, STARVED_MEDIAN).count(),
         })
+    }
+}
+
+/// Intervals in which one thread of the rig was saturated, and the busiest thread seen.
+struct Saturated {
+    intervals: usize,
+    busiest: Option<ThreadShare>,
+    mean_busy: f64,
+}
+
+fn saturated_thread(rigs: &[&RigInterval], threshold: f64) -> Saturated {
+    let hot: Vec<&ThreadShare> = rigs
+        .iter()
+        .filter_map(|r| r.busiest_load_thread())
+        .filter(|t| t.busy() >= threshold)
+        .collect();
+    Saturated {
+        intervals: hot.len(),
+        busiest: rigs
+            .iter()
+            .filter_map(|r| r.busiest_load_thread())
+            .max_by(|a, b| a.busy().total_cmp(&b.busy()))
+            .cloned(),
+        mean_busy: hot.iter().map(|t| t.busy()).sum::<f64>() / hot.len().max(1) as f64,
+    }
+}
+
+impl Saturated {
+    /// `one thread of the rig (clients-0) was busy 99 % of the time ...`.
+    fn reason(&self, n: usize, rigs: &[&RigInterval], cores: usize) -> String {
+        let process = rigs.iter().map(|r| r.cpu_share).sum::<f64>() / rigs.len().max(1) as f64;
+        format!(
+            "one thread of the rig ({}) was busy {:.0} % of the time (running or waiting for a CPU) in {} of {n} intervals while the rig used {:.0} % of {cores} core{}: that thread is the bottleneck; spread its clients over more threads (--threads)",
+            self.busiest.as_ref().map_or("?", |t| t.name.as_str()),
+            100.0 * self.mean_busy,
+            self.intervals,
+            100.0 * process,
+            if cores == 1 { "" } else { "s" },
+        )
     }
 }
 
@@ -517,6 +636,11 @@ impl Validity {
                 crowded.len()
             ));
         }
+        let rigs: Vec<&RigInterval> = sampled.iter().map(|(_, r)| r).collect();
+        let saturated = saturated_thread(&rigs, th.thread_busy);
+        if judged_cpu && most(saturated.intervals) && !most(busy.len()) {
+            reasons.push(saturated.reason(n, &rigs, cores));
+        }
         let rig = RigSummary {
             cores,
             cpu_user_s: user,
@@ -526,6 +650,8 @@ impl Validity {
             intervals: n,
             busy_intervals: busy.len(),
             crowded_intervals: crowded.len(),
+            saturated_thread_intervals: saturated.intervals,
+            busiest_thread: saturated.busiest,
             procs_running_max: sampled
                 .iter()
                 .filter_map(|(_, r)| r.procs_running)
@@ -734,6 +860,8 @@ mod tests {
         t.set("starved-median=10").unwrap();
         t.set("jain=0.5").unwrap();
         t.set("drift=20%").unwrap();
+        t.set("thread=80%").unwrap();
+        assert_eq!(t.thread_busy, 0.8);
         t.set("drift-p=0.01").unwrap();
         assert_eq!((t.drift_change, t.drift_p), (0.2, 0.01));
         assert!(t.set("drift-p=1").unwrap_err().contains("between 0 and 1"));
