@@ -45,9 +45,10 @@ nop = {}
 "#;
 
 /// Plots in a report: throughput, one latency-over-time per operation, distribution,
-/// spectrum, per-interval counts, errors.
-fn plots_for(ops: usize) -> usize {
-    5 + ops
+/// spectrum, per-interval counts, errors; and under the validity table, the rig over time
+/// for each run.
+fn plots_for(ops: usize, runs: usize) -> usize {
+    5 + ops + runs
 }
 
 fn count(hay: &str, needle: &str) -> usize {
@@ -112,16 +113,21 @@ fn make_reports(d: &Dir) -> (PathBuf, PathBuf, PathBuf) {
 fn report_is_self_contained_with_one_svg_per_plot() {
     let d = Dir::new();
     let (rw, hostile, both) = make_reports(&d);
-    for (path, ops) in [(&rw, 2), (&hostile, 1), (&both, 1)] {
+    for (path, ops, runs) in [(&rw, 2, 1), (&hostile, 1, 1), (&both, 1, 2)] {
         let html = std::fs::read_to_string(path).unwrap();
         assert!(html.starts_with("<!DOCTYPE html>"));
         assert_eq!(
             count(&html, "<figure class=\"plot\""),
-            plots_for(ops),
+            plots_for(ops, runs),
             "{}",
             path.display()
         );
-        assert_eq!(count(&html, "<svg"), plots_for(ops), "{}", path.display());
+        assert_eq!(
+            count(&html, "<svg"),
+            plots_for(ops, runs),
+            "{}",
+            path.display()
+        );
         assert!(html.contains("Content-Security-Policy\" content=\"default-src 'none'"));
         no_external_references(&html);
         for section in ["Summary", "Plots", "Load", "Host", "Resolved workload"] {
@@ -185,7 +191,7 @@ fn reports_render_offline_in_headless_chromium() {
     let (rw, hostile, both) = make_reports(&d);
     let Some(b) = Browser::start() else { return };
 
-    let text = check_page(&b, &rw, plots_for(2), 4);
+    let text = check_page(&b, &rw, plots_for(2, 1), 4);
     assert!(text.contains("Throughput per interval"));
     assert!(text.contains("read") && text.contains("write"));
     let artifact = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -196,7 +202,7 @@ fn reports_render_offline_in_headless_chromium() {
     eprintln!("screenshot: {}", artifact.display());
 
     // The hostile names render as text, and nothing ran.
-    let text = check_page(&b, &hostile, plots_for(1), 4);
+    let text = check_page(&b, &hostile, plots_for(1, 1), 4);
     assert!(text.contains("<script>alert(1)</script>"), "{text}");
     assert!(text.contains("<img src=x onerror=alert(2)>"), "{text}");
     assert_eq!(
@@ -204,7 +210,7 @@ fn reports_render_offline_in_headless_chromium() {
         0
     );
 
-    let text = check_page(&b, &both, plots_for(1), 4);
+    let text = check_page(&b, &both, plots_for(1, 2), 4);
     assert!(text.contains("a.json") && text.contains("b.json"));
 }
 

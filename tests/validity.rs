@@ -557,6 +557,38 @@ fn one_saturated_client_thread_is_flagged_and_a_light_run_is_not() {
         );
     }
 
+    // The report plots the rig over time under the validity table, with the figures it
+    // plotted folded beneath: one row per interval, as the result file has them.
+    d.ok(&["report", "one.json", "-o", "one.html"]);
+    let html = std::fs::read_to_string(d.join("one.html")).unwrap();
+    let at = html
+        .find("<figure class=\"plot\" id=\"rig-0\">")
+        .expect("the rig plot");
+    assert!(at > html.find("<h3 id=\"validity\">").unwrap());
+    let figure = &html[at..at + html[at..].find("</figure>").unwrap()];
+    assert!(figure.contains("<svg"), "no SVG");
+    for legend in [
+        "rig process, % of",
+        "busiest thread, busy % of one core",
+        "machine&apos;s run queue",
+        "hiccup max",
+        "hiccup p99",
+    ] {
+        assert!(figure.contains(legend), "no legend {legend}");
+    }
+    assert_eq!(figure.matches("<tr><td>").count(), r.intervals.len());
+    for i in &r.intervals[..3] {
+        let rig = i.rig.as_ref().unwrap();
+        let row = format!(
+            "<tr><td>{}</td><td>{:.2}</td><td>{:.1} %</td><td class=\"text\">clients-0</td><td>{:.0} %</td>",
+            i.index,
+            (i.start_s + i.end_s) / 2.0,
+            rig.cpu_share * 100.0,
+            rig.busiest_load_thread().unwrap().busy() * 100.0
+        );
+        assert!(figure.contains(&row), "no row {row}");
+    }
+
     // Four clients on a 2 ms sleep: every thread sleeps most of the time.
     let r = run(
         &d,

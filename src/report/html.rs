@@ -13,6 +13,7 @@ use anyhow::Result;
 
 use super::console::{rate, thousands};
 use super::plot::{self, Plot, RunView};
+use crate::result::validity::Validity;
 use crate::result::{OpResult, RunResult, RunStatus};
 use crate::spec::duration::human_ns;
 use crate::targets::redact;
@@ -394,6 +395,61 @@ fn validity_table(h: &mut String, runs: &[(String, RunResult)]) {
         );
     }
     h.push_str("</tbody></table></div>\n");
+    for (k, (label, r)) in runs.iter().enumerate() {
+        if let Some(v) = &r.validity {
+            rig_over_time(h, k, label, r, v, several);
+        }
+    }
+}
+
+const RIG_CAPTION: &str = "The rig's own CPU (the whole process as a share of all cores; its busiest thread as the share of the interval it was on a CPU or waiting for one), the machine's runnable threads, and how late the 5 ms hiccup thread woke, per interval. Dashed red: the verdict's thresholds. Warm-up shaded.";
+
+/// The rig's CPU, the run queue and the hiccups per interval: the plot and, folded under
+/// it, its figures.
+fn rig_over_time(
+    h: &mut String,
+    k: usize,
+    label: &str,
+    r: &RunResult,
+    v: &Validity,
+    several: bool,
+) {
+    let Some(svg) = plot::rig::chart(&r.intervals, v) else {
+        return;
+    };
+    let svg = svg.unwrap_or_else(|e| format!("<p class=\"bad\">{}</p>", esc(&e.to_string())));
+    let title = if several {
+        format!("The rig over time: {label}")
+    } else {
+        "The rig over time".to_string()
+    };
+    let _ = write!(
+        h,
+        "<figure class=\"plot\" id=\"rig-{k}\">\n<figcaption><h3>{}</h3><p>{RIG_CAPTION}</p></figcaption>\n{svg}\n",
+        esc(&title),
+    );
+    h.push_str("<details><summary>figures per interval</summary><div class=\"table-wrap\"><table class=\"rig-figures\">\n<thead><tr><th>interval</th><th>elapsed (s)</th><th>rig CPU</th><th class=\"text\">busiest thread</th><th>busy</th><th>runnable threads</th><th>hiccup p99</th><th>hiccup max</th></tr></thead>\n<tbody>\n");
+    let sampled = r.intervals.iter().filter(|i| i.rig.is_some());
+    for (i, p) in sampled.zip(plot::rig::points(&r.intervals)) {
+        let (name, busy) = p
+            .thread
+            .as_ref()
+            .map_or(("–".to_string(), "–".to_string()), |(n, b)| {
+                (esc(n), format!("{b:.0} %"))
+            });
+        let _ = writeln!(
+            h,
+            "<tr><td>{}{}</td><td>{:.2}</td><td>{:.1} %</td><td class=\"text\">{name}</td><td>{busy}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            i.index,
+            if p.warmup { " (warm-up)" } else { "" },
+            p.t,
+            p.cpu_pct,
+            p.runq.map_or("–".to_string(), |q| format!("{q:.1}")),
+            esc(&human_ns(p.hiccup_p99_ns)),
+            esc(&human_ns(p.hiccup_max_ns)),
+        );
+    }
+    h.push_str("</tbody></table></div></details>\n</figure>\n");
 }
 
 /// A JSON scalar as text; other values as compact JSON.

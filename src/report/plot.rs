@@ -125,9 +125,18 @@ fn label(runs: &[RunView], run: &RunView, what: &str) -> String {
 type DrawResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
 fn svg(draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult) -> Result<String> {
+    svg_sized(W, H, draw)
+}
+
+/// An SVG of `w` × `h` pixels.
+fn svg_sized(
+    w: u32,
+    h: u32,
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult,
+) -> Result<String> {
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, (W, H)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| anyhow!("plot: {e}"))?;
         draw(&root).map_err(|e| anyhow!("plot: {e}"))?;
         root.present().map_err(|e| anyhow!("plot: {e}"))?;
@@ -889,6 +898,7 @@ pub fn errors(runs: &[RunView]) -> Result<String> {
 
 pub mod growths;
 pub mod history;
+pub mod rig;
 pub mod sweep;
 
 #[cfg(test)]
