@@ -246,6 +246,11 @@ pub struct CompareArgs {
     /// several new runs, each is checked.
     #[arg(long = "check", value_name = "CHECK")]
     pub checks: Vec<String>,
+
+    /// Also write the comparison as a self-contained HTML page, with the shift function of
+    /// each operation plotted.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
 }
 
 /// How `history` orders the runs.

@@ -68,7 +68,21 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
         &args.checks,
     )?;
     let (base, new) = sides(args)?;
+    if let Some(out) = &args.report {
+        if base.iter().chain(&new).any(|f| f == out) {
+            return Err(InputError::new(format!(
+                "--report {} would overwrite a compared file",
+                out.display()
+            ))
+            .help("name the page FILE.html")
+            .into());
+        }
+    }
     let c = build(&base, &new, &settings)?;
+    if let Some(out) = &args.report {
+        let page = crate::report::html::render_comparison(&c)?;
+        result::write_atomic(out, page.as_bytes())?;
+    }
     print!("{}", render(&c, args.verdict.format));
     Ok(exit_code(&c, args.verdict.fail_on_regression))
 }

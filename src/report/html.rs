@@ -18,7 +18,9 @@ use crate::result::{OpResult, RunResult, RunStatus};
 use crate::spec::duration::human_ns;
 use crate::targets::redact;
 
+mod compare;
 mod sweep;
+pub use compare::render_comparison;
 pub use sweep::render_sweep;
 
 const CSS: &str = include_str!("assets/report.css");
