@@ -126,6 +126,10 @@ impl Target for Ldap {
         false
     }
 
+    fn cannot_pipeline(&self) -> Option<&'static str> {
+        Some("LDAP message-id multiplexing is not implemented yet (run more --clients)")
+    }
+
     fn families(&self) -> &'static [Family] {
         &[Family::Ldap]
     }

@@ -1,0 +1,247 @@
+//! `--pipeline P`: P client streams share each connection, with their operations in flight
+//! together. Exact counts and effects on real servers (scripts/services.sh), replies reaching
+//! the stream that asked, the overlap itself against the simulated server's known latency,
+//! and the refusals (exit 2, before anything connects).
+
+mod common;
+
+use common::{server_url, Dir};
+
+/// Redis database numbers of their own, so these tests run beside tests/server_redis.rs.
+fn redis_url(db: u32) -> Option<String> {
+    let url = server_url("LOADRIG_REDIS_URL")?;
+    let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
+    Some(format!("{base}/{db}"))
+}
+
+fn redis_conn(url: &str) -> redis::Connection {
+    let mut c = redis::Client::open(url.replacen("redis://:", "redis://default:", 1))
+        .expect("redis url")
+        .get_connection()
+        .expect("connect to redis");
+    redis::cmd("FLUSHDB").exec(&mut c).expect("flushdb");
+    c
+}
+
+/// The run's per-client counts, summarised (`validity.fairness`).
+fn fairness(d: &Dir, file: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(d.join(file)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["validity"]["fairness"].clone()
+}
+
+const PUTS: &str = r#"
+name = "pipelined-puts"
+[[op]]
+name = "put"
+kv.put = { key = "p{seq}", value = "{bytes 100}" }
+"#;
+
+/// Half the gets find a loaded key (1 row), half look for one that never exists (0 rows):
+/// a reply handed to the wrong stream shows up in the other operation's rows.
+const HITS_AND_MISSES: &str = r#"
+name = "hits-and-misses"
+[data]
+count = 500
+key = "k{seq}"
+value = "{bytes 50}"
+batch = 100
+[[op]]
+name = "hit"
+kv.get = { key = "k{uniform 0..500}" }
+[[op]]
+name = "miss"
+kv.get = { key = "absent{uniform 0..500}" }
+"#;
+
+#[test]
+fn redis_pipelined_puts_store_exactly_the_keys_counted() {
+    let Some(url) = redis_url(13) else { return };
+    let mut c = redis_conn(&url);
+    let d = Dir::new();
+    d.write("w.toml", PUTS);
+    let out = d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        &url,
+        "--clients",
+        "2",
+        "--pipeline",
+        "16",
+        "--ops",
+        "3200",
+        "--seed",
+        "7",
+        "-o",
+        "r.json",
+    ]);
+    assert!(out.contains("x 16 on each connection"), "{out}");
+    let r = d.result("r.json");
+    assert_eq!(r.load.pipeline, 16);
+    assert_eq!(r.load.clients(), 32, "2 connections x 16 streams");
+    assert_eq!(r.connect.as_ref().unwrap().clients, 2, "connections opened");
+    assert_eq!(r.operations[0].ok, 3200);
+    assert_eq!(r.operations[0].errors, 0);
+    assert_eq!(r.operations[0].rows, 3200);
+    // Every stream ran its exact share of --ops.
+    let fairness = &fairness(&d, "r.json");
+    assert_eq!(fairness["clients"], 32);
+    assert_eq!(
+        (fairness["min"].as_u64(), fairness["max"].as_u64()),
+        (Some(100), Some(100))
+    );
+    let mut names: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+    names.sort();
+    let mut expected: Vec<String> = (0..3200).map(|i| format!("loadrig:p{i}")).collect();
+    expected.sort();
+    assert_eq!(names, expected);
+    redis::cmd("FLUSHDB").exec(&mut c).unwrap();
+}
+
+#[test]
+fn redis_pipelined_replies_reach_the_stream_that_asked() {
+    let Some(url) = redis_url(14) else { return };
+    let mut c = redis_conn(&url);
+    let d = Dir::new();
+    d.write("w.toml", HITS_AND_MISSES);
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        &url,
+        "--clients",
+        "3",
+        "--pipeline",
+        "16",
+        "--ops",
+        "9600",
+        "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    let (hit, miss) = (&r.operations[0], &r.operations[1]);
+    assert_eq!(hit.ok + miss.ok, 9600);
+    assert_eq!((hit.errors, miss.errors), (0, 0));
+    assert!(hit.ok > 4000 && miss.ok > 4000, "{} {}", hit.ok, miss.ok);
+    assert_eq!(hit.rows, hit.ok, "every hit found its key");
+    assert_eq!(miss.rows, 0, "no miss found one");
+    redis::cmd("FLUSHDB").exec(&mut c).unwrap();
+}
+
+#[test]
+fn redis_refuses_a_transaction_with_pipeline() {
+    let Some(url) = redis_url(13) else { return };
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"
+name = "tx"
+[[op]]
+name = "pair"
+tx = [{ redis = ["SET", "loadrig:a", "1"] }, { redis = ["SET", "loadrig:b", "2"] }]
+"#,
+    );
+    let (_, err) = d.code(2, &["run", "w.toml", "--target", &url, "--pipeline", "4"]);
+    assert!(err.contains("'pair' is a transaction"), "{err}");
+    assert!(!d.files().iter().any(|f| f.ends_with(".json")));
+}
+
+/// The simulated server answers after 2 ms: one connection with 8 operations in flight
+/// completes about 8 times as many as one with one (its streams wait on the runtime's
+/// millisecond timer, so somewhat fewer), and every stream is served.
+#[test]
+fn pipelining_overlaps_operations_on_the_simulated_server() {
+    let d = Dir::new();
+    let run = |p: &str, file: &str| {
+        d.ok(&[
+            "run",
+            "noop",
+            "--target",
+            "sleep://?latency=2ms",
+            "--clients",
+            "1",
+            "--pipeline",
+            p,
+            "--samples",
+            "5",
+            "--interval",
+            "100ms",
+            "--seed",
+            "1",
+            "-o",
+            file,
+        ]);
+        d.result(file)
+    };
+    let one = run("1", "one.json");
+    let eight = run("8", "eight.json");
+    let ratio = eight.total.ok as f64 / one.total.ok as f64;
+    assert!((3.5..=8.5).contains(&ratio), "8 in flight / 1: {ratio}");
+    let fairness = &fairness(&d, "eight.json");
+    assert_eq!(fairness["clients"], 8);
+    assert!(fairness["min"].as_u64().unwrap() > 0, "{fairness}");
+    // Each operation still takes the server's 2 ms: latency is per operation, not per batch.
+    assert!(eight.total.latency.min_ns >= 2_000_000);
+}
+
+#[test]
+fn targets_that_cannot_pipeline_exit_2_before_connecting() {
+    let d = Dir::new();
+    // Nothing listens on port 1: a connection attempt would fail with another message.
+    for (url, name) in [
+        ("mysql://u:secret@127.0.0.1:1/db", "mysql://"),
+        ("http://127.0.0.1:1/", "http://"),
+        (
+            "ldap://127.0.0.1:1?bind_dn=cn=x&password=y&base=dc=x",
+            "ldap://",
+        ),
+    ] {
+        let (_, err) = d.code(2, &["run", "noop", "--target", url, "--pipeline", "4"]);
+        assert!(
+            err.contains(&format!("{name} targets cannot pipeline")),
+            "{err}"
+        );
+        assert!(!err.contains("secret"));
+    }
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "noop",
+            "--target",
+            "sqlite://./t.db",
+            "--pipeline",
+            "2",
+        ],
+    );
+    assert!(err.contains("sqlite:// targets cannot pipeline"), "{err}");
+    assert!(err.contains("embedded"), "{err}");
+    assert!(!d.join("t.db").exists(), "nothing was created");
+}
+
+#[test]
+fn a_bad_pipeline_in_the_workload_is_reported_at_its_place() {
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        "name = \"w\"\n[load]\nclients = 2\npipeline = 0\n[[op]]\nname = \"n\"\nnop = {}\n",
+    );
+    let (_, err) = d.code(2, &["run", "w.toml", "--target", "sleep://?latency=1ms"]);
+    assert!(err.contains("w.toml:4:12"), "{err}");
+    assert!(err.contains("[load] pipeline 0: expected 1 to"), "{err}");
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "w.toml",
+            "--target",
+            "sleep://",
+            "--pipeline",
+            "2",
+            "--connection",
+            "per-op",
+        ],
+    );
+    assert!(err.contains("--connection per-op"), "{err}");
+}
