@@ -245,3 +245,77 @@ fn a_bad_pipeline_in_the_workload_is_reported_at_its_place() {
     );
     assert!(err.contains("--connection per-op"), "{err}");
 }
+
+#[test]
+fn postgres_pipelined_inserts_store_exactly_the_rows_counted() {
+    let Some(url) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    common::sql::pg_row(&url, "DROP TABLE IF EXISTS loadrig_pipe");
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"
+name = "pipelined-inserts"
+setup = ["CREATE TABLE IF NOT EXISTS loadrig_pipe (id BIGINT PRIMARY KEY, who BIGINT NOT NULL)"]
+[[op]]
+name = "insert"
+sql = { query = "INSERT INTO loadrig_pipe VALUES ($1, $2)", params = ["{seq}", "{client}"] }
+"#,
+    );
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        &url,
+        "--clients",
+        "1",
+        "--pipeline",
+        "16",
+        "--ops",
+        "1600",
+        "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    assert_eq!((r.operations[0].ok, r.operations[0].errors), (1600, 0));
+    assert_eq!(r.operations[0].rows, 1600);
+    let row = common::sql::ints(common::sql::pg_row(
+        &url,
+        "SELECT count(*), count(DISTINCT id), min(id), max(id), count(DISTINCT who) FROM loadrig_pipe",
+    ));
+    assert_eq!(
+        row,
+        vec![1600, 1600, 0, 1599, 16],
+        "one row per operation, from 16 streams"
+    );
+    let per_stream = common::sql::ints(common::sql::pg_row(
+        &url,
+        "SELECT min(n), max(n) FROM (SELECT count(*) AS n FROM loadrig_pipe GROUP BY who) s",
+    ));
+    assert_eq!(per_stream, vec![100, 100]);
+    common::sql::pg_row(&url, "DROP TABLE loadrig_pipe");
+}
+
+#[test]
+fn postgres_refuses_a_transaction_with_pipeline() {
+    let Some(url) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    let d = Dir::new();
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "pgbench-tpcb",
+            "--target",
+            &url,
+            "--pipeline",
+            "4",
+            "--set",
+            "scale=1",
+        ],
+    );
+    assert!(err.contains("is a transaction"), "{err}");
+    assert!(err.contains("--pipeline 1"), "{err}");
+}
