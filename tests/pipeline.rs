@@ -130,7 +130,7 @@ fn redis_pipelined_replies_reach_the_stream_that_asked() {
 }
 
 #[test]
-fn redis_refuses_a_transaction_with_pipeline() {
+fn redis_refuses_a_transaction_or_authentication_with_pipeline() {
     let Some(url) = redis_url(13) else { return };
     let d = Dir::new();
     d.write(
@@ -145,6 +145,12 @@ tx = [{ redis = ["SET", "loadrig:a", "1"] }, { redis = ["SET", "loadrig:b", "2"]
     let (_, err) = d.code(2, &["run", "w.toml", "--target", &url, "--pipeline", "4"]);
     assert!(err.contains("'pair' is a transaction"), "{err}");
     assert!(!d.files().iter().any(|f| f.ends_with(".json")));
+    d.write(
+        "a.toml",
+        "name = \"a\"\n[[op]]\nname = \"again\"\nauthenticate = {}\n",
+    );
+    let (_, err) = d.code(2, &["run", "a.toml", "--target", &url, "--pipeline", "4"]);
+    assert!(err.contains("'again' authenticates again"), "{err}");
 }
 
 /// The simulated server answers after 2 ms: one connection with 8 operations in flight
@@ -192,10 +198,6 @@ fn targets_that_cannot_pipeline_exit_2_before_connecting() {
     for (url, name) in [
         ("mysql://u:secret@127.0.0.1:1/db", "mysql://"),
         ("http://127.0.0.1:1/", "http://"),
-        (
-            "ldap://127.0.0.1:1?bind_dn=cn=x&password=y&base=dc=x",
-            "ldap://",
-        ),
     ] {
         let (_, err) = d.code(2, &["run", "noop", "--target", url, "--pipeline", "4"]);
         assert!(
@@ -318,4 +320,110 @@ fn postgres_refuses_a_transaction_with_pipeline() {
     );
     assert!(err.contains("is a transaction"), "{err}");
     assert!(err.contains("--pipeline 1"), "{err}");
+}
+
+/// Run an OpenLDAP client tool as the test server's admin.
+fn ldap_tool(tool: &str, args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let var = |v: &str| std::env::var(v).unwrap_or_default();
+    let mut child = std::process::Command::new(tool)
+        .args([
+            "-x",
+            "-H",
+            &var("LOADRIG_LDAP_URL"),
+            "-D",
+            &var("LOADRIG_LDAP_BIND_DN"),
+        ])
+        .args(["-w", &var("LOADRIG_LDAP_PASSWORD")])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ldap tool");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().expect("ldap tool");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn ldap_pipelined_streams_multiplex_one_connection_exactly() {
+    let Some(url) = server_url("LOADRIG_LDAP_URL") else {
+        return;
+    };
+    let root = std::env::var("LOADRIG_LDAP_BASE").unwrap();
+    let bind = std::env::var("LOADRIG_LDAP_BIND_DN").unwrap();
+    let base = format!("ou=pipe,{root}");
+    ldap_tool("ldapdelete", &["-r", &base], "");
+    ldap_tool(
+        "ldapadd",
+        &[],
+        &format!("dn: {base}\nobjectClass: organizationalUnit\nou: pipe\n"),
+    );
+    let target = format!("{url}?bind_dn={bind}&password=${{LOADRIG_LDAP_PASSWORD}}&base={base}");
+    let d = Dir::new();
+    d.write("puts.toml", PUTS);
+    d.ok(&[
+        "run",
+        "puts.toml",
+        "--target",
+        &target,
+        "--clients",
+        "2",
+        "--pipeline",
+        "8",
+        "--ops",
+        "160",
+        "-o",
+        "p.json",
+    ]);
+    let r = d.result("p.json");
+    assert_eq!((r.total.ok, r.total.errors), (160, 0));
+    let dns = ldap_tool(
+        "ldapsearch",
+        &["-LLL", "-b", &format!("ou=loadrig,{base}"), "1.1"],
+        "",
+    );
+    let mut cns: Vec<&str> = dns
+        .lines()
+        .filter_map(|l| l.strip_prefix("dn: cn="))
+        .collect();
+    cns.sort();
+    let mut expected: Vec<String> = (0..160)
+        .map(|i| format!("p{i},ou=loadrig,{base}"))
+        .collect();
+    expected.sort();
+    assert_eq!(cns, expected);
+
+    // The entries just stored are the hits.
+    d.write(
+        "w.toml",
+        &HITS_AND_MISSES.replace("500", "160").replace("k{", "p{"),
+    );
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        &target,
+        "--clients",
+        "2",
+        "--pipeline",
+        "8",
+        "--ops",
+        "1600",
+        "--skip-load",
+        "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    let (hit, miss) = (&r.operations[0], &r.operations[1]);
+    assert_eq!((hit.ok + miss.ok, hit.errors + miss.errors), (1600, 0));
+    assert_eq!(hit.rows, hit.ok, "every hit found its entry");
+    assert_eq!(miss.rows, 0, "no miss found one");
+    ldap_tool("ldapdelete", &["-r", &base], "");
 }

@@ -21,7 +21,7 @@ use crate::report::host;
 use crate::report::metrics::MetricsServer;
 use crate::result::recover::StreamHeader;
 use crate::result::{RunFacts, RunResult, VerifyRecord, WarmupAuto};
-use crate::spec::OpSpec;
+use crate::spec::{OpKind, OpSpec};
 use crate::targets::peer::PeerTarget;
 use crate::targets::{with_target_type, Target};
 use crate::vocab::{Family, NativeOp, ValueKind};
@@ -371,16 +371,20 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
         ))
         .help("run with --pipeline 1, and more --clients for more operations in flight"));
     }
-    if let Some(op) = plan
-        .ops
-        .iter()
-        .find(|o| matches!(o.kind, crate::spec::OpKind::Tx(_)))
-    {
+    for op in plan.ops.iter() {
+        let what = match &op.kind {
+            OpKind::Tx(_) => "is a transaction, and a transaction's state",
+            OpKind::Authenticate => "authenticates again, and who is logged in",
+            OpKind::Native(step) if matches!(step.op, NativeOp::LdapBind { .. }) => {
+                "binds, and who is bound"
+            }
+            _ => continue,
+        };
         return Err(InputError::new(format!(
-            "--pipeline {p}: operation '{}' is a transaction, and a transaction's state belongs to its connection, which --pipeline shares between {p} client streams",
+            "--pipeline {p}: operation '{}' {what} belongs to its connection, which --pipeline shares between {p} client streams",
             op.name
         ))
-        .help("leave the transaction out (--op), or run it with --pipeline 1"));
+        .help(format!("leave '{}' out (--op), or run it with --pipeline 1", op.name)));
     }
     Ok(())
 }
