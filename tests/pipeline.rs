@@ -427,3 +427,33 @@ fn ldap_pipelined_streams_multiplex_one_connection_exactly() {
     assert_eq!(miss.rows, 0, "no miss found one");
     ldap_tool("ldapdelete", &["-r", &base], "");
 }
+
+/// Open loop: the rate is dealt over every stream (connections x pipeline), so the run
+/// delivers the asked rate, not P times it; latency counts from the intended start.
+#[test]
+fn an_open_loop_deals_its_rate_over_every_stream() {
+    let d = Dir::new();
+    d.ok(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=2ms",
+        "--rate",
+        "400",
+        "--max-in-flight",
+        "2",
+        "--pipeline",
+        "4",
+        "--samples",
+        "3",
+        "--interval",
+        "100ms",
+        "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    assert_eq!(r.load.clients(), 8);
+    // 400/s over 0.3 s: 120 arrivals scheduled, whatever the machine.
+    assert!((100..=121).contains(&r.total.ok), "{}", r.total.ok);
+    assert!(r.total.latency.min_ns >= 2_000_000);
+}
