@@ -246,6 +246,39 @@ fn a_bad_pipeline_in_the_workload_is_reported_at_its_place() {
         ],
     );
     assert!(err.contains("--connection per-op"), "{err}");
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "noop",
+            "--target",
+            "sleep://",
+            "-c",
+            "4",
+            "--pipeline",
+            "2",
+            "--shard",
+            "0/2",
+        ],
+    );
+    assert!(
+        err.contains("--pipeline cannot be used with --shard"),
+        "{err}"
+    );
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "noop",
+            "--target",
+            "sleep://",
+            "-c",
+            "100",
+            "--pipeline",
+            "101",
+        ],
+    );
+    assert!(err.contains("10100 client streams; at most 10000"), "{err}");
 }
 
 #[test]
