@@ -31,6 +31,22 @@ pub struct Shared {
     shown: String,
     frame_len: FrameLen,
     state: RefCell<State>,
+    /// A stream is waiting on the socket for everyone (see [`ReaderTurn`]).
+    reading: Cell<bool>,
+}
+
+/// The waiting on the socket held by one stream. When it ends (its reply came, it failed,
+/// or its operation was cancelled) the next stream expecting a reply is woken to take it.
+struct ReaderTurn<'a>(&'a Shared);
+
+impl Drop for ReaderTurn<'_> {
+    fn drop(&mut self) {
+        self.0.reading.set(false);
+        let state = self.0.state.borrow();
+        if let Some(next) = state.waiting.iter().find(|i| i.in_recv.get()) {
+            next.notify.notify_one();
+        }
+    }
 }
 
 struct State {
@@ -55,6 +71,17 @@ pub struct Inbox {
     notify: Notify,
     /// Requests sent whose replies have not been read by the stream.
     expected: Cell<usize>,
+    /// Its stream is waiting in [`Shared::recv`] (not cancelled, not between operations).
+    in_recv: Cell<bool>,
+}
+
+/// Marks an inbox's stream as waiting while it is in [`Shared::recv`].
+struct Waiting<'a>(&'a Inbox);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.in_recv.set(false);
+    }
 }
 
 impl Shared {
@@ -77,6 +104,7 @@ impl Shared {
                 waiting: VecDeque::new(),
                 broken: None,
             }),
+            reading: Cell::new(false),
         });
         (0..n)
             .map(|_| (Rc::clone(&shared), Rc::new(Inbox::default())))
@@ -112,6 +140,11 @@ impl Shared {
         }
         // Let the other streams on this thread queue their requests first: one write.
         tokio::task::yield_now().await;
+        // Declared first, dropped last: the turn passes to another waiting stream, never
+        // back to this one.
+        let mut turn: Option<ReaderTurn<'_>> = None;
+        inbox.in_recv.set(true);
+        let _waiting = Waiting(inbox);
         loop {
             {
                 let mut replies = inbox.replies.borrow_mut();
@@ -126,6 +159,16 @@ impl Shared {
                 return Err(e);
             }
             if self.drive()? {
+                continue;
+            }
+            // One stream waits on the socket; the others only for their inbox, so a
+            // readable socket wakes one task, not all P.
+            if turn.is_none() && !self.reading.get() {
+                self.reading.set(true);
+                turn = Some(ReaderTurn(self));
+            }
+            if turn.is_none() {
+                inbox.notify.notified().await;
                 continue;
             }
             let mut interest = Interest::READABLE;
