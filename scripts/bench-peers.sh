@@ -11,6 +11,9 @@
 #   pg-select-only  pgbench -S -M prepared -s 10  vs  loadrig run pgbench-select-only --set scale=10
 #   mysql-select  sysbench oltp_point_select, 4 threads  vs  loadrig, 4 clients, --threads 2
 #                 (loadrig alone when sysbench cannot be installed)
+#   pg-pipe       pgbench -M prepared with 16 selects between \startpipeline and \endpipeline
+#                 vs  loadrig --pipeline 16 (4 connections, primary-key selects)
+#   redis-pipe    redis-benchmark -t get -P 16 -c 4  vs  loadrig --pipeline 16, 4 connections
 #   sysbench      sysbench oltp_read_write and oltp_point_select (100,000 rows, 4 threads)
 #                 against loadrig's built-ins of the same names, on MariaDB and PostgreSQL
 #
@@ -179,6 +182,61 @@ case_pg_select_only() {
     rows_per_tx
 }
 
+# Pipelined: pgbench sends 16 selects, then waits for all 16 (\endpipeline); loadrig keeps
+# up to 16 in flight on each connection, each timed on its own. An operation is one select.
+pipe=16
+peer_pg_pipe() {
+    local cpu n rate i
+    {
+        for i in $(seq "$pipe"); do echo "\set aid$i random(1, 1000000)"; done
+        echo '\startpipeline'
+        for i in $(seq "$pipe"); do echo "SELECT abalance FROM pgbench_accounts WHERE aid = :aid$i;"; done
+        echo '\endpipeline'
+    } >"$work/pipe.sql"
+    cpu=$(timed pgbench -M prepared -f "$work/pipe.sql" -c "$clients" -j "$threads" -T "$secs" \
+        -h 127.0.0.1 -p "$LOADRIG_PG_PORT" -U loadrig loadrig)
+    n=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/out")
+    rate=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$work/out" | head -n1)
+    awk -v c="$cpu" -v n="$n" -v r="$rate" -v p="$pipe" 'BEGIN {printf "%.0f %.2f\n", r * p, c * 1e6 / (n * p)}'
+}
+lr_pg_pipe() { loadrig_run "$work/pg-select.toml" --target '${LOADRIG_PG_URL}' --pipeline "$pipe"; }
+
+case_pg_pipe() {
+    pg_prepare
+    compare "pg-pipe: primary-key selects, 16 in flight per connection" pgbench peer_pg_pipe lr_pg_pipe
+}
+
+# --- Redis -------------------------------------------------------------------
+
+# GETs of 100,000 random keys (absent on both sides: redis-benchmark's key:NNN and
+# loadrig's loadrig:key:NNN are never set), 16 in flight per connection.
+peer_redis_pipe() {
+    local n=$((secs * 300000)) cpu
+    cpu=$(timed redis-benchmark -h 127.0.0.1 -p "$LOADRIG_REDIS_PORT" -a "$LOADRIG_REDIS_PASSWORD" \
+        -t get -P "$pipe" -c "$clients" -n "$n" -r 100000 -d 3 --csv)
+    python3 - "$work/out" "$n" "$cpu" <<'PY'
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if r and r[0] == "GET"]
+n, cpu = int(sys.argv[2]), float(sys.argv[3])
+print(f"{float(rows[0][1]):.0f} {cpu * 1e6 / n:.2f}")
+PY
+}
+lr_redis_pipe() {
+    cat >"$work/redis-get.toml" <<'TOML'
+name = "redis-get"
+description = "GET of 100,000 random keys, as redis-benchmark -t get -r 100000"
+[[op]]
+name = "get"
+kv.get = { key = "key:{uniform 0..100000}" }
+TOML
+    loadrig_run "$work/redis-get.toml" --target '${LOADRIG_REDIS_URL}' --pipeline "$pipe"
+}
+
+case_redis_pipe() {
+    need redis
+    compare "redis-pipe: GET, 16 in flight per connection" redis-benchmark peer_redis_pipe lr_redis_pipe
+}
+
 # --- MariaDB -----------------------------------------------------------------
 
 have_sysbench() {
@@ -305,6 +363,8 @@ pg-tpcb) case_pg_tpcb ;;
 pg-select-only) case_pg_select_only ;;
 mysql-select) case_mysql_select ;;
 sysbench) case_sysbench ;;
+pg-pipe) case_pg_pipe ;;
+redis-pipe) case_redis_pipe ;;
 all)
     case_pg_select
     case_pg_connect
@@ -312,9 +372,11 @@ all)
     case_pg_select_only
     case_mysql_select
     case_sysbench
+    case_pg_pipe
+    case_redis_pipe
     ;;
 *)
-    echo "usage: $0 [pg-select|pg-connect|pg-tpcb|pg-select-only|mysql-select|sysbench|all] [SECONDS] [REPEATS]" >&2
+    echo "usage: $0 [pg-select|pg-connect|pg-tpcb|pg-select-only|mysql-select|sysbench|pg-pipe|redis-pipe|all] [SECONDS] [REPEATS]" >&2
     exit 2
     ;;
 esac

@@ -492,6 +492,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "N/s")]
     pub connect_rate: Option<String>,
 
+    /// Up to P operations in flight on each connection, each from a client stream of its
+    /// own (Redis pipelining, PostgreSQL pipeline mode): --clients C opens C connections and
+    /// runs C x P streams. Default 1.
+    #[arg(long, value_name = "P")]
+    pub pipeline: Option<u64>,
+
     /// Stop after this long (after the warm-up).
     #[arg(long, short = 'd', value_name = "DURATION")]
     pub duration: Option<String>,

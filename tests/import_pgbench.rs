@@ -158,9 +158,29 @@ fn unsupported_constructs_exit_2_with_line_and_column() {
             "random_exponential's parameter 0 is out of range",
         ),
         (
-            "\\set x 1\n  \\startpipeline\nSELECT 1;\n",
+            "\\set x 1\n  \\syncpipeline\nSELECT 1;\n",
             "script.sql:2:3",
-            "\\startpipeline",
+            "\\syncpipeline",
+        ),
+        (
+            "\\startpipeline\nBEGIN;\nSELECT 1;\nEND;\n\\endpipeline\n",
+            "script.sql:2:1",
+            "a transaction inside \\startpipeline",
+        ),
+        (
+            "\\startpipeline\nSELECT 1;\n",
+            "script.sql:1:1",
+            "\\startpipeline without \\endpipeline",
+        ),
+        (
+            "SELECT 2;\n\\startpipeline\nSELECT 1;\n\\endpipeline\n",
+            "script.sql:1:1",
+            "outside \\startpipeline",
+        ),
+        (
+            "\\startpipeline\n\\endpipeline\n",
+            "script.sql:2:1",
+            "an empty pipeline",
         ),
         ("\\if 1\nSELECT 1;\n\\endif\n", "script.sql:1:1", "\\if"),
         (
@@ -259,4 +279,39 @@ END;
         )
         .unwrap();
     assert_eq!(branch, expected);
+}
+
+/// pgbench's pipeline: the statements between `\startpipeline` and `\endpipeline` become
+/// operations (one per distinct statement, weighted) with `pipeline` set to their number,
+/// and the translation runs pipelined on a real PostgreSQL.
+#[test]
+fn a_pipeline_translates_to_the_pipeline_setting_and_runs() {
+    let dir = Dir::new();
+    let script = "\\set aid1 random(1, 100000 * :scale)
+\\set aid2 random(1, 100000 * :scale)
+\\set bid random(1, 1 * :scale)
+\\startpipeline
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid1;
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid2;
+SELECT bbalance FROM pgbench_branches WHERE bid = :bid;
+\\endpipeline
+";
+    let toml = stdout(&import(&dir, script));
+    assert!(toml.contains("\npipeline = 3 "), "{toml}");
+    assert_eq!(toml.matches("[[op]]").count(), 2, "{toml}");
+    assert!(toml.contains("name = \"script-1\"\nweight = 2\n"), "{toml}");
+    assert!(toml.contains("name = \"script-2\"\nweight = 1\n"), "{toml}");
+    let Some(url) = common::server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    dir.write("w.toml", &format!("{}\n{toml}", tpcb_setup()));
+    let out = dir.loadrig(&[
+        "run", "w.toml", "--target", &url, "--ops", "300", "-o", "r.json",
+    ]);
+    stdout(&out);
+    let r = dir.result("r.json");
+    assert_eq!(r.load.pipeline, 3);
+    assert_eq!(r.total.ok, 300);
+    assert_eq!(r.total.errors, 0);
+    assert_eq!(r.total.rows, 300, "every select found its row");
 }

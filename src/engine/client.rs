@@ -855,17 +855,18 @@ async fn open<T: Target>(
     let Mode::Open {
         rate,
         arrivals,
-        workers,
         late_after,
+        ..
     } = ctx.plan.mode
     else {
         return;
     };
     let poisson = arrivals == Arrivals::Poisson;
-    // A shard's workers take their places in the whole run's schedule.
+    // A shard's workers take their places in the whole run's schedule; with `--pipeline`
+    // every stream of a connection is a worker.
     let (rate, workers) = match ctx.plan.shard {
         Some(shard) => (shard.rate.unwrap_or(rate), shard.clients),
-        None => (rate, workers),
+        None => (rate, ctx.plan.clients()),
     };
     let mut schedule = Schedule::new(ctx, rate, poisson, workers);
     let mut intended = ctx.q0 + schedule.first(ctx.stream(), rate);

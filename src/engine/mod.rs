@@ -144,6 +144,19 @@ pub struct LoadPlan {
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_rfc3339")]
     #[schemars(with = "Option<String>")]
     pub start_at: Option<SystemTime>,
+    /// `--pipeline`: operations in flight per connection. Each is a client stream of its own
+    /// (its operations, seeds and latencies) sharing the connection; `clients` (open loop:
+    /// `workers`) counts connections. Absent: 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub pipeline: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 
 /// One share of a run split over `count` processes. Clients (open loop: workers) are
@@ -179,11 +192,24 @@ pub enum Connection {
 }
 
 impl LoadPlan {
+    /// Client streams: connections times the operations in flight on each (`--pipeline`).
+    /// Seeds, `--ops` shares, arrivals and fairness count these.
     pub fn clients(&self) -> usize {
+        self.connections() * self.pipeline.max(1)
+    }
+
+    /// Connections: `--clients` (open loop: `--max-in-flight`).
+    pub fn connections(&self) -> usize {
         match self.mode {
             Mode::Closed { clients, .. } => clients,
             Mode::Open { workers, .. } => workers,
         }
+    }
+
+    /// The client streams that share connection `c` (consecutive numbers).
+    pub fn streams_of(&self, c: usize) -> std::ops::Range<usize> {
+        let p = self.pipeline.max(1);
+        c * p..(c + 1) * p
     }
 
     pub fn is_open(&self) -> bool {
@@ -198,7 +224,7 @@ impl LoadPlan {
     /// [`PACED_FROM`] clients and [`DEFAULT_CONNECT_RATE`] from there.
     pub fn connect_pace(&self) -> Option<f64> {
         self.connect_rate
-            .or((self.clients() >= PACED_FROM).then_some(DEFAULT_CONNECT_RATE))
+            .or((self.connections() >= PACED_FROM).then_some(DEFAULT_CONNECT_RATE))
     }
 
     /// The number of this process's first client among the whole run's (0 unsharded).
@@ -580,7 +606,7 @@ pub fn run<T: Target>(
     for t in 0..threads {
         let thread = ClientThread {
             thread: t,
-            ids: (t..n).step_by(threads).collect(),
+            ids: thread_clients(plan, t, threads),
             target: Arc::clone(&target),
             peers: Arc::clone(&peers),
             ops: Arc::clone(&ops),
@@ -618,7 +644,7 @@ pub fn run<T: Target>(
     start.barrier.wait();
 
     let sizes = (0..threads)
-        .map(|t| (t..n).step_by(threads).len())
+        .map(|t| thread_clients(plan, t, threads).len())
         .collect();
     let mut data = collect(rx, sizes, &timeline, ops.len(), &start.stop, t0, observer)?;
     data.connect = connect;
@@ -656,9 +682,18 @@ fn start_at(at: SystemTime) -> (Instant, Duration) {
     }
 }
 
-/// How many threads carry the clients.
+/// The client streams thread `t` of `threads` carries: every `threads`-th connection's,
+/// so that the streams sharing a connection (`--pipeline`) share its thread.
+fn thread_clients(plan: &LoadPlan, t: usize, threads: usize) -> Vec<usize> {
+    (t..plan.connections())
+        .step_by(threads)
+        .flat_map(|c| plan.streams_of(c))
+        .collect()
+}
+
+/// How many threads carry the clients (a connection's streams are never split).
 fn client_threads<T: Target>(target: &T, plan: &LoadPlan) -> usize {
-    let n = plan.clients();
+    let n = plan.connections();
     // Open-loop workers keep a thread each (up to 256), so they can wait for their next
     // arrival with a precise sleep instead of the async runtime's 1 ms timer.
     if target.blocking() || (plan.is_open() && n <= 256) {
@@ -765,17 +800,24 @@ impl<T: Target> ClientThread<T> {
     async fn clients(&self) {
         let mut sessions = Vec::new();
         let pace = self.plan.connect_pace();
-        for &id in &self.ids {
+        let p = self.plan.pipeline.max(1);
+        for group in self.ids.chunks(p) {
+            let connection = group[0] / p;
             if let Some(rate) = pace {
-                let at = self.start.connecting + Duration::from_secs_f64(id as f64 / rate);
+                let at = self.start.connecting + Duration::from_secs_f64(connection as f64 / rate);
                 tokio::time::sleep_until(at.into()).await;
             }
-            let session = self.target.connect().await;
-            let _ = self.tx.send(Msg::Ready {
-                client: id,
-                result: session.as_ref().map(|_| ()).map_err(Clone::clone),
-            });
-            sessions.push(session.ok());
+            let opened = open_shared(&*self.target, p).await;
+            for &id in group {
+                let _ = self.tx.send(Msg::Ready {
+                    client: id,
+                    result: opened.as_ref().map(|_| ()).map_err(Clone::clone),
+                });
+            }
+            match opened {
+                Ok(shared) => sessions.extend(shared.into_iter().map(Some)),
+                Err(_) => sessions.extend(group.iter().map(|_| None)),
+            }
         }
         self.start.barrier.wait();
         if self.start.abort.load(Ordering::SeqCst) || sessions.iter().any(Option::is_none) {
@@ -815,6 +857,22 @@ impl<T: Target> ClientThread<T> {
         });
         futures_util::future::join_all(clients).await;
     }
+}
+
+/// One connection for `p` client streams: a session of its own when `p` is 1, else `p`
+/// handles on one shared connection (`--pipeline`).
+async fn open_shared<T: Target>(target: &T, p: usize) -> Result<Vec<T::Session>, OpError> {
+    if p == 1 {
+        return target.connect().await.map(|s| vec![s]);
+    }
+    let shared = target.connect_shared(p).await?;
+    if shared.len() != p {
+        return Err(OpError::new(
+            crate::vocab::ErrorClass::Other,
+            format!("the target opened {} handles for {p} streams", shared.len()),
+        ));
+    }
+    Ok(shared)
 }
 
 /// Merges client reports into intervals and emits them in order.

@@ -52,6 +52,7 @@ fn closed(clients: usize) -> LoadPlan {
         shard: None,
         start_at: None,
         connect_rate: None,
+        pipeline: 1,
     }
 }
 

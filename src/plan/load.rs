@@ -93,6 +93,13 @@ pub fn resolve_load(
         None => std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
     };
     let connect_rate = connect_rate(args, load, source)?;
+    let pipeline = pick(
+        args.pipeline.as_ref(),
+        "--pipeline",
+        load.pipeline.as_ref(),
+        "pipeline",
+        source,
+    );
     let mut plan = LoadPlan {
         mode,
         duration,
@@ -107,8 +114,18 @@ pub fn resolve_load(
         shard: None,
         start_at: None,
         connect_rate,
+        pipeline: 1,
     };
+    if let Some(g) = pipeline {
+        plan.pipeline = checked_pipeline(g, &plan)? as usize;
+    }
     if let Some(text) = &args.shard {
+        if plan.pipeline > 1 {
+            return Err(InputError::new(
+                "--pipeline cannot be used with --shard yet: shards split connections, and a shard's share of the client streams is not worked out",
+            )
+            .help("run each shard without --pipeline, or run unsharded"));
+        }
         if warmup_is_auto(args) {
             return Err(InputError::new(
                 "--warmup auto cannot be used with --shard: each shard would cut a warm-up of its own",
@@ -167,6 +184,31 @@ fn connect_rate(
         Some(g) => Ok(Some(g.value)),
         None => Ok(None),
     }
+}
+
+/// `--pipeline P`: 1 to [`MAX_COUNT`], with persistent connections, and no more client
+/// streams in all than [`MAX_COUNT`].
+fn checked_pipeline(g: Given<u64>, plan: &LoadPlan) -> Result<u64, InputError> {
+    let p = checked_count(g.clone())?;
+    if p > 1 && plan.connection == Connection::PerOp {
+        return Err(g
+            .error(format!(
+                "{} {p} cannot be used with --connection per-op: an operation that opens its own connection has nothing to share it with",
+                g.name()
+            ))
+            .help("drop one of them"));
+    }
+    let streams = p.saturating_mul(plan.connections() as u64);
+    if streams > MAX_COUNT {
+        return Err(g
+            .error(format!(
+                "{} {p} with {} connections makes {streams} client streams; at most {MAX_COUNT}",
+                g.name(),
+                plan.connections()
+            ))
+            .help("fewer --clients (or --max-in-flight), or a smaller --pipeline"));
+    }
+    Ok(p)
 }
 
 /// `--warmup auto`: the warm-up is found after the run (MSER-5) instead of given.

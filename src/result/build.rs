@@ -93,7 +93,7 @@ impl RunResult {
             data_load: DataLoadRecord::of(workload, prepared.loaded),
             setup: prepared.setup.map(SetupRecord::of),
             connect: Some(ConnectRecord {
-                clients: plan.clients(),
+                clients: plan.connections(),
                 seconds: run.connect.time.as_secs_f64(),
                 rate_per_s: run.connect.rate,
             }),

@@ -232,6 +232,7 @@ pub struct HostRecord {
 /// with an error naming how many failed, so a result file always has all connected).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ConnectRecord {
+    /// Connections opened (with `--pipeline P`, each carries P client streams).
     pub clients: usize,
     /// From the first connect to the last client's answer.
     pub seconds: f64,
@@ -525,6 +526,7 @@ mod tests {
             shard: None,
             start_at: None,
             connect_rate: Some(2500.5),
+            pipeline: 4,
         };
         let text = serde_json::to_string(&plan).unwrap();
         assert!(text.contains(r#""mode":"open""#), "{text}");

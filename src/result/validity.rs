@@ -724,7 +724,10 @@ impl Validity {
             let x = done as f64 / cx.measured_s;
             let w = cx.mean_latency_ns / 1e9;
             let (expected, actual) = match cx.plan.mode {
-                Mode::Closed { clients, think } => (x * (w + think.as_secs_f64()), clients as f64),
+                // Every client stream (`--pipeline` of them per connection) is one in flight.
+                Mode::Closed { think, .. } => {
+                    (x * (w + think.as_secs_f64()), cx.plan.clients() as f64)
+                }
                 Mode::Open { rate, .. } => (x * w, rate * w),
             };
             let deviation = if actual > 0.0 {

@@ -21,7 +21,7 @@ use crate::report::host;
 use crate::report::metrics::MetricsServer;
 use crate::result::recover::StreamHeader;
 use crate::result::{RunFacts, RunResult, VerifyRecord, WarmupAuto};
-use crate::spec::OpSpec;
+use crate::spec::{OpKind, OpSpec};
 use crate::targets::peer::PeerTarget;
 use crate::targets::{with_target_type, Target};
 use crate::vocab::{Family, NativeOp, ValueKind};
@@ -71,8 +71,9 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
         writable_outputs(plan)?;
     }
     // Each client holds the target's files and one session per peer it uses.
+    check_pipeline(plan, &*target)?;
     fd_limit::ensure(
-        plan.load.clients(),
+        plan.load.connections(),
         target.files_per_client() + plan.workload.peers.len(),
     )?;
     check_refused(&plan.ops, &*target, plan.target.scheme())?;
@@ -317,9 +318,13 @@ pub fn describe(plan: &LoadPlan) -> String {
     } else {
         format!(" after {} warm-up", humantime::format_duration(plan.warmup))
     };
+    let pipelined = match plan.pipeline {
+        0 | 1 => String::new(),
+        p => format!(" x {p} on each connection (--pipeline)"),
+    };
     match plan.mode {
         Mode::Closed { clients, think } => format!(
-            "closed loop, {clients} client{}{}, {stop}{warm}",
+            "closed loop, {clients} client{}{pipelined}{}, {stop}{warm}",
             if clients == 1 { "" } else { "s" },
             if think.is_zero() {
                 String::new()
@@ -333,7 +338,7 @@ pub fn describe(plan: &LoadPlan) -> String {
             workers,
             ..
         } => format!(
-            "open loop, {rate} ops/s {}, up to {workers} in flight, {stop}{warm}",
+            "open loop, {rate} ops/s {}, up to {workers} in flight{pipelined}, {stop}{warm}",
             match arrivals {
                 crate::engine::Arrivals::Poisson => "Poisson",
                 crate::engine::Arrivals::Constant => "constant",
@@ -350,6 +355,38 @@ fn peers(plan: &RunPlan) -> Result<Vec<PeerTarget>, InputError> {
         .iter()
         .map(|p| PeerTarget::open(&p.url).map_err(|e| e.at(p.location.clone())))
         .collect()
+}
+
+/// `--pipeline P` above 1 needs a target whose connections carry several operations at
+/// once, and operations that hold no state on the connection between their steps.
+fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputError> {
+    let p = plan.load.pipeline;
+    if p <= 1 {
+        return Ok(());
+    }
+    let scheme = plan.target.scheme();
+    if let Some(why) = target.cannot_pipeline() {
+        return Err(InputError::new(format!(
+            "--pipeline {p}: {scheme}:// targets cannot pipeline: {why}"
+        ))
+        .help("run with --pipeline 1, and more --clients for more operations in flight"));
+    }
+    for op in plan.ops.iter() {
+        let what = match &op.kind {
+            OpKind::Tx(_) => "is a transaction, and a transaction's state",
+            OpKind::Authenticate => "authenticates again, and who is logged in",
+            OpKind::Native(step) if matches!(step.op, NativeOp::LdapBind { .. }) => {
+                "binds, and who is bound"
+            }
+            _ => continue,
+        };
+        return Err(InputError::new(format!(
+            "--pipeline {p}: operation '{}' {what} belongs to its connection, which --pipeline shares between {p} client streams",
+            op.name
+        ))
+        .help(format!("leave '{}' out (--op), or run it with --pipeline 1", op.name)));
+    }
+    Ok(())
 }
 
 /// An operation of a family the target runs that it still cannot do (a scan on files).

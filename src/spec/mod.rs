@@ -102,6 +102,8 @@ pub struct LoadSection {
     pub threads: Option<Spanned<u64>>,
     /// Connections opened per second before the run.
     pub connect_rate: Option<Spanned<f64>>,
+    /// Operations in flight per connection.
+    pub pipeline: Option<Spanned<u64>>,
 }
 
 /// `[records]`: `fields = N` or `"{param}"` (YCSB's `fieldcount`).

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::error::InputError;
 
-const SUPPORTED: &str = "supported: \\set NAME with random(a, b), random_zipfian(a, b, s), random_gaussian(a, b, p), random_exponential(a, b, p) or integer arithmetic (+ - * and constant / %) on numbers, :scale and earlier \\set constants; :NAME in SQL (:scale, :client_id, \\set names); BEGIN; … END; (or COMMIT;) around the statements, or one statement alone; \\sleep N [us|ms|s] as the script's last command";
+const SUPPORTED: &str = "supported: \\set NAME with random(a, b), random_zipfian(a, b, s), random_gaussian(a, b, p), random_exponential(a, b, p) or integer arithmetic (+ - * and constant / %) on numbers, :scale and earlier \\set constants; :NAME in SQL (:scale, :client_id, \\set names); BEGIN; … END; (or COMMIT;) around the statements, or one statement alone; \\startpipeline … \\endpipeline around statements without BEGIN (loadrig's `pipeline`); \\sleep N [us|ms|s] as the script's last command";
 
 /// An integer polynomial: a sum of coefficient × product of parameters, which is what a
 /// generator's bounds accept (`100000*scale+1`).
@@ -312,6 +312,10 @@ struct Script {
     /// First statement outside BEGIN … END (line, column).
     outside: Vec<(usize, usize)>,
     think_time: Option<(String, usize)>,
+    /// Inside `\startpipeline`: its line and the index of its first statement.
+    pipe_open: Option<(usize, usize)>,
+    /// After `\endpipeline`: the statements it held (loadrig's `pipeline`).
+    pipelined: Option<usize>,
 }
 
 impl Script {
@@ -382,6 +386,9 @@ impl Script {
             .unwrap_or("")
             .to_ascii_uppercase();
         match (word.as_str(), self.tx) {
+            ("BEGIN" | "START", None) if self.pipe_open.is_some() => {
+                return Err(at.error(col, "a transaction inside \\startpipeline: loadrig pipelines operations of separate client streams, and a transaction's state belongs to its connection"))
+            }
             ("BEGIN" | "START", None) => self.tx = Some((line, false)),
             ("BEGIN" | "START", Some(_)) => {
                 return Err(at.error(col, "a second BEGIN: one transaction per script"))
@@ -395,6 +402,7 @@ impl Script {
                 ))
             }
             (_, Some((_, false))) => {}
+            _ if self.pipe_open.is_some() => {}
             _ => self.outside.push((line, col)),
         }
         Ok(())
@@ -453,10 +461,36 @@ impl Script {
                 self.think_time = Some((format!("{n}{unit}"), at.line));
                 Ok(())
             }
+            "\\startpipeline" | "\\endpipeline" => self.pipeline_meta(command, col, at),
             other => Err(at.error(
                 col,
                 format!("{other} is not supported by loadrig's workload language"),
             )),
+        }
+    }
+}
+
+impl Script {
+    /// `\startpipeline` … `\endpipeline`: its statements become operations kept in flight
+    /// together, `pipeline` of them per connection.
+    fn pipeline_meta(&mut self, command: &str, col: usize, at: &Place) -> Result<(), InputError> {
+        match (command, self.pipe_open, self.pipelined) {
+            ("\\startpipeline", None, None) if self.tx.is_none() => {
+                self.pipe_open = Some((at.line, self.statements.len()));
+                Ok(())
+            }
+            ("\\startpipeline", ..) if self.tx.is_some() => Err(at.error(col, "\\startpipeline beside BEGIN: a transaction's state belongs to its connection, which loadrig's pipelined streams share")),
+            ("\\startpipeline", ..) => Err(at.error(col, "a second \\startpipeline: one pipeline per script")),
+            ("\\endpipeline", Some((_, first)), None) => {
+                let depth = self.statements.len() - first;
+                if depth == 0 {
+                    return Err(at.error(col, "an empty pipeline: put the statements between \\startpipeline and \\endpipeline"));
+                }
+                self.pipe_open = None;
+                self.pipelined = Some(depth);
+                Ok(())
+            }
+            _ => Err(at.error(col, "\\endpipeline without \\startpipeline")),
         }
     }
 }
@@ -617,7 +651,14 @@ pub fn translate(script: &str, name: &str, text: &str) -> Result<String, InputEr
     if sql.is_some() {
         return Err(at.error(1, "the last SQL statement has no ';'"));
     }
+    if let Some((line, _)) = s.pipe_open {
+        return Err(Place { script, line }.error(1, "\\startpipeline without \\endpipeline"));
+    }
     match s.tx {
+        _ if s.pipelined.is_some() && !s.outside.is_empty() => {
+            let (line, col) = s.outside[0];
+            return Err(Place { script, line }.error(col, "a statement outside \\startpipeline … \\endpipeline beside a pipeline: loadrig runs the pipelined statements as operations of their own, and this one would be another"));
+        }
         Some((line, false)) => {
             return Err(Place { script, line }.error(1, "BEGIN without END or COMMIT"))
         }
@@ -665,10 +706,17 @@ fn render(script: &str, name: &str, s: &Script) -> String {
         quote(&format!("pgbench script {script}"))
     );
     out += "target = \"sqlite://./loadrig-pgbench.db\"\n\n[params]\nscale = 1                # pgbench -s / :scale\n\n[load]\nclients = 1\nduration = \"10s\"\n";
+    if let Some(p) = s.pipelined {
+        out += &format!("pipeline = {p}             # \\startpipeline … \\endpipeline: statements in flight per connection\n");
+        // pgbench's pipelines need a server target; so does loadrig's.
+        out = out.replace(
+            "sqlite://./loadrig-pgbench.db",
+            "postgres://loadrig:${PGPASSWORD}@127.0.0.1:5432/loadrig",
+        );
+    }
     if let Some((t, _)) = &s.think_time {
         out += &format!("think_time = {}       # \\sleep\n", quote(t));
     }
-    out += &format!("\n[[op]]\nname = {}\n", quote(name));
     let lets: Vec<String> = s
         .vars
         .iter()
@@ -685,9 +733,16 @@ fn render(script: &str, name: &str, s: &Script) -> String {
             Some(format!("{k} = {}", quote(&t)))
         })
         .collect();
-    if !lets.is_empty() {
-        out += &format!("let = {{ {} }}\n", lets.join(", "));
+    let lets = if lets.is_empty() {
+        String::new()
+    } else {
+        format!("let = {{ {} }}\n", lets.join(", "))
+    };
+    if s.pipelined.is_some() {
+        return out + &pipelined_ops(name, s, &lets);
     }
+    out += &format!("\n[[op]]\nname = {}\n", quote(name));
+    out += &lets;
     if s.tx.is_some() {
         out += "tx = [\n";
         for st in &s.statements {
@@ -701,6 +756,49 @@ fn render(script: &str, name: &str, s: &Script) -> String {
             alone.truncate(i);
         }
         out += &format!("{alone}\n");
+    }
+    out
+}
+
+/// A pipeline's statements as operations, one per distinct statement (the same query with
+/// parameters drawn alike counts once, weighted by how often the script sends it): each
+/// client stream sends one at a time, `pipeline` streams per connection.
+fn pipelined_ops(name: &str, s: &Script, lets: &str) -> String {
+    let drawn = |t: &String| match t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
+        Some(var) => match s.vars.get(var) {
+            Some(Var::Random(g)) => g.clone(),
+            _ => t.clone(),
+        },
+        None => t.clone(),
+    };
+    let mut groups: Vec<(String, &Statement, usize)> = Vec::new();
+    for st in &s.statements {
+        let key = format!(
+            "{}|{:?}",
+            st.query,
+            st.params.iter().map(drawn).collect::<Vec<_>>()
+        );
+        match groups.iter_mut().find(|(k, ..)| *k == key) {
+            Some(g) => g.2 += 1,
+            None => groups.push((key, st, 1)),
+        }
+    }
+    let mut out = String::new();
+    for (i, (_, st, weight)) in groups.iter().enumerate() {
+        let mut step = step(st);
+        if let Some(at) = step.find(", capture = [") {
+            step.truncate(at);
+        }
+        out += "\n[[op]]\n";
+        out += &match groups.len() {
+            1 => format!("name = {}\n", quote(name)),
+            _ => format!(
+                "name = {}\nweight = {weight}\n",
+                quote(&format!("{name}-{}", i + 1))
+            ),
+        };
+        out += lets;
+        out += &format!("{step}\n");
     }
     out
 }

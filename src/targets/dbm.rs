@@ -121,6 +121,10 @@ impl Target for Dbm {
         true
     }
 
+    fn cannot_pipeline(&self) -> Option<&'static str> {
+        Some("an embedded store: a client is a thread calling redb, with no connection to keep several operations on")
+    }
+
     /// The database file and its lock.
     fn files_per_client(&self) -> usize {
         2

@@ -131,6 +131,10 @@ impl Target for Fs {
         true
     }
 
+    fn cannot_pipeline(&self) -> Option<&'static str> {
+        Some("a client is a thread calling the file system, with no connection to keep several operations on")
+    }
+
     /// A record file at a time, and a directory while scanning.
     fn files_per_client(&self) -> usize {
         2

@@ -160,6 +160,10 @@ impl Target for Http {
         false
     }
 
+    fn cannot_pipeline(&self) -> Option<&'static str> {
+        Some("loadrig's HTTP/1.1 client sends one request per connection at a time; HTTP/1.1 pipelining is not implemented (run more --clients)")
+    }
+
     fn families(&self) -> &'static [Family] {
         &[Family::Http]
     }

@@ -22,6 +22,9 @@
 //!   `bind_dn`); `connect` opens a connection and binds.
 //! - `load` adds a batch's entries 16 at a time on the one connection (LDAP has no bulk
 //!   add, but the protocol lets several requests be outstanding).
+//! - `--pipeline P`: P streams share each connection through clones of ldap3's handle,
+//!   which multiplexes requests by message id (no stream waits for another's reply). Binds,
+//!   `authenticate` and `tx` are refused with it: they change the connection's state.
 //! - `cleanup` deletes the `ou=loadrig,BASE` subtree, deepest entries first, and returns
 //!   the number of entries removed (the `ou` included); nothing outside it is touched.
 //! - The server version: `vendorName`/`vendorVersion` from the root DSE when present,
@@ -40,6 +43,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -126,6 +130,14 @@ impl Target for Ldap {
         false
     }
 
+    fn cannot_pipeline(&self) -> Option<&'static str> {
+        None
+    }
+
+    async fn connect_shared(&self, n: usize) -> Result<Vec<LdapSession>, OpError> {
+        Ok(self.connect().await?.share(n))
+    }
+
     fn families(&self) -> &'static [Family] {
         &[Family::Ldap]
     }
@@ -141,15 +153,19 @@ impl Target for Ldap {
 
 pub struct LdapSession {
     conn: Conn,
-    driver: JoinHandle<()>,
+    /// Shared by the streams of one connection (`--pipeline`).
+    driver: Rc<Driver>,
     dir: Arc<Directory>,
     /// The identifier of the open transaction, between `Begin` and its end.
     txn: Option<String>,
 }
 
-impl Drop for LdapSession {
+/// A connection's I/O task, stopped when its last stream lets go.
+struct Driver(JoinHandle<()>);
+
+impl Drop for Driver {
     fn drop(&mut self) {
-        self.driver.abort();
+        self.0.abort();
     }
 }
 
@@ -294,7 +310,7 @@ impl LdapSession {
         });
         let mut session = LdapSession {
             conn,
-            driver,
+            driver: Rc::new(Driver(driver)),
             dir,
             txn: None,
         };
@@ -302,6 +318,18 @@ impl LdapSession {
             session.bind().await?;
         }
         Ok(session)
+    }
+
+    /// This session's (bound) connection as `n` sessions that share it.
+    fn share(self, n: usize) -> Vec<LdapSession> {
+        (0..n)
+            .map(|_| LdapSession {
+                conn: self.conn.clone(),
+                driver: Rc::clone(&self.driver),
+                dir: Arc::clone(&self.dir),
+                txn: None,
+            })
+            .collect()
     }
 
     async fn bind(&mut self) -> Result<u64, OpError> {

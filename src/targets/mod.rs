@@ -13,6 +13,7 @@ pub mod ldap;
 pub mod mysql;
 pub mod noop;
 pub mod peer;
+pub mod pipelined;
 pub mod postgres;
 pub mod redis;
 pub mod sleep;
@@ -54,6 +55,26 @@ pub trait Target: Send + Sync + 'static {
     }
     /// Open one client session, outside the timed region.
     fn connect(&self) -> impl Future<Output = Result<Self::Session, OpError>>;
+    /// Why its connections cannot carry several operations at once (`--pipeline P` above 1),
+    /// or `None` when they can: then [`Target::connect_shared`] must open shared handles.
+    /// Checked before anything connects.
+    fn cannot_pipeline(&self) -> Option<&'static str> {
+        Some("its sessions answer one operation at a time")
+    }
+    /// Open one connection for `n` client streams (`--pipeline n`): `n` sessions, each with
+    /// its own state, whose operations may be in flight on the connection together. Only
+    /// called on targets whose [`Target::cannot_pipeline`] is `None`.
+    fn connect_shared(
+        &self,
+        n: usize,
+    ) -> impl Future<Output = Result<Vec<Self::Session>, OpError>> {
+        async move {
+            Err(OpError::new(
+                ErrorClass::Other,
+                format!("this target cannot share a connection between {n} streams"),
+            ))
+        }
+    }
     /// The run's seed (`--seed`, else one from the clock), told once before any session
     /// connects: a simulated target draws what varies from run to run from it.
     fn seed_run(&self, seed: u64) {

@@ -170,6 +170,10 @@ impl Target for Mysql {
         false
     }
 
+    fn cannot_pipeline(&self) -> Option<&'static str> {
+        Some("the MySQL protocol answers one statement at a time on a connection and has no pipeline mode")
+    }
+
     fn families(&self) -> &'static [Family] {
         &[Family::Sql, Family::Record]
     }

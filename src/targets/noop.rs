@@ -28,6 +28,10 @@ impl Target for Noop {
         true
     }
 
+    fn cannot_pipeline(&self) -> Option<&'static str> {
+        Some("it does nothing, so there is nothing in flight to overlap")
+    }
+
     /// Nothing is opened.
     fn files_per_client(&self) -> usize {
         0

@@ -15,6 +15,9 @@
 //! - `load` pipelines one `SET` per record, one write per batch. `cleanup` walks
 //!   `SCAN MATCH loadrig:*` and `UNLINK`s what it finds; it returns the keys removed.
 //! - The server version comes from `INFO server` (`redis_version`).
+//! - `--pipeline P`: P client streams share each connection (`targets::pipelined`): their
+//!   commands go out together and each reads its own replies, in order. Transactions are
+//!   refused with it (`MULTI` state belongs to the connection).
 //!
 //! The `redis` crate parses the URL (user, password, database) and decodes the replies
 //! that are read in full (captures, `INFO`, `SCAN`, `EXEC`). Everything else stays on the
@@ -33,6 +36,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::ops::Range;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,6 +44,7 @@ use ::redis::{IntoConnectionInfo, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::pipelined::{Inbox, Shared};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
@@ -127,11 +132,25 @@ impl Target for Redis {
             super::connect_within(CONNECT_TIMEOUT, &shown, RedisSession::open(login)).await
         }
     }
+
+    fn cannot_pipeline(&self) -> Option<&'static str> {
+        None
+    }
+
+    async fn connect_shared(&self, n: usize) -> Result<Vec<RedisSession>, OpError> {
+        Ok(self.connect().await?.share(n))
+    }
+}
+
+/// The socket of a session: its own, or one it shares with other streams (`--pipeline`).
+enum Wire {
+    Own(TcpStream),
+    Shared(Rc<Shared>, Rc<Inbox>),
 }
 
 /// One client's connection with its reusable buffers.
 pub struct RedisSession {
-    stream: TcpStream,
+    wire: Wire,
     login: Arc<Login>,
     /// The command (or pipeline) being sent.
     out: Vec<u8>,
@@ -209,7 +228,7 @@ impl RedisSession {
             .set_nodelay(true)
             .map_err(|e| io_error(&login.shown, e))?;
         let mut session = RedisSession {
-            stream,
+            wire: Wire::Own(stream),
             login,
             out: Vec::with_capacity(256),
             inbuf: vec![0; 16 * 1024],
@@ -225,6 +244,26 @@ impl RedisSession {
             session.command(&[b"SELECT", db.as_bytes()]).await?;
         }
         Ok(session)
+    }
+
+    /// This session's connection (logged in, its database selected) as `n` sessions that
+    /// share it, each with buffers of its own.
+    fn share(self, n: usize) -> Vec<RedisSession> {
+        let Wire::Own(stream) = self.wire else {
+            return vec![self];
+        };
+        Shared::split(stream, self.login.shown.clone(), frame_len, n)
+            .into_iter()
+            .map(|(shared, inbox)| RedisSession {
+                wire: Wire::Shared(shared, inbox),
+                login: Arc::clone(&self.login),
+                out: Vec::with_capacity(256),
+                inbuf: vec![0; 16 * 1024],
+                pos: 0,
+                filled: 0,
+                in_tx: false,
+            })
+            .collect()
     }
 
     async fn auth(&mut self) -> Result<(), OpError> {
@@ -267,12 +306,15 @@ impl RedisSession {
             self.filled = 0;
         }
         let RedisSession {
-            stream, out, login, ..
+            wire, out, login, ..
         } = self;
-        stream
-            .write_all(out)
-            .await
-            .map_err(|e| io_error(&login.shown, e))
+        match wire {
+            Wire::Own(stream) => stream
+                .write_all(out)
+                .await
+                .map_err(|e| io_error(&login.shown, e)),
+            Wire::Shared(shared, inbox) => shared.send(inbox, out),
+        }
     }
 
     /// Read until one whole reply is buffered; returns its range and moves past it.
@@ -297,11 +339,15 @@ impl RedisSession {
                     self.inbuf.resize(grown, 0);
                 }
             }
-            let n = self
-                .stream
-                .read(&mut self.inbuf[self.filled..])
-                .await
-                .map_err(|e| io_error(&self.login.shown, e))?;
+            let n = match &mut self.wire {
+                Wire::Own(stream) => stream
+                    .read(&mut self.inbuf[self.filled..])
+                    .await
+                    .map_err(|e| io_error(&self.login.shown, e))?,
+                Wire::Shared(shared, inbox) => {
+                    shared.recv(inbox, &mut self.inbuf[self.filled..]).await?
+                }
+            };
             if n == 0 {
                 return Err(OpError::new(
                     ErrorClass::Connect,

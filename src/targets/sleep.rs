@@ -49,6 +49,9 @@
 //!   for 1/R each, first come first served; an operation waits for its turn, is served,
 //!   then takes its drawn latency. Below R nothing waits; above R the queue, and with it the
 //!   latency, grows without bound while throughput stays at R.
+//! - `--pipeline P`: a connection's P streams wait for their operations together (an async
+//!   sleep on the thread's runtime, so at its timer's 1 ms resolution, instead of the
+//!   precise blocking sleep): a server that serves every request of a connection at once.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -428,6 +431,8 @@ pub struct SleepSession {
     rng: SmallRng,
     /// `unfair`: answered only at multiples of this since the target opened.
     every: Option<Duration>,
+    /// One of several streams on a connection (`--pipeline`): waits without blocking.
+    shared: bool,
 }
 
 impl Drop for SleepSession {
@@ -476,7 +481,22 @@ impl Target for Sleep {
             model: Arc::clone(&self.model),
             rng: SmallRng::seed_from_u64(0x5eed_0000 + n),
             every,
+            shared: false,
         }))
+    }
+
+    fn cannot_pipeline(&self) -> Option<&'static str> {
+        None
+    }
+
+    async fn connect_shared(&self, n: usize) -> Result<Vec<SleepSession>, OpError> {
+        let mut sessions = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut session = self.connect().await?;
+            session.shared = true;
+            sessions.push(session);
+        }
+        Ok(sessions)
     }
 }
 
@@ -522,13 +542,23 @@ impl Session for SleepSession {
             let every_ns = every.as_nanos().max(1);
             end = Duration::from_nanos((end.as_nanos().div_ceil(every_ns) * every_ns) as u64);
         }
-        clock::sleep_until(t.opened + end);
+        let (until, shared) = (t.opened + end, self.shared);
         let fail = t.error_rate > 0.0 && self.rng.random_bool(t.error_rate);
-        std::future::ready(if fail {
-            Err(OpError::new(ErrorClass::Other, "injected error"))
-        } else {
-            Ok(Outcome::default())
-        })
+        async move {
+            if shared {
+                let now = Instant::now();
+                if until > now {
+                    tokio::time::sleep(until - now).await;
+                }
+            } else {
+                clock::sleep_until(until);
+            }
+            if fail {
+                Err(OpError::new(ErrorClass::Other, "injected error"))
+            } else {
+                Ok(Outcome::default())
+            }
+        }
     }
 }
 

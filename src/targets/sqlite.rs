@@ -97,6 +97,10 @@ impl Target for Sqlite {
         true
     }
 
+    fn cannot_pipeline(&self) -> Option<&'static str> {
+        Some("an embedded database: a client is a thread calling SQLite, with no connection to keep several operations on")
+    }
+
     /// The database file, its WAL and its shared-memory index.
     fn files_per_client(&self) -> usize {
         3

@@ -26,6 +26,11 @@
 //!   reads it back in pieces and checks it (see `documents.rs`).
 //! - Cleanup unlinks the attachments, then drops every table of the current schema whose
 //!   name starts with `loadrig_`.
+//! - `--pipeline P`: P streams share each connection (one `Client`, `Rc`-shared, each stream
+//!   with its own prepared statements); tokio-postgres sends the queries of concurrent
+//!   calls without waiting for earlier replies, which is PostgreSQL's pipeline mode on the
+//!   extended protocol. Transactions (their state belongs to the connection) and
+//!   documents with attachments (a transaction per operation) are refused with it.
 //! - `authenticate` is not possible on an open PostgreSQL connection: use the `connect`
 //!   operation (or `--connection per-op`) to measure the handshake.
 //!
@@ -42,6 +47,7 @@ use std::collections::HashMap;
 use std::error::Error as _;
 use std::future::Future;
 use std::net::IpAddr;
+use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -120,10 +126,11 @@ fn begin_statement(isolation: Option<Isolation>) -> &'static str {
 /// One connection: the client half of tokio-postgres (its I/O half runs as a task on the
 /// client's runtime) and the statements prepared on it.
 pub struct PgSession {
-    client: Client,
+    /// Shared by the streams of one connection (`--pipeline`).
+    client: Rc<Client>,
     prepared: Prepared<Statement>,
-    /// The connection's I/O task.
-    io: tokio::task::JoinHandle<()>,
+    /// The connection's I/O task, stopped when its last stream lets go.
+    io: Rc<IoTask>,
     styles: text::Styles,
     attachment: Option<Attachment>,
     /// The documents' statements, prepared on first use.
@@ -131,10 +138,31 @@ pub struct PgSession {
     begin: &'static str,
 }
 
-impl Drop for PgSession {
+/// A connection's I/O task.
+struct IoTask(tokio::task::JoinHandle<()>);
+
+impl Drop for IoTask {
     /// Close the socket at once, even with a reply still due (an operation that timed out).
     fn drop(&mut self) {
-        self.io.abort();
+        self.0.abort();
+    }
+}
+
+impl PgSession {
+    /// This session's connection as `n` sessions that share it, each preparing its own
+    /// statements.
+    fn share(self, n: usize) -> Vec<PgSession> {
+        (0..n)
+            .map(|_| PgSession {
+                client: Rc::clone(&self.client),
+                prepared: Prepared::new(Dialect::Postgres),
+                io: Rc::clone(&self.io),
+                styles: self.styles.clone(),
+                attachment: None,
+                documents: None,
+                begin: self.begin,
+            })
+            .collect()
     }
 }
 
@@ -168,14 +196,24 @@ impl Target for Postgres {
             let _ = connection.await;
         });
         Ok(PgSession {
-            client,
+            client: Rc::new(client),
             prepared: Prepared::new(Dialect::Postgres),
-            io,
+            io: Rc::new(IoTask(io)),
             styles,
             attachment: self.attachment.clone(),
             documents: None,
             begin: self.begin,
         })
+    }
+
+    fn cannot_pipeline(&self) -> Option<&'static str> {
+        self.attachment.as_ref().map(|_| {
+            "documents with attachments run a transaction per operation, and a transaction's state belongs to the connection"
+        })
+    }
+
+    async fn connect_shared(&self, n: usize) -> Result<Vec<PgSession>, OpError> {
+        Ok(self.connect().await?.share(n))
     }
 }
 

@@ -1,0 +1,283 @@
+//! One connection shared by several client streams (`--pipeline P`) of a protocol whose
+//! replies come back in the order of the requests (Redis' RESP). Every stream appends its
+//! requests to one write buffer and reads its own replies as if it had the socket alone;
+//! whichever stream is waiting writes everything queued and hands each reply read to the
+//! stream that asked for it, in order. All streams of a connection run on one thread
+//! (single-threaded runtime), so there are no locks, only `RefCell`s never held across
+//! an `.await`.
+//!
+//! Writes coalesce: a stream yields once before it writes, so the requests the other
+//! streams on the thread issue meanwhile go out in the same system call, and one read
+//! usually carries the replies of several streams (the amortisation `redis-benchmark -P`
+//! gets from batching, here with each operation timed on its own).
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+
+use crate::vocab::{ErrorClass, OpError};
+
+/// Where a complete reply ends in a buffer: `Ok(None)` when more bytes are needed.
+pub type FrameLen = fn(&[u8]) -> Result<Option<usize>, String>;
+
+/// The connection the streams share.
+pub struct Shared {
+    stream: TcpStream,
+    /// HOST:PORT, for messages.
+    shown: String,
+    frame_len: FrameLen,
+    state: RefCell<State>,
+    /// A stream is waiting on the socket for everyone (see [`ReaderTurn`]).
+    reading: Cell<bool>,
+}
+
+/// The waiting on the socket held by one stream. When it ends (its reply came, it failed,
+/// or its operation was cancelled) the next stream expecting a reply is woken to take it.
+struct ReaderTurn<'a>(&'a Shared);
+
+impl Drop for ReaderTurn<'_> {
+    fn drop(&mut self) {
+        self.0.reading.set(false);
+        let state = self.0.state.borrow();
+        if let Some(next) = state.waiting.iter().find(|i| i.in_recv.get()) {
+            next.notify.notify_one();
+        }
+    }
+}
+
+struct State {
+    /// Requests not written yet.
+    out: Vec<u8>,
+    /// Replies as read; bytes `pos..filled` are not handed out yet.
+    inbuf: Vec<u8>,
+    pos: usize,
+    filled: usize,
+    /// The stream each reply still expected belongs to, in request order.
+    waiting: VecDeque<Rc<Inbox>>,
+    /// Set once the connection failed: every stream gets this error from then on.
+    broken: Option<OpError>,
+}
+
+/// One stream's replies, handed over by whichever stream read them.
+#[derive(Default)]
+pub struct Inbox {
+    replies: RefCell<Vec<u8>>,
+    error: RefCell<Option<OpError>>,
+    /// Woken when a reply (or an error) arrives.
+    notify: Notify,
+    /// Requests sent whose replies have not been read by the stream.
+    expected: Cell<usize>,
+    /// Its stream is waiting in [`Shared::recv`] (not cancelled, not between operations).
+    in_recv: Cell<bool>,
+}
+
+/// Marks an inbox's stream as waiting while it is in [`Shared::recv`].
+struct Waiting<'a>(&'a Inbox);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.in_recv.set(false);
+    }
+}
+
+impl Shared {
+    /// Share `stream` between `n` streams: one handle (and inbox) each.
+    pub fn split(
+        stream: TcpStream,
+        shown: String,
+        frame_len: FrameLen,
+        n: usize,
+    ) -> Vec<(Rc<Shared>, Rc<Inbox>)> {
+        let shared = Rc::new(Shared {
+            stream,
+            shown,
+            frame_len,
+            state: RefCell::new(State {
+                out: Vec::with_capacity(4096),
+                inbuf: vec![0; 64 * 1024],
+                pos: 0,
+                filled: 0,
+                waiting: VecDeque::new(),
+                broken: None,
+            }),
+            reading: Cell::new(false),
+        });
+        (0..n)
+            .map(|_| (Rc::clone(&shared), Rc::new(Inbox::default())))
+            .collect()
+    }
+
+    /// Queue `requests` (whole frames) of `inbox`'s stream; they are written by the next
+    /// stream that waits for a reply.
+    pub fn send(&self, inbox: &Rc<Inbox>, requests: &[u8]) -> Result<(), OpError> {
+        let mut state = self.state.borrow_mut();
+        if let Some(e) = &state.broken {
+            return Err(e.clone());
+        }
+        let mut rest = requests;
+        while !rest.is_empty() {
+            let n = match (self.frame_len)(rest) {
+                Ok(Some(n)) => n,
+                _ => return Err(OpError::new(ErrorClass::Other, "an incomplete request")),
+            };
+            state.waiting.push_back(Rc::clone(inbox));
+            inbox.expected.set(inbox.expected.get() + 1);
+            rest = &rest[n..];
+        }
+        state.out.extend_from_slice(requests);
+        Ok(())
+    }
+
+    /// Copy replies of `inbox`'s stream into `buf` (at least one byte), driving the
+    /// connection until one arrives.
+    pub async fn recv(&self, inbox: &Inbox, buf: &mut [u8]) -> Result<usize, OpError> {
+        if inbox.expected.get() == 0 && inbox.replies.borrow().is_empty() {
+            return Err(OpError::new(ErrorClass::Other, "no request is waiting"));
+        }
+        // Let the other streams on this thread queue their requests first: one write.
+        tokio::task::yield_now().await;
+        // Declared first, dropped last: the turn passes to another waiting stream, never
+        // back to this one.
+        let mut turn: Option<ReaderTurn<'_>> = None;
+        inbox.in_recv.set(true);
+        let _waiting = Waiting(inbox);
+        loop {
+            {
+                let mut replies = inbox.replies.borrow_mut();
+                if !replies.is_empty() {
+                    let n = replies.len().min(buf.len());
+                    buf[..n].copy_from_slice(&replies[..n]);
+                    replies.drain(..n);
+                    return Ok(n);
+                }
+            }
+            if let Some(e) = inbox.error.borrow_mut().take() {
+                return Err(e);
+            }
+            if self.drive()? {
+                continue;
+            }
+            // One stream waits on the socket; the others only for their inbox, so a
+            // readable socket wakes one task, not all P.
+            if turn.is_none() && !self.reading.get() {
+                self.reading.set(true);
+                turn = Some(ReaderTurn(self));
+            }
+            if turn.is_none() {
+                inbox.notify.notified().await;
+                continue;
+            }
+            let mut interest = Interest::READABLE;
+            if !self.state.borrow().out.is_empty() {
+                interest |= Interest::WRITABLE;
+            }
+            tokio::select! {
+                ready = self.stream.ready(interest) => {
+                    ready.map_err(|e| self.fail(e))?;
+                }
+                () = inbox.notify.notified() => {}
+            }
+        }
+    }
+
+    /// Write what is queued and read what has arrived, without waiting; whether anything
+    /// moved.
+    fn drive(&self) -> Result<bool, OpError> {
+        let mut moved = false;
+        let mut state = self.state.borrow_mut();
+        if let Some(e) = &state.broken {
+            return Err(e.clone());
+        }
+        while !state.out.is_empty() {
+            match self.stream.try_write(&state.out) {
+                Ok(n) => {
+                    state.out.drain(..n);
+                    moved = true;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(self.break_with(&mut state, self.fail(e))),
+            }
+        }
+        let State {
+            inbuf, pos, filled, ..
+        } = &mut *state;
+        if *filled == inbuf.len() {
+            if *pos > 0 {
+                inbuf.copy_within(*pos..*filled, 0);
+                *filled -= *pos;
+                *pos = 0;
+            } else {
+                inbuf.resize(inbuf.len() * 2, 0);
+            }
+        }
+        match self.stream.try_read(&mut inbuf[*filled..]) {
+            Ok(0) => {
+                let e = OpError::new(
+                    ErrorClass::Connect,
+                    format!("{} closed the connection", self.shown),
+                );
+                return Err(self.break_with(&mut state, e));
+            }
+            Ok(n) => {
+                *filled += n;
+                moved = true;
+                self.hand_out(&mut state)?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(self.break_with(&mut state, self.fail(e))),
+        }
+        Ok(moved)
+    }
+
+    /// Give every complete reply read to the stream that asked for it, in order.
+    fn hand_out(&self, state: &mut State) -> Result<(), OpError> {
+        loop {
+            let n = match (self.frame_len)(&state.inbuf[state.pos..state.filled]) {
+                Ok(Some(n)) => n,
+                Ok(None) => break,
+                Err(e) => {
+                    let e = OpError::new(
+                        ErrorClass::Protocol,
+                        format!("malformed reply from {}: {e}", self.shown),
+                    );
+                    return Err(self.break_with(state, e));
+                }
+            };
+            let Some(inbox) = state.waiting.pop_front() else {
+                let e = OpError::new(
+                    ErrorClass::Protocol,
+                    format!("{} sent a reply nobody asked for", self.shown),
+                );
+                return Err(self.break_with(state, e));
+            };
+            let frame = &state.inbuf[state.pos..state.pos + n];
+            inbox.replies.borrow_mut().extend_from_slice(frame);
+            inbox.expected.set(inbox.expected.get().saturating_sub(1));
+            inbox.notify.notify_one();
+            state.pos += n;
+        }
+        if state.pos == state.filled {
+            state.pos = 0;
+            state.filled = 0;
+        }
+        Ok(())
+    }
+
+    fn fail(&self, e: std::io::Error) -> OpError {
+        OpError::new(ErrorClass::Connect, format!("{}: {e}", self.shown))
+    }
+
+    /// Mark the connection failed and tell every stream still waiting on it.
+    fn break_with(&self, state: &mut State, e: OpError) -> OpError {
+        for inbox in state.waiting.drain(..) {
+            *inbox.error.borrow_mut() = Some(e.clone());
+            inbox.notify.notify_one();
+        }
+        state.broken = Some(e.clone());
+        e
+    }
+}

@@ -1,0 +1,492 @@
+//! `--pipeline P`: P client streams share each connection, with their operations in flight
+//! together. Exact counts and effects on real servers (scripts/services.sh), replies reaching
+//! the stream that asked, the overlap itself against the simulated server's known latency,
+//! and the refusals (exit 2, before anything connects).
+
+mod common;
+
+use common::{server_url, Dir};
+
+/// Redis database numbers of their own, so these tests run beside tests/server_redis.rs.
+fn redis_url(db: u32) -> Option<String> {
+    let url = server_url("LOADRIG_REDIS_URL")?;
+    let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
+    Some(format!("{base}/{db}"))
+}
+
+fn redis_conn(url: &str) -> redis::Connection {
+    let mut c = redis::Client::open(url.replacen("redis://:", "redis://default:", 1))
+        .expect("redis url")
+        .get_connection()
+        .expect("connect to redis");
+    redis::cmd("FLUSHDB").exec(&mut c).expect("flushdb");
+    c
+}
+
+/// The run's per-client counts, summarised (`validity.fairness`).
+fn fairness(d: &Dir, file: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(d.join(file)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["validity"]["fairness"].clone()
+}
+
+const PUTS: &str = r#"
+name = "pipelined-puts"
+[[op]]
+name = "put"
+kv.put = { key = "p{seq}", value = "{bytes 100}" }
+"#;
+
+/// Half the gets find a loaded key (1 row), half look for one that never exists (0 rows):
+/// a reply handed to the wrong stream shows up in the other operation's rows.
+const HITS_AND_MISSES: &str = r#"
+name = "hits-and-misses"
+[data]
+count = 500
+key = "k{seq}"
+value = "{bytes 50}"
+batch = 100
+[[op]]
+name = "hit"
+kv.get = { key = "k{uniform 0..500}" }
+[[op]]
+name = "miss"
+kv.get = { key = "absent{uniform 0..500}" }
+"#;
+
+#[test]
+fn redis_pipelined_puts_store_exactly_the_keys_counted() {
+    let Some(url) = redis_url(13) else { return };
+    let mut c = redis_conn(&url);
+    let d = Dir::new();
+    d.write("w.toml", PUTS);
+    let out = d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        &url,
+        "--clients",
+        "2",
+        "--pipeline",
+        "16",
+        "--ops",
+        "3200",
+        "--seed",
+        "7",
+        "-o",
+        "r.json",
+    ]);
+    assert!(out.contains("x 16 on each connection"), "{out}");
+    let r = d.result("r.json");
+    assert_eq!(r.load.pipeline, 16);
+    assert_eq!(r.load.clients(), 32, "2 connections x 16 streams");
+    assert_eq!(r.connect.as_ref().unwrap().clients, 2, "connections opened");
+    assert_eq!(r.operations[0].ok, 3200);
+    assert_eq!(r.operations[0].errors, 0);
+    assert_eq!(r.operations[0].rows, 3200);
+    // Every stream ran its exact share of --ops.
+    let fairness = &fairness(&d, "r.json");
+    assert_eq!(fairness["clients"], 32);
+    assert_eq!(
+        (fairness["min"].as_u64(), fairness["max"].as_u64()),
+        (Some(100), Some(100))
+    );
+    let mut names: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+    names.sort();
+    let mut expected: Vec<String> = (0..3200).map(|i| format!("loadrig:p{i}")).collect();
+    expected.sort();
+    assert_eq!(names, expected);
+    redis::cmd("FLUSHDB").exec(&mut c).unwrap();
+}
+
+#[test]
+fn redis_pipelined_replies_reach_the_stream_that_asked() {
+    let Some(url) = redis_url(14) else { return };
+    let mut c = redis_conn(&url);
+    let d = Dir::new();
+    d.write("w.toml", HITS_AND_MISSES);
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        &url,
+        "--clients",
+        "3",
+        "--pipeline",
+        "16",
+        "--ops",
+        "9600",
+        "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    let (hit, miss) = (&r.operations[0], &r.operations[1]);
+    assert_eq!(hit.ok + miss.ok, 9600);
+    assert_eq!((hit.errors, miss.errors), (0, 0));
+    assert!(hit.ok > 4000 && miss.ok > 4000, "{} {}", hit.ok, miss.ok);
+    assert_eq!(hit.rows, hit.ok, "every hit found its key");
+    assert_eq!(miss.rows, 0, "no miss found one");
+    redis::cmd("FLUSHDB").exec(&mut c).unwrap();
+}
+
+#[test]
+fn redis_refuses_a_transaction_or_authentication_with_pipeline() {
+    let Some(url) = redis_url(13) else { return };
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"
+name = "tx"
+[[op]]
+name = "pair"
+tx = [{ redis = ["SET", "loadrig:a", "1"] }, { redis = ["SET", "loadrig:b", "2"] }]
+"#,
+    );
+    let (_, err) = d.code(2, &["run", "w.toml", "--target", &url, "--pipeline", "4"]);
+    assert!(err.contains("'pair' is a transaction"), "{err}");
+    assert!(!d.files().iter().any(|f| f.ends_with(".json")));
+    d.write(
+        "a.toml",
+        "name = \"a\"\n[[op]]\nname = \"again\"\nauthenticate = {}\n",
+    );
+    let (_, err) = d.code(2, &["run", "a.toml", "--target", &url, "--pipeline", "4"]);
+    assert!(err.contains("'again' authenticates again"), "{err}");
+}
+
+/// The simulated server answers after 2 ms: one connection with 8 operations in flight
+/// completes about 8 times as many as one with one (its streams wait on the runtime's
+/// millisecond timer, so somewhat fewer), and every stream is served.
+#[test]
+fn pipelining_overlaps_operations_on_the_simulated_server() {
+    let d = Dir::new();
+    let run = |p: &str, file: &str| {
+        d.ok(&[
+            "run",
+            "noop",
+            "--target",
+            "sleep://?latency=2ms",
+            "--clients",
+            "1",
+            "--pipeline",
+            p,
+            "--samples",
+            "5",
+            "--interval",
+            "100ms",
+            "--seed",
+            "1",
+            "-o",
+            file,
+        ]);
+        d.result(file)
+    };
+    let one = run("1", "one.json");
+    let eight = run("8", "eight.json");
+    let ratio = eight.total.ok as f64 / one.total.ok as f64;
+    assert!((3.5..=8.5).contains(&ratio), "8 in flight / 1: {ratio}");
+    let fairness = &fairness(&d, "eight.json");
+    assert_eq!(fairness["clients"], 8);
+    assert!(fairness["min"].as_u64().unwrap() > 0, "{fairness}");
+    // Each operation still takes the server's 2 ms: latency is per operation, not per batch.
+    assert!(eight.total.latency.min_ns >= 2_000_000);
+}
+
+#[test]
+fn targets_that_cannot_pipeline_exit_2_before_connecting() {
+    let d = Dir::new();
+    // Nothing listens on port 1: a connection attempt would fail with another message.
+    for (url, name) in [
+        ("mysql://u:secret@127.0.0.1:1/db", "mysql://"),
+        ("http://127.0.0.1:1/", "http://"),
+    ] {
+        let (_, err) = d.code(2, &["run", "noop", "--target", url, "--pipeline", "4"]);
+        assert!(
+            err.contains(&format!("{name} targets cannot pipeline")),
+            "{err}"
+        );
+        assert!(!err.contains("secret"));
+    }
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "noop",
+            "--target",
+            "sqlite://./t.db",
+            "--pipeline",
+            "2",
+        ],
+    );
+    assert!(err.contains("sqlite:// targets cannot pipeline"), "{err}");
+    assert!(err.contains("embedded"), "{err}");
+    assert!(!d.join("t.db").exists(), "nothing was created");
+}
+
+#[test]
+fn a_bad_pipeline_in_the_workload_is_reported_at_its_place() {
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        "name = \"w\"\n[load]\nclients = 2\npipeline = 0\n[[op]]\nname = \"n\"\nnop = {}\n",
+    );
+    let (_, err) = d.code(2, &["run", "w.toml", "--target", "sleep://?latency=1ms"]);
+    assert!(err.contains("w.toml:4:12"), "{err}");
+    assert!(err.contains("[load] pipeline 0: expected 1 to"), "{err}");
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "w.toml",
+            "--target",
+            "sleep://",
+            "--pipeline",
+            "2",
+            "--connection",
+            "per-op",
+        ],
+    );
+    assert!(err.contains("--connection per-op"), "{err}");
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "noop",
+            "--target",
+            "sleep://",
+            "-c",
+            "4",
+            "--pipeline",
+            "2",
+            "--shard",
+            "0/2",
+        ],
+    );
+    assert!(
+        err.contains("--pipeline cannot be used with --shard"),
+        "{err}"
+    );
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "noop",
+            "--target",
+            "sleep://",
+            "-c",
+            "100",
+            "--pipeline",
+            "101",
+        ],
+    );
+    assert!(err.contains("10100 client streams; at most 10000"), "{err}");
+}
+
+#[test]
+fn postgres_pipelined_inserts_store_exactly_the_rows_counted() {
+    let Some(url) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    common::sql::pg_row(&url, "DROP TABLE IF EXISTS loadrig_pipe");
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"
+name = "pipelined-inserts"
+setup = ["CREATE TABLE IF NOT EXISTS loadrig_pipe (id BIGINT PRIMARY KEY, who BIGINT NOT NULL)"]
+[[op]]
+name = "insert"
+sql = { query = "INSERT INTO loadrig_pipe VALUES ($1, $2)", params = ["{seq}", "{client}"] }
+"#,
+    );
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        &url,
+        "--clients",
+        "1",
+        "--pipeline",
+        "16",
+        "--ops",
+        "1600",
+        "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    assert_eq!((r.operations[0].ok, r.operations[0].errors), (1600, 0));
+    assert_eq!(r.operations[0].rows, 1600);
+    let row = common::sql::ints(common::sql::pg_row(
+        &url,
+        "SELECT count(*), count(DISTINCT id), min(id), max(id), count(DISTINCT who) FROM loadrig_pipe",
+    ));
+    assert_eq!(
+        row,
+        vec![1600, 1600, 0, 1599, 16],
+        "one row per operation, from 16 streams"
+    );
+    let per_stream = common::sql::ints(common::sql::pg_row(
+        &url,
+        "SELECT min(n), max(n) FROM (SELECT count(*) AS n FROM loadrig_pipe GROUP BY who) s",
+    ));
+    assert_eq!(per_stream, vec![100, 100]);
+    common::sql::pg_row(&url, "DROP TABLE loadrig_pipe");
+}
+
+#[test]
+fn postgres_refuses_a_transaction_with_pipeline() {
+    let Some(url) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    let d = Dir::new();
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "pgbench-tpcb",
+            "--target",
+            &url,
+            "--pipeline",
+            "4",
+            "--set",
+            "scale=1",
+        ],
+    );
+    assert!(err.contains("is a transaction"), "{err}");
+    assert!(err.contains("--pipeline 1"), "{err}");
+}
+
+/// Run an OpenLDAP client tool as the test server's admin.
+fn ldap_tool(tool: &str, args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let var = |v: &str| std::env::var(v).unwrap_or_default();
+    let mut child = std::process::Command::new(tool)
+        .args([
+            "-x",
+            "-H",
+            &var("LOADRIG_LDAP_URL"),
+            "-D",
+            &var("LOADRIG_LDAP_BIND_DN"),
+        ])
+        .args(["-w", &var("LOADRIG_LDAP_PASSWORD")])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ldap tool");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().expect("ldap tool");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn ldap_pipelined_streams_multiplex_one_connection_exactly() {
+    let Some(url) = server_url("LOADRIG_LDAP_URL") else {
+        return;
+    };
+    let root = std::env::var("LOADRIG_LDAP_BASE").unwrap();
+    let bind = std::env::var("LOADRIG_LDAP_BIND_DN").unwrap();
+    let base = format!("ou=pipe,{root}");
+    ldap_tool("ldapdelete", &["-r", &base], "");
+    ldap_tool(
+        "ldapadd",
+        &[],
+        &format!("dn: {base}\nobjectClass: organizationalUnit\nou: pipe\n"),
+    );
+    let target = format!("{url}?bind_dn={bind}&password=${{LOADRIG_LDAP_PASSWORD}}&base={base}");
+    let d = Dir::new();
+    d.write("puts.toml", PUTS);
+    d.ok(&[
+        "run",
+        "puts.toml",
+        "--target",
+        &target,
+        "--clients",
+        "2",
+        "--pipeline",
+        "8",
+        "--ops",
+        "160",
+        "-o",
+        "p.json",
+    ]);
+    let r = d.result("p.json");
+    assert_eq!((r.total.ok, r.total.errors), (160, 0));
+    let dns = ldap_tool(
+        "ldapsearch",
+        &["-LLL", "-b", &format!("ou=loadrig,{base}"), "1.1"],
+        "",
+    );
+    let mut cns: Vec<&str> = dns
+        .lines()
+        .filter_map(|l| l.strip_prefix("dn: cn="))
+        .collect();
+    cns.sort();
+    let mut expected: Vec<String> = (0..160)
+        .map(|i| format!("p{i},ou=loadrig,{base}"))
+        .collect();
+    expected.sort();
+    assert_eq!(cns, expected);
+
+    // The entries just stored are the hits.
+    d.write(
+        "w.toml",
+        &HITS_AND_MISSES.replace("500", "160").replace("k{", "p{"),
+    );
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        &target,
+        "--clients",
+        "2",
+        "--pipeline",
+        "8",
+        "--ops",
+        "1600",
+        "--skip-load",
+        "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    let (hit, miss) = (&r.operations[0], &r.operations[1]);
+    assert_eq!((hit.ok + miss.ok, hit.errors + miss.errors), (1600, 0));
+    assert_eq!(hit.rows, hit.ok, "every hit found its entry");
+    assert_eq!(miss.rows, 0, "no miss found one");
+    ldap_tool("ldapdelete", &["-r", &base], "");
+}
+
+/// Open loop: the rate is dealt over every stream (connections x pipeline), so the run
+/// delivers the asked rate, not P times it; latency counts from the intended start.
+#[test]
+fn an_open_loop_deals_its_rate_over_every_stream() {
+    let d = Dir::new();
+    d.ok(&[
+        "run",
+        "noop",
+        "--target",
+        "sleep://?latency=2ms",
+        "--rate",
+        "400",
+        "--max-in-flight",
+        "2",
+        "--pipeline",
+        "4",
+        "--samples",
+        "3",
+        "--interval",
+        "100ms",
+        "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    assert_eq!(r.load.clients(), 8);
+    // 400/s over 0.3 s: 120 arrivals scheduled, whatever the machine.
+    assert!((100..=121).contains(&r.total.ok), "{}", r.total.ok);
+    assert!(r.total.latency.min_ns >= 2_000_000);
+}
