@@ -3,6 +3,8 @@
 //! Latencies are nanoseconds in auto-resizing HdrHistograms (3 significant digits), so a
 //! histogram stays small for fast operations and still holds an hour-long stall.
 
+pub mod connect_phases;
+
 use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

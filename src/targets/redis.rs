@@ -1,4 +1,5 @@
-//! `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`: Redis, one plain TCP connection per client.
+//! `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`: Redis, one TCP connection per client;
+//! `rediss://…` the same over TLS (options `ca=PATH`, `insecure=true`: see [`super::tls`]).
 //!
 //! - kv operations work on keys `loadrig:KEY`: put = `SET`, get = `GET` (rows 1 when the key
 //!   exists), update = `SET … XX` (rows 0 when it does not), delete = `DEL` (rows = keys
@@ -34,14 +35,16 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ::redis::{IntoConnectionInfo, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::tls::{NetStream, Tls};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
+use crate::stats::connect_phases::{ConnectPhases, PhaseClock, PhaseTimes};
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
 
 /// Every key a kv operation touches starts with this; cleanup removes exactly these.
@@ -57,6 +60,11 @@ const SCAN_COUNT: &str = "1000";
 /// What every session needs to log in.
 struct Login {
     addrs: Vec<SocketAddr>,
+    /// The host as given: the name a TLS certificate must carry.
+    host: String,
+    tls: Tls,
+    /// Every connection's TCP, TLS and AUTH/SELECT times.
+    phases: PhaseClock,
     /// HOST:PORT as given, for messages (never the password).
     shown: String,
     username: Option<String>,
@@ -69,8 +77,9 @@ pub struct Redis {
 }
 
 impl Redis {
-    pub fn open(url: &TargetUrl) -> Result<Redis, InputError> {
-        url.check_options(&[])?;
+    pub fn open(url: &TargetUrl, params: &super::Params) -> Result<Redis, InputError> {
+        url.check_options(&super::tls::OPTIONS)?;
+        let tls = Tls::from_url(url, params, url.scheme == "rediss")?;
         let shape =
             "expected redis://[:PASSWORD@]HOST[:PORT][/DB], like redis://:secret@127.0.0.1:6379/0";
         let info = format!("redis://{}", url.location)
@@ -96,6 +105,9 @@ impl Redis {
         Ok(Redis {
             login: Arc::new(Login {
                 addrs,
+                host,
+                tls,
+                phases: PhaseClock::default(),
                 shown,
                 username: settings.username().map(str::to_string),
                 password: settings.password().map(str::to_string),
@@ -106,8 +118,8 @@ impl Redis {
 }
 
 impl Target for Redis {
-    fn from_url(url: &TargetUrl, _params: &super::Params) -> Result<Self, InputError> {
-        Self::open(url)
+    fn from_url(url: &TargetUrl, params: &super::Params) -> Result<Self, InputError> {
+        Self::open(url, params)
     }
 
     type Session = RedisSession;
@@ -127,11 +139,15 @@ impl Target for Redis {
             super::connect_within(CONNECT_TIMEOUT, &shown, RedisSession::open(login)).await
         }
     }
+
+    fn connect_phases(&self) -> Option<ConnectPhases> {
+        self.login.phases.snapshot()
+    }
 }
 
 /// One client's connection with its reusable buffers.
 pub struct RedisSession {
-    stream: TcpStream,
+    stream: NetStream,
     login: Arc<Login>,
     /// The command (or pipeline) being sent.
     out: Vec<u8>,
@@ -180,6 +196,7 @@ enum Reply<'a> {
 
 impl RedisSession {
     async fn open(login: Arc<Login>) -> Result<RedisSession, OpError> {
+        let started = Instant::now();
         let mut last = None;
         let mut stream = None;
         for addr in &login.addrs {
@@ -208,6 +225,9 @@ impl RedisSession {
         stream
             .set_nodelay(true)
             .map_err(|e| io_error(&login.shown, e))?;
+        let tcp = started.elapsed();
+        let stream = login.tls.wrap(&login.host, stream, &login.shown).await?;
+        let tls = login.tls.is_on().then(|| started.elapsed() - tcp);
         let mut session = RedisSession {
             stream,
             login,
@@ -224,6 +244,13 @@ impl RedisSession {
             let db = session.login.db.to_string();
             session.command(&[b"SELECT", db.as_bytes()]).await?;
         }
+        let before_auth = tcp + tls.unwrap_or_default();
+        session.login.phases.record(PhaseTimes {
+            tcp,
+            tls,
+            auth: (session.login.password.is_some() || session.login.db != 0)
+                .then(|| started.elapsed() - before_auth),
+        });
         Ok(session)
     }
 
