@@ -206,13 +206,16 @@ impl Target for Postgres {
             Ok(Err(e)) => {
                 return Err(OpError::new(
                     ErrorClass::Connect,
-                    format!("cannot connect to {}: {e}", self.shown),
+                    format!("connection failed (connect): {}: {e}", self.shown),
                 ))
             }
             Err(_) => {
                 return Err(OpError::new(
                     ErrorClass::Connect,
-                    format!("no answer from {} within {:?}", self.shown, self.timeout),
+                    format!(
+                        "connection failed (connect): no answer from {} within {:?}",
+                        self.shown, self.timeout
+                    ),
                 ))
             }
         };
