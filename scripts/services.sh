@@ -169,19 +169,28 @@ sweep() { # svc
     done
 }
 
+# One export line; a value with a character the shell would act on (a TLS URL's `?` and
+# `&`) in single quotes, the others bare, as readers that split on '=' expect.
+export_line() { # KEY=VALUE
+    if [[ $1 == *[^A-Za-z0-9_=:/@.,+-]* ]]; then
+        printf "export %s='%s'\n" "${1%%=*}" "${1#*=}"
+    else
+        printf 'export %s\n' "$1"
+    fi
+}
+
 write_fragment() { # svc KEY=VALUE... -> the service's part of the env file
-    local svc=$1
+    local svc=$1 kv
     shift
-    printf 'export %q\n' "$@" >"$STATE/$svc/env"
+    for kv in "$@"; do export_line "$kv"; done >"$STATE/$svc/env"
 }
 
 write_env() {
-    # Only servers that are up are exported; written whole, then renamed. Values are
-    # quoted (%q): a TLS URL holds an `&`.
+    # Only servers that are up are exported; written whole, then renamed.
     local svc
     {
-        printf 'export %q\n' "LOADRIG_CA_FILE=$STATE/tls/ca.crt" \
-            "LOADRIG_WRONG_CA_FILE=$STATE/tls/wrong-ca.crt"
+        export_line "LOADRIG_CA_FILE=$STATE/tls/ca.crt"
+        export_line "LOADRIG_WRONG_CA_FILE=$STATE/tls/wrong-ca.crt"
         for svc in "${ALL[@]}"; do
             if running_pid "$svc" >/dev/null; then cat "$STATE/$svc/env"; fi
         done
