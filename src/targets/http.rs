@@ -96,7 +96,7 @@ impl Http {
         let mut known = vec!["kv_path", "attachment", "attachment_size"];
         known.extend(super::tls::OPTIONS);
         url.check_options(&known)?;
-        let tls = Tls::from_url(url, params, url.scheme == "https")?;
+        let tls = Tls::from_url(url, url.scheme == "https")?;
         let default_port = if tls.is_on() { 443 } else { 80 };
         let (authority, path) = match url.location.find('/') {
             Some(i) => url.location.split_at(i),

@@ -100,7 +100,7 @@ impl Ldap {
                 )))
             }
         };
-        let tls = Tls::from_url(url, params, starttls || url.scheme == "ldaps")?;
+        let tls = Tls::from_url(url, starttls || url.scheme == "ldaps")?;
         let authority = url.location.trim_end_matches('/');
         if authority.is_empty() || authority.contains('/') || authority.contains('@') {
             return Err(InputError::new(

@@ -68,7 +68,7 @@ pub struct Mysql {
 impl Mysql {
     pub fn open(url: &TargetUrl, params: &super::Params) -> Result<Mysql, InputError> {
         url.check_options(&["connect_timeout", "isolation", "ssl-mode", "ca", "insecure"])?;
-        let tls = Tls::from_url(url, params, ssl_mode(url)?)?;
+        let tls = Tls::from_url(url, ssl_mode(url)?)?;
         // `setup` (not `init`): a change_user (re-authentication) resets the session, and
         // the driver runs these again after it.
         let setup: Vec<String> = Isolation::from_options(url, params)?

@@ -77,9 +77,9 @@ pub struct Redis {
 }
 
 impl Redis {
-    pub fn open(url: &TargetUrl, params: &super::Params) -> Result<Redis, InputError> {
+    pub fn open(url: &TargetUrl) -> Result<Redis, InputError> {
         url.check_options(&super::tls::OPTIONS)?;
-        let tls = Tls::from_url(url, params, url.scheme == "rediss")?;
+        let tls = Tls::from_url(url, url.scheme == "rediss")?;
         let shape =
             "expected redis://[:PASSWORD@]HOST[:PORT][/DB], like redis://:secret@127.0.0.1:6379/0";
         let info = format!("redis://{}", url.location)
@@ -118,8 +118,8 @@ impl Redis {
 }
 
 impl Target for Redis {
-    fn from_url(url: &TargetUrl, params: &super::Params) -> Result<Self, InputError> {
-        Self::open(url, params)
+    fn from_url(url: &TargetUrl, _params: &super::Params) -> Result<Self, InputError> {
+        Self::open(url)
     }
 
     type Session = RedisSession;

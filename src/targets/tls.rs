@@ -29,7 +29,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use super::{Params, TargetUrl};
+use super::TargetUrl;
 use crate::error::InputError;
 pub use crate::vocab::TlsMode;
 use crate::vocab::{ErrorClass, OpError};
@@ -43,18 +43,17 @@ pub struct Tls {
     pub mode: TlsMode,
     /// The `ca=` file, if given (a private CA instead of the system roots).
     pub ca: Option<String>,
-    /// The PEM certificates of `ca=` (PostgreSQL and MySQL hand them to their drivers).
-    pub ca_certs: Vec<CertificateDer<'static>>,
     config: Option<Arc<ClientConfig>>,
 }
 
 impl Tls {
     /// The TLS of a target whose URL asked for it (`on`) or not: reads `ca` and `insecure`,
     /// loads the CA file, builds the rustls configuration. `ca`/`insecure` without TLS are
-    /// refused rather than silently ignored.
-    pub fn from_url(url: &TargetUrl, params: &Params, on: bool) -> Result<Tls, InputError> {
-        let ca = url.option("ca", params).filter(|c| !c.is_empty());
-        let insecure = match url.option("insecure", params).as_deref() {
+    /// refused rather than silently ignored. Both come from the URL only (not workload
+    /// parameters), so that the URL in the result says what was verified.
+    pub fn from_url(url: &TargetUrl, on: bool) -> Result<Tls, InputError> {
+        let ca = url.options.get("ca").filter(|c| !c.is_empty()).cloned();
+        let insecure = match url.options.get("insecure").map(String::as_str) {
             None | Some("false") => false,
             Some("true") => true,
             Some(other) => {
@@ -93,7 +92,6 @@ impl Tls {
                 TlsMode::Verified
             },
             ca,
-            ca_certs,
             config: Some(config),
         })
     }
@@ -102,7 +100,6 @@ impl Tls {
         Tls {
             mode: TlsMode::Off,
             ca: None,
-            ca_certs: Vec::new(),
             config: None,
         }
     }
@@ -349,8 +346,7 @@ mod tests {
 
     #[test]
     fn options_without_tls_or_together_are_refused() {
-        let t =
-            |u: &str, on: bool| Tls::from_url(&TargetUrl::parse(u).unwrap(), &Params::new(), on);
+        let t = |u: &str, on: bool| Tls::from_url(&TargetUrl::parse(u).unwrap(), on);
         assert!(t("redis://h?insecure=true", false).is_err());
         assert!(t("rediss://h?insecure=true&ca=/x", true).is_err());
         assert!(t("rediss://h?insecure=maybe", true).is_err());

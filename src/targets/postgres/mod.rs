@@ -103,7 +103,7 @@ impl Postgres {
         let begin = begin_statement(Isolation::from_options(url, params)?);
         let ep = Endpoint::parse(url)?;
         let timeout = Endpoint::connect_timeout(url, Duration::from_secs(5))?;
-        let tls = Tls::from_url(url, params, ssl_mode(url)?)?;
+        let tls = Tls::from_url(url, ssl_mode(url)?)?;
         let mut config = Config::new();
         // The socket is ours (connect_raw), so its phases can be timed apart.
         config
