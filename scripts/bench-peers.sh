@@ -7,6 +7,8 @@
 # Usage: scripts/bench-peers.sh [CASE|all] [SECONDS] [REPEATS]
 #   pg-select     pgbench -S -M prepared -c 4 -j 2  vs  loadrig, 4 clients, --threads 2
 #   pg-connect    pgbench -S -C -M prepared -c 4 -j 2  vs  loadrig --connection per-op
+#   pg-connect-tls  the same over TLS: pgbench with PGSSLMODE=require  vs  loadrig with
+#                 sslmode=verify-full&ca=THE_CA (loadrig also verifies the certificate)
 #   pg-tpcb       pgbench (tpcb-like) -M prepared -s 10  vs  loadrig run pgbench-tpcb --set scale=10
 #   pg-select-only  pgbench -S -M prepared -s 10  vs  loadrig run pgbench-select-only --set scale=10
 #   mysql-select  sysbench oltp_point_select, 4 threads  vs  loadrig, 4 clients, --threads 2
@@ -146,6 +148,8 @@ peer_pg_select() { pgbench_run -S -M prepared; }
 lr_pg_select() { loadrig_run "$work/pg-select.toml" --target '${LOADRIG_PG_URL}'; }
 peer_pg_connect() { pgbench_run -S -M prepared -C; }
 lr_pg_connect() { loadrig_run "$work/pg-select.toml" --target '${LOADRIG_PG_URL}' --connection per-op; }
+peer_pg_connect_tls() { PGSSLMODE=require pgbench_run -S -M prepared -C; }
+lr_pg_connect_tls() { loadrig_run "$work/pg-select.toml" --target '${LOADRIG_PG_TLS_URL}' --connection per-op; }
 
 case_pg_select() {
     pg_prepare
@@ -155,6 +159,11 @@ case_pg_select() {
 case_pg_connect() {
     pg_prepare
     compare "pg-connect: a new SCRAM connection per select" pgbench peer_pg_connect lr_pg_connect
+}
+
+case_pg_connect_tls() {
+    pg_prepare
+    compare "pg-connect-tls: a new TLS + SCRAM connection per select" pgbench peer_pg_connect_tls lr_pg_connect_tls
 }
 
 # The built-ins reload their own loadrig_pgbench_* tables at scale 10 before each run (as
@@ -359,6 +368,7 @@ echo "loadrig peer benchmarks: $(nproc) cores, $(date -u +%Y-%m-%d)"
 case $which_case in
 pg-select) case_pg_select ;;
 pg-connect) case_pg_connect ;;
+pg-connect-tls) case_pg_connect_tls ;;
 pg-tpcb) case_pg_tpcb ;;
 pg-select-only) case_pg_select_only ;;
 mysql-select) case_mysql_select ;;
@@ -368,6 +378,7 @@ redis-pipe) case_redis_pipe ;;
 all)
     case_pg_select
     case_pg_connect
+    case_pg_connect_tls
     case_pg_tpcb
     case_pg_select_only
     case_mysql_select
@@ -376,7 +387,7 @@ all)
     case_redis_pipe
     ;;
 *)
-    echo "usage: $0 [pg-select|pg-connect|pg-tpcb|pg-select-only|mysql-select|sysbench|pg-pipe|redis-pipe|all] [SECONDS] [REPEATS]" >&2
+    echo "usage: $0 [pg-select|pg-connect|pg-connect-tls|pg-tpcb|pg-select-only|mysql-select|sysbench|pg-pipe|redis-pipe|all] [SECONDS] [REPEATS]" >&2
     exit 2
     ;;
 esac

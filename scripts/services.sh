@@ -11,6 +11,10 @@
 #                                 a kill -9, say); stops it first if it is still up
 #   scripts/services.sh pid NAME  the server's pid, for tests that signal it
 #
+# Every server also speaks TLS (its own port, or the same port where the protocol
+# negotiates it) with a certificate for 127.0.0.1/localhost from a throwaway CA made
+# here with openssl: STATE/tls/ca.crt (exported as LOADRIG_CA_FILE).
+#
 # LOADRIG_SERVICES_DURABLE=1 at `up`: Redis appends every write to its AOF before it
 # answers, so acknowledged keys outlive a kill -9 (fault tests count them).
 #
@@ -165,19 +169,62 @@ sweep() { # svc
     done
 }
 
+# One export line; a value with a character the shell would act on (a TLS URL's `?` and
+# `&`) in single quotes, the others bare, as readers that split on '=' expect.
+export_line() { # KEY=VALUE
+    if [[ $1 == *[^A-Za-z0-9_=:/@.,+-]* ]]; then
+        printf "export %s='%s'\n" "${1%%=*}" "${1#*=}"
+    else
+        printf 'export %s\n' "$1"
+    fi
+}
+
 write_fragment() { # svc KEY=VALUE... -> the service's part of the env file
-    local svc=$1
+    local svc=$1 kv
     shift
-    printf 'export %s\n' "$@" >"$STATE/$svc/env"
+    for kv in "$@"; do export_line "$kv"; done >"$STATE/$svc/env"
 }
 
 write_env() {
     # Only servers that are up are exported; written whole, then renamed.
     local svc
-    for svc in "${ALL[@]}"; do
-        if running_pid "$svc" >/dev/null; then cat "$STATE/$svc/env"; fi
-    done >"$STATE/env.tmp"
+    {
+        export_line "LOADRIG_CA_FILE=$STATE/tls/ca.crt"
+        export_line "LOADRIG_WRONG_CA_FILE=$STATE/tls/wrong-ca.crt"
+        for svc in "${ALL[@]}"; do
+            if running_pid "$svc" >/dev/null; then cat "$STATE/$svc/env"; fi
+        done
+    } >"$STATE/env.tmp"
     mv "$STATE/env.tmp" "$STATE/env"
+}
+
+# A throwaway CA and one server certificate it signs, for every server's TLS port,
+# made once per state dir. A second CA that signed nothing (wrong-ca.crt) lets tests
+# check that a certificate from another CA is refused. The server key belongs to the
+# service user, mode 0600 (PostgreSQL refuses a key others can read).
+make_tls() {
+    local dir=$STATE/tls
+    [[ -r $dir/server.crt ]] && return 0
+    command -v openssl >/dev/null || die "tls: openssl is not installed"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    {
+        openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=loadrig throwaway CA" \
+            -keyout "$dir/ca.key" -out "$dir/ca.crt" &&
+            openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=loadrig wrong CA" \
+                -keyout "$dir/wrong-ca.key" -out "$dir/wrong-ca.crt" &&
+            openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+                -keyout "$dir/server.key" -out "$dir/server.csr" &&
+            openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
+                -CAcreateserial -days 30 -out "$dir/server.crt" \
+                -extfile <(printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+                    "extendedKeyUsage=serverAuth")
+    } >"$dir/openssl.log" 2>&1 || die "tls: openssl failed; see $dir/openssl.log"
+    rm -f "$dir/ca.key" "$dir/wrong-ca.key" "$dir/server.csr"
+    chmod 755 "$dir"
+    chmod 644 "$dir/ca.crt" "$dir/wrong-ca.crt" "$dir/server.crt"
+    chown "$SVC_USER:$SVC_USER" "$dir/server.key"
+    chmod 600 "$dir/server.key"
 }
 
 # --- installation ----------------------------------------------------------
@@ -225,6 +272,7 @@ install_missing() { # svc...
         done
     done
     command -v python3 >/dev/null || missing+=(python3)
+    command -v openssl >/dev/null || missing+=(openssl)
     ((${#missing[@]})) || return 0
     say "installing ${missing[*]} (log: $STATE/apt.log)"
     {
@@ -272,6 +320,9 @@ listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$dir/run'
 max_connections = 300
+ssl = on
+ssl_cert_file = '$STATE/tls/server.crt'
+ssl_key_file = '$STATE/tls/server.key'
 EOF
     chown -R "$SVC_USER:$SVC_USER" "$dir"
     launch postgres "$dir/log" "${AS_SVC[@]}" "$bin/postgres" -D "$dir/data"
@@ -284,7 +335,8 @@ EOF
     write_fragment postgres LOADRIG_PG_HOST=127.0.0.1 "LOADRIG_PG_PORT=$port" \
         LOADRIG_PG_USER=loadrig "LOADRIG_PG_PASSWORD=$pw" LOADRIG_PG_DB=loadrig \
         "LOADRIG_PG_URL=postgres://loadrig:$pw@127.0.0.1:$port/loadrig" \
-        "LOADRIG_PG_TRUST_URL=postgres://loadrig_trust@127.0.0.1:$port/loadrig_trust"
+        "LOADRIG_PG_TRUST_URL=postgres://loadrig_trust@127.0.0.1:$port/loadrig_trust" \
+        "LOADRIG_PG_TLS_URL=postgres://loadrig:$pw@127.0.0.1:$port/loadrig?sslmode=verify-full&ca=$STATE/tls/ca.crt"
 }
 
 start_mariadb() {
@@ -301,6 +353,9 @@ bind-address = 127.0.0.1
 socket = $dir/mariadb.sock
 skip-name-resolve
 max_connections = 300
+ssl-cert = $STATE/tls/server.crt
+ssl-key = $STATE/tls/server.key
+ssl-ca = $STATE/tls/ca.crt
 EOF
     chown -R "$SVC_USER:$SVC_USER" "$dir"
     "${AS_SVC[@]}" mariadb-install-db --defaults-file="$dir/my.cnf" --skip-test-db \
@@ -318,41 +373,53 @@ GRANT ALL PRIVILEGES ON loadrig.* TO 'loadrig'@'127.0.0.1', 'loadrig'@'localhost
 EOF
     write_fragment mariadb LOADRIG_MYSQL_HOST=127.0.0.1 "LOADRIG_MYSQL_PORT=$port" \
         LOADRIG_MYSQL_USER=loadrig "LOADRIG_MYSQL_PASSWORD=$pw" LOADRIG_MYSQL_DB=loadrig \
-        "LOADRIG_MYSQL_URL=mysql://loadrig:$pw@127.0.0.1:$port/loadrig"
+        "LOADRIG_MYSQL_URL=mysql://loadrig:$pw@127.0.0.1:$port/loadrig" \
+        "LOADRIG_MYSQL_TLS_URL=mysql://loadrig:$pw@127.0.0.1:$port/loadrig?ssl-mode=VERIFY_IDENTITY&ca=$STATE/tls/ca.crt"
 }
 
 start_redis() {
-    local dir=$STATE/redis port pw
+    local dir=$STATE/redis port pw tls_port
     port=$(free_port)
+    tls_port=$(free_port)
     pw=$(password)
-    redis_conf "$dir" "$port" "requirepass $pw"
+    redis_conf "$dir" "$port" "$tls_port" "requirepass $pw"
     launch redis "$dir/log" "${AS_SVC[@]}" redis-server "$dir/redis.conf"
     wait_ready redis "$dir/log" \
         env REDISCLI_AUTH="$pw" redis-cli -h 127.0.0.1 -p "$port" --no-auth-warning ping
     write_fragment redis "LOADRIG_REDIS_PORT=$port" "LOADRIG_REDIS_PASSWORD=$pw" \
-        "LOADRIG_REDIS_URL=redis://:$pw@127.0.0.1:$port/0"
+        "LOADRIG_REDIS_URL=redis://:$pw@127.0.0.1:$port/0" "LOADRIG_REDIS_TLS_PORT=$tls_port" \
+        "LOADRIG_REDIS_TLS_URL=rediss://:$pw@127.0.0.1:$tls_port/0?ca=$STATE/tls/ca.crt"
 }
 
 # A second Redis that asks for no password: the connections study compares a
 # handshake with AUTH and one without on the same build of the server.
 start_redis-open() {
-    local dir=$STATE/redis-open port
+    local dir=$STATE/redis-open port tls_port
     port=$(free_port)
-    redis_conf "$dir" "$port" ""
+    tls_port=$(free_port)
+    redis_conf "$dir" "$port" "$tls_port" ""
     launch redis-open "$dir/log" "${AS_SVC[@]}" redis-server "$dir/redis.conf"
     wait_ready redis-open "$dir/log" redis-cli -h 127.0.0.1 -p "$port" ping
     write_fragment redis-open "LOADRIG_REDIS_OPEN_PORT=$port" \
-        "LOADRIG_REDIS_OPEN_URL=redis://127.0.0.1:$port/0"
+        "LOADRIG_REDIS_OPEN_URL=redis://127.0.0.1:$port/0" \
+        "LOADRIG_REDIS_OPEN_TLS_PORT=$tls_port" \
+        "LOADRIG_REDIS_OPEN_TLS_URL=rediss://127.0.0.1:$tls_port/0?ca=$STATE/tls/ca.crt"
 }
 
-redis_conf() { # dir port extra-line
+redis_conf() { # dir port tls-port extra-line
     # The config path goes into the process title so is_ours can recognise it.
     local aof=no
     if [[ ${LOADRIG_SERVICES_DURABLE:-} == 1 ]]; then aof=yes; fi
     cat >"$1/redis.conf" <<CONF
 bind 127.0.0.1
 port $2
-$3
+tls-port $3
+tls-cert-file $STATE/tls/server.crt
+tls-key-file $STATE/tls/server.key
+tls-ca-cert-file $STATE/tls/ca.crt
+# Clients show no certificate of their own.
+tls-auth-clients no
+$4
 save ""
 appendonly $aof
 # tests/scale.rs runs 10,000 clients beside the other tests' (Redis's default is 10,000).
@@ -364,8 +431,9 @@ CONF
 }
 
 start_slapd() {
-    local dir=$STATE/slapd port pw url
+    local dir=$STATE/slapd port pw url tls_port
     port=$(free_port)
+    tls_port=$(free_port)
     pw=$(password)
     url=ldap://127.0.0.1:$port
     mkdir "$dir/data"
@@ -376,6 +444,10 @@ include /etc/ldap/schema/inetorgperson.schema
 include /etc/ldap/schema/nis.schema
 modulepath /usr/lib/ldap
 moduleload back_mdb
+# ldaps:// on its own port, and StartTLS on the plain one.
+TLSCACertificateFile $STATE/tls/ca.crt
+TLSCertificateFile $STATE/tls/server.crt
+TLSCertificateKeyFile $STATE/tls/server.key
 # Searches may return any number of entries (the default stops at 500).
 sizelimit unlimited
 
@@ -391,7 +463,8 @@ index cn,uid eq,pres,sub
 EOF
     chown -R "$SVC_USER:$SVC_USER" "$dir"
     # -d none: stay in the foreground, errors (only) to our log, not to a syslog.
-    launch slapd "$dir/log" "${AS_SVC[@]}" slapd -d none -h "$url/" -f "$dir/slapd.conf"
+    launch slapd "$dir/log" "${AS_SVC[@]}" slapd -d none \
+        -h "$url/ ldaps://127.0.0.1:$tls_port/" -f "$dir/slapd.conf"
     wait_ready slapd "$dir/log" ldapsearch -x -H "$url" -b "" -s base
     ldapadd -x -H "$url" -D "$LDAP_ADMIN" -w "$pw" >/dev/null <<EOF
 dn: $LDAP_BASE
@@ -402,14 +475,16 @@ o: loadrig
 EOF
     write_fragment slapd "LOADRIG_LDAP_URL=$url" "LOADRIG_LDAP_PORT=$port" \
         "LOADRIG_LDAP_BASE=$LDAP_BASE" "LOADRIG_LDAP_BIND_DN=$LDAP_ADMIN" \
-        "LOADRIG_LDAP_PASSWORD=$pw"
+        "LOADRIG_LDAP_PASSWORD=$pw" "LOADRIG_LDAPS_PORT=$tls_port" \
+        "LOADRIG_LDAPS_URL=ldaps://127.0.0.1:$tls_port?ca=$STATE/tls/ca.crt"
 }
 
 start_nginx() {
-    local dir=$STATE/nginx port
+    local dir=$STATE/nginx port tls_port
     nginx -V 2>&1 | grep -q -- --with-http_dav_module ||
         die "nginx: this build lacks ngx_http_dav_module (nginx -V)"
     port=$(free_port)
+    tls_port=$(free_port)
     mkdir -p "$dir/www/static" "$dir/www/dav" "$dir/tmp"
     printf 'hello from loadrig\n' >"$dir/www/static/hello.txt"
     head -c 4096 /dev/urandom >"$dir/www/static/4k.bin"
@@ -434,6 +509,9 @@ http {
     scgi_temp_path $dir/tmp/scgi;
     server {
         listen 127.0.0.1:$port;
+        listen 127.0.0.1:$tls_port ssl;
+        ssl_certificate $STATE/tls/server.crt;
+        ssl_certificate_key $STATE/tls/server.key;
         root $dir/www;
         location /static/ { }
         location /dav/ {
@@ -448,7 +526,9 @@ EOF
     # -e: even what nginx logs before reading its config stays in our dir.
     launch nginx "$dir/log" "${AS_SVC[@]}" nginx -p "$dir" -e "$dir/log" -c "$dir/nginx.conf"
     wait_ready nginx "$dir/log" curl -fsS -o /dev/null "http://127.0.0.1:$port/static/hello.txt"
-    write_fragment nginx "LOADRIG_HTTP_URL=http://127.0.0.1:$port" "LOADRIG_HTTP_PORT=$port"
+    write_fragment nginx "LOADRIG_HTTP_URL=http://127.0.0.1:$port" "LOADRIG_HTTP_PORT=$port" \
+        "LOADRIG_HTTPS_URL=https://127.0.0.1:$tls_port?ca=$STATE/tls/ca.crt" \
+        "LOADRIG_HTTPS_PORT=$tls_port"
 }
 
 # --- commands --------------------------------------------------------------
@@ -483,6 +563,7 @@ cmd_up() {
     touch "$STATE/.loadrig-services"
     install_missing "${want[@]}"
     ensure_user
+    make_tls
     cd "$STATE" # servers inherit a working directory their user can stand in
     for svc in "${want[@]}"; do
         if running_pid "$svc" >/dev/null; then
@@ -571,7 +652,7 @@ cmd_status() {
     local svc pid port
     for svc in "${ALL[@]}"; do
         if pid=$(running_pid "$svc"); then
-            port=$(grep -so '_PORT=[0-9]*' "$STATE/$svc/env" | cut -d= -f2) || true
+            port=$(grep -so '_PORT=[0-9]*' "$STATE/$svc/env" | head -n1 | cut -d= -f2) || true
             printf '%-10s up    pid %-8s port %s\n' "$svc" "$pid" "$port"
         else
             printf '%-10s down\n' "$svc"

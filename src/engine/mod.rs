@@ -348,12 +348,15 @@ pub trait Observer {
 }
 
 /// How the clients connected before the run.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ConnectPhase {
     /// From the first connect to the last client's answer.
     pub time: Duration,
     /// Connections per second they were paced at; `None`: unpaced.
     pub rate: Option<f64>,
+    /// Every connection's TCP, TLS and authentication times (before the run, `connect`
+    /// operations, reconnects), from targets that time them apart.
+    pub phases: Option<crate::stats::connect_phases::ConnectPhases>,
 }
 
 /// What a finished run measured.
@@ -570,9 +573,22 @@ pub struct Slots {
     pub seq_offset: u64,
 }
 
+/// A connect failure's message with its error class, unless the target's message has it.
+fn with_class(e: &OpError) -> String {
+    let tag = format!("({})", e.class.name());
+    if e.message.contains(&tag) {
+        e.message.clone()
+    } else {
+        format!("{} {tag}", e.message)
+    }
+}
+
 /// One session outside the measured run (setup, data load, cleanup).
 async fn connect<T: Target>(target: &T) -> Result<T::Session> {
-    target.connect().await.map_err(|e| anyhow!("{}", e.message))
+    target
+        .connect()
+        .await
+        .map_err(|e| anyhow!("{}", with_class(&e)))
 }
 
 /// Remove loadrig's namespace from the target; returns how many objects went.
@@ -629,12 +645,13 @@ pub fn run<T: Target>(
         start.barrier.wait();
         return Err(anyhow!(
             "{failed} of {n} clients could not connect; the first: {}",
-            e.message
+            with_class(&e)
         ));
     }
     let connect = ConnectPhase {
         time: start.connecting.elapsed(),
         rate: pace,
+        phases: None,
     };
     let (t0, late) = match plan.start_at {
         Some(at) => start_at(at),
@@ -648,6 +665,7 @@ pub fn run<T: Target>(
         .collect();
     let mut data = collect(rx, sizes, &timeline, ops.len(), &start.stop, t0, observer)?;
     data.connect = connect;
+    data.connect.phases = target.connect_phases();
     data.late_start = plan.start_at.map(|_| late);
     Ok(data)
 }

@@ -6,13 +6,14 @@ use std::time::SystemTime;
 use super::models::LatencyModes;
 use super::validity::{self, Context, FairnessInterval, RigInterval, Validity};
 use super::{
-    ConnectRecord, DataLoadRecord, EncodedHistogram, ErrorMessage, ErrorsByClass, FigureRecord,
-    HostRecord, IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus, SetupRecord,
-    Statements, TargetRecord, WorkloadRecord, SCHEMA_VERSION,
+    ConnectPhasesRecord, ConnectRecord, DataLoadRecord, EncodedHistogram, ErrorMessage,
+    ErrorsByClass, FigureRecord, HostRecord, IntervalOp, IntervalRecord, OpResult, RunResult,
+    RunStatus, SetupRecord, Statements, TargetRecord, WorkloadRecord, SCHEMA_VERSION,
 };
 use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
 use crate::spec::{FigureSpec, OpSpec, Workload};
 use crate::stats::{Hist, LatencySummary, OpCounters, SeriesSummary};
+use crate::vocab::TlsMode;
 
 /// What a run was, beside the engine's measurements.
 pub struct RunFacts<'a> {
@@ -82,6 +83,7 @@ impl RunResult {
             load: plan.clone(),
             target: TargetRecord {
                 kind: target_kind,
+                tls: TlsMode::of_url(&target_url).map(|m| m.name().to_string()),
                 url: target_url,
                 server_version: prepared.server_version,
             },
@@ -96,6 +98,7 @@ impl RunResult {
                 clients: plan.connections(),
                 seconds: run.connect.time.as_secs_f64(),
                 rate_per_s: run.connect.rate,
+                phases: run.connect.phases.as_ref().map(ConnectPhasesRecord::of),
             }),
             missed_starts: run.missed,
             abandoned_clients: run.abandoned,

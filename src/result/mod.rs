@@ -217,6 +217,11 @@ pub struct TargetRecord {
     pub url: String,
     pub kind: String,
     pub server_version: Option<String>,
+    /// Network targets: "off", "verified" (TLS, the server's certificate checked) or
+    /// "insecure" (TLS with `insecure=true`: any certificate accepted); absent for the others
+    /// and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -239,6 +244,35 @@ pub struct ConnectRecord {
     /// The pace they were opened at (`--connect-rate`, `connect_rate`, or the default from
     /// 1,000 clients); null: unpaced.
     pub rate_per_s: Option<f64>,
+    /// Where the connections' time went, for targets that time the phases apart: every
+    /// connection the target opened (these clients', `connect` operations', reconnects').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<ConnectPhasesRecord>,
+}
+
+/// Each phase of a connection over every connection the target opened, in ns.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ConnectPhasesRecord {
+    /// From the socket's connect() to the TCP handshake's end.
+    pub tcp: LatencySummary,
+    /// The TLS handshake; absent without TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<LatencySummary>,
+    /// From the end of TLS (or TCP) until the session is ready: the protocol's startup and
+    /// login (SCRAM, AUTH, ...); absent where the target has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<LatencySummary>,
+}
+
+impl ConnectPhasesRecord {
+    pub fn of(p: &crate::stats::connect_phases::ConnectPhases) -> ConnectPhasesRecord {
+        let some = |h: &crate::stats::Hist| (!h.is_empty()).then(|| LatencySummary::of(h));
+        ConnectPhasesRecord {
+            tcp: LatencySummary::of(&p.tcp),
+            tls: some(&p.tls),
+            auth: some(&p.auth),
+        }
+    }
 }
 
 /// The setup statements of a run: how many, the rows they changed (as each target counts

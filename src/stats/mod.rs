@@ -3,6 +3,7 @@
 //! Latencies are nanoseconds in auto-resizing HdrHistograms (3 significant digits), so a
 //! histogram stays small for fast operations and still holds an hour-long stall.
 
+pub mod connect_phases;
 pub mod trend;
 
 use hdrhistogram::Histogram;

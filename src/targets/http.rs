@@ -1,5 +1,6 @@
 //! `http://HOST[:PORT][/PREFIX][?kv_path=/dav/loadrig]`: an HTTP/1.1 server over one
-//! persistent (keep-alive) connection per client.
+//! persistent (keep-alive) connection per client; `https://…` the same over TLS (options
+//! `ca=PATH`, `insecure=true`: see [`super::tls`]).
 //!
 //! - `PREFIX`, the URL's path, goes in front of every request path.
 //! - native `http = { method, path, headers, body, expect }` sends one request and reads the
@@ -48,14 +49,16 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::attachment::{self, Attachment, Check};
+use super::tls::{NetStream, Tls};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
+use crate::stats::connect_phases::{ConnectPhases, PhaseClock, PhaseTimes};
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
 
 /// How long connecting may take.
@@ -66,6 +69,12 @@ pub const DEFAULT_KV_PATH: &str = "/dav/loadrig";
 /// What every session shares.
 struct Server {
     addrs: Vec<SocketAddr>,
+    /// The host as given: the name a TLS certificate must carry.
+    host: String,
+    /// https:// (options `ca=`, `insecure=`) or off.
+    tls: Tls,
+    /// Every connection's TCP and TLS times.
+    phases: PhaseClock,
     /// HOST:PORT, for messages and the Host header.
     shown: String,
     /// The URL's path without a trailing slash ("" for none).
@@ -84,7 +93,11 @@ impl Http {
         url: &TargetUrl,
         params: &BTreeMap<String, toml::Value>,
     ) -> Result<Http, InputError> {
-        url.check_options(&["kv_path", "attachment", "attachment_size"])?;
+        let mut known = vec!["kv_path", "attachment", "attachment_size"];
+        known.extend(super::tls::OPTIONS);
+        url.check_options(&known)?;
+        let tls = Tls::from_url(url, url.scheme == "https")?;
+        let default_port = if tls.is_on() { 443 } else { 80 };
         let (authority, path) = match url.location.find('/') {
             Some(i) => url.location.split_at(i),
             None => (url.location.as_str(), ""),
@@ -101,7 +114,10 @@ impl Http {
                 })?;
                 (h.trim_start_matches('[').trim_end_matches(']'), port)
             }
-            _ => (authority.trim_start_matches('[').trim_end_matches(']'), 80),
+            _ => (
+                authority.trim_start_matches('[').trim_end_matches(']'),
+                default_port,
+            ),
         };
         let addrs: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
             .map_err(|e| InputError::new(format!("http:// cannot resolve {authority}: {e}")))?
@@ -140,6 +156,9 @@ impl Http {
         Ok(Http {
             server: Arc::new(Server {
                 addrs,
+                host: host.to_string(),
+                tls,
+                phases: PhaseClock::default(),
                 shown: authority.to_string(),
                 kv_root: format!("{prefix}{kv_path}"),
                 prefix,
@@ -168,6 +187,10 @@ impl Target for Http {
         &[Family::Http]
     }
 
+    fn connect_phases(&self) -> Option<ConnectPhases> {
+        self.server.phases.snapshot()
+    }
+
     fn connect(&self) -> impl Future<Output = Result<HttpSession, OpError>> {
         let server = Arc::clone(&self.server);
         async move {
@@ -193,28 +216,39 @@ impl Target for Http {
     }
 }
 
-/// Open one TCP connection, within the connect timeout.
-async fn open(server: &Server) -> Result<TcpStream, OpError> {
+/// Open one connection (TCP, then TLS for https://), within the connect timeout.
+async fn open(server: &Server) -> Result<NetStream, OpError> {
     let connect = async {
+        let started = Instant::now();
         let mut last = None;
         for addr in &server.addrs {
             match TcpStream::connect(addr).await {
-                Ok(s) => return Ok(s),
+                Ok(s) => {
+                    // Requests are answered one by one: never wait to coalesce them.
+                    let _ = s.set_nodelay(true);
+                    let tcp = started.elapsed();
+                    let stream = server.tls.wrap(&server.host, s, &server.shown).await?;
+                    server.phases.record(PhaseTimes {
+                        tcp,
+                        tls: server.tls.is_on().then(|| started.elapsed() - tcp),
+                        auth: None,
+                    });
+                    return Ok(stream);
+                }
                 Err(e) => last = Some(e),
             }
         }
-        Err(last.map_or_else(|| "no address".to_string(), |e| e.to_string()))
+        Err(OpError::new(
+            ErrorClass::Connect,
+            format!(
+                "cannot connect to {}: {}",
+                server.shown,
+                last.map_or_else(|| "no address".to_string(), |e| e.to_string())
+            ),
+        ))
     };
     match tokio::time::timeout(CONNECT_TIMEOUT, connect).await {
-        Ok(Ok(s)) => {
-            // Requests are answered one by one: never wait to coalesce them.
-            let _ = s.set_nodelay(true);
-            Ok(s)
-        }
-        Ok(Err(e)) => Err(OpError::new(
-            ErrorClass::Connect,
-            format!("cannot connect to {}: {e}", server.shown),
-        )),
+        Ok(result) => result,
         Err(_) => Err(OpError::new(
             ErrorClass::Connect,
             format!(
@@ -228,7 +262,7 @@ async fn open(server: &Server) -> Result<TcpStream, OpError> {
 
 /// One client's keep-alive connection and its reusable buffers.
 pub struct HttpSession {
-    stream: TcpStream,
+    stream: NetStream,
     server: Arc<Server>,
     /// The request path being built.
     path: String,

@@ -1,5 +1,7 @@
-//! `ldap://HOST[:PORT]?bind_dn=DN&password=PW&base=DN`: an LDAP directory (ldap3, plain
-//! LDAP without TLS), one connection per client.
+//! `ldap://HOST[:PORT]?bind_dn=DN&password=PW&base=DN`: an LDAP directory (ldap3), one
+//! connection per client. TLS (rustls): `ldaps://HOST[:PORT]` (port 636 by default), or
+//! StartTLS on the plain port with `starttls=true`; options `ca=PATH`, `insecure=true`
+//! (see [`super::tls`]).
 //!
 //! Options come from the URL query or from workload parameters of the same name (a
 //! parameter's `${VAR}` is read from the environment, so a password need not appear in the
@@ -52,6 +54,7 @@ use ldap3::exop::{EndTxn, StartTxn};
 use ldap3::{Ldap as Conn, LdapConnAsync, LdapConnSettings, LdapError, LdapResult, Mod, Scope};
 use tokio::task::JoinHandle;
 
+use super::tls::Tls;
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::vocab::{self, ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
@@ -65,8 +68,10 @@ const CLASS: &str = "inetOrgPerson";
 const VALUE_ATTR: &str = "audio";
 
 struct Directory {
-    /// `ldap://HOST:PORT` for ldap3 (no query, no secrets).
+    /// `ldap://HOST:PORT` or `ldaps://HOST:PORT` for ldap3 (no query, no secrets).
     url: String,
+    tls: Tls,
+    starttls: bool,
     /// HOST:PORT, for messages.
     shown: String,
     bind_dn: Option<String>,
@@ -84,7 +89,22 @@ impl Ldap {
         url: &TargetUrl,
         params: &BTreeMap<String, toml::Value>,
     ) -> Result<Ldap, InputError> {
-        url.check_options(&["bind_dn", "password", "base"])?;
+        url.check_options(&["bind_dn", "password", "base", "starttls", "ca", "insecure"])?;
+        let starttls = match url.options.get("starttls").map(String::as_str) {
+            None | Some("false") => false,
+            Some("true") if url.scheme == "ldap" => true,
+            Some("true") => {
+                return Err(InputError::new(
+                    "starttls=true is for ldap:// URLs; ldaps:// is TLS from the first byte",
+                ))
+            }
+            Some(other) => {
+                return Err(InputError::new(format!(
+                    "starttls={other}: expected true or false"
+                )))
+            }
+        };
+        let tls = Tls::from_url(url, starttls || url.scheme == "ldaps")?;
         let authority = url.location.trim_end_matches('/');
         if authority.is_empty() || authority.contains('/') || authority.contains('@') {
             return Err(InputError::new(
@@ -109,7 +129,9 @@ impl Ldap {
         let base = option("base")?.filter(|b| !b.is_empty());
         Ok(Ldap {
             dir: Arc::new(Directory {
-                url: format!("ldap://{authority}"),
+                url: format!("{}://{authority}", url.scheme),
+                tls,
+                starttls,
                 shown: authority.to_string(),
                 bind_dn,
                 password,
@@ -296,14 +318,19 @@ fn depth(dn: &[u8]) -> usize {
 
 impl LdapSession {
     async fn open(dir: Arc<Directory>) -> Result<LdapSession, OpError> {
-        let settings = LdapConnSettings::new().set_conn_timeout(CONNECT_TIMEOUT);
+        let mut settings = LdapConnSettings::new().set_conn_timeout(CONNECT_TIMEOUT);
+        if let Some(config) = dir.tls.config() {
+            settings = settings.set_config(config).set_starttls(dir.starttls);
+        }
         let (driver, conn) = LdapConnAsync::with_settings(settings, &dir.url)
             .await
             .map_err(|e| {
-                OpError::new(
-                    ErrorClass::Connect,
-                    format!("cannot connect to {}: {e}", dir.shown),
-                )
+                dir.tls.rustls_failure(&dir.shown, &e).unwrap_or_else(|| {
+                    OpError::new(
+                        ErrorClass::Connect,
+                        format!("cannot connect to {}: {e}", dir.shown),
+                    )
+                })
             })?;
         let driver = tokio::spawn(async move {
             let _ = driver.drive().await;

@@ -19,6 +19,7 @@ pub mod redis;
 pub mod sleep;
 pub mod sql;
 pub mod sqlite;
+pub mod tls;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -74,6 +75,11 @@ pub trait Target: Send + Sync + 'static {
                 format!("this target cannot share a connection between {n} streams"),
             ))
         }
+    }
+    /// Every connection's TCP, TLS and authentication times so far, for targets that
+    /// tell them apart (see [`crate::stats::connect_phases`]).
+    fn connect_phases(&self) -> Option<crate::stats::connect_phases::ConnectPhases> {
+        None
     }
     /// The run's seed (`--seed`, else one from the clock), told once before any session
     /// connects: a simulated target draws what varies from run to run from it.
@@ -199,15 +205,15 @@ macro_rules! with_target_type {
                 type $T = $crate::targets::mysql::Mysql;
                 $body
             }
-            "redis" => {
+            "redis" | "rediss" => {
                 type $T = $crate::targets::redis::Redis;
                 $body
             }
-            "http" => {
+            "http" | "https" => {
                 type $T = $crate::targets::http::Http;
                 $body
             }
-            "ldap" => {
+            "ldap" | "ldaps" => {
                 type $T = $crate::targets::ldap::Ldap;
                 $body
             }
@@ -314,11 +320,11 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "embedded key-value file (redb), table loadrig_kv; reopen=each opens it per operation",
     ),
     (
-        "postgres://USER:PASSWORD@HOST:PORT/DB[?isolation=LEVEL]",
+        "postgres://USER:PASSWORD@HOST:PORT/DB[?isolation=LEVEL&sslmode=verify-full&ca=PATH]",
         "PostgreSQL (tokio-postgres), table loadrig_kv, native sql",
     ),
     (
-        "mysql://USER:PASSWORD@HOST:PORT/DB[?isolation=LEVEL]",
+        "mysql://USER:PASSWORD@HOST:PORT/DB[?isolation=LEVEL&ssl-mode=VERIFY_IDENTITY&ca=PATH]",
         "MySQL or MariaDB (mysql_async), table loadrig_kv, native sql",
     ),
     (
@@ -330,8 +336,20 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "HTTP/1.1 keep-alive: native requests; kv as WebDAV resources under kv_path",
     ),
     (
-        "ldap://HOST[:PORT]?bind_dn=&password=&base=",
+        "ldap://HOST[:PORT]?bind_dn=&password=&base=[&starttls=true]",
         "LDAP: kv as entries under ou=loadrig,BASE; native search, bind, add, modify, delete",
+    ),
+    (
+        "rediss://[:PASSWORD@]HOST[:PORT][/DB][?ca=PATH|insecure=true]",
+        "Redis over TLS (rustls); every TLS target verifies the certificate unless insecure=true",
+    ),
+    (
+        "https://HOST[:PORT][/PREFIX][?ca=PATH|insecure=true]",
+        "HTTP/1.1 over TLS (rustls), as http://",
+    ),
+    (
+        "ldaps://HOST[:PORT]?bind_dn=&password=&base=[&ca=PATH|insecure=true]",
+        "LDAP over TLS (rustls), as ldap://",
     ),
 ];
 

@@ -1,8 +1,11 @@
-//! `mysql://USER:PASSWORD@HOST:PORT/DB`: MySQL or MariaDB through mysql_async, plain TCP
-//! (no TLS, no compression; the server's socket file is never used instead of TCP).
+//! `mysql://USER:PASSWORD@HOST:PORT/DB`: MySQL or MariaDB through mysql_async, plain TCP or
+//! TLS (rustls; no compression; the server's socket file is never used instead of TCP).
 //!
 //! - Options: `connect_timeout` (default 5 s, a duration or plain seconds) bounds the TCP
-//!   connect and the whole handshake. The database in the path is required.
+//!   connect and the whole handshake. The database in the path is required. `ssl-mode`:
+//!   `DISABLED` (the default) or `REQUIRED`, `VERIFY_CA`, `VERIFY_IDENTITY`, which all
+//!   encrypt and verify the server's certificate and name against `ca=PATH` (else the
+//!   Mozilla roots mysql_async carries); `insecure=true` accepts any certificate.
 //! - kv operations use `loadrig_kv (k VARCHAR(255) PRIMARY KEY, v LONGBLOB NOT NULL)`,
 //!   created by setup: put is an upsert (`ON DUPLICATE KEY UPDATE`, counted as one row),
 //!   get reads the value (rows 1 or 0), update and delete count the rows they matched
@@ -33,15 +36,19 @@
 
 use std::fmt::Write as _;
 use std::future::Future;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{ChangeUserOpts, Conn, DriverError, Opts, OptsBuilder, Params, Statement, Value};
+use mysql_async::{
+    ChangeUserOpts, Conn, DriverError, Opts, OptsBuilder, Params, SslOpts, Statement, Value,
+};
 
 use super::endpoint::Endpoint;
 use super::sql::{
     check_arity, handshake, kv_table, sqlstate_class, Dialect, Isolation, Kv, Prepared,
 };
+use super::tls::{Tls, TlsMode};
 use super::{unsupported, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
@@ -53,11 +60,15 @@ const LOAD_CHUNK_BYTES: usize = 1 << 20;
 pub struct Mysql {
     opts: Opts,
     timeout: Duration,
+    tls: Tls,
+    /// The URL without the password, for messages.
+    shown: String,
 }
 
 impl Mysql {
     pub fn open(url: &TargetUrl, params: &super::Params) -> Result<Mysql, InputError> {
-        url.check_options(&["connect_timeout", "isolation"])?;
+        url.check_options(&["connect_timeout", "isolation", "ssl-mode", "ca", "insecure"])?;
+        let tls = Tls::from_url(url, ssl_mode(url)?)?;
         // `setup` (not `init`): a change_user (re-authentication) resets the session, and
         // the driver runs these again after it.
         let setup: Vec<String> = Isolation::from_options(url, params)?
@@ -86,11 +97,46 @@ impl Mysql {
             .wait_timeout(Some(28_800))
             .tcp_nodelay(true)
             .client_found_rows(true)
+            .ssl_opts(ssl_opts(&tls))
             .setup(setup);
         Ok(Mysql {
             opts: opts.into(),
             timeout,
+            tls,
+            shown: ep.shown,
         })
+    }
+}
+
+/// Whether `ssl-mode` asks for TLS (MySQL's names, any case); PREFERRED is refused, since
+/// a benchmark must know whether it measured TLS.
+fn ssl_mode(url: &TargetUrl) -> Result<bool, InputError> {
+    let mode = url.options.get("ssl-mode").map(|m| m.to_ascii_uppercase());
+    match mode.as_deref() {
+        None | Some("DISABLED") => Ok(false),
+        Some("REQUIRED" | "VERIFY_CA" | "VERIFY_IDENTITY") => Ok(true),
+        Some(other) => Err(InputError::new(format!(
+            "ssl-mode={other}: expected DISABLED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY"
+        ))
+        .help("PREFERRED would leave it to the server whether TLS is measured")),
+    }
+}
+
+/// mysql_async's TLS settings for `tls` (it builds its own rustls configuration).
+fn ssl_opts(tls: &Tls) -> Option<SslOpts> {
+    match tls.mode {
+        TlsMode::Off => None,
+        TlsMode::Insecure => Some(
+            SslOpts::default()
+                .with_danger_accept_invalid_certs(true)
+                .with_danger_skip_domain_validation(true),
+        ),
+        TlsMode::Verified => Some(match &tls.ca {
+            Some(path) => SslOpts::default()
+                .with_root_certs(vec![PathBuf::from(path).into()])
+                .with_disable_built_in_roots(true),
+            None => SslOpts::default(),
+        }),
     }
 }
 
@@ -179,7 +225,12 @@ impl Target for Mysql {
     }
 
     async fn connect(&self) -> Result<MysqlSession, OpError> {
-        let conn = handshake(self.timeout, Conn::new(self.opts.clone()), classify).await?;
+        let conn = handshake(self.timeout, Conn::new(self.opts.clone()), |e| {
+            self.tls
+                .rustls_failure(&self.shown, e)
+                .unwrap_or_else(|| classify(e))
+        })
+        .await?;
         Ok(MysqlSession {
             conn,
             prepared: Prepared::new(Dialect::Mysql),

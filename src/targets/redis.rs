@@ -1,4 +1,5 @@
-//! `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`: Redis, one plain TCP connection per client.
+//! `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`: Redis, one TCP connection per client;
+//! `rediss://…` the same over TLS (options `ca=PATH`, `insecure=true`: see [`super::tls`]).
 //!
 //! - kv operations work on keys `loadrig:KEY`: put = `SET`, get = `GET` (rows 1 when the key
 //!   exists), update = `SET … XX` (rows 0 when it does not), delete = `DEL` (rows = keys
@@ -38,15 +39,17 @@ use std::net::SocketAddr;
 use std::ops::Range;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ::redis::{IntoConnectionInfo, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::pipelined::{Inbox, Shared};
+use super::tls::{NetStream, Tls};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
+use crate::stats::connect_phases::{ConnectPhases, PhaseClock, PhaseTimes};
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
 
 /// Every key a kv operation touches starts with this; cleanup removes exactly these.
@@ -62,6 +65,11 @@ const SCAN_COUNT: &str = "1000";
 /// What every session needs to log in.
 struct Login {
     addrs: Vec<SocketAddr>,
+    /// The host as given: the name a TLS certificate must carry.
+    host: String,
+    tls: Tls,
+    /// Every connection's TCP, TLS and AUTH/SELECT times.
+    phases: PhaseClock,
     /// HOST:PORT as given, for messages (never the password).
     shown: String,
     username: Option<String>,
@@ -75,7 +83,8 @@ pub struct Redis {
 
 impl Redis {
     pub fn open(url: &TargetUrl) -> Result<Redis, InputError> {
-        url.check_options(&[])?;
+        url.check_options(&super::tls::OPTIONS)?;
+        let tls = Tls::from_url(url, url.scheme == "rediss")?;
         let shape =
             "expected redis://[:PASSWORD@]HOST[:PORT][/DB], like redis://:secret@127.0.0.1:6379/0";
         let info = format!("redis://{}", url.location)
@@ -101,6 +110,9 @@ impl Redis {
         Ok(Redis {
             login: Arc::new(Login {
                 addrs,
+                host,
+                tls,
+                phases: PhaseClock::default(),
                 shown,
                 username: settings.username().map(str::to_string),
                 password: settings.password().map(str::to_string),
@@ -134,17 +146,26 @@ impl Target for Redis {
     }
 
     fn cannot_pipeline(&self) -> Option<&'static str> {
-        None
+        // The shared wire drives a plain socket's readiness itself; a TLS stream's records
+        // do not map onto that, so rediss:// answers one operation at a time for now.
+        self.login
+            .tls
+            .is_on()
+            .then_some("pipelining over TLS (rediss://) is not built yet")
     }
 
     async fn connect_shared(&self, n: usize) -> Result<Vec<RedisSession>, OpError> {
         Ok(self.connect().await?.share(n))
     }
+
+    fn connect_phases(&self) -> Option<ConnectPhases> {
+        self.login.phases.snapshot()
+    }
 }
 
 /// The socket of a session: its own, or one it shares with other streams (`--pipeline`).
 enum Wire {
-    Own(TcpStream),
+    Own(NetStream),
     Shared(Rc<Shared>, Rc<Inbox>),
 }
 
@@ -199,6 +220,7 @@ enum Reply<'a> {
 
 impl RedisSession {
     async fn open(login: Arc<Login>) -> Result<RedisSession, OpError> {
+        let started = Instant::now();
         let mut last = None;
         let mut stream = None;
         for addr in &login.addrs {
@@ -227,6 +249,9 @@ impl RedisSession {
         stream
             .set_nodelay(true)
             .map_err(|e| io_error(&login.shown, e))?;
+        let tcp = started.elapsed();
+        let stream = login.tls.wrap(&login.host, stream, &login.shown).await?;
+        let tls = login.tls.is_on().then(|| started.elapsed() - tcp);
         let mut session = RedisSession {
             wire: Wire::Own(stream),
             login,
@@ -243,13 +268,20 @@ impl RedisSession {
             let db = session.login.db.to_string();
             session.command(&[b"SELECT", db.as_bytes()]).await?;
         }
+        let before_auth = tcp + tls.unwrap_or_default();
+        session.login.phases.record(PhaseTimes {
+            tcp,
+            tls,
+            auth: (session.login.password.is_some() || session.login.db != 0)
+                .then(|| started.elapsed() - before_auth),
+        });
         Ok(session)
     }
 
     /// This session's connection (logged in, its database selected) as `n` sessions that
     /// share it, each with buffers of its own.
     fn share(self, n: usize) -> Vec<RedisSession> {
-        let Wire::Own(stream) = self.wire else {
+        let Wire::Own(NetStream::Plain(stream)) = self.wire else {
             return vec![self];
         };
         Shared::split(stream, self.login.shown.clone(), frame_len, n)

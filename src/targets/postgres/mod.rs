@@ -1,8 +1,14 @@
-//! `postgres://USER:PASSWORD@HOST:PORT/DB`: PostgreSQL through tokio-postgres, plain TCP
-//! (no TLS: loadrig puts load on servers it can reach directly, normally on loopback).
+//! `postgres://USER:PASSWORD@HOST:PORT/DB`: PostgreSQL through tokio-postgres, plain TCP or
+//! TLS (rustls, through tokio-postgres-rustls).
 //!
 //! - Options: `connect_timeout` (default 5 s, a duration or plain seconds) bounds the TCP
-//!   connect and the whole handshake (SCRAM included); `application_name`.
+//!   connect and the whole handshake (SCRAM included); `application_name`; `sslmode`:
+//!   `disable` (the default) or `require`, `verify-ca`, `verify-full`, which all encrypt and
+//!   verify the server's certificate and name (see [`super::tls`]: `ca=PATH`, and
+//!   `insecure=true` for libpq's unverified `require`).
+//! - Every connection's phases are recorded: TCP connect; TLS handshake (after the
+//!   SSLRequest exchange, which counts in authentication); authentication (startup, SCRAM,
+//!   until the server is ready for queries).
 //! - kv operations use `loadrig_kv (k VARCHAR(255) PRIMARY KEY, v BYTEA NOT NULL)`, created
 //!   by setup: put is an upsert (`ON CONFLICT (k) DO UPDATE`), get reads the value (rows
 //!   1 or 0), update and delete count the rows they touched.
@@ -46,27 +52,42 @@ mod text;
 use std::collections::HashMap;
 use std::error::Error as _;
 use std::future::Future;
-use std::net::IpAddr;
 use std::rc::Rc;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio_postgres::config::SslMode;
+use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
-use tokio_postgres::{Client, Config, NoTls, SimpleQueryMessage, Statement};
+use tokio_postgres::{Client, Config, Connection, NoTls, SimpleQueryMessage, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::attachment::Attachment;
 use super::endpoint::Endpoint;
 use super::sql::{
     check_arity, handshake, kv_table, sqlstate_class, Dialect, Isolation, Kv, Prepared,
 };
+use super::tls::Tls;
 use super::{unsupported, Params, Session, Target, TargetUrl};
 use crate::error::InputError;
+use crate::stats::connect_phases::{ConnectPhases, PhaseClock, PhaseTimes};
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
 
 /// A PostgreSQL server and how to log in to it.
 pub struct Postgres {
     config: Config,
+    host: String,
+    port: u16,
+    /// The URL without the password, for messages.
+    shown: String,
+    tls: Tls,
+    /// tokio-postgres-rustls's connector for `tls` (None: plain TCP).
+    rustls: Option<MakeRustlsConnect>,
+    phases: Arc<PhaseClock>,
     timeout: Duration,
     attachment: Option<Attachment>,
     /// What `Begin` sends: `BEGIN`, or with the isolation level the option asked for.
@@ -81,24 +102,27 @@ impl Postgres {
             "attachment",
             "attachment_size",
             "isolation",
+            "sslmode",
+            "ca",
+            "insecure",
         ])?;
         let begin = begin_statement(Isolation::from_options(url, params)?);
         let ep = Endpoint::parse(url)?;
         let timeout = Endpoint::connect_timeout(url, Duration::from_secs(5))?;
+        let tls = Tls::from_url(url, ssl_mode(url)?)?;
         let mut config = Config::new();
+        // The socket is ours (connect_raw), so its phases can be timed apart.
         config
-            .host(&ep.host)
-            .port(ep.port.unwrap_or(5432))
-            .connect_timeout(timeout)
+            .ssl_mode(if tls.is_on() {
+                SslMode::Require
+            } else {
+                SslMode::Disable
+            })
             .application_name(
                 url.options
                     .get("application_name")
                     .map_or("loadrig", String::as_str),
             );
-        if let Ok(ip) = ep.host.parse::<IpAddr>() {
-            // No name lookup (which would run on a blocking thread) for an address.
-            config.hostaddr(ip);
-        }
         let user = ep.user.clone().unwrap_or_else(|| "postgres".to_string());
         config.user(&user);
         config.dbname(if ep.path.is_empty() { &user } else { &ep.path });
@@ -107,10 +131,31 @@ impl Postgres {
         }
         Ok(Postgres {
             config,
+            host: ep.host.clone(),
+            port: ep.port.unwrap_or(5432),
+            shown: ep.shown.clone(),
+            rustls: tls
+                .config()
+                .map(|c| MakeRustlsConnect::new(c.as_ref().clone())),
+            tls,
+            phases: Arc::default(),
             timeout,
             attachment: Attachment::from_options(url, params)?,
             begin,
         })
+    }
+}
+
+/// Whether `sslmode` asks for TLS: libpq's names; `prefer` and `allow` are refused, since a
+/// benchmark must know whether it measured TLS.
+fn ssl_mode(url: &TargetUrl) -> Result<bool, InputError> {
+    match url.options.get("sslmode").map(String::as_str) {
+        None | Some("disable") => Ok(false),
+        Some("require" | "verify-ca" | "verify-full") => Ok(true),
+        Some(other) => Err(InputError::new(format!(
+            "sslmode={other}: expected disable, require, verify-ca or verify-full"
+        ))
+        .help("prefer and allow would leave it to the server whether TLS is measured")),
     }
 }
 
@@ -182,8 +227,113 @@ impl Target for Postgres {
     }
 
     async fn connect(&self) -> Result<PgSession, OpError> {
-        let (client, connection) =
-            handshake(self.timeout, self.config.connect(NoTls), classify).await?;
+        let started = Instant::now();
+        let connecting = TcpStream::connect((self.host.as_str(), self.port));
+        let tcp = match tokio::time::timeout(self.timeout, connecting).await {
+            Ok(Ok(tcp)) => tcp,
+            Ok(Err(e)) => {
+                return Err(OpError::new(
+                    ErrorClass::Connect,
+                    format!("connection failed (connect): {}: {e}", self.shown),
+                ))
+            }
+            Err(_) => {
+                return Err(OpError::new(
+                    ErrorClass::Connect,
+                    format!(
+                        "connection failed (connect): no answer from {} within {:?}",
+                        self.shown, self.timeout
+                    ),
+                ))
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let tcp_time = started.elapsed();
+        let left = self.timeout.saturating_sub(tcp_time);
+        let Some(rustls) = &self.rustls else {
+            let (client, connection) =
+                handshake(left, self.config.connect_raw(tcp, NoTls), classify).await?;
+            self.phases.record(PhaseTimes {
+                tcp: tcp_time,
+                tls: None,
+                auth: Some(started.elapsed() - tcp_time),
+            });
+            return Ok(self.session(client, connection));
+        };
+        let timed = TimedTls {
+            inner: match MakeTlsConnect::<TcpStream>::make_tls_connect(
+                &mut rustls.clone(),
+                &self.host,
+            ) {
+                Ok(c) => c,
+                Err(never) => match never {},
+            },
+            took: Arc::default(),
+        };
+        let took = Arc::clone(&timed.took);
+        let (client, connection) = handshake(left, self.config.connect_raw(tcp, timed), |e| {
+            self.tls
+                .rustls_failure(&self.shown, e)
+                .unwrap_or_else(|| classify(e))
+        })
+        .await?;
+        let tls_time = took.get().copied().unwrap_or_default();
+        self.phases.record(PhaseTimes {
+            tcp: tcp_time,
+            tls: Some(tls_time),
+            auth: Some(started.elapsed().saturating_sub(tcp_time + tls_time)),
+        });
+        Ok(self.session(client, connection))
+    }
+
+    fn connect_phases(&self) -> Option<ConnectPhases> {
+        self.phases.snapshot()
+    }
+
+    fn cannot_pipeline(&self) -> Option<&'static str> {
+        self.attachment.as_ref().map(|_| {
+            "documents with attachments run a transaction per operation, and a transaction's state belongs to the connection"
+        })
+    }
+
+    async fn connect_shared(&self, n: usize) -> Result<Vec<PgSession>, OpError> {
+        Ok(self.connect().await?.share(n))
+    }
+}
+
+/// A TLS connector that notes how long its handshake took.
+struct TimedTls<T> {
+    inner: T,
+    took: Arc<OnceLock<Duration>>,
+}
+
+impl<S, T> TlsConnect<S> for TimedTls<T>
+where
+    T: TlsConnect<S> + Send + 'static,
+    T::Future: Send,
+    S: Send + 'static,
+{
+    type Stream = T::Stream;
+    type Error = T::Error;
+    type Future = std::pin::Pin<Box<dyn Future<Output = Result<T::Stream, T::Error>> + Send>>;
+
+    fn connect(self, stream: S) -> Self::Future {
+        Box::pin(async move {
+            let started = Instant::now();
+            let result = self.inner.connect(stream).await;
+            let _ = self.took.set(started.elapsed());
+            result
+        })
+    }
+}
+
+impl Postgres {
+    /// A session on a connection that finished its handshake.
+    fn session<S, T>(&self, client: Client, connection: Connection<S, T>) -> PgSession
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         // The connection's I/O half: it ends when the client is dropped or the server
         // goes away (then every call on the client fails as closed).
         let setting = |name: &str| connection.parameter(name).unwrap_or_default().to_string();
@@ -195,7 +345,7 @@ impl Target for Postgres {
         let io = tokio::spawn(async move {
             let _ = connection.await;
         });
-        Ok(PgSession {
+        PgSession {
             client: Rc::new(client),
             prepared: Prepared::new(Dialect::Postgres),
             io: Rc::new(IoTask(io)),
@@ -203,17 +353,7 @@ impl Target for Postgres {
             attachment: self.attachment.clone(),
             documents: None,
             begin: self.begin,
-        })
-    }
-
-    fn cannot_pipeline(&self) -> Option<&'static str> {
-        self.attachment.as_ref().map(|_| {
-            "documents with attachments run a transaction per operation, and a transaction's state belongs to the connection"
-        })
-    }
-
-    async fn connect_shared(&self, n: usize) -> Result<Vec<PgSession>, OpError> {
-        Ok(self.connect().await?.share(n))
+        }
     }
 }
 

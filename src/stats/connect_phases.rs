@@ -1,0 +1,96 @@
+//! Where a connection's time goes: TCP connect, TLS handshake, authentication.
+//!
+//! A target that can tell its phases apart keeps one [`PhaseClock`] shared by all its
+//! sessions and records every connection it opens (before the run, `connect` operations,
+//! reconnects); the engine reads it once after the run for the result's `connect.phases`.
+//! Here, below the targets, so that the result can summarise it.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use super::{new_hist, Hist};
+
+/// The phases of one connection; `None` for a phase this connection did not have.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PhaseTimes {
+    pub tcp: Duration,
+    pub tls: Option<Duration>,
+    pub auth: Option<Duration>,
+}
+
+/// Each phase's distribution over every connection a target opened, in nanoseconds.
+#[derive(Debug, Clone)]
+pub struct ConnectPhases {
+    pub tcp: Hist,
+    pub tls: Hist,
+    pub auth: Hist,
+}
+
+impl ConnectPhases {
+    fn new() -> ConnectPhases {
+        ConnectPhases {
+            tcp: new_hist(),
+            tls: new_hist(),
+            auth: new_hist(),
+        }
+    }
+}
+
+/// The shared recorder: a mutex is fine, a connection costs thousands of times its lock.
+pub struct PhaseClock {
+    phases: Mutex<ConnectPhases>,
+}
+
+impl Default for PhaseClock {
+    fn default() -> Self {
+        PhaseClock {
+            phases: Mutex::new(ConnectPhases::new()),
+        }
+    }
+}
+
+impl PhaseClock {
+    pub fn record(&self, times: PhaseTimes) {
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1);
+        let mut p = self.phases.lock().unwrap_or_else(|e| e.into_inner());
+        // Histograms that resize never refuse a value.
+        let _ = p.tcp.record(ns(times.tcp));
+        if let Some(t) = times.tls {
+            let _ = p.tls.record(ns(t));
+        }
+        if let Some(a) = times.auth {
+            let _ = p.auth.record(ns(a));
+        }
+    }
+
+    /// What was recorded so far; `None` before any connection.
+    pub fn snapshot(&self) -> Option<ConnectPhases> {
+        let p = self.phases.lock().unwrap_or_else(|e| e.into_inner());
+        (!p.tcp.is_empty()).then(|| p.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_only_the_phases_a_connection_had() {
+        let clock = PhaseClock::default();
+        assert!(clock.snapshot().is_none());
+        let ms = Duration::from_millis;
+        clock.record(PhaseTimes {
+            tcp: ms(1),
+            tls: Some(ms(2)),
+            auth: Some(ms(3)),
+        });
+        clock.record(PhaseTimes {
+            tcp: ms(1),
+            tls: None,
+            auth: Some(ms(5)),
+        });
+        let p = clock.snapshot().unwrap();
+        assert_eq!((p.tcp.len(), p.tls.len(), p.auth.len()), (2, 1, 2));
+        assert!(p.tls.equivalent(p.tls.max(), 2_000_000));
+    }
+}
