@@ -159,7 +159,7 @@ impl<'a> Chooser<'a> {
             t.render_bytes(&mut self.rng, &mut self.gen, buf);
         }
         Op::Native {
-            op: &step.op,
+            op: step.op_now(&self.gen.captures),
             args: &self.args[..n],
             capture: !step.capture.is_empty(),
         }
