@@ -177,7 +177,7 @@ impl<'a> Chooser<'a> {
     /// Whether a `when` step runs: its value is not empty (a missing row, SQL NULL, a Redis
     /// nil) and not `0`, `f` or `false` in any case.
     pub fn holds(&self, step: &Step) -> bool {
-        step.when.is_none_or(|w| self.true_now(w))
+        step.when.iter().all(|w| self.true_now(*w))
     }
 
     /// Whether a `when` value is true (negated for `!NAME`).

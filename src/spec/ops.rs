@@ -169,7 +169,8 @@ struct StepSection {
     http: Option<Spanned<HttpArgs>>,
     capture: Option<Spanned<Vec<String>>>,
     only: Option<Spanned<BTreeMap<String, Choices>>>,
-    when: Option<Spanned<String>>,
+    /// `when = "NAME"`, or `when = ["NAME", "!OTHER", ...]`: every one must hold.
+    when: Option<Spanned<WhenForm>>,
     on: Option<Spanned<String>>,
     /// `{ commit = {} }`: a commit point, not a native step.
     commit: Option<toml::value::Table>,
@@ -178,6 +179,24 @@ struct StepSection {
     /// `{ repeat = "COUNT", steps = [...] }`: run `steps` COUNT times, drawn each time.
     repeat: Option<Spanned<String>>,
     steps: Option<Spanned<Vec<Spanned<StepSection>>>>,
+}
+
+/// `when = "NAME"` or a list of them, all of which must hold (pgbench's `\elif`: the
+/// branches before are false and this one true).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum WhenForm {
+    One(String),
+    All(Vec<String>),
+}
+
+impl WhenForm {
+    fn names(&self) -> Vec<&str> {
+        match self {
+            WhenForm::One(n) => vec![n.as_str()],
+            WhenForm::All(ns) => ns.iter().map(String::as_str).collect(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -261,8 +280,9 @@ pub struct Step {
     pub op: NativeOp<ValueKind>,
     pub templates: Vec<Template>,
     pub capture: Vec<usize>,
-    /// `when`: the value that decides, at run time, whether the step runs.
-    pub when: Option<When>,
+    /// `when`: the values that decide, at run time, whether the step runs (all must hold;
+    /// none: it always runs).
+    pub when: Vec<When>,
     /// `on`: the index of the peer it runs on (else the target).
     pub peer: Option<usize>,
     /// A commit point precedes it in its tx: commit there and begin a new transaction.
@@ -328,7 +348,7 @@ impl Step {
             op,
             templates,
             capture,
-            when: None,
+            when: Vec::new(),
             peer: None,
             commit_before: false,
             repeat: None,
@@ -1477,8 +1497,13 @@ impl OpCompiler<'_> {
             ));
         }
         let when = match &s.when {
-            Some(w) => Some(self.when_slot(w, visible)?),
-            None => None,
+            Some(w) => w
+                .get_ref()
+                .names()
+                .into_iter()
+                .map(|name| self.when_slot(name, &w.span(), visible))
+                .collect::<Result<_, _>>()?,
+            None => Vec::new(),
         };
         let capture = match self.capture_names(&s.capture)? {
             Some((names, cspan)) => {
@@ -1545,8 +1570,14 @@ impl OpCompiler<'_> {
                 "a rollback step is { rollback = {}, when = \"NAME\" } (it may carry when and only, nothing else)",
             ));
         }
-        let when = match &s.when {
-            Some(w) => Some(self.when_slot(w, visible)?),
+        let when = match s.when.as_ref().map(|w| (w.get_ref(), w.span())) {
+            Some((WhenForm::One(name), span)) => Some(self.when_slot(name, &span, visible)?),
+            Some((WhenForm::All(_), span)) => {
+                return Err(self.source.error(
+                    span,
+                    "a rollback step's when names one value: when = \"NAME\" or \"!NAME\"",
+                ))
+            }
             None => None,
         };
         match after {
@@ -1568,10 +1599,11 @@ impl OpCompiler<'_> {
     /// an earlier step.
     fn when_slot(
         &self,
-        when: &Spanned<String>,
+        when: &str,
+        span: &Range<usize>,
         visible: &[(String, usize)],
     ) -> Result<When, InputError> {
-        let written = when.get_ref().trim();
+        let written = when.trim();
         let (name, negate) = match written.strip_prefix('!') {
             Some(rest) => (rest.trim(), true),
             None => (written, false),
@@ -1584,7 +1616,7 @@ impl OpCompiler<'_> {
             None => Err(self
                 .source
                 .error(
-                    when.span(),
+                    span.clone(),
                     format!("when = \"{name}\": no earlier step of this op captures '{name}' and the op has no let of that name"),
                 )
                 .help("capture = [\"NAME\"] on an earlier step, or let = { NAME = \"...\" } on the op")),

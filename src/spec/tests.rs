@@ -126,7 +126,7 @@ tx = [
     let steps = |w: Workload| match &w.ops[0].kind {
         OpKind::Tx(steps) => steps
             .iter()
-            .map(|s| (s.commit_before, s.when.is_some()))
+            .map(|s| (s.commit_before, !s.when.is_empty()))
             .collect::<Vec<_>>(),
         _ => panic!("not a tx"),
     };
