@@ -1189,7 +1189,7 @@ impl OpCompiler<'_> {
         let Some(query) = text else {
             return Err(self
                 .source
-                .error(s.query.span(), "setup statements may use {parameters} (and {iteration} in a repeat group) but no generators: they run once, before the load")
+                .error(s.query.span(), "setup statements may use {parameters} but no generators: they run once, before the load ({iteration} only in a repeat group)")
                 .help("draw values in the operations, or generate rows in SQL (generate_series, a recursive CTE)"));
         };
         self.statements += 1;
