@@ -183,11 +183,32 @@ struct StepSection {
 
 /// `when = "NAME"` or a list of them, all of which must hold (pgbench's `\elif`: the
 /// branches before are false and this one true).
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug)]
 enum WhenForm {
     One(String),
     All(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for WhenForm {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Form;
+        impl<'de> serde::de::Visitor<'de> for Form {
+            type Value = WhenForm;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a value's name, \"NAME\" or \"!NAME\", or a list of them: [\"!a\", \"b\"]",
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<WhenForm, E> {
+                Ok(WhenForm::One(s.to_string()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<WhenForm, A::Error> {
+                let all = serde::de::value::SeqAccessDeserializer::new(seq);
+                Vec::<String>::deserialize(all).map(WhenForm::All)
+            }
+        }
+        d.deserialize_any(Form)
+    }
 }
 
 impl WhenForm {
@@ -1494,6 +1515,12 @@ impl OpCompiler<'_> {
             return Err(self.source.error(
                 step.span(),
                 "an http step of a tx runs on a peer: add on = \"NAME\" naming one of [peers]",
+            ));
+        }
+        if let Some(w) = s.when.as_ref().filter(|w| w.get_ref().names().is_empty()) {
+            return Err(self.source.error(
+                w.span(),
+                "when = [] names no value: leave when out, or name one: when = [\"NAME\"]",
             ));
         }
         let when = match &s.when {
