@@ -564,6 +564,11 @@ pub struct RunArgs {
     /// or from now (+30s); rounded up to a multiple of the interval.
     #[arg(long, value_name = "TIME")]
     pub start_at: Option<String>,
+
+    /// With --shard I/N, I > 0: how long to wait for shard 0 to finish the workload's setup
+    /// and data load (it leaves a marker on the target) before giving up.
+    #[arg(long, value_name = "DURATION", default_value = "10m")]
+    pub load_timeout: String,
 }
 
 #[derive(Debug, Args)]

@@ -15,7 +15,7 @@ use common::sql::{ints, mysql_row, pg_row, sqlite_row};
 use common::{server_url, Dir};
 use serde_json::Value;
 
-/// The server tests share their databases' `loadrig_sbtest1` table: one at a time.
+/// The server tests share their databases' `loadrig_sbtest` tables: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 const BUILTINS: &[&str] = &[
@@ -343,9 +343,9 @@ fn values_follow_sysbench() {
 }
 
 /// skip_trx=on commits each group of statements by itself; the default runs one
-/// transaction. tables takes 1 only: another value exits 2 naming the switch.
+/// transaction.
 #[test]
-fn skip_trx_and_tables() {
+fn skip_trx() {
     let (kinds, text) = statement_kinds("oltp_read_write", &[]);
     assert_eq!(kinds.len(), 18);
     assert!(
@@ -359,11 +359,260 @@ fn skip_trx_and_tables() {
     assert_eq!(text.matches("COMMIT; BEGIN").count(), 7, "{text}");
     let (_, text) = statement_kinds("oltp_write_only", &["skip_trx=on"]);
     assert_eq!(text.matches("COMMIT; BEGIN").count(), 2, "{text}");
+}
 
-    let d = Dir::new();
-    for name in BUILTINS {
-        let (_, stderr) = d.code(2, &["ops", name, "--set", "tables=2"]);
-        assert!(stderr.contains("switch 'tables'"), "{name}: {stderr}");
-        assert!(stderr.contains('1'), "{name}: {stderr}");
+/// The number of the table (`loadrig_sbtestN`) a statement names.
+fn table_of(query: &str) -> usize {
+    let rest = &query[query.find("loadrig_sbtest").expect(query) + "loadrig_sbtest".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().expect(query)
+}
+
+/// Two-sided bounds for a Binomial(n, p) count at significance `alpha`, by the normal
+/// approximation (n·p ≥ 100 here): mean ± z·sd with z the standard normal's 1 − alpha/2
+/// quantile, found by bisection on the complementary error function.
+fn binomial_bounds(n: u64, p: f64, alpha: f64) -> (f64, f64) {
+    // Abramowitz & Stegun 7.1.26, |error| < 1.5e-7: ample for a bound.
+    let erfc = |x: f64| {
+        let t = 1.0 / (1.0 + 0.3275911 * x);
+        let poly = t
+            * (0.254829592
+                + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+        poly * (-x * x).exp()
+    };
+    let (mut lo, mut hi) = (0.0, 10.0);
+    for _ in 0..100 {
+        let z = (lo + hi) / 2.0;
+        // P(|Z| > z) = erfc(z / sqrt 2)
+        if erfc(z / std::f64::consts::SQRT_2) > alpha {
+            lo = z;
+        } else {
+            hi = z;
+        }
     }
+    let (mean, sd) = (n as f64 * p, (n as f64 * p * (1.0 - p)).sqrt());
+    (mean - hi * sd, mean + hi * sd)
+}
+
+#[test]
+fn binomial_bounds_are_the_normal_quantiles() {
+    // z = 3.2905 for two-sided 0.001.
+    let (lo, hi) = binomial_bounds(10_000, 0.5, 0.001);
+    assert!((hi - 5000.0 - 3.2905 * 50.0).abs() < 0.1, "{lo} {hi}");
+    assert!((5000.0 - lo - 3.2905 * 50.0).abs() < 0.1, "{lo} {hi}");
+}
+
+/// sysbench's `--tables=N` (oltp_common.lua's get_table_num): every statement group of a
+/// transaction (the point selects, each range kind, the index updates, the non-index
+/// updates, the delete + insert pairs) draws its table uniformly from 1..N, and all the
+/// statements of a group use it. Over 2000 transactions from `loadrig ops`, each group's
+/// count per table lies within Binomial(2000, 1/4) bounds at significance 0.001 (Bonferroni
+/// over the 8 groups × 4 tables), and two groups' tables are independent: the point selects
+/// and the index updates share a table in Binomial(2000, 1/4) bounds of transactions.
+#[test]
+fn tables_are_drawn_per_statement_group() {
+    const TX: u64 = 2000;
+    let d = Dir::new();
+    let count = TX.to_string();
+    let out = d.ok(&[
+        "ops",
+        "oltp_read_write",
+        "--set",
+        "tables=4",
+        "--set",
+        "point_selects=3",
+        "--set",
+        "delete_inserts=2",
+        "--count",
+        &count,
+        "--seed",
+        "11",
+        "--json",
+    ]);
+    let mut per_group: std::collections::BTreeMap<&str, [u64; 4]> = Default::default();
+    let mut same = 0;
+    let mut transactions = 0;
+    for line in out.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let steps = v["steps"].as_array().unwrap();
+        let queries: Vec<&str> = steps.iter().filter_map(|s| s["query"].as_str()).collect();
+        assert_eq!(queries.len(), 3 + 4 + 2 + 4);
+        let groups: [(&str, &[&str]); 8] = [
+            ("point", &queries[0..3]),
+            ("simple", &queries[3..4]),
+            ("sum", &queries[4..5]),
+            ("order", &queries[5..6]),
+            ("distinct", &queries[6..7]),
+            ("index", &queries[7..8]),
+            ("non_index", &queries[8..9]),
+            ("delete_insert", &queries[9..13]),
+        ];
+        for (name, qs) in groups {
+            let t = table_of(qs[0]);
+            assert!((1..=4).contains(&t), "{}", qs[0]);
+            assert!(qs.iter().all(|q| table_of(q) == t), "{name}: {qs:?}");
+            per_group.entry(name).or_default()[t - 1] += 1;
+        }
+        if table_of(queries[0]) == table_of(queries[7]) {
+            same += 1;
+        }
+        transactions += 1;
+    }
+    assert_eq!(transactions, TX);
+    let (lo, hi) = binomial_bounds(TX, 0.25, 0.001 / 32.0);
+    for (name, counts) in &per_group {
+        assert_eq!(counts.iter().sum::<u64>(), TX, "{name}");
+        for c in counts {
+            assert!(
+                (lo..=hi).contains(&(*c as f64)),
+                "{name}: {counts:?} outside {lo:.0}..{hi:.0}"
+            );
+        }
+    }
+    let (lo, hi) = binomial_bounds(TX, 0.25, 0.001);
+    assert!(
+        (lo..=hi).contains(&(same as f64)),
+        "{same} outside {lo:.0}..{hi:.0}"
+    );
+}
+
+/// `tables` below 1 exits 2 at the place in the workload file that uses it; a number of
+/// tables above what a statement can be written for exits 2 too.
+#[test]
+fn tables_below_one_are_refused() {
+    let d = Dir::new();
+    let text = d
+        .ok(&["init", "oltp_insert"])
+        .replace("tables = 1 ", "tables = 0 ");
+    let path = d.write("w.toml", &text);
+    let (_, stderr) = d.code(2, &["ops", path.to_str().unwrap()]);
+    let (line, col) = text
+        .lines()
+        .enumerate()
+        .find_map(|(i, l)| l.find("\"{tables}\"").map(|c| (i + 1, c + 1)))
+        .unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "w.toml:{line}:{col}: repeat = \"{{tables}}\" is 0"
+        )),
+        "{stderr}"
+    );
+    for name in BUILTINS {
+        let (_, stderr) = d.code(2, &["ops", name, "--set", "tables=0"]);
+        assert!(
+            stderr.contains("is 0: a setup group runs at least once"),
+            "{name}: {stderr}"
+        );
+        let (_, stderr) = d.code(2, &["ops", name, "--set", "tables=1001"]);
+        assert!(stderr.contains("takes 1001 values"), "{name}: {stderr}");
+    }
+}
+
+const TABLES: u64 = 3;
+
+/// The rows in each of the TABLES tables (one query, one row).
+fn rows_per_table(row: &dyn Fn(&str) -> Vec<i64>) -> Vec<i64> {
+    let counts: Vec<String> = (1..=TABLES)
+        .map(|t| format!("(SELECT COUNT(*) FROM loadrig_sbtest{t})"))
+        .collect();
+    row(&format!("SELECT {}", counts.join(", ")))
+}
+
+/// With `tables=3`, `sysbench prepare` loads each table; oltp_insert's new rows are spread
+/// over them (each table's share within Binomial(OPS, 1/3) bounds at significance 0.001,
+/// Bonferroni over the tables; the total exact); oltp_read_write leaves each table at
+/// table_size rows; oltp_delete's found rows are exactly the rows gone; `loadrig cleanup`
+/// drops every table.
+fn several_tables(url: &str, row: &dyn Fn(&str) -> Vec<i64>, tables_left: &dyn Fn() -> i64) {
+    let d = Dir::new();
+    let run = |name: &str| {
+        let ops = OPS.to_string();
+        let size = format!("table_size={TABLE_SIZE}");
+        let tables = format!("tables={TABLES}");
+        let out = d.ok(&[
+            "run",
+            name,
+            "--target",
+            url,
+            "--set",
+            &size,
+            "--set",
+            &tables,
+            "--ops",
+            &ops,
+            "--clients",
+            "2",
+            "--seed",
+            "9",
+            "-o",
+            "r.json",
+        ]);
+        let r = d.result("r.json");
+        assert_eq!(
+            (r.operations[0].ok, r.operations[0].errors),
+            (OPS, 0),
+            "{name}: {out}"
+        );
+        // drop, create, rows, index: four statements per table
+        assert_eq!(
+            r.setup.as_ref().unwrap().statements,
+            4 * TABLES as usize,
+            "{name}"
+        );
+        r.operations[0].rows
+    };
+    run("oltp_insert");
+    let counts = rows_per_table(row);
+    let added: Vec<i64> = counts.iter().map(|c| c - TABLE_SIZE).collect();
+    assert_eq!(added.iter().sum::<i64>(), OPS as i64, "{counts:?}");
+    let (lo, hi) = binomial_bounds(OPS, 1.0 / TABLES as f64, 0.001 / TABLES as f64);
+    for a in &added {
+        assert!(
+            (lo..=hi).contains(&(*a as f64)),
+            "{added:?} outside {lo:.0}..{hi:.0}"
+        );
+    }
+    run("oltp_read_write");
+    assert_eq!(rows_per_table(row), vec![TABLE_SIZE; TABLES as usize]);
+    let found = run("oltp_delete");
+    let left: i64 = rows_per_table(row).iter().sum();
+    assert_eq!(left, TABLES as i64 * TABLE_SIZE - found as i64);
+    assert!(found > 0);
+    d.ok(&["cleanup", "--target", url]);
+    assert_eq!(tables_left(), 0);
+}
+
+#[test]
+fn several_tables_on_sqlite() {
+    let d = Dir::new();
+    let db = d.join("sysbench.db");
+    let url = format!("sqlite://{}", db.display());
+    let row = |sql: &str| ints(sqlite_row(&db, sql));
+    several_tables(&url, &row, &|| {
+        row("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'loadrig_sbtest%'")[0]
+    });
+}
+
+#[test]
+fn several_tables_on_postgres() {
+    let Some(url) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let row = |sql: &str| ints(pg_row(&url, sql));
+    several_tables(&url, &row, &|| {
+        row("SELECT COUNT(*) FROM pg_tables WHERE tablename LIKE 'loadrig_sbtest%' AND schemaname = current_schema()")[0]
+    });
+}
+
+#[test]
+fn several_tables_on_mariadb() {
+    let Some(url) = server_url("LOADRIG_MYSQL_URL") else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let row = |sql: &str| ints(mysql_row(&url, sql));
+    several_tables(&url, &row, &|| {
+        row("SELECT COUNT(*) FROM information_schema.tables WHERE table_name LIKE 'loadrig_sbtest%' AND table_schema = DATABASE()")[0]
+    });
 }

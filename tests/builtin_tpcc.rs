@@ -273,3 +273,49 @@ fn ops_shows_a_new_order_with_its_lines() {
         assert_eq!(order["args"][4].as_u64(), Some(n as u64), "{line}");
     }
 }
+
+/// `loadrig export --csv` writes the workload's figures (tpmC, efficiency) as
+/// `figures.csv`, one row each with the result file's values; a run without figures gets no
+/// such file.
+#[test]
+fn figures_in_csv() {
+    let d = Dir::new();
+    let url = format!("sqlite://{}", d.join("tpcc.db").display());
+    let r = run(&d, &url, 200, "1", None);
+    let out = d.ok(&["export", "r.json", "--csv", "csv"]);
+    assert!(out.contains("figures.csv"), "{out}");
+    let mut rd = csv::Reader::from_path(d.join("csv/figures.csv")).unwrap();
+    let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(
+        header,
+        loadrig::report::export::FIGURE_COLUMNS.map(String::from)
+    );
+    let rows: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
+    assert_eq!(rows.len(), 2);
+    let new_order = r.operations.iter().find(|o| o.name == "new-order").unwrap();
+    for (row, f) in rows.iter().zip(&r.figures) {
+        assert_eq!(&row[0], f.name);
+        assert_eq!(row[1].parse::<f64>().unwrap(), f.value);
+        assert_eq!(&row[2], f.unit);
+        assert_eq!(row[3].parse::<u64>().unwrap(), new_order.ok);
+        assert_eq!(&row[4], "minute");
+        assert_eq!(row[6].parse::<f64>().unwrap(), r.measured_s);
+        assert_eq!(&row[7], "new-order");
+    }
+    assert_eq!((&rows[0][0], &rows[1][0]), ("tpmC", "efficiency"));
+    // tpmC is New-Orders per measured minute; efficiency divides it by 12.86 per warehouse.
+    let tpmc = rows[0][1].parse::<f64>().unwrap();
+    assert!((tpmc - new_order.ok as f64 / r.measured_s * 60.0).abs() < 1e-6);
+    let efficiency = rows[1][1].parse::<f64>().unwrap();
+    assert!((efficiency - tpmc / (12.86 * W as f64) * 100.0).abs() < 1e-6);
+    assert_eq!(rows[1][5].parse::<f64>().unwrap(), 12.86 * W as f64 / 100.0);
+
+    d.ok(&[
+        "run", "noop", "--target", "noop://", "--ops", "10", "-o", "n.json",
+    ]);
+    let out = d.ok(&["export", "n.json", "--csv", "ncsv"]);
+    assert!(
+        !out.contains("figures.csv") && !d.join("ncsv/figures.csv").exists(),
+        "{out}"
+    );
+}

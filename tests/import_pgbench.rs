@@ -182,7 +182,51 @@ fn unsupported_constructs_exit_2_with_line_and_column() {
             "script.sql:2:1",
             "an empty pipeline",
         ),
-        ("\\if 1\nSELECT 1;\n\\endif\n", "script.sql:1:1", "\\if"),
+        (
+            "\\if 1\nSELECT 1;\n\\endif\n",
+            "script.sql:1:5",
+            "\\if takes :NAME",
+        ),
+        (
+            "\\set a random(1, 9)\nBEGIN;\n\\if :a < 5\nSELECT 1;\n\\endif\nEND;\n",
+            "script.sql:3:8",
+            "compute a comparison in SQL",
+        ),
+        (
+            "BEGIN;\n\\if :nope\nSELECT 1;\n\\endif\nEND;\n",
+            "script.sql:2:5",
+            ":nope is not set",
+        ),
+        (
+            "\\set a random(1, 9)\nBEGIN;\n\\if :a\n  \\set b 1\n\\endif\nEND;\n",
+            "script.sql:4:3",
+            "\\set inside \\if",
+        ),
+        (
+            "\\set a random(1, 9)\n\\if :a\nBEGIN;\nSELECT 1;\nEND;\n\\endif\n",
+            "script.sql:3:1",
+            "BEGIN inside \\if",
+        ),
+        (
+            "\\set a random(1, 9)\nBEGIN;\nSELECT 1;\n \\if :a\nSELECT 2;\n",
+            "script.sql:4:2",
+            "\\if without \\endif",
+        ),
+        (
+            "\\set a random(1, 9)\nBEGIN;\n\\if :a\n\\else\n\\elif :a\n\\endif\nEND;\n",
+            "script.sql:5:1",
+            "\\elif after \\else",
+        ),
+        (
+            "BEGIN;\n\\endif\nEND;\n",
+            "script.sql:2:1",
+            "\\endif without \\if",
+        ),
+        (
+            "\\set a random(1, 9)\n\\if :a\nSELECT 1;\n\\endif\n",
+            "script.sql:3:1",
+            "inside \\if without BEGIN",
+        ),
         (
             "SELECT 1 \\gset\n",
             "script.sql:1:10",
@@ -198,7 +242,11 @@ fn unsupported_constructs_exit_2_with_line_and_column() {
             "script.sql:1:42",
             "must follow a SELECT",
         ),
-        ("SELECT 1 AS one \\aset\n", "script.sql:1:17", "\\aset"),
+        (
+            "SELECT 1 \\aset\n",
+            "script.sql:1:10",
+            "\\aset: the column '1' has no name",
+        ),
         ("\\shell echo hi\nSELECT 1;\n", "script.sql:1:1", "\\shell"),
         ("\\set a abs(3)\nSELECT 1;\n", "script.sql:1:8", "abs"),
         ("SELECT :nope;\n", "script.sql:1:8", ":nope"),
@@ -314,4 +362,171 @@ SELECT bbalance FROM pgbench_branches WHERE bid = :bid;
     assert_eq!(r.total.ok, 300);
     assert_eq!(r.total.errors, 0);
     assert_eq!(r.total.rows, 300, "every select found its row");
+}
+
+/// pgbench's conditionals and `\aset` on a script with known effects: `\if`/`\elif`/`\else`
+/// on values a `\gset` fetched add 3, 1 or 2 to the account by its aid's remainder mod 3;
+/// `\aset` fetches the balance before, and `\if NOT` adds 1 to the branch on an account's
+/// first visit only; the teller counts every transaction. One client, so the counts are
+/// exact: each account's balance is its visits (history rows) times its step, the branch
+/// holds the accounts visited, the teller the transactions.
+const CONDITIONAL: &str = "\\set aid random(1, 10)
+BEGIN;
+SELECT abalance AS before FROM pgbench_accounts WHERE aid = :aid \\aset
+SELECT aid % 3 = 0 AS by3, aid % 3 = 1 AS rem1 FROM pgbench_accounts WHERE aid = :aid \\gset
+\\if :by3
+  UPDATE pgbench_accounts SET abalance = abalance + 3 WHERE aid = :aid;
+\\elif :rem1
+  UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;
+\\else
+  UPDATE pgbench_accounts SET abalance = abalance + 2 WHERE aid = :aid;
+\\endif
+\\if NOT :before
+  UPDATE pgbench_branches SET bbalance = bbalance + 1 WHERE bid = 1;
+\\endif
+UPDATE pgbench_tellers SET tbalance = tbalance + 1 WHERE tid = 1;
+INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (1, 1, :aid, 0, CURRENT_TIMESTAMP);
+END;
+";
+
+const TXS: i64 = 200;
+
+fn conditional_effects(dir: &Dir, url: &str, row: &dyn Fn(&str) -> Vec<i64>) {
+    let toml = stdout(&import(dir, CONDITIONAL));
+    assert!(toml.contains(r#"capture = ["before"]"#), "{toml}");
+    assert!(toml.contains(r#"when = "by3""#), "{toml}");
+    assert!(toml.contains(r#"when = ["!by3", "rem1"]"#), "{toml}");
+    assert!(toml.contains(r#"when = ["!by3", "!rem1"]"#), "{toml}");
+    assert!(toml.contains(r#"when = "!before""#), "{toml}");
+    dir.write("w.toml", &format!("{}\n{toml}", tpcb_setup()));
+    let ops = TXS.to_string();
+    let run = dir.loadrig(&[
+        "run",
+        "w.toml",
+        "--ops",
+        &ops,
+        "--clients",
+        "1",
+        "--seed",
+        "4",
+        "-o",
+        "r.json",
+        "--target",
+        url,
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let r = dir.result("r.json");
+    assert_eq!(
+        (r.operations[0].ok, r.operations[0].errors),
+        (TXS as u64, 0)
+    );
+    let mut visited = 0;
+    let mut visits_total = 0;
+    for aid in 1..=10 {
+        let got = row(&format!(
+            "SELECT (SELECT abalance FROM loadrig_pgbench_accounts WHERE aid = {aid}), \
+             (SELECT COUNT(*) FROM loadrig_pgbench_history WHERE aid = {aid})"
+        ));
+        let step = match aid % 3 {
+            0 => 3,
+            1 => 1,
+            _ => 2,
+        };
+        assert_eq!(got[0], got[1] * step, "aid {aid}: balance, visits {got:?}");
+        visited += i64::from(got[1] > 0);
+        visits_total += got[1];
+    }
+    assert_eq!(visits_total, TXS);
+    let totals = row(
+        "SELECT (SELECT bbalance FROM loadrig_pgbench_branches WHERE bid = 1), \
+         (SELECT tbalance FROM loadrig_pgbench_tellers WHERE tid = 1), \
+         (SELECT SUM(abalance) FROM loadrig_pgbench_accounts WHERE aid > 10)",
+    );
+    assert_eq!(totals, vec![visited, TXS, 0]);
+    // Every statement ran or was skipped as its branch says: 1 aset + 1 gset + 1 of the
+    // three updates + the teller + the history row, and the branch on first visits.
+    assert_eq!(r.operations[0].statements.write as i64, 3 * TXS + visited);
+}
+
+#[test]
+fn conditionals_and_aset_on_sqlite() {
+    let dir = Dir::new();
+    let db = dir.join("t.db");
+    let url = format!("sqlite://{}", db.display());
+    conditional_effects(&dir, &url, &|sql| {
+        common::sql::ints(common::sql::sqlite_row(&db, sql))
+    });
+}
+
+#[test]
+fn conditionals_and_aset_on_postgres() {
+    let Some(url) = common::server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    let dir = Dir::new();
+    conditional_effects(&dir, &url, &|sql| {
+        common::sql::ints(common::sql::pg_row(&url, sql))
+    });
+}
+
+/// `!:NAME` is `NOT :NAME`; nested `\if`s join their conditions; `\aset` takes no prefix.
+#[test]
+fn nested_conditionals_translate() {
+    let dir = Dir::new();
+    let script = "\\set a random(0, 1)
+BEGIN;
+SELECT 1 AS one, 0 AS zero \\aset
+\\if !:a
+  \\if :one
+    SELECT 2;
+  \\else
+    SELECT 3;
+  \\endif
+\\elif :zero
+  SELECT 4;
+\\endif
+END;
+";
+    let toml = stdout(&import(&dir, script));
+    assert!(toml.contains(r#"capture = ["one", "zero"]"#), "{toml}");
+    assert!(
+        toml.contains(r#""SELECT 2", params = [] }, when = ["!a", "one"]"#),
+        "{toml}"
+    );
+    assert!(
+        toml.contains(r#""SELECT 3", params = [] }, when = ["!a", "!one"]"#),
+        "{toml}"
+    );
+    assert!(
+        toml.contains(r#""SELECT 4", params = [] }, when = ["a", "zero"]"#),
+        "{toml}"
+    );
+    dir.write("w.toml", &toml);
+    // a = 0 runs SELECT 2 (one holds), a = 1 nothing more (zero does not hold): reads per
+    // transaction are the \aset's and, half the time, SELECT 2's; never SELECT 3's or 4's.
+    let run = dir.loadrig(&[
+        "run",
+        "w.toml",
+        "--ops",
+        "50",
+        "--seed",
+        "2",
+        "-o",
+        "r.json",
+        "--target",
+        "sqlite://./n.db",
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let r = dir.result("r.json");
+    let read = r.operations[0].statements.read;
+    assert_eq!(r.operations[0].errors, 0);
+    assert!(read > 50 && read < 100, "{read}");
 }

@@ -389,3 +389,174 @@ fn a_late_shard_keeps_the_grid_and_records_how_late() {
     assert_eq!(r.intervals.len(), 4);
     assert!(r.intervals.iter().skip(3).all(|i| i.ok > 0));
 }
+
+/// A workload with data to load: 3000 records, read back by every shard.
+const LOADED: &str = r#"
+name = "loaded"
+[data]
+count = 3000
+key = "d{seq}"
+value = "{bytes 64}"
+[[op]]
+name = "get"
+kv.get = { key = "d{uniform 0..3000}" }
+"#;
+
+/// Shard 1 started before shard 0, with a start shard 0's load overruns: it waits for
+/// shard 0's marker, then runs on the loaded data (every read finds its record), and both
+/// start late by the load; `loadrig cleanup` removes the marker. `check_marker` says
+/// whether the marker is on the target.
+fn followers_wait_for_the_load(url: &str, check_marker: &dyn Fn() -> bool) {
+    let d = Dir::new();
+    let w = d.write("loaded.toml", LOADED);
+    let w = w.to_str().unwrap();
+    let at = start_in(1);
+    let shard = |i: usize| {
+        let (shard, out) = (format!("{i}/2"), format!("s{i}.json"));
+        d.spawn(&[
+            "run",
+            w,
+            "-t",
+            url,
+            "-c",
+            "2",
+            "--ops",
+            "200",
+            "--seed",
+            "3",
+            "--shard",
+            &shard,
+            "--start-at",
+            &at,
+            "-o",
+            &out,
+        ])
+    };
+    let follower = shard(1);
+    // Shard 0 begins its load after the agreed start.
+    std::thread::sleep(Duration::from_millis(2500));
+    let leader = shard(0);
+    for (name, child) in [("shard 1", follower), ("shard 0", leader)] {
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if name == "shard 1" {
+            assert!(
+                stdout.contains("waiting for shard 0's data load"),
+                "{stdout}"
+            );
+            assert!(stdout.contains("shard 0's data is loaded"), "{stdout}");
+        }
+    }
+    let follower = d.result("s1.json");
+    assert!(follower.data_load.as_ref().is_some_and(|l| l.skipped));
+    assert_eq!(follower.total.ok, 100);
+    // Every read found its record: the data was there when shard 1 ran.
+    assert_eq!(follower.total.rows, 100);
+    assert!(
+        follower.late_start_s.unwrap_or(0.0) > 0.0,
+        "{:?}",
+        follower.late_start_s
+    );
+    assert_eq!(d.result("s0.json").total.rows, 100);
+    assert!(check_marker(), "the marker is on the target after the run");
+    d.ok(&["cleanup", "--target", url]);
+    assert!(!check_marker(), "cleanup removes the marker");
+}
+
+#[test]
+fn shards_wait_for_the_load_on_sqlite() {
+    let d = Dir::new();
+    let db = d.join("t.db");
+    let url = format!("sqlite://{}", db.display());
+    followers_wait_for_the_load(&url, &|| {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE name = 'loadrig_kv'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap()
+            > 0
+            && conn
+                .query_row(
+                    "SELECT COUNT(*) FROM loadrig_kv WHERE k LIKE '\\_load:%' ESCAPE '\\'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+                .unwrap()
+                == 1
+    });
+}
+
+#[test]
+fn shards_wait_for_the_load_on_redis() {
+    let Some(url) = common::server_url("LOADRIG_REDIS_URL") else {
+        return;
+    };
+    let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
+    let url = format!("{base}/13");
+    let client = redis::Client::open(url.replacen("redis://:", "redis://default:", 1)).unwrap();
+    let mut c = client.get_connection().unwrap();
+    redis::cmd("FLUSHDB").exec(&mut c).unwrap();
+    followers_wait_for_the_load(&url, &|| {
+        let mut c = client.get_connection().unwrap();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("loadrig:_load:*")
+            .query(&mut c)
+            .unwrap();
+        keys.len() == 1
+    });
+}
+
+/// A shard after the first whose shard 0 never loads gives up after --load-timeout, says
+/// so, and writes no result.
+#[test]
+fn a_follower_without_its_loader_times_out() {
+    let d = Dir::new();
+    let w = d.write("loaded.toml", LOADED);
+    let (_, stderr) = d.code(
+        2,
+        &[
+            "run",
+            w.to_str().unwrap(),
+            "-t",
+            "sqlite://t.db",
+            "-c",
+            "2",
+            "--ops",
+            "10",
+            "--shard",
+            "1/2",
+            "--load-timeout",
+            "1s",
+            "-o",
+            "s1.json",
+        ],
+    );
+    assert!(
+        stderr.contains("shard 0 did not finish loading within 1s"),
+        "{stderr}"
+    );
+    assert!(!d.join("s1.json").exists());
+    let (_, stderr) = d.code(
+        2,
+        &[
+            "run",
+            w.to_str().unwrap(),
+            "-t",
+            "sqlite://t.db",
+            "-c",
+            "2",
+            "--shard",
+            "1/2",
+            "--load-timeout",
+            "0s",
+        ],
+    );
+    assert!(stderr.contains("--load-timeout"), "{stderr}");
+}

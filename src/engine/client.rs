@@ -159,7 +159,7 @@ impl<'a> Chooser<'a> {
             t.render_bytes(&mut self.rng, &mut self.gen, buf);
         }
         Op::Native {
-            op: &step.op,
+            op: step.op_now(&self.gen.captures),
             args: &self.args[..n],
             capture: !step.capture.is_empty(),
         }
@@ -177,7 +177,7 @@ impl<'a> Chooser<'a> {
     /// Whether a `when` step runs: its value is not empty (a missing row, SQL NULL, a Redis
     /// nil) and not `0`, `f` or `false` in any case.
     pub fn holds(&self, step: &Step) -> bool {
-        step.when.is_none_or(|w| self.true_now(w))
+        step.when.iter().all(|w| self.true_now(*w))
     }
 
     /// Whether a `when` value is true (negated for `!NAME`).

@@ -162,6 +162,27 @@ pub struct DataPolicy {
     /// Shards after the first (`--shard I/N`, I > 0) leave the setup statements and the
     /// data to shard 0.
     pub skip_setup: bool,
+    /// A sharded run whose workload has setup statements or `[data]`: shard 0 leaves a
+    /// marker on the target when they are done, the others wait for it.
+    pub marker: Option<LoadMarker>,
+}
+
+/// The marker that tells a sharded run's shards that shard 0 has loaded the data: the kv
+/// key `_load:RUN` in the target's namespace (`loadrig:_load:RUN` on Redis, a row of
+/// `loadrig_kv` on SQL targets), RUN the agreed start in nanoseconds (else the seed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadMarker {
+    pub run: u64,
+    /// Shard 0 writes it; the others wait for it, at most `timeout`.
+    pub writes: bool,
+    pub timeout: std::time::Duration,
+}
+
+impl LoadMarker {
+    /// The kv key, inside the target's own namespace.
+    pub fn key(&self) -> String {
+        format!("_load:{}", self.run)
+    }
 }
 
 /// Where a run writes.

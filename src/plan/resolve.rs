@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use anyhow::Result;
 
 use super::load::{self, resolve_load};
-use super::{DataPolicy, Outputs, RunPlan, TargetSpec, WorkloadSource};
+use super::{DataPolicy, LoadMarker, Outputs, RunPlan, TargetSpec, WorkloadSource};
 use crate::analysis::checks::{self, Check};
 use crate::cli::RunArgs;
 use crate::engine::LoadPlan;
@@ -26,7 +26,7 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
         workload.op_timeout,
         &source.as_source(),
     )?;
-    let data = data_policy(args, &load);
+    let data = data_policy(args, &load, &workload)?;
     let target = match (&args.target, &workload.target) {
         (Some(t), _) => TargetSpec::parse(t)?,
         // A URL from the file is reported where the file writes it.
@@ -40,6 +40,14 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
             )
             .help("add --target sqlite://./bench.db (or fs://DIR, noop://, sleep://?latency=1ms)"))
         }
+    };
+    // Targets that keep nothing hold no data to wait for (nor the marker).
+    let data = match target.scheme() {
+        "noop" | "sleep" => DataPolicy {
+            marker: None,
+            ..data
+        },
+        _ => data,
     };
     check_peers(&workload)?;
     let outputs = outputs(args, &workload.name)?;
@@ -72,14 +80,34 @@ fn label(args: &RunArgs) -> Result<Option<String>, InputError> {
     }
 }
 
-/// What happens to the data: shards after the first leave setup and load to shard 0.
-fn data_policy(args: &RunArgs, load: &LoadPlan) -> DataPolicy {
+/// What happens to the data: shards after the first leave setup and load to shard 0, and
+/// wait for its marker when there is something to load.
+fn data_policy(
+    args: &RunArgs,
+    load: &LoadPlan,
+    workload: &Workload,
+) -> Result<DataPolicy, InputError> {
     let follower = load.shard.is_some_and(|s| s.index > 0);
-    DataPolicy {
+    let loads = !workload.setup.is_empty() || (workload.data.is_some() && !args.skip_load);
+    let timeout = crate::spec::duration::parse(&args.load_timeout, "--load-timeout")
+        .and_then(|d| crate::spec::positive(d, "--load-timeout"))?;
+    let marker = match load.shard {
+        Some(s) if s.count > 1 && loads => Some(LoadMarker {
+            run: load.start_at.map_or(load.seed, |at| {
+                at.duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64)
+            }),
+            writes: s.index == 0,
+            timeout,
+        }),
+        _ => None,
+    };
+    Ok(DataPolicy {
         skip_load: args.skip_load || follower,
         seq_offset: 0,
         skip_setup: follower,
-    }
+        marker,
+    })
 }
 
 /// The verdict's thresholds with every `--validity NAME=VALUE` applied.

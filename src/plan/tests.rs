@@ -352,6 +352,7 @@ fn growth_batches() {
             skip_load: false,
             seq_offset: 0,
             skip_setup: false,
+            marker: None,
         }
     );
     let b3 = base.growth_batch(100, 3);
@@ -361,6 +362,7 @@ fn growth_batches() {
             skip_load: true,
             seq_offset: 300,
             skip_setup: false,
+            marker: None,
         }
     );
 }

@@ -4,6 +4,8 @@
 //!   with counts, rate, errors by class and latency percentiles read from that interval's
 //!   histogram. Ready for `pandas.read_csv` or a spreadsheet pivot.
 //! - `operations.csv`: one row per operation plus `total`, the run's summary.
+//! - `figures.csv`, when the workload declares `[[figure]]`s (TPC-C's tpmC and efficiency):
+//!   one row per figure, as the result file holds it.
 //! - the HdrHistogram interval log (`HistogramLogWriter`'s format): per measured interval
 //!   one untagged histogram of all operations and one `Tag=OPERATION` histogram each,
 //!   values in nanoseconds, so `HistogramLogProcessor` and friends can read it.
@@ -18,7 +20,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use serde::Serialize;
 
-use crate::result::{write_atomic, ErrorsByClass, OpResult, RunResult};
+use crate::result::{write_atomic, ErrorsByClass, FigureRecord, OpResult, RunResult};
 use crate::stats::new_hist;
 use crate::vocab::ErrorClass;
 
@@ -240,15 +242,78 @@ fn operation_row(o: &OpResult) -> (OperationHead<'_>, Vec<u64>, OperationTail) {
     (head, by_class(&o.errors_by_class), tail)
 }
 
-/// Write `intervals.csv` and `operations.csv` into `dir` (created if needed); each file is
-/// written atomically.
+/// A row of `figures.csv`: a workload figure as the result file holds it, with the
+/// measured seconds it is computed over; `ops` joined by `;`.
+#[derive(Serialize)]
+struct FigureRow<'a> {
+    figure: &'a str,
+    value: f64,
+    unit: &'a str,
+    completed: u64,
+    per: &'a str,
+    divisor: f64,
+    measured_s: f64,
+    ops: String,
+    description: &'a str,
+}
+
+/// The columns of `figures.csv`, in order.
+pub const FIGURE_COLUMNS: [&str; 9] = [
+    "figure",
+    "value",
+    "unit",
+    "completed",
+    "per",
+    "divisor",
+    "measured_s",
+    "ops",
+    "description",
+];
+
+/// `figures.csv`: one row per workload figure (tpmC, efficiency), `None` for a run without.
+pub fn figures_csv(r: &RunResult) -> Result<Option<Vec<u8>>> {
+    if r.figures.is_empty() {
+        return Ok(None);
+    }
+    let mut w = csv_with(FIGURE_COLUMNS.iter().map(|c| c.to_string()).collect())?;
+    for f in &r.figures {
+        let FigureRecord {
+            name,
+            description,
+            value,
+            unit,
+            ops,
+            completed,
+            per,
+            divisor,
+        } = f;
+        w.serialize(FigureRow {
+            figure: name,
+            value: *value,
+            unit,
+            completed: *completed,
+            per,
+            divisor: *divisor,
+            measured_s: r.measured_s,
+            ops: ops.join(";"),
+            description,
+        })?;
+    }
+    Ok(Some(w.into_inner().map_err(|e| anyhow!("{e}"))?))
+}
+
+/// Write `intervals.csv`, `operations.csv` and, for a run with figures, `figures.csv` into
+/// `dir` (created if needed); each file is written atomically.
 pub fn write_csv(r: &RunResult, dir: &Path) -> Result<Vec<PathBuf>> {
     let intervals = intervals_csv(r)?;
     let operations = operations_csv(r)?;
+    let figures = figures_csv(r)?;
     std::fs::create_dir_all(dir)
         .with_context(|| format!("could not create folder '{}'", dir.display()))?;
     let mut written = Vec::new();
-    for (name, bytes) in [("intervals.csv", intervals), ("operations.csv", operations)] {
+    let tables = [("intervals.csv", intervals), ("operations.csv", operations)];
+    let figures = figures.map(|bytes| ("figures.csv", bytes));
+    for (name, bytes) in tables.into_iter().chain(figures) {
         let path = dir.join(name);
         write_atomic(&path, &bytes)?;
         written.push(path);

@@ -3,6 +3,7 @@
 
 mod assemble;
 mod fd_limit;
+mod load_marker;
 mod observe;
 
 use std::io::Write;
@@ -15,7 +16,7 @@ use anyhow::{Context, Result};
 use crate::analysis::steady;
 use crate::engine::{self, LoadPlan, Mode, Prepared, Slots};
 use crate::error::InputError;
-use crate::plan::RunPlan;
+use crate::plan::{LoadMarker, RunPlan};
 use crate::report::console::{self, Live, LoadBar};
 use crate::report::host;
 use crate::report::metrics::MetricsServer;
@@ -78,6 +79,9 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     )?;
     check_refused(&plan.ops, &*target, plan.target.scheme())?;
     let prepared = prepare(&*target, plan).with_context(|| format!("target {shown_url}"))?;
+    if let Some(marker) = &plan.data.marker {
+        settle_shards(&*target, marker, live).with_context(|| format!("target {shown_url}"))?;
+    }
     if live {
         print_header(plan, &prepared);
     }
@@ -168,9 +172,34 @@ fn op_names(ops: &[OpSpec]) -> Vec<String> {
     ops.iter().map(|o| o.name.clone()).collect()
 }
 
+/// A sharded run's data: shard 0 says its load is done, the others wait for that.
+fn settle_shards<T: Target>(target: &T, marker: &LoadMarker, live: bool) -> Result<()> {
+    if marker.writes {
+        return load_marker::write(target, marker);
+    }
+    if live {
+        println!(
+            "waiting for shard 0's data load (at most {})",
+            humantime::format_duration(marker.timeout)
+        );
+    }
+    let waited = load_marker::wait(target, marker)?;
+    if live {
+        println!(
+            "shard 0's data is loaded (waited {:.2}s)",
+            waited.as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
 /// Setup statements, the server's version and the data load, with a progress bar on a
-/// terminal (in every view: a study's or a sweep's load can take minutes too).
+/// terminal (in every view: a study's or a sweep's load can take minutes too). Shard 0 of
+/// a sharded run first removes an earlier run's marker.
 fn prepare<T: Target>(target: &T, plan: &RunPlan) -> Result<Prepared> {
+    if let Some(marker) = plan.data.marker.filter(|m| m.writes) {
+        load_marker::clear(target, &marker)?;
+    }
     let data = if plan.data.skip_load {
         None
     } else {

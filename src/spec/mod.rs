@@ -54,7 +54,7 @@ struct WorkloadFile {
     records: Option<RecordsSection>,
     /// SQL run once before the data load; may only create `loadrig_` objects.
     #[serde(default)]
-    setup: Vec<Spanned<String>>,
+    setup: Vec<Spanned<SetupEntry>>,
     #[serde(default, rename = "op")]
     ops: Vec<Spanned<ops::OpSection>>,
     /// Thresholds checked at the end of a run, like `--check` (see analysis::checks).
@@ -66,6 +66,41 @@ struct WorkloadFile {
     /// Figures computed after the run from the operation counts (TPC-C's tpmC).
     #[serde(default, rename = "figure")]
     figures: Vec<Spanned<figures::FigureSection>>,
+}
+
+/// One entry of `setup = [...]`: a statement, or `{ repeat = "{tables}", sql = [...] }`,
+/// statements run once per pass with `{iteration}` the pass (sysbench's `--tables`).
+#[derive(Debug)]
+enum SetupEntry {
+    Statement(String),
+    Repeat(SetupRepeat),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SetupRepeat {
+    repeat: Spanned<toml::Value>,
+    sql: Vec<Spanned<String>>,
+}
+
+impl<'de> Deserialize<'de> for SetupEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = SetupEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a statement, or a group { repeat = \"{tables}\", sql = [\"...{iteration}...\"] }")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<SetupEntry, E> {
+                Ok(SetupEntry::Statement(s.to_string()))
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, m: M) -> Result<SetupEntry, M::Error> {
+                let table = serde::de::value::MapAccessDeserializer::new(m);
+                SetupRepeat::deserialize(table).map(SetupEntry::Repeat)
+            }
+        }
+        d.deserialize_any(Entry)
+    }
 }
 
 /// `[[verify]]`: SQL queries whose first rows must all be equal after the run.
@@ -326,7 +361,7 @@ fn compile_verify(
         let queries = v
             .sql
             .iter()
-            .map(|q| compiler.setup_sql(&ops::SqlArgsRef { query: q }))
+            .map(|q| compiler.setup_sql(&ops::SqlArgsRef { query: q }, None))
             .collect::<Result<_, _>>()?;
         out.push(VerifySpec {
             name: v.name.get_ref().clone(),
@@ -417,29 +452,85 @@ fn op_compiler<'a>(
         statements: 0,
         capture_slots: 0,
         let_kinds: BTreeMap::new(),
+        let_ranges: BTreeMap::new(),
+        pending_texts: BTreeMap::new(),
         in_repeat: false,
         records: None,
     }
 }
 
-/// The `setup = [...]` statements; each may only touch `loadrig_` objects.
+/// The `setup = [...]` statements, a group's once per pass; each may only touch
+/// `loadrig_` objects.
 fn compile_setup(
     compiler: &mut ops::OpCompiler<'_>,
-    statements: &[Spanned<String>],
+    entries: &[Spanned<SetupEntry>],
 ) -> Result<Vec<NativeOp<ValueKind>>, InputError> {
     let mut setup = Vec::new();
-    for statement in statements {
-        let outside = namespace::outside_namespace(statement.get_ref());
-        if outside.is_some() || !statement.get_ref().contains("loadrig_") {
-            let found = outside.map_or(String::new(), |name| format!(" ('{name}' is not)"));
-            return Err(compiler.source
-                .error(statement.span(), format!("setup statements may only create objects named loadrig_...{found}"))
-                .help("loadrig only creates, and `loadrig cleanup` only drops, objects in its own namespace"));
+    for entry in entries {
+        match entry.get_ref() {
+            SetupEntry::Statement(text) => {
+                let statement = Spanned::new(entry.span(), text.clone());
+                check_setup_namespace(compiler, &statement)?;
+                setup.push(compiler.setup_sql(&ops::SqlArgsRef { query: &statement }, None)?);
+            }
+            SetupEntry::Repeat(group) => {
+                let passes = setup_passes(compiler, &group.repeat)?;
+                for statement in &group.sql {
+                    check_setup_namespace(compiler, statement)?;
+                }
+                for pass in 1..=passes {
+                    for statement in &group.sql {
+                        let sql = ops::SqlArgsRef { query: statement };
+                        setup.push(compiler.setup_sql(&sql, Some(pass))?);
+                    }
+                }
+            }
         }
-        let sql = ops::SqlArgsRef { query: statement };
-        setup.push(compiler.setup_sql(&sql)?);
     }
     Ok(setup)
+}
+
+/// A setup statement names only `loadrig_` objects.
+fn check_setup_namespace(
+    compiler: &ops::OpCompiler<'_>,
+    statement: &Spanned<String>,
+) -> Result<(), InputError> {
+    let outside = namespace::outside_namespace(statement.get_ref());
+    if outside.is_some() || !statement.get_ref().contains("loadrig_") {
+        let found = outside.map_or(String::new(), |name| format!(" ('{name}' is not)"));
+        return Err(compiler.source
+            .error(statement.span(), format!("setup statements may only create objects named loadrig_...{found}"))
+            .help("loadrig only creates, and `loadrig cleanup` only drops, objects in its own namespace"));
+    }
+    Ok(())
+}
+
+/// A setup group's `repeat`: a whole number of at least 1, or an integer parameter.
+fn setup_passes(
+    compiler: &ops::OpCompiler<'_>,
+    repeat: &Spanned<toml::Value>,
+) -> Result<u64, InputError> {
+    let n = data_count(compiler.source, compiler.params, repeat).map_err(|_| {
+        compiler.source.error(
+            repeat.span(),
+            format!("repeat = {} must be a whole number or name an integer parameter, like \"{{tables}}\"", repeat.get_ref()),
+        )
+    })?;
+    if n == 0 {
+        return Err(compiler
+            .source
+            .error(
+                repeat.span(),
+                match repeat.get_ref() {
+                    toml::Value::String(s) => {
+                        format!("repeat = \"{s}\" is 0: a setup group runs at least once")
+                    }
+                    other => format!("repeat = {other}: a setup group runs at least once"),
+                },
+            )
+            .help("set the parameter to 1 or more (sysbench's --tables starts at 1)"));
+    }
+    Ok(n)
 }
 
 /// The `[[op]]` tables, with names that are not empty and unique.

@@ -169,7 +169,8 @@ struct StepSection {
     http: Option<Spanned<HttpArgs>>,
     capture: Option<Spanned<Vec<String>>>,
     only: Option<Spanned<BTreeMap<String, Choices>>>,
-    when: Option<Spanned<String>>,
+    /// `when = "NAME"`, or `when = ["NAME", "!OTHER", ...]`: every one must hold.
+    when: Option<Spanned<WhenForm>>,
     on: Option<Spanned<String>>,
     /// `{ commit = {} }`: a commit point, not a native step.
     commit: Option<toml::value::Table>,
@@ -178,6 +179,45 @@ struct StepSection {
     /// `{ repeat = "COUNT", steps = [...] }`: run `steps` COUNT times, drawn each time.
     repeat: Option<Spanned<String>>,
     steps: Option<Spanned<Vec<Spanned<StepSection>>>>,
+}
+
+/// `when = "NAME"` or a list of them, all of which must hold (pgbench's `\elif`: the
+/// branches before are false and this one true).
+#[derive(Debug)]
+enum WhenForm {
+    One(String),
+    All(Vec<String>),
+}
+
+impl<'de> Deserialize<'de> for WhenForm {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Form;
+        impl<'de> serde::de::Visitor<'de> for Form {
+            type Value = WhenForm;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a value's name, \"NAME\" or \"!NAME\", or a list of them: [\"!a\", \"b\"]",
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<WhenForm, E> {
+                Ok(WhenForm::One(s.to_string()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<WhenForm, A::Error> {
+                let all = serde::de::value::SeqAccessDeserializer::new(seq);
+                Vec::<String>::deserialize(all).map(WhenForm::All)
+            }
+        }
+        d.deserialize_any(Form)
+    }
+}
+
+impl WhenForm {
+    fn names(&self) -> Vec<&str> {
+        match self {
+            WhenForm::One(n) => vec![n.as_str()],
+            WhenForm::All(ns) => ns.iter().map(String::as_str).collect(),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -261,8 +301,9 @@ pub struct Step {
     pub op: NativeOp<ValueKind>,
     pub templates: Vec<Template>,
     pub capture: Vec<usize>,
-    /// `when`: the value that decides, at run time, whether the step runs.
-    pub when: Option<When>,
+    /// `when`: the values that decide, at run time, whether the step runs (all must hold;
+    /// none: it always runs).
+    pub when: Vec<When>,
     /// `on`: the index of the peer it runs on (else the target).
     pub peer: Option<usize>,
     /// A commit point precedes it in its tx: commit there and begin a new transaction.
@@ -276,7 +317,26 @@ pub struct Step {
     /// (always with `None`), the transaction is rolled back and the operation ends there,
     /// counted as rolled back.
     pub rollback_after: Option<Option<When>>,
+    /// Its statement's text names a `let` value (`loadrig_sbtest{t}`): the statement as
+    /// written for each value the `let` can take, chosen when the step is bound.
+    pub texts: Option<Box<StatementTexts>>,
 }
+
+/// The statements of a step whose text names a `let` value: the one for value `lo + i`
+/// is `ops[i]`, each with its own statement id, so each is prepared on its own.
+#[derive(Debug, Clone)]
+pub struct StatementTexts {
+    pub slot: usize,
+    pub lo: i64,
+    pub ops: Vec<NativeOp<ValueKind>>,
+}
+
+/// What a statement whose text names a `let` value compiles to, before its step exists:
+/// the let's slot, its lowest value, and each value's statement id and text.
+type PendingTexts = (usize, i64, Vec<(usize, String)>);
+
+/// At most this many statements are written for one step whose text names a `let` value.
+const MAX_TEXTS: i64 = 1000;
 
 /// `when = "NAME"` or `when = "!NAME"`: the capture slot whose value decides, and whether
 /// the decision is negated (the step runs when the value is false).
@@ -309,13 +369,30 @@ impl Step {
             op,
             templates,
             capture,
-            when: None,
+            when: Vec::new(),
             peer: None,
             commit_before: false,
             repeat: None,
             statement,
             rollback_after: None,
+            texts: None,
         }
+    }
+
+    /// The operation to send now: the step's own, or, when its statement's text names a
+    /// `let` value, the statement written for the value that `values` holds.
+    #[inline]
+    pub fn op_now<'s>(&'s self, values: &[Vec<u8>]) -> &'s NativeOp<ValueKind> {
+        let Some(texts) = &self.texts else {
+            return &self.op;
+        };
+        // The `let` is a `{uniform}` draw, so its value is always one of the texts'.
+        std::str::from_utf8(&values[texts.slot])
+            .ok()
+            .and_then(|v| v.parse::<i64>().ok())
+            .and_then(|v| usize::try_from(v - texts.lo).ok())
+            .and_then(|i| texts.ops.get(i))
+            .unwrap_or(&self.op)
     }
 }
 
@@ -486,6 +563,11 @@ pub(super) struct OpCompiler<'a> {
     pub capture_slots: usize,
     /// The kind of each `let` value's generator, by capture slot.
     pub let_kinds: BTreeMap<usize, ValueKind>,
+    /// The range of each `let` value that is one `{uniform A..B}`, by capture slot.
+    pub let_ranges: BTreeMap<usize, (i64, i64)>,
+    /// Statements whose text names a `let` value, by the statement id of the text as
+    /// written, until their step is made.
+    pub pending_texts: BTreeMap<usize, PendingTexts>,
     /// Compiling the steps of a `repeat` group, where `{iteration}` has a value.
     pub in_repeat: bool,
     /// `[records]`: the fields of a record, for `record.*`.
@@ -603,7 +685,7 @@ impl OpCompiler<'_> {
             op.http.as_ref(),
             &visible,
         )? {
-            let mut step = Step::new(native, Vec::new());
+            let mut step = self.new_step(native, Vec::new());
             step.peer = self.peer(&op.on, &step.op)?;
             kinds.push(OpKind::Native(step));
         }
@@ -709,6 +791,9 @@ impl OpCompiler<'_> {
             let template = self.template(text, &[])?;
             let slot = self.slots(std::slice::from_ref(name))[0];
             self.let_kinds.insert(slot, template.kind());
+            if let Some(range) = template.uniform_range() {
+                self.let_ranges.insert(slot, range);
+            }
             compiled.push(Let {
                 name: name.clone(),
                 slot,
@@ -1105,18 +1190,27 @@ impl OpCompiler<'_> {
     }
 
     /// A setup statement: SQL without bound parameters, where `{NAME}` is replaced by the
-    /// workload parameter NAME (`{{` and `}}` are braces).
-    pub fn setup_sql(&mut self, s: &SqlArgsRef<'_>) -> Result<NativeOp<ValueKind>, InputError> {
+    /// workload parameter NAME (`{{` and `}}` are braces), and `{iteration}` by the pass of
+    /// the setup group it is in.
+    pub fn setup_sql(
+        &mut self,
+        s: &SqlArgsRef<'_>,
+        pass: Option<u64>,
+    ) -> Result<NativeOp<ValueKind>, InputError> {
         let mut slots = 0;
         let template =
             Template::compile(s.query.get_ref(), self.params, &mut slots).map_err(|e| {
                 InputError::new(format!("in \"{}\": {}", s.query.get_ref(), e.message))
                     .at(self.source.at(s.query.span().start + 1 + e.offset))
             })?;
-        let Some(query) = template.constant_text() else {
+        let text = match pass {
+            Some(pass) => template.constant_text_at(pass),
+            None => template.constant_text(),
+        };
+        let Some(query) = text else {
             return Err(self
                 .source
-                .error(s.query.span(), "setup statements may use {parameters} but no generators: they run once, before the load")
+                .error(s.query.span(), "setup statements may use {parameters} but no generators: they run once, before the load ({iteration} only in a repeat group)")
                 .help("draw values in the operations, or generate rows in SQL (generate_series, a recursive CTE)"));
         };
         self.statements += 1;
@@ -1141,11 +1235,91 @@ impl OpCompiler<'_> {
             .map(|p| self.template(p, captures))
             .collect::<Result<_, _>>()?;
         self.statements += 1;
+        let id = self.statements - 1;
+        if let Some(texts) = self.statement_texts(&s.query, captures)? {
+            self.pending_texts.insert(id, texts);
+        }
         Ok(NativeOp::Sql {
-            id: self.statements - 1,
+            id,
             query: s.query.get_ref().clone(),
             params,
         })
+    }
+
+    /// `{NAME}` in a statement's text, NAME a `let` value of the operation drawn by one
+    /// `{uniform A..B}`: the statement is written once per value (at most [`MAX_TEXTS`]),
+    /// each prepared on its own, so a drawn number names an object (sysbench's
+    /// `sbtest{t}`) without a drawn string ever being spliced into SQL. Other braces are
+    /// the statement's own text.
+    fn statement_texts(
+        &mut self,
+        query: &Spanned<String>,
+        visible: &[(String, usize)],
+    ) -> Result<Option<PendingTexts>, InputError> {
+        let text = query.get_ref();
+        let at = |offset: usize| self.source.at(query.span().start + 1 + offset);
+        let mut bound: Option<(&str, usize)> = None;
+        let mut from = 0;
+        while let Some(open) = text[from..].find('{').map(|i| from + i) {
+            let Some(close) = text[open..].find('}').map(|i| open + i) else {
+                break;
+            };
+            from = close + 1;
+            let name = &text[open + 1..close];
+            let Some((_, slot)) = visible.iter().find(|(n, _)| n == name) else {
+                continue;
+            };
+            if bound.is_some_and(|(b, _)| b != name) {
+                return Err(InputError::new(format!("in \"{text}\": a statement's text may name one let value; '{name}' is a second")).at(at(open)));
+            }
+            if !self.let_ranges.contains_key(slot) {
+                return Err(InputError::new(format!("in \"{text}\": '{{{name}}}' in a statement's text must be a let value drawn by {{uniform A..B}}, so that the statement can be written for each value"))
+                    .at(at(open))
+                    .help("bind other values as parameters: $1 with params = [\"{value}\"]"));
+            }
+            bound = Some((name, *slot));
+        }
+        let Some((name, slot)) = bound else {
+            return Ok(None);
+        };
+        let (lo, hi) = self.let_ranges[&slot];
+        if hi - lo > MAX_TEXTS {
+            return Err(InputError::new(format!("in \"{text}\": '{{{name}}}' takes {} values; a statement's text may name a let value of at most {MAX_TEXTS}", hi - lo))
+                .at(at(text.find('{').unwrap_or(0))));
+        }
+        let placeholder = format!("{{{name}}}");
+        let texts = (lo..hi)
+            .map(|v| {
+                self.statements += 1;
+                (
+                    self.statements - 1,
+                    text.replace(&placeholder, &v.to_string()),
+                )
+            })
+            .collect();
+        Ok(Some((slot, lo, texts)))
+    }
+
+    /// A step of `op`, with the statements its text names (see `statement_texts`).
+    fn new_step(&mut self, op: NativeOp<Template>, capture: Vec<usize>) -> Step {
+        let mut step = Step::new(op, capture);
+        if let NativeOp::Sql { id, .. } = &step.op {
+            if let Some((slot, lo, texts)) = self.pending_texts.remove(id) {
+                let ops = texts
+                    .into_iter()
+                    .map(|(id, query)| match &step.op {
+                        NativeOp::Sql { params, .. } => NativeOp::Sql {
+                            id,
+                            query,
+                            params: params.clone(),
+                        },
+                        other => other.clone(),
+                    })
+                    .collect();
+                step.texts = Some(Box::new(StatementTexts { slot, lo, ops }));
+            }
+        }
+        step
     }
 
     fn attrs(
@@ -1343,9 +1517,20 @@ impl OpCompiler<'_> {
                 "an http step of a tx runs on a peer: add on = \"NAME\" naming one of [peers]",
             ));
         }
+        if let Some(w) = s.when.as_ref().filter(|w| w.get_ref().names().is_empty()) {
+            return Err(self.source.error(
+                w.span(),
+                "when = [] names no value: leave when out, or name one: when = [\"NAME\"]",
+            ));
+        }
         let when = match &s.when {
-            Some(w) => Some(self.when_slot(w, visible)?),
-            None => None,
+            Some(w) => w
+                .get_ref()
+                .names()
+                .into_iter()
+                .map(|name| self.when_slot(name, &w.span(), visible))
+                .collect::<Result<_, _>>()?,
+            None => Vec::new(),
         };
         let capture = match self.capture_names(&s.capture)? {
             Some((names, cspan)) => {
@@ -1356,7 +1541,7 @@ impl OpCompiler<'_> {
             }
             None => Vec::new(),
         };
-        let mut compiled = Step::new(op, capture);
+        let mut compiled = self.new_step(op, capture);
         compiled.when = when;
         compiled.peer = peer;
         Ok(compiled)
@@ -1412,8 +1597,14 @@ impl OpCompiler<'_> {
                 "a rollback step is { rollback = {}, when = \"NAME\" } (it may carry when and only, nothing else)",
             ));
         }
-        let when = match &s.when {
-            Some(w) => Some(self.when_slot(w, visible)?),
+        let when = match s.when.as_ref().map(|w| (w.get_ref(), w.span())) {
+            Some((WhenForm::One(name), span)) => Some(self.when_slot(name, &span, visible)?),
+            Some((WhenForm::All(_), span)) => {
+                return Err(self.source.error(
+                    span,
+                    "a rollback step's when names one value: when = \"NAME\" or \"!NAME\"",
+                ))
+            }
             None => None,
         };
         match after {
@@ -1435,10 +1626,11 @@ impl OpCompiler<'_> {
     /// an earlier step.
     fn when_slot(
         &self,
-        when: &Spanned<String>,
+        when: &str,
+        span: &Range<usize>,
         visible: &[(String, usize)],
     ) -> Result<When, InputError> {
-        let written = when.get_ref().trim();
+        let written = when.trim();
         let (name, negate) = match written.strip_prefix('!') {
             Some(rest) => (rest.trim(), true),
             None => (written, false),
@@ -1451,7 +1643,7 @@ impl OpCompiler<'_> {
             None => Err(self
                 .source
                 .error(
-                    when.span(),
+                    span.clone(),
                     format!("when = \"{name}\": no earlier step of this op captures '{name}' and the op has no let of that name"),
                 )
                 .help("capture = [\"NAME\"] on an earlier step, or let = { NAME = \"...\" } on the op")),

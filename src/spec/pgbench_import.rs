@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::error::InputError;
 
-const SUPPORTED: &str = "supported: \\set NAME with random(a, b), random_zipfian(a, b, s), random_gaussian(a, b, p), random_exponential(a, b, p) or integer arithmetic (+ - * and constant / %) on numbers, :scale and earlier \\set constants; :NAME in SQL (:scale, :client_id, \\set names); BEGIN; … END; (or COMMIT;) around the statements, or one statement alone; \\startpipeline … \\endpipeline around statements without BEGIN (loadrig's `pipeline`); \\sleep N [us|ms|s] as the script's last command";
+const SUPPORTED: &str = "supported: \\set NAME with random(a, b), random_zipfian(a, b, s), random_gaussian(a, b, p), random_exponential(a, b, p) or integer arithmetic (+ - * and constant / %) on numbers, :scale and earlier \\set constants; :NAME in SQL (:scale, :client_id, \\set names); SELECT … \\gset [prefix] or \\aset; \\if/\\elif :NAME (or NOT :NAME, !:NAME), \\else, \\endif around statements of a transaction; BEGIN; … END; (or COMMIT;) around the statements, or one statement alone; \\startpipeline … \\endpipeline around statements without BEGIN (loadrig's `pipeline`); \\sleep N [us|ms|s] as the script's last command";
 
 /// An integer polynomial: a sum of coefficient × product of parameters, which is what a
 /// generator's bounds accept (`100000*scale+1`).
@@ -294,12 +294,32 @@ fn set_value(expr: &mut Expr) -> Result<Var, InputError> {
     Ok(Var::Random(template))
 }
 
-/// One SQL statement with `:name` as `$n`, the parameters' templates, and the names
-/// `\gset` stores its columns under.
+/// One SQL statement with `:name` as `$n`, the parameters' templates, the names
+/// `\gset` stores its columns under, the values that must hold for it to run (the `\if`
+/// branches it is in, as `when` names) and where it starts (line, column).
 struct Statement {
     query: String,
     params: Vec<String>,
     capture: Vec<String>,
+    when: Vec<String>,
+    at: (usize, usize),
+}
+
+/// An open `\if`: where it is, the negated conditions of the branches before the current
+/// one, the current branch's condition (none after `\else`).
+struct Branch {
+    line: usize,
+    col: usize,
+    before: Vec<String>,
+    current: Option<String>,
+}
+
+/// `!NAME` for `NAME`, and `NAME` for `!NAME`.
+fn negated(when: &str) -> String {
+    match when.strip_prefix('!') {
+        Some(name) => name.to_string(),
+        None => format!("!{when}"),
+    }
 }
 
 /// What the script says, gathered line by line.
@@ -316,6 +336,8 @@ struct Script {
     pipe_open: Option<(usize, usize)>,
     /// After `\endpipeline`: the statements it held (loadrig's `pipeline`).
     pipelined: Option<usize>,
+    /// The `\if` blocks open at the current line, outermost first.
+    branches: Vec<Branch>,
 }
 
 impl Script {
@@ -336,22 +358,26 @@ impl Script {
         if sql.is_none() && trimmed.starts_with('\\') {
             return self.meta(trimmed, indent + 1, at);
         }
+        let when = self.conditions();
         let stmt = sql.get_or_insert_with(|| Statement {
             query: String::new(),
             params: Vec::new(),
             capture: Vec::new(),
+            when,
+            at: (at.line, indent + 1),
         });
         if stmt.query.is_empty() {
             self.note_statement(trimmed, at.line, indent + 1, at)?;
         }
-        // `SELECT … \gset [prefix]` ends the statement in place of `;`.
+        // `SELECT … \gset [prefix]` (or `\aset`) ends the statement in place of `;`.
         let gset = gset_at(text);
+        let line_text = text;
         let text = gset.map_or(text, |(i, _)| &text[..i]);
         substitute(text, &self.vars, stmt, at)?;
         if let Some((i, prefix)) = gset {
             let col = text[..i].chars().count() + 1;
-            let names =
-                select_names(&stmt.query).map_err(|e| at.error(col, format!("\\gset: {e}")))?;
+            let names = select_names(&stmt.query)
+                .map_err(|e| at.error(col, format!("{}: {e}", &text_meta(line_text, i))))?;
             stmt.capture = names.iter().map(|n| format!("{prefix}{n}")).collect();
             for name in &stmt.capture {
                 self.vars.insert(name.clone(), Var::Fetched);
@@ -385,6 +411,13 @@ impl Script {
             .next()
             .unwrap_or("")
             .to_ascii_uppercase();
+        let control = ["BEGIN", "START", "END", "COMMIT", "ROLLBACK", "ABORT"];
+        if !self.branches.is_empty() && control.contains(&word.as_str()) {
+            return Err(at.error(
+                col,
+                format!("{word} inside \\if: a loadrig operation begins and ends its transaction unconditionally"),
+            ));
+        }
         match (word.as_str(), self.tx) {
             ("BEGIN" | "START", None) if self.pipe_open.is_some() => {
                 return Err(at.error(col, "a transaction inside \\startpipeline: loadrig pipelines operations of separate client streams, and a transaction's state belongs to its connection"))
@@ -411,7 +444,11 @@ impl Script {
     fn meta(&mut self, text: &str, col: usize, at: &Place) -> Result<(), InputError> {
         let mut words = text.split_whitespace();
         let command = words.next().unwrap_or("");
+        if !self.branches.is_empty() && matches!(command, "\\set" | "\\sleep") {
+            return Err(at.error(col, format!("{command} inside \\if: loadrig draws its values (and pauses) once per transaction, not per branch; move it before the \\if")));
+        }
         match command {
+            "\\if" | "\\elif" | "\\else" | "\\endif" => self.conditional(command, text, col, at),
             "\\set" => {
                 let name = words
                     .next()
@@ -493,14 +530,124 @@ impl Script {
             _ => Err(at.error(col, "\\endpipeline without \\startpipeline")),
         }
     }
+
+    /// The conditions a statement needs now: every open branch's earlier branches false
+    /// and its own condition true.
+    fn conditions(&self) -> Vec<String> {
+        self.branches
+            .iter()
+            .flat_map(|b| b.before.iter().chain(b.current.as_ref()).cloned())
+            .collect()
+    }
+
+    /// `\if COND`, `\elif COND`, `\else`, `\endif`: a stack of branches whose
+    /// conditions become the `when` of the statements inside them.
+    fn conditional(
+        &mut self,
+        command: &str,
+        text: &str,
+        col: usize,
+        at: &Place,
+    ) -> Result<(), InputError> {
+        let rest = &text[command.len()..];
+        let rest_col = col + command.chars().count();
+        let open = self.branches.last_mut();
+        match (command, open) {
+            ("\\if", _) => {
+                let cond = condition(rest, rest_col, &self.vars, at)?;
+                self.branches.push(Branch {
+                    line: at.line,
+                    col,
+                    before: Vec::new(),
+                    current: Some(cond),
+                });
+            }
+            ("\\elif", Some(b)) if b.current.is_some() => {
+                let cond = condition(rest, rest_col, &self.vars, at)?;
+                let done = b.current.replace(cond).map(|c| negated(&c));
+                b.before.extend(done);
+            }
+            ("\\else", Some(b)) if b.current.is_some() => {
+                if !rest.trim().is_empty() {
+                    return Err(at.error(rest_col, "\\else takes no expression"));
+                }
+                let done = b.current.take().map(|c| negated(&c));
+                b.before.extend(done);
+            }
+            ("\\endif", Some(_)) => {
+                if !rest.trim().is_empty() {
+                    return Err(at.error(rest_col, "\\endif takes no expression"));
+                }
+                self.branches.pop();
+            }
+            (_, Some(_)) => return Err(at.error(col, format!("{command} after \\else"))),
+            (_, None) => return Err(at.error(col, format!("{command} without \\if"))),
+        }
+        Ok(())
+    }
 }
 
-/// Where a trailing `\gset` (with its optional prefix) starts in a line, and the prefix.
+/// An `\if`/`\elif` condition as a `when` name: `:NAME`, `NOT :NAME` or `!:NAME`, NAME a
+/// `\set` value or one fetched by `\gset`/`\aset`. Comparisons and other expressions are
+/// refused: the workload language tests a value's truth, nothing else.
+fn condition(
+    text: &str,
+    col0: usize,
+    vars: &BTreeMap<String, Var>,
+    at: &Place,
+) -> Result<String, InputError> {
+    const ONLY: &str = "\\if takes :NAME, NOT :NAME or !:NAME: compute a comparison in SQL (SELECT abalance < 0 AS negative … \\gset) and test the fetched value";
+    let lead = text.chars().take_while(|c| c.is_whitespace()).count();
+    let (bang, body, body_col) = match text.trim_start().strip_prefix('!') {
+        Some(rest) => (true, rest, col0 + lead + 1),
+        None => (false, text, col0),
+    };
+    let toks = tokenize(body, body_col, at).map_err(|_| {
+        // The first character an expression cannot hold (`<`, `=`, ...).
+        let bad = body
+            .chars()
+            .position(|c| !(c.is_alphanumeric() || c.is_whitespace() || "_:.()+-*/%,".contains(c)))
+            .unwrap_or(0);
+        at.error(body_col + bad, ONLY)
+    })?;
+    let (negate, c, name) = match toks.as_slice() {
+        [(c, Tok::Var(v))] => (bang, *c, v),
+        [(_, Tok::Ident(not)), (c, Tok::Var(v))] if !bang && not.eq_ignore_ascii_case("not") => {
+            (true, *c, v)
+        }
+        [] => return Err(at.error(col0 + lead, "\\if needs a condition: \\if :NAME")),
+        [(c, _), ..] => return Err(at.error(*c, ONLY)),
+    };
+    if !vars.contains_key(name) {
+        return Err(at.error(
+            c,
+            format!(":{name} is not set: \\set it, or fetch it with \\gset, before the \\if"),
+        ));
+    }
+    Ok(if negate {
+        format!("!{name}")
+    } else {
+        name.clone()
+    })
+}
+
+/// The meta-command (`\gset` or `\aset`) at byte `i` of a line.
+fn text_meta(text: &str, i: usize) -> &str {
+    &text[i..i + 5]
+}
+
+/// Where a trailing `\gset` (with its optional prefix) or `\aset` starts in a line, and
+/// the prefix (`\aset` has none: it names variables after the columns).
 fn gset_at(text: &str) -> Option<(usize, &str)> {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    if let Some(i) = text.rfind("\\aset") {
+        if text[i + 5..].trim().is_empty() {
+            return Some((i, ""));
+        }
+    }
     let i = text.rfind("\\gset")?;
     let mut rest = text[i + 5..].split_whitespace();
     let prefix = rest.next().unwrap_or("");
-    let word = |c: char| c.is_alphanumeric() || c == '_';
     (rest.next().is_none() && prefix.chars().all(word) && !text[i + 5..].starts_with(word))
         .then_some((i, prefix))
 }
@@ -654,6 +801,17 @@ pub fn translate(script: &str, name: &str, text: &str) -> Result<String, InputEr
     if let Some((line, _)) = s.pipe_open {
         return Err(Place { script, line }.error(1, "\\startpipeline without \\endpipeline"));
     }
+    if let Some(b) = s.branches.first() {
+        return Err(Place {
+            script,
+            line: b.line,
+        }
+        .error(b.col, "\\if without \\endif"));
+    }
+    if let (None, Some(st)) = (s.tx, s.statements.iter().find(|st| !st.when.is_empty())) {
+        let (line, col) = st.at;
+        return Err(Place { script, line }.error(col, "a statement inside \\if without BEGIN … END: loadrig runs a conditional statement as a step of a transaction; wrap the script in BEGIN; … END;"));
+    }
     match s.tx {
         _ if s.pipelined.is_some() && !s.outside.is_empty() => {
             let (line, col) = s.outside[0];
@@ -692,6 +850,14 @@ fn step(st: &Statement) -> String {
     if !st.capture.is_empty() {
         let names: Vec<String> = st.capture.iter().map(|n| quote(n)).collect();
         out += &format!(", capture = [{}]", names.join(", "));
+    }
+    match st.when.as_slice() {
+        [] => {}
+        [one] => out += &format!(", when = {}", quote(one)),
+        all => {
+            let names: Vec<String> = all.iter().map(|n| quote(n)).collect();
+            out += &format!(", when = [{}]", names.join(", "));
+        }
     }
     out
 }

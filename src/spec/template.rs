@@ -280,6 +280,31 @@ impl Template {
             .collect()
     }
 
+    /// The text of a template of literals, parameters and `{iteration}`, at pass
+    /// `iteration` (a setup group's statements, one per pass).
+    pub fn constant_text_at(&self, iteration: u64) -> Option<String> {
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Literal(s) => Some(s.clone()),
+                Part::Iteration => Some(iteration.to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The range of a template that is one `{uniform A..B}` and nothing else (A
+    /// included, B excluded): the values a `let` bound into statement text can take.
+    pub fn uniform_range(&self) -> Option<(i64, i64)> {
+        match self.parts.as_slice() {
+            [Part::Uniform { lo, hi }] => {
+                Some((i64::try_from(*lo).ok()?, i64::try_from(*hi).ok()?))
+            }
+            [Part::UniformSigned { lo, hi }] => Some((*lo, *hi)),
+            _ => None,
+        }
+    }
+
     /// Append one expansion to `out` as text (keys).
     pub fn render_str<R: RngCore>(&self, rng: &mut R, st: &mut GenState, out: &mut String) {
         for part in &self.parts {

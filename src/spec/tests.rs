@@ -126,7 +126,7 @@ tx = [
     let steps = |w: Workload| match &w.ops[0].kind {
         OpKind::Tx(steps) => steps
             .iter()
-            .map(|s| (s.commit_before, s.when.is_some()))
+            .map(|s| (s.commit_before, !s.when.is_empty()))
             .collect::<Vec<_>>(),
         _ => panic!("not a tx"),
     };
@@ -165,6 +165,98 @@ tx = [
         "{message}"
     );
     assert_eq!(at, "w.toml:13:42");
+}
+
+/// `when = [...]`: every value must hold; each name is checked; an empty list or another
+/// type is refused at its place.
+#[test]
+fn when_lists_join_their_conditions() {
+    let tx = |when: &str| {
+        format!(
+            "[[op]]\nname = \"a\"\nlet = {{ n = \"{{uniform 0..2}}\" }}\ntx = [\n  {{ sql = {{ query = \"SELECT 1\" }}, capture = [\"one\"] }},\n  {{ sql = {{ query = \"SELECT 2\" }}, when = {when} }},\n]\n"
+        )
+    };
+    let w = compiled(&tx(r#"["!n", "one"]"#), &[]).unwrap();
+    let OpKind::Tx(steps) = &w.ops[0].kind else {
+        panic!("not a tx")
+    };
+    let negated: Vec<bool> = steps[1].when.iter().map(|w| w.negate).collect();
+    assert_eq!(negated, [true, false]);
+    assert_ne!(steps[1].when[0].slot, steps[1].when[1].slot);
+    let (message, at) = error(&tx(r#"["one", "nope"]"#), &[]);
+    assert!(message.contains("when = \"nope\""), "{message}");
+    assert_eq!(at, "w.toml:13:42");
+    let (message, _) = error(&tx("[]"), &[]);
+    assert!(message.contains("when = [] names no value"), "{message}");
+    let (message, _) = error(&tx("1"), &[]);
+    assert!(message.contains("or a list of them"), "{message}");
+}
+
+/// `{NAME}` in a statement's text, NAME a `{uniform}` let: one statement per value, each
+/// with its own id; other values and too wide ranges are refused at their place.
+#[test]
+fn a_let_named_in_statement_text_writes_one_statement_per_value() {
+    let op = |lets: &str, query: &str| {
+        format!("[[op]]\nname = \"a\"\nlet = {{ {lets} }}\nsql = {{ query = \"{query}\" }}\n")
+    };
+    let w = compiled(
+        &op(
+            r#"t = "{uniform 2..5}""#,
+            "SELECT {x} FROM loadrig_t{t} WHERE v = '{t}'",
+        ),
+        &[],
+    )
+    .unwrap();
+    let OpKind::Native(step) = &w.ops[0].kind else {
+        panic!("not one statement")
+    };
+    let texts = step.texts.as_ref().expect("statement texts");
+    assert_eq!(texts.lo, 2);
+    let queries: Vec<(usize, &str)> = texts
+        .ops
+        .iter()
+        .map(|o| match o {
+            NativeOp::Sql { id, query, .. } => (*id, query.as_str()),
+            _ => panic!("not sql"),
+        })
+        .collect();
+    assert_eq!(
+        queries.iter().map(|q| q.1).collect::<Vec<_>>(),
+        [
+            "SELECT {x} FROM loadrig_t2 WHERE v = '2'",
+            "SELECT {x} FROM loadrig_t3 WHERE v = '3'",
+            "SELECT {x} FROM loadrig_t4 WHERE v = '4'"
+        ]
+    );
+    let ids: std::collections::BTreeSet<usize> = queries.iter().map(|q| q.0).collect();
+    assert_eq!(ids.len(), 3);
+    // The value the let holds picks the statement.
+    let values = |v: &str| vec![v.as_bytes().to_vec(); w.capture_slots];
+    assert!(
+        matches!(step.op_now(&values("3")), NativeOp::Sql { query, .. } if query.ends_with("'3'"))
+    );
+    let (message, at) = error(
+        &op(r#"t = "{zipf 1..5}""#, "SELECT 1 FROM loadrig_t{t}"),
+        &[],
+    );
+    assert!(
+        message.contains("must be a let value drawn by {uniform A..B}"),
+        "{message}"
+    );
+    assert_eq!(at, "w.toml:11:41");
+    let (message, _) = error(
+        &op(r#"t = "{uniform 0..1001}""#, "SELECT 1 FROM loadrig_t{t}"),
+        &[],
+    );
+    assert!(message.contains("takes 1001 values"), "{message}");
+    let (message, _) = error(
+        &op(
+            r#"a = "{uniform 0..2}", b = "{uniform 0..2}""#,
+            "SELECT 1 FROM loadrig_{a}_{b}",
+        ),
+        &[],
+    );
+    assert!(message.contains("'b' is a second"), "{message}");
 }
 
 #[test]
