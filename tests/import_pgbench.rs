@@ -21,6 +21,10 @@ INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :a
 END;
 ";
 
+/// The PostgreSQL tests share the `loadrig_pgbench_*` tables their setup recreates; one at
+/// a time, or one's setup drops the tables under the other's run.
+static PG_TABLES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn import(dir: &Dir, script: &str) -> std::process::Output {
     dir.write("script.sql", script);
     dir.loadrig(&["import", "pgbench", "script.sql"])
@@ -352,6 +356,7 @@ SELECT bbalance FROM pgbench_branches WHERE bid = :bid;
     let Some(url) = common::server_url("LOADRIG_PG_URL") else {
         return;
     };
+    let _tables = PG_TABLES.lock().unwrap_or_else(|e| e.into_inner());
     dir.write("w.toml", &format!("{}\n{toml}", tpcb_setup()));
     let out = dir.loadrig(&[
         "run", "w.toml", "--target", &url, "--ops", "300", "-o", "r.json",
@@ -467,6 +472,7 @@ fn conditionals_and_aset_on_postgres() {
     let Some(url) = common::server_url("LOADRIG_PG_URL") else {
         return;
     };
+    let _tables = PG_TABLES.lock().unwrap_or_else(|e| e.into_inner());
     let dir = Dir::new();
     conditional_effects(&dir, &url, &|sql| {
         common::sql::ints(common::sql::pg_row(&url, sql))
