@@ -10,6 +10,7 @@
 pub mod client;
 pub mod rig;
 pub mod shelf;
+pub mod spill;
 pub mod timeline;
 
 #[cfg(test)]
@@ -17,6 +18,7 @@ mod tests;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Barrier, OnceLock};
@@ -29,12 +31,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::spec::{DataSpec, GenState, OpSpec, VerifySpec};
-use crate::stats::OpCounters;
+use crate::stats::{new_hist, Hist, OpCounters};
 use crate::targets::peer::PeerTarget;
 use crate::targets::{Session, Target};
 use crate::vocab::{NativeOp, Op, OpError, ValueKind};
 use client::ClientCtx;
 use shelf::Shelf;
+use spill::{IntervalBrief, IntervalStore};
 use timeline::Timeline;
 
 /// Set by the Ctrl-C handler; the collector turns it into a stop of the current run.
@@ -333,8 +336,12 @@ pub struct ConnectPhase {
 /// What a finished run measured.
 pub struct RunData {
     pub connect: ConnectPhase,
-    pub intervals: Vec<IntervalData>,
+    /// Every interval's counts; their histograms are in `store`.
+    pub intervals: Vec<IntervalBrief>,
+    pub store: IntervalStore,
     pub totals: Vec<OpCounters>,
+    /// The rig's hiccups over the measured intervals.
+    pub hiccups: Hist,
     pub measured: Duration,
     pub elapsed: Duration,
     pub interrupted: bool,
@@ -347,26 +354,60 @@ pub struct RunData {
 impl RunData {
     /// Count the first `k` intervals as warm-up after the fact (`--warmup auto`): they
     /// leave the totals and the measured time. Returns the new end of the warm-up.
-    pub fn cut_warmup(&mut self, k: usize) -> Duration {
+    pub fn cut_warmup(&mut self, k: usize) -> Result<Duration> {
         let k = k.min(self.intervals.len());
         for (i, data) in self.intervals.iter_mut().enumerate() {
             data.warmup = i < k;
         }
         let n_ops = self.totals.len();
         let mut totals: Vec<OpCounters> = (0..n_ops).map(|_| OpCounters::default()).collect();
-        for data in self.intervals.iter().filter(|d| !d.warmup) {
-            for (t, c) in totals.iter_mut().zip(&data.ops) {
+        let mut hiccups = new_hist();
+        for i in k..self.intervals.len() {
+            let (ops, rig) = self.store.read(i)?;
+            for (t, c) in totals.iter_mut().zip(&ops) {
                 t.merge(c);
+            }
+            if let Some(h) = rig {
+                let _ = hiccups.add(&h);
             }
         }
         self.totals = totals;
+        self.hiccups = hiccups;
         let warmup = self.intervals.get(k).map_or_else(
             || self.intervals.last().map_or(Duration::ZERO, |d| d.end),
             |d| d.start,
         );
         let end = self.intervals.last().map_or(Duration::ZERO, |d| d.end);
         self.measured = end.saturating_sub(warmup);
-        warmup
+        Ok(warmup)
+    }
+
+    /// `f` of every interval whole, in order, read back one at a time.
+    pub fn map_intervals<R>(&self, mut f: impl FnMut(&IntervalData) -> R) -> Result<Vec<R>> {
+        let mut out = Vec::with_capacity(self.intervals.len());
+        for (k, brief) in self.intervals.iter().enumerate() {
+            let (ops, hiccups) = self
+                .store
+                .read(k)
+                .map_err(|e| anyhow!("reading interval {} back: {e}", k + 1))?;
+            let rig = brief.rig.zip(hiccups).map(|(r, hiccups)| rig::RigSample {
+                wall: r.wall,
+                user: r.user,
+                system: r.system,
+                running: r.running,
+                hiccups,
+            });
+            out.push(f(&IntervalData {
+                index: brief.index,
+                start: brief.start,
+                end: brief.end,
+                warmup: brief.warmup,
+                ops,
+                per_client: brief.per_client.clone(),
+                rig,
+            }));
+        }
+        Ok(out)
     }
 }
 
@@ -563,7 +604,8 @@ pub fn cleanup<T: Target>(target: &T) -> Result<u64> {
 /// Run the measured part: start the clients, collect their intervals, return the data.
 ///
 /// Blocking targets get one thread per client. Async targets share `plan.threads` threads,
-/// each running its clients concurrently on one single-threaded runtime.
+/// each running its clients concurrently on one single-threaded runtime. The finished
+/// intervals' histograms go to a temporary file in `spill_dir` ([`spill`]).
 pub fn run<T: Target>(
     target: Arc<T>,
     peers: Arc<Vec<PeerTarget>>,
@@ -571,6 +613,7 @@ pub fn run<T: Target>(
     plan: &LoadPlan,
     slots: Slots,
     observer: &mut dyn Observer,
+    spill_dir: &Path,
 ) -> Result<RunData> {
     let n = plan.clients();
     let threads = client_threads(&*target, plan);
@@ -620,7 +663,17 @@ pub fn run<T: Target>(
     let sizes = (0..threads)
         .map(|t| (t..n).step_by(threads).len())
         .collect();
-    let mut data = collect(rx, sizes, &timeline, ops.len(), &start.stop, t0, observer)?;
+    let store = IntervalStore::new(spill_dir);
+    let mut data = collect(
+        rx,
+        sizes,
+        &timeline,
+        ops.len(),
+        &start.stop,
+        t0,
+        observer,
+        store,
+    )?;
     data.connect = connect;
     data.late_start = plan.start_at.map(|_| late);
     Ok(data)
@@ -832,8 +885,11 @@ struct Collector<'a> {
     /// Clients of each thread that have not ended yet.
     left: Vec<usize>,
     emitted: u64,
-    intervals: Vec<IntervalData>,
+    intervals: Vec<IntervalBrief>,
+    store: IntervalStore,
     totals: Vec<OpCounters>,
+    /// The rig's hiccups over the measured intervals.
+    hiccups: Hist,
     run_end: Duration,
     missed: u64,
 }
@@ -917,15 +973,20 @@ impl Collector<'_> {
             for (t, c) in self.totals.iter_mut().zip(&data.ops) {
                 t.merge(c);
             }
+            if let Some(rig) = &data.rig {
+                let _ = self.hiccups.add(&rig.hiccups);
+            }
         }
         observer.interval(&data);
-        self.intervals.push(data);
+        let brief = self.store.keep(data);
+        self.intervals.push(brief);
         self.emitted += 1;
     }
 }
 
 /// Merge the client threads' reports into intervals, in order, until every client is done.
 /// `sizes` holds how many clients each thread carries.
+#[allow(clippy::too_many_arguments)]
 fn collect(
     rx: Receiver<Msg>,
     sizes: Vec<usize>,
@@ -934,6 +995,7 @@ fn collect(
     stop: &AtomicBool,
     t0: Instant,
     observer: &mut dyn Observer,
+    store: IntervalStore,
 ) -> Result<RunData> {
     let mut c = Collector {
         timeline,
@@ -946,6 +1008,8 @@ fn collect(
         left: sizes,
         emitted: 0,
         intervals: Vec::new(),
+        store,
+        hiccups: new_hist(),
         totals: (0..n_ops).map(|_| OpCounters::default()).collect(),
         run_end: Duration::ZERO,
         missed: 0,
@@ -994,7 +1058,9 @@ fn collect(
                 missed: c.missed,
                 late_start: None,
                 intervals: c.intervals,
+                store: c.store,
                 totals: c.totals,
+                hiccups: c.hiccups,
             });
         }
         // A thread whose clients have all recorded their last operation has ended once

@@ -126,6 +126,7 @@ fn drive<T: Target>(target: T, w: &Workload, plan: &LoadPlan) -> (RunData, Vec<S
         plan,
         slots,
         &mut seen,
+        &std::env::temp_dir(),
     )
     .unwrap();
     assert!(!data.interrupted && data.abandoned == 0);
