@@ -34,7 +34,7 @@ use crate::spec::{DataSpec, GenState, OpSpec, VerifySpec};
 use crate::stats::{new_hist, Hist, OpCounters};
 use crate::targets::peer::PeerTarget;
 use crate::targets::{Session, Target};
-use crate::vocab::{NativeOp, Op, OpError, ValueKind};
+use crate::vocab::{ErrorCounts, NativeOp, Op, OpError, ValueKind};
 use client::ClientCtx;
 use shelf::Shelf;
 use spill::{IntervalBrief, IntervalStore};
@@ -325,12 +325,26 @@ pub trait Observer {
 }
 
 /// How the clients connected before the run.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ConnectPhase {
     /// From the first connect to the last client's answer.
     pub time: Duration,
     /// Connections per second they were paced at; `None`: unpaced.
     pub rate: Option<f64>,
+    /// Clients whose connect failed: they start the run without a session and connect on
+    /// their first operation, with backoff, like a client whose connection was lost.
+    pub failed: usize,
+    pub errors: ErrorCounts,
+    /// The first failure's message.
+    pub first_error: Option<String>,
+}
+
+/// No client could connect: the run fails (exit status 1), since it would measure nothing.
+#[derive(Debug, thiserror::Error)]
+#[error("none of the {clients} clients could connect; the first error: {first}")]
+pub struct NoClientConnected {
+    pub clients: usize,
+    pub first: String,
 }
 
 /// What a finished run measured.
@@ -640,19 +654,17 @@ pub fn run<T: Target>(
     drop(tx);
 
     let pace = plan.connect_pace();
-    let (failed, first) = await_connections(&rx, n, pace)?;
-    if let Some(e) = first {
+    let mut connect = await_connections(&rx, n, pace)?;
+    if connect.failed == n {
         start.abort.store(true, Ordering::SeqCst);
         start.barrier.wait();
-        return Err(anyhow!(
-            "{failed} of {n} clients could not connect; the first: {}",
-            e.message
-        ));
+        return Err(NoClientConnected {
+            clients: n,
+            first: connect.first_error.unwrap_or_default(),
+        }
+        .into());
     }
-    let connect = ConnectPhase {
-        time: start.connecting.elapsed(),
-        rate: pace,
-    };
+    connect.time = start.connecting.elapsed();
     let (t0, late) = match plan.start_at {
         Some(at) => start_at(at),
         None => (Instant::now(), Duration::ZERO),
@@ -730,7 +742,7 @@ struct StartLine {
     t0: Arc<OnceLock<Instant>>,
     /// Every client thread and the collector meet here before the start.
     barrier: Arc<Barrier>,
-    /// Set when a client could not connect: the threads leave at the barrier.
+    /// Set when no client could connect: the threads leave at the barrier.
     abort: Arc<AtomicBool>,
     /// When the clients began to connect: client k starts k/rate after it when paced.
     connecting: Instant,
@@ -748,16 +760,14 @@ impl StartLine {
     }
 }
 
-/// Wait until every client has connected: how many failed and the first failure, if any;
-/// an error if they took longer than [`CONNECT_LIMIT`] besides the pacing.
-fn await_connections(
-    rx: &Receiver<Msg>,
-    n: usize,
-    pace: Option<f64>,
-) -> Result<(usize, Option<OpError>)> {
+/// Wait until every client has tried to connect: how many failed, by class; an error if
+/// they took longer than [`CONNECT_LIMIT`] besides the pacing.
+fn await_connections(rx: &Receiver<Msg>, n: usize, pace: Option<f64>) -> Result<ConnectPhase> {
     let mut ready = 0;
-    let mut failed = 0;
-    let mut failure: Option<OpError> = None;
+    let mut phase = ConnectPhase {
+        rate: pace,
+        ..ConnectPhase::default()
+    };
     let paced = pace.map_or(Duration::ZERO, |r| Duration::from_secs_f64(n as f64 / r));
     let connect_deadline = Instant::now() + paced + CONNECT_LIMIT;
     while ready < n {
@@ -766,8 +776,9 @@ fn await_connections(
             Ok(Msg::Ready { result, .. }) => {
                 ready += 1;
                 if let Err(e) = result {
-                    failed += 1;
-                    failure.get_or_insert(e);
+                    phase.failed += 1;
+                    phase.errors[e.class] += 1;
+                    phase.first_error.get_or_insert(e.message);
                 }
             }
             Ok(_) => {}
@@ -779,7 +790,7 @@ fn await_connections(
             }
         }
     }
-    Ok((failed, failure))
+    Ok(phase)
 }
 
 /// One OS thread's share of the clients, with what it needs to run them.
@@ -831,7 +842,7 @@ impl<T: Target> ClientThread<T> {
             sessions.push(session.ok());
         }
         self.start.barrier.wait();
-        if self.start.abort.load(Ordering::SeqCst) || sessions.iter().any(Option::is_none) {
+        if self.start.abort.load(Ordering::SeqCst) {
             return;
         }
         let Some(&t0) = self.start.t0.get() else {

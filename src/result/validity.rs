@@ -526,6 +526,15 @@ impl Validity {
             histogram: EncodedHistogram::encode(all),
         };
 
+        if run.connect.failed > 0 {
+            reasons.push(format!(
+                "{} of {} clients could not connect before the run (the first error: {}): the load came from fewer clients than asked while they kept trying",
+                thousands(run.connect.failed as u64),
+                thousands(cx.plan.clients() as u64),
+                run.connect.first_error.as_deref().unwrap_or("-")
+            ));
+        }
+
         // Fairness.
         let clients = cx.plan.clients();
         let mut totals = vec![0u64; clients];
