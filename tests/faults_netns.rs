@@ -122,7 +122,7 @@ fn a_link_down_longer_than_the_op_timeout_is_survived_and_every_op_counted_once(
     };
     let workload = d.write("put.toml", PUT_ONLY);
     // 4 clients each doing 300 puts, 10 ms apart: about 3 s of work, with the outage on top.
-    let mut run = Command::new("ip")
+    let run = Command::new("ip")
         .args(["netns", "exec", &net.client_ns])
         .arg(env!("CARGO_BIN_EXE_loadrig"))
         .arg("run")
