@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use serde::{Deserialize, Serialize};
 
 use super::rig::RigBrief;
@@ -65,6 +65,8 @@ enum Place {
 /// The finished intervals' histograms, in order.
 pub struct IntervalStore {
     file: Option<File>,
+    /// A write failed: the file still holds the intervals before, the rest stay in memory.
+    full: bool,
     written: u64,
     places: Vec<Place>,
 }
@@ -78,6 +80,7 @@ impl IntervalStore {
             .ok();
         IntervalStore {
             file,
+            full: false,
             written: 0,
             places: Vec::new(),
         }
@@ -107,7 +110,7 @@ impl IntervalStore {
             hiccups: data.rig.map(|s| s.hiccups),
         };
         let place = self.write(&heavy).unwrap_or_else(|e| {
-            if self.file.take().is_some() {
+            if !std::mem::replace(&mut self.full, true) {
                 eprintln!("warning: finished intervals stay in memory from interval {}: the temporary file failed: {e}", brief.index + 1);
             }
             Place::Memory(heavy)
@@ -117,7 +120,7 @@ impl IntervalStore {
     }
 
     fn write(&mut self, heavy: &Heavy) -> io::Result<Place> {
-        let Some(file) = &mut self.file else {
+        let Some(file) = self.file.as_mut().filter(|_| !self.full) else {
             return Err(io::Error::other("no file"));
         };
         let bytes = serde_json::to_vec(&Spilled::of(heavy))?;
@@ -148,11 +151,12 @@ impl IntervalStore {
     }
 }
 
-/// A histogram as bytes (HdrHistogram V2, uncompressed: cheap to write every interval).
+/// A histogram as text (HdrHistogram V2 + DEFLATE, as the result file holds it: the file
+/// shares the result's disk, and takes about what the interval stream takes).
 fn encode(h: &Hist) -> String {
     let mut bytes = Vec::new();
     // Serializing into a Vec cannot fail for a valid histogram.
-    let _ = V2Serializer::new().serialize(h, &mut bytes);
+    let _ = V2DeflateSerializer::new().serialize(h, &mut bytes);
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
@@ -249,8 +253,6 @@ impl Spilled {
 
 #[cfg(test)]
 mod tests {
-    use hdrhistogram::serialization::V2DeflateSerializer;
-
     use super::*;
     use crate::engine::rig::RigSample;
     use crate::stats::new_hist;
@@ -328,6 +330,7 @@ mod tests {
     fn without_a_file_intervals_stay_in_memory() {
         let mut store = IntervalStore {
             file: None,
+            full: false,
             written: 0,
             places: Vec::new(),
         };
