@@ -626,10 +626,23 @@ fn a_run_no_client_could_join_fails_naming_the_first_error() {
     let peers = Arc::new(Vec::new());
     let mut seen = Recorder::default();
     let dir = std::env::temp_dir();
-    let Err(e) = run(Arc::new(Refusing), peers, ops, &plan, slots, &mut seen, &dir) else {
+    let Err(e) = run(
+        Arc::new(Refusing),
+        peers,
+        ops,
+        &plan,
+        slots,
+        &mut seen,
+        &dir,
+    ) else {
         panic!("a run with no client connected");
     };
-    let none = e.downcast_ref::<NoClientConnected>().expect("NoClientConnected");
-    assert_eq!((none.clients, none.first.as_str()), (3, "connection refused"));
+    let none = e
+        .downcast_ref::<NoClientConnected>()
+        .expect("NoClientConnected");
+    assert_eq!(
+        (none.clients, none.first.as_str()),
+        (3, "connection refused")
+    );
     assert!(seen.0.is_empty(), "no interval ran");
 }
