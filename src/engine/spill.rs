@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use serde::{Deserialize, Serialize};
 
 use super::rig::RigBrief;
@@ -151,12 +151,13 @@ impl IntervalStore {
     }
 }
 
-/// A histogram as text (HdrHistogram V2 + DEFLATE, as the result file holds it: the file
-/// shares the result's disk, and takes about what the interval stream takes).
+/// A histogram as text: HdrHistogram V2 without DEFLATE, which would cost the collector
+/// thread a compression per histogram every interval (V2's run-length counts are already
+/// about as small: the file takes about what the interval stream takes).
 fn encode(h: &Hist) -> String {
     let mut bytes = Vec::new();
     // Serializing into a Vec cannot fail for a valid histogram.
-    let _ = V2DeflateSerializer::new().serialize(h, &mut bytes);
+    let _ = V2Serializer::new().serialize(h, &mut bytes);
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
@@ -253,6 +254,8 @@ impl Spilled {
 
 #[cfg(test)]
 mod tests {
+    use hdrhistogram::serialization::V2DeflateSerializer;
+
     use super::*;
     use crate::engine::rig::RigSample;
     use crate::stats::new_hist;
