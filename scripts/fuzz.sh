@@ -14,7 +14,7 @@ seconds=${1:-120}
 shift || true
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-    targets=(workload generator check target_url result_file)
+    targets=(workload generator check target_url result_file merge)
 fi
 # Safe Rust needs no AddressSanitizer to find panics; without it the targets build and run
 # several times faster.
@@ -24,8 +24,11 @@ cargo +nightly fuzz build "${flags[@]}"
 for t in "${targets[@]}"; do
     echo "fuzz: $t for ${seconds}s" >&2
     # -max_len keeps inputs small; -rss_limit_mb stops a runaway allocation as a crash.
+    # merge's inputs are several result files (a pair of small ones is 10 KB).
+    max_len=8192
+    [[ $t == merge ]] && max_len=32768
     cargo +nightly fuzz run "${flags[@]}" "$t" "corpus/$t" -- \
-        -max_total_time="$seconds" -max_len=8192 -rss_limit_mb=2048 -timeout=10 \
+        -max_total_time="$seconds" -max_len="$max_len" -rss_limit_mb=2048 -timeout=10 \
         -print_final_stats=1 2>&1 | grep -E '^(stat::number_of_executed_units|stat::new_units_added|#[0-9]+ *DONE)|panicked|ERROR' || true
     cargo +nightly fuzz cmin "${flags[@]}" "$t" "corpus/$t" >/dev/null 2>&1
     # What the repository keeps: the seeds, the regressions and the 300 smallest of the rest.

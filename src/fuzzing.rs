@@ -9,9 +9,10 @@ use std::path::Path;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use crate::analysis::{checks, compare};
+use crate::analysis::{checks, compare, modes};
 use crate::error::redact;
-use crate::report::{export, html, ycsb};
+use crate::report::{console, export, html, ycsb};
+use crate::result::merge::ShardFile;
 use crate::spec::template::{GenState, Template};
 use crate::spec::{self, Source};
 use crate::targets::{with_target_type, Target, TargetUrl};
@@ -98,4 +99,39 @@ pub fn result_file(data: &[u8]) {
     let _ = export::operations_csv(&r);
     let _ = export::hdr_log(&r);
     let _ = ycsb::text(&r);
+}
+
+/// Shard result files as `loadrig merge` reads them: the input is the files one after
+/// another, each ending at a line `---`; those that parse are merged, whole and partial, and
+/// a merged run is written and summarised.
+pub fn merge(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let files: Vec<ShardFile> = text
+        .split("\n---\n")
+        .take(8)
+        .enumerate()
+        .filter_map(|(i, part)| {
+            let path = std::path::PathBuf::from(format!("s{i}.json"));
+            let result = crate::result::parse(part, &path).ok()?;
+            Some(ShardFile { path, result })
+        })
+        .collect();
+    if files.is_empty() {
+        return;
+    }
+    let copy = files
+        .iter()
+        .map(|f| ShardFile {
+            path: f.path.clone(),
+            result: f.result.clone(),
+        })
+        .collect();
+    for (files, partial) in [(files, false), (copy, true)] {
+        if let Ok(merged) = crate::result::merge::merge(files, partial, modes::find) {
+            let _ = serde_json::to_vec_pretty(&merged);
+            let _ = console::summary(&merged);
+        }
+    }
 }

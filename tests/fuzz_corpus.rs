@@ -6,12 +6,13 @@ use std::path::Path;
 
 type Entry = fn(&[u8]);
 
-const TARGETS: [(&str, Entry); 5] = [
+const TARGETS: [(&str, Entry); 6] = [
     ("workload", loadrig::fuzzing::workload),
     ("generator", loadrig::fuzzing::generator),
     ("check", loadrig::fuzzing::check),
     ("target_url", loadrig::fuzzing::target_url),
     ("result_file", loadrig::fuzzing::result_file),
+    ("merge", loadrig::fuzzing::merge),
 ];
 
 #[test]

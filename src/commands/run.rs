@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use crate::analysis::checks::{self, Check};
 use crate::cli::RunArgs;
+use crate::engine::NoClientConnected;
 use crate::plan;
 use crate::report::{console, html};
 use crate::result::{self, RunStatus};
@@ -14,7 +15,14 @@ use crate::runner::{self, View};
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let plan = plan::resolve(args)?;
-    let mut result = runner::execute(&plan, View::Live)?;
+    let mut result = match runner::execute(&plan, View::Live) {
+        // Not bad input (exit 2): the target refused every client.
+        Err(e) if e.downcast_ref::<NoClientConnected>().is_some() => {
+            eprintln!("error: {e:#}");
+            return Ok(ExitCode::from(1));
+        }
+        other => other?,
+    };
     // A shard's checks are judged on the merged run (`loadrig merge`), not on its share.
     let checks = if plan.load.shard.is_some() {
         result.checks = plan.checks.iter().map(|c| c.text.clone()).collect();

@@ -10,6 +10,7 @@
 pub mod client;
 pub mod rig;
 pub mod shelf;
+pub mod spill;
 pub mod timeline;
 
 #[cfg(test)]
@@ -17,6 +18,7 @@ mod tests;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Barrier, OnceLock};
@@ -29,12 +31,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::spec::{DataSpec, GenState, OpSpec, VerifySpec};
-use crate::stats::OpCounters;
+use crate::stats::{new_hist, Hist, OpCounters};
 use crate::targets::peer::PeerTarget;
 use crate::targets::{Session, Target};
-use crate::vocab::{NativeOp, Op, OpError, ValueKind};
+use crate::vocab::{ErrorCounts, NativeOp, Op, OpError, ValueKind};
 use client::ClientCtx;
 use shelf::Shelf;
+use spill::{IntervalBrief, IntervalStore};
 use timeline::Timeline;
 
 /// Set by the Ctrl-C handler; the collector turns it into a stop of the current run.
@@ -357,13 +360,31 @@ pub struct ConnectPhase {
     /// Every connection's TCP, TLS and authentication times (before the run, `connect`
     /// operations, reconnects), from targets that time them apart.
     pub phases: Option<crate::stats::connect_phases::ConnectPhases>,
+    /// Clients whose connect failed: they start the run without a session and connect on
+    /// their first operation, with backoff, like a client whose connection was lost.
+    pub failed: usize,
+    pub errors: ErrorCounts,
+    /// The first failure's message.
+    pub first_error: Option<String>,
+}
+
+/// No client could connect: the run fails (exit status 1), since it would measure nothing.
+#[derive(Debug, thiserror::Error)]
+#[error("none of the {clients} clients could connect; the first error: {first}")]
+pub struct NoClientConnected {
+    pub clients: usize,
+    pub first: String,
 }
 
 /// What a finished run measured.
 pub struct RunData {
     pub connect: ConnectPhase,
-    pub intervals: Vec<IntervalData>,
+    /// Every interval's counts; their histograms are in `store`.
+    pub intervals: Vec<IntervalBrief>,
+    pub store: IntervalStore,
     pub totals: Vec<OpCounters>,
+    /// The rig's hiccups over the measured intervals.
+    pub hiccups: Hist,
     pub measured: Duration,
     pub elapsed: Duration,
     pub interrupted: bool,
@@ -376,26 +397,61 @@ pub struct RunData {
 impl RunData {
     /// Count the first `k` intervals as warm-up after the fact (`--warmup auto`): they
     /// leave the totals and the measured time. Returns the new end of the warm-up.
-    pub fn cut_warmup(&mut self, k: usize) -> Duration {
+    pub fn cut_warmup(&mut self, k: usize) -> Result<Duration> {
         let k = k.min(self.intervals.len());
         for (i, data) in self.intervals.iter_mut().enumerate() {
             data.warmup = i < k;
         }
         let n_ops = self.totals.len();
         let mut totals: Vec<OpCounters> = (0..n_ops).map(|_| OpCounters::default()).collect();
-        for data in self.intervals.iter().filter(|d| !d.warmup) {
-            for (t, c) in totals.iter_mut().zip(&data.ops) {
+        let mut hiccups = new_hist();
+        for i in k..self.intervals.len() {
+            let (ops, rig) = self.store.read(i)?;
+            for (t, c) in totals.iter_mut().zip(&ops) {
                 t.merge(c);
+            }
+            if let Some(h) = rig {
+                let _ = hiccups.add(&h);
             }
         }
         self.totals = totals;
+        self.hiccups = hiccups;
         let warmup = self.intervals.get(k).map_or_else(
             || self.intervals.last().map_or(Duration::ZERO, |d| d.end),
             |d| d.start,
         );
         let end = self.intervals.last().map_or(Duration::ZERO, |d| d.end);
         self.measured = end.saturating_sub(warmup);
-        warmup
+        Ok(warmup)
+    }
+
+    /// `f` of every interval whole, in order, read back one at a time.
+    pub fn map_intervals<R>(&self, mut f: impl FnMut(&IntervalData) -> R) -> Result<Vec<R>> {
+        let mut out = Vec::with_capacity(self.intervals.len());
+        for (k, brief) in self.intervals.iter().enumerate() {
+            let (ops, hiccups) = self
+                .store
+                .read(k)
+                .map_err(|e| anyhow!("reading interval {} back: {e}", k + 1))?;
+            let rig = brief.rig.clone().zip(hiccups).map(|(r, hiccups)| rig::RigSample {
+                wall: r.wall,
+                user: r.user,
+                system: r.system,
+                running: r.running,
+                hiccups,
+                threads: r.threads,
+            });
+            out.push(f(&IntervalData {
+                index: brief.index,
+                start: brief.start,
+                end: brief.end,
+                warmup: brief.warmup,
+                ops,
+                per_client: brief.per_client.clone(),
+                rig,
+            }));
+        }
+        Ok(out)
     }
 }
 
@@ -605,7 +661,8 @@ pub fn cleanup<T: Target>(target: &T) -> Result<u64> {
 /// Run the measured part: start the clients, collect their intervals, return the data.
 ///
 /// Blocking targets get one thread per client. Async targets share `plan.threads` threads,
-/// each running its clients concurrently on one single-threaded runtime.
+/// each running its clients concurrently on one single-threaded runtime. The finished
+/// intervals' histograms go to a temporary file in `spill_dir` ([`spill`]).
 pub fn run<T: Target>(
     target: Arc<T>,
     peers: Arc<Vec<PeerTarget>>,
@@ -613,6 +670,7 @@ pub fn run<T: Target>(
     plan: &LoadPlan,
     slots: Slots,
     observer: &mut dyn Observer,
+    spill_dir: &Path,
 ) -> Result<RunData> {
     let n = plan.clients();
     let threads = client_threads(&*target, plan);
@@ -639,20 +697,17 @@ pub fn run<T: Target>(
     drop(tx);
 
     let pace = plan.connect_pace();
-    let (failed, first) = await_connections(&rx, n, pace)?;
-    if let Some(e) = first {
+    let mut connect = await_connections(&rx, n, pace)?;
+    if connect.failed == n {
         start.abort.store(true, Ordering::SeqCst);
         start.barrier.wait();
-        return Err(anyhow!(
-            "{failed} of {n} clients could not connect; the first: {}",
-            with_class(&e)
-        ));
+        return Err(NoClientConnected {
+            clients: n,
+            first: connect.first_error.unwrap_or_default(),
+        }
+        .into());
     }
-    let connect = ConnectPhase {
-        time: start.connecting.elapsed(),
-        rate: pace,
-        phases: None,
-    };
+    connect.time = start.connecting.elapsed();
     let (t0, late) = match plan.start_at {
         Some(at) => start_at(at),
         None => (Instant::now(), Duration::ZERO),
@@ -663,7 +718,17 @@ pub fn run<T: Target>(
     let sizes = (0..threads)
         .map(|t| thread_clients(plan, t, threads).len())
         .collect();
-    let mut data = collect(rx, sizes, &timeline, ops.len(), &start.stop, t0, observer)?;
+    let store = IntervalStore::new(spill_dir);
+    let mut data = collect(
+        rx,
+        sizes,
+        &timeline,
+        ops.len(),
+        &start.stop,
+        t0,
+        observer,
+        store,
+    )?;
     data.connect = connect;
     data.connect.phases = target.connect_phases();
     data.late_start = plan.start_at.map(|_| late);
@@ -730,7 +795,7 @@ struct StartLine {
     t0: Arc<OnceLock<Instant>>,
     /// Every client thread and the collector meet here before the start.
     barrier: Arc<Barrier>,
-    /// Set when a client could not connect: the threads leave at the barrier.
+    /// Set when no client could connect: the threads leave at the barrier.
     abort: Arc<AtomicBool>,
     /// When the clients began to connect: client k starts k/rate after it when paced.
     connecting: Instant,
@@ -748,16 +813,14 @@ impl StartLine {
     }
 }
 
-/// Wait until every client has connected: how many failed and the first failure, if any;
-/// an error if they took longer than [`CONNECT_LIMIT`] besides the pacing.
-fn await_connections(
-    rx: &Receiver<Msg>,
-    n: usize,
-    pace: Option<f64>,
-) -> Result<(usize, Option<OpError>)> {
+/// Wait until every client has tried to connect: how many failed, by class; an error if
+/// they took longer than [`CONNECT_LIMIT`] besides the pacing.
+fn await_connections(rx: &Receiver<Msg>, n: usize, pace: Option<f64>) -> Result<ConnectPhase> {
     let mut ready = 0;
-    let mut failed = 0;
-    let mut failure: Option<OpError> = None;
+    let mut phase = ConnectPhase {
+        rate: pace,
+        ..ConnectPhase::default()
+    };
     let paced = pace.map_or(Duration::ZERO, |r| Duration::from_secs_f64(n as f64 / r));
     let connect_deadline = Instant::now() + paced + CONNECT_LIMIT;
     while ready < n {
@@ -766,8 +829,11 @@ fn await_connections(
             Ok(Msg::Ready { result, .. }) => {
                 ready += 1;
                 if let Err(e) = result {
-                    failed += 1;
-                    failure.get_or_insert(e);
+                    phase.failed += 1;
+                    phase.errors[e.class] += 1;
+                    if phase.first_error.is_none() {
+                        phase.first_error = Some(with_class(&e));
+                    }
                 }
             }
             Ok(_) => {}
@@ -779,7 +845,7 @@ fn await_connections(
             }
         }
     }
-    Ok((failed, failure))
+    Ok(phase)
 }
 
 /// One OS thread's share of the clients, with what it needs to run them.
@@ -838,7 +904,7 @@ impl<T: Target> ClientThread<T> {
             }
         }
         self.start.barrier.wait();
-        if self.start.abort.load(Ordering::SeqCst) || sessions.iter().any(Option::is_none) {
+        if self.start.abort.load(Ordering::SeqCst) {
             return;
         }
         let Some(&t0) = self.start.t0.get() else {
@@ -908,8 +974,11 @@ struct Collector<'a> {
     /// Clients of each thread that have not ended yet.
     left: Vec<usize>,
     emitted: u64,
-    intervals: Vec<IntervalData>,
+    intervals: Vec<IntervalBrief>,
+    store: IntervalStore,
     totals: Vec<OpCounters>,
+    /// The rig's hiccups over the measured intervals.
+    hiccups: Hist,
     run_end: Duration,
     missed: u64,
 }
@@ -993,15 +1062,20 @@ impl Collector<'_> {
             for (t, c) in self.totals.iter_mut().zip(&data.ops) {
                 t.merge(c);
             }
+            if let Some(rig) = &data.rig {
+                let _ = self.hiccups.add(&rig.hiccups);
+            }
         }
         observer.interval(&data);
-        self.intervals.push(data);
+        let brief = self.store.keep(data);
+        self.intervals.push(brief);
         self.emitted += 1;
     }
 }
 
 /// Merge the client threads' reports into intervals, in order, until every client is done.
 /// `sizes` holds how many clients each thread carries.
+#[allow(clippy::too_many_arguments)]
 fn collect(
     rx: Receiver<Msg>,
     sizes: Vec<usize>,
@@ -1010,6 +1084,7 @@ fn collect(
     stop: &AtomicBool,
     t0: Instant,
     observer: &mut dyn Observer,
+    store: IntervalStore,
 ) -> Result<RunData> {
     let mut c = Collector {
         timeline,
@@ -1022,6 +1097,8 @@ fn collect(
         left: sizes,
         emitted: 0,
         intervals: Vec::new(),
+        store,
+        hiccups: new_hist(),
         totals: (0..n_ops).map(|_| OpCounters::default()).collect(),
         run_end: Duration::ZERO,
         missed: 0,
@@ -1070,7 +1147,9 @@ fn collect(
                 missed: c.missed,
                 late_start: None,
                 intervals: c.intervals,
+                store: c.store,
                 totals: c.totals,
+                hiccups: c.hiccups,
             });
         }
         // A thread whose clients have all recorded their last operation has ended once

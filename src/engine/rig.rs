@@ -147,6 +147,38 @@ fn thread_deltas(
         .collect()
 }
 
+/// A [`RigSample`] without its histogram: what the run keeps in memory of it.
+#[derive(Debug, Clone)]
+pub struct RigBrief {
+    pub wall: Duration,
+    pub user: Duration,
+    pub system: Duration,
+    pub running: Option<f64>,
+    pub hiccup_p99_ns: u64,
+    pub hiccup_max_ns: u64,
+    /// Each thread over the interval (a few: the client threads, the monitor, main).
+    pub threads: Vec<ThreadSample>,
+}
+
+impl RigSample {
+    pub fn brief(&self) -> RigBrief {
+        let (p99, max) = if self.hiccups.is_empty() {
+            (0, 0)
+        } else {
+            (self.hiccups.value_at_quantile(0.99), self.hiccups.max())
+        };
+        RigBrief {
+            wall: self.wall,
+            user: self.user,
+            system: self.system,
+            running: self.running,
+            hiccup_p99_ns: p99,
+            hiccup_max_ns: max,
+            threads: self.threads.clone(),
+        }
+    }
+}
+
 /// User and system CPU time of this process.
 pub fn process_cpu() -> (Duration, Duration) {
     // SAFETY: getrusage fills the struct it is given; a zeroed rusage is a valid value.

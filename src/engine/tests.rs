@@ -127,6 +127,7 @@ fn drive<T: Target>(target: T, w: &Workload, plan: &LoadPlan) -> (RunData, Vec<S
         plan,
         slots,
         &mut seen,
+        &std::env::temp_dir(),
     )
     .unwrap();
     assert!(!data.interrupted && data.abandoned == 0);
@@ -589,4 +590,60 @@ kv.get = { key = "k1" }
     );
     assert_eq!(prepared.setup.map(|(n, rows, _)| (n, rows)), Some((2, 3)));
     assert_eq!(prepared.loaded.map(|(n, _)| n), Some(5));
+}
+
+/// A server that refuses every connection.
+struct Refusing;
+
+impl Target for Refusing {
+    type Session = LogSession;
+
+    fn from_url(_url: &TargetUrl, _params: &Params) -> Result<Self, InputError> {
+        Ok(Refusing)
+    }
+
+    fn blocking(&self) -> bool {
+        false
+    }
+
+    fn connect(&self) -> impl Future<Output = Result<LogSession, OpError>> {
+        ready(Err(OpError::new(ErrorClass::Connect, "connection refused")))
+    }
+}
+
+#[test]
+fn a_run_no_client_could_join_fails_naming_the_first_error() {
+    let w = workload(NOP);
+    let plan = LoadPlan {
+        ops: Some(10),
+        ..closed(3)
+    };
+    let slots = Slots {
+        seq: w.seq_slots,
+        capture: w.capture_slots,
+        seq_offset: 0,
+    };
+    let ops = Arc::new(w.ops.clone());
+    let peers = Arc::new(Vec::new());
+    let mut seen = Recorder::default();
+    let dir = std::env::temp_dir();
+    let Err(e) = run(
+        Arc::new(Refusing),
+        peers,
+        ops,
+        &plan,
+        slots,
+        &mut seen,
+        &dir,
+    ) else {
+        panic!("a run with no client connected");
+    };
+    let none = e
+        .downcast_ref::<NoClientConnected>()
+        .expect("NoClientConnected");
+    assert_eq!(
+        (none.clients, none.first.as_str()),
+        (3, "connection refused")
+    );
+    assert!(seen.0.is_empty(), "no interval ran");
 }

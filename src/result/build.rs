@@ -41,7 +41,7 @@ impl RunResult {
         facts: RunFacts<'_>,
         run: &RunData,
         find_modes: impl FnOnce(&Hist) -> LatencyModes,
-    ) -> RunResult {
+    ) -> anyhow::Result<RunResult> {
         let RunFacts {
             workload,
             ops,
@@ -71,7 +71,9 @@ impl RunResult {
         let mut notes = notes(run, &total);
         let latency_modes = find_modes(&all.latency);
         notes.extend(latency_modes.note());
-        RunResult {
+        let per_client = plan.shard.is_some();
+        let intervals = run.map_intervals(|i| IntervalRecord::of(i, &names, per_client))?;
+        Ok(RunResult {
             schema_version: SCHEMA_VERSION,
             loadrig_version: env!("CARGO_PKG_VERSION").to_string(),
             status: if run.interrupted {
@@ -99,16 +101,15 @@ impl RunResult {
                 seconds: run.connect.time.as_secs_f64(),
                 rate_per_s: run.connect.rate,
                 phases: run.connect.phases.as_ref().map(ConnectPhasesRecord::of),
+                failed_clients: run.connect.failed,
+                errors_by_class: run.connect.errors.iter().filter(|(_, n)| *n > 0).collect(),
+                first_error: run.connect.first_error.clone(),
             }),
             missed_starts: run.missed,
             abandoned_clients: run.abandoned,
             operations,
             total,
-            intervals: run
-                .intervals
-                .iter()
-                .map(|i| IntervalRecord::of(i, &names, plan.shard.is_some()))
-                .collect(),
+            intervals,
             latency_modes: Some(latency_modes),
             notes,
             verify: Vec::new(),
@@ -121,7 +122,7 @@ impl RunResult {
             checks: Vec::new(),
         }
         .with_figures(&workload.figures)
-        .with_validity(run, ops, thresholds)
+        .with_validity(run, ops, thresholds))
     }
 
     /// The run judging itself (docs/validity.md), with the open loop's notes folded in.
@@ -257,7 +258,7 @@ impl IntervalRecord {
             rig: d
                 .rig
                 .as_ref()
-                .map(|s| RigInterval::of(s, completed, validity::cores())),
+                .map(|s| RigInterval::of(&s.brief(), completed, validity::cores())),
             fairness: FairnessInterval::of(&d.per_client),
             per_client: if per_client {
                 d.per_client.clone()

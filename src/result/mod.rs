@@ -233,8 +233,9 @@ pub struct HostRecord {
     pub arch: String,
 }
 
-/// The connect phase: every client's session opened before the run (a failure ends the run
-/// with an error naming how many failed, so a result file always has all connected).
+/// The connect phase: every client's session opened before the run. A client whose
+/// connect failed is counted here and runs without a session, connecting again on its
+/// operations (with backoff); when no client connects the run fails.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ConnectRecord {
     /// Connections opened (with `--pipeline P`, each carries P client streams).
@@ -248,6 +249,19 @@ pub struct ConnectRecord {
     /// connection the target opened (these clients', `connect` operations', reconnects').
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phases: Option<ConnectPhasesRecord>,
+    /// Clients that could not connect before the run; left out when all did.
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub failed_clients: usize,
+    /// Their failures by class; left out when all connected.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub errors_by_class: ErrorsByClass,
+    /// The first failure's message; left out when all connected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+}
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Each phase of a connection over every connection the target opened, in ns.

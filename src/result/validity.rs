@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use super::drift::{self, TrendTest, DRIFT_CHANGE, DRIFT_P};
 use super::{EncodedHistogram, IntervalRecord};
-use crate::engine::rig::{RigSample, ThreadSample, MONITOR_THREAD};
-use crate::engine::{IntervalData, LoadPlan, Mode, RunData};
-use crate::stats::{new_hist, thousands, Hist};
+use crate::engine::rig::{RigBrief, ThreadSample, MONITOR_THREAD};
+use crate::engine::spill::IntervalBrief;
+use crate::engine::{LoadPlan, Mode, RunData};
+use crate::stats::{thousands, Hist};
 
 /// The rig is busy when its CPU time over an interval is at least this share of all cores.
 pub const BUSY_SHARE: f64 = 0.9;
@@ -400,7 +401,7 @@ pub fn cpu_us_per_op(cpu_s: f64, done: u64) -> Option<f64> {
 }
 
 impl RigInterval {
-    pub fn of(s: &RigSample, completed: u64, cores: usize) -> RigInterval {
+    pub fn of(s: &RigBrief, completed: u64, cores: usize) -> RigInterval {
         let cpu = s.user + s.system;
         let wall = s.wall.as_secs_f64();
         RigInterval {
@@ -409,8 +410,8 @@ impl RigInterval {
             cpu_share: cpu_share(cpu.as_secs_f64(), wall, cores),
             cpu_us_per_op: cpu_us_per_op(cpu.as_secs_f64(), completed),
             procs_running: s.running,
-            hiccup_p99_ns: quantile(&s.hiccups, 0.99),
-            hiccup_max_ns: max(&s.hiccups),
+            hiccup_p99_ns: s.hiccup_p99_ns,
+            hiccup_max_ns: s.hiccup_max_ns,
             threads: thread_shares(&s.threads, wall),
         }
     }
@@ -547,9 +548,9 @@ impl Saturated {
 
 /// The intervals the verdict looks at: measured and of full length (all measured ones
 /// when none is full, as in a short run ended by an operation count).
-fn judged<'a>(run: &'a RunData, plan: &LoadPlan) -> Vec<&'a IntervalData> {
-    let measured: Vec<&IntervalData> = run.intervals.iter().filter(|i| !i.warmup).collect();
-    let full: Vec<&IntervalData> = measured
+fn judged<'a>(run: &'a RunData, plan: &LoadPlan) -> Vec<&'a IntervalBrief> {
+    let measured: Vec<&IntervalBrief> = run.intervals.iter().filter(|i| !i.warmup).collect();
+    let full: Vec<&IntervalBrief> = measured
         .iter()
         .copied()
         .filter(|i| (i.end - i.start).as_secs_f64() >= plan.interval.as_secs_f64() * 0.999)
@@ -561,7 +562,7 @@ fn judged<'a>(run: &'a RunData, plan: &LoadPlan) -> Vec<&'a IntervalData> {
     }
 }
 
-fn completed(i: &IntervalData) -> u64 {
+fn completed(i: &IntervalBrief) -> u64 {
     i.ops.iter().map(|c| c.ok + c.error_total()).sum()
 }
 
@@ -590,7 +591,7 @@ impl Validity {
         let mut reasons = Vec::new();
 
         // The rig's CPU and the machine's run queue.
-        let sampled: Vec<(&IntervalData, RigInterval)> = intervals
+        let sampled: Vec<(&IntervalBrief, RigInterval)> = intervals
             .iter()
             .filter_map(|i| {
                 i.rig
@@ -598,7 +599,7 @@ impl Validity {
                     .map(|s| (*i, RigInterval::of(s, completed(i), cores)))
             })
             .collect();
-        let measured: Vec<&RigSample> = run
+        let measured: Vec<&RigBrief> = run
             .intervals
             .iter()
             .filter(|i| !i.warmup)
@@ -660,10 +661,7 @@ impl Validity {
         };
 
         // Hiccups.
-        let mut all = new_hist();
-        for s in &measured {
-            let _ = all.add(&s.hiccups);
-        }
+        let all = &run.hiccups;
         let stalls: Vec<u64> = sampled
             .iter()
             .map(|(_, r)| r.hiccup_max_ns)
@@ -678,13 +676,22 @@ impl Validity {
         }
         let hiccups = HiccupSummary {
             count: all.len(),
-            p50_ns: quantile(&all, 0.5),
-            p99_ns: quantile(&all, 0.99),
-            p999_ns: quantile(&all, 0.999),
-            max_ns: max(&all),
+            p50_ns: quantile(all, 0.5),
+            p99_ns: quantile(all, 0.99),
+            p999_ns: quantile(all, 0.999),
+            max_ns: max(all),
             stalled_intervals: stalls.len(),
-            histogram: EncodedHistogram::encode(&all),
+            histogram: EncodedHistogram::encode(all),
         };
+
+        if run.connect.failed > 0 {
+            reasons.push(format!(
+                "{} of {} clients could not connect before the run (the first error: {}): the load came from fewer clients than asked while they kept trying",
+                thousands(run.connect.failed as u64),
+                thousands(cx.plan.clients() as u64),
+                run.connect.first_error.as_deref().unwrap_or("-")
+            ));
+        }
 
         // Fairness.
         let clients = cx.plan.clients();

@@ -13,7 +13,7 @@ pub fn result(
     data_run: &RunData,
     prepared: Prepared,
     started_at: SystemTime,
-) -> RunResult {
+) -> anyhow::Result<RunResult> {
     RunResult::build(
         RunFacts {
             workload: &plan.workload,

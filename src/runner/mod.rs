@@ -104,6 +104,7 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
             live: live_view.as_mut(),
             metrics: metrics.as_ref(),
         },
+        &spill_dir(plan),
     )
     .with_context(|| format!("target {shown_url}"))?;
     if let Some(view) = &mut live_view {
@@ -111,10 +112,14 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     }
     let verified = engine::verify(&*target, &plan.workload.verify)
         .with_context(|| format!("target {shown_url}"))?;
-    let auto = plan.warmup_auto.then(|| cut_warmup(plan, &mut data_run));
+    let auto = if plan.warmup_auto {
+        Some(cut_warmup(plan, &mut data_run)?)
+    } else {
+        None
+    };
     let mut result = match &auto {
-        Some((plan, _)) => assemble::result(plan, &data_run, prepared, started_at),
-        None => assemble::result(plan, &data_run, prepared, started_at),
+        Some((plan, _)) => assemble::result(plan, &data_run, prepared, started_at)?,
+        None => assemble::result(plan, &data_run, prepared, started_at)?,
     };
     if let Some((_, record)) = auto {
         if !record.settled {
@@ -136,7 +141,7 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
 
 /// `--warmup auto`: cut the warm-up where the successes per full interval settle (MSER-5,
 /// `analysis::steady`); the plan that records it, and how it was chosen.
-fn cut_warmup(plan: &RunPlan, data: &mut engine::RunData) -> (RunPlan, WarmupAuto) {
+fn cut_warmup(plan: &RunPlan, data: &mut engine::RunData) -> Result<(RunPlan, WarmupAuto)> {
     let full = data
         .intervals
         .iter()
@@ -151,7 +156,7 @@ fn cut_warmup(plan: &RunPlan, data: &mut engine::RunData) -> (RunPlan, WarmupAut
         batch: 1,
         settled: true,
     });
-    let warmup = data.cut_warmup(t.cut);
+    let warmup = data.cut_warmup(t.cut)?;
     let mut plan = plan.clone();
     plan.load.warmup = warmup;
     let record = WarmupAuto {
@@ -165,7 +170,17 @@ fn cut_warmup(plan: &RunPlan, data: &mut engine::RunData) -> (RunPlan, WarmupAut
         warmup_s: warmup.as_secs_f64(),
         settled: t.settled,
     };
-    (plan, record)
+    Ok((plan, record))
+}
+
+/// Where the finished intervals' histograms wait for the result file: beside it when its
+/// folder exists, else the temporary folder.
+fn spill_dir(plan: &RunPlan) -> std::path::PathBuf {
+    match plan.outputs.result.parent() {
+        Some(dir) if dir.is_dir() => dir.to_path_buf(),
+        Some(dir) if dir.as_os_str().is_empty() => ".".into(),
+        _ => std::env::temp_dir(),
+    }
 }
 
 fn op_names(ops: &[OpSpec]) -> Vec<String> {

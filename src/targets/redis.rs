@@ -197,6 +197,8 @@ fn server_error(line: &[u8]) -> OpError {
     let code = text.split(' ').next().unwrap_or("");
     let class = match code {
         "NOAUTH" | "WRONGPASS" | "NOPERM" => ErrorClass::Auth,
+        // Sent on accept, then the server closes: the connection was refused.
+        "ERR" if text.starts_with("ERR max number of clients reached") => ErrorClass::Connect,
         _ => ErrorClass::Other,
     };
     let message = if class == ErrorClass::Auth {
@@ -1032,6 +1034,8 @@ mod tests {
         assert_eq!(e.class, ErrorClass::Auth);
         assert!(e.message.contains("authentication"));
         assert_eq!(head(b"-ERR x\r\n").unwrap_err().class, ErrorClass::Other);
+        let full = head(b"-ERR max number of clients reached\r\n").unwrap_err();
+        assert_eq!(full.class, ErrorClass::Connect);
     }
 
     #[test]
