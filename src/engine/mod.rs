@@ -433,14 +433,18 @@ impl RunData {
                 .store
                 .read(k)
                 .map_err(|e| anyhow!("reading interval {} back: {e}", k + 1))?;
-            let rig = brief.rig.clone().zip(hiccups).map(|(r, hiccups)| rig::RigSample {
-                wall: r.wall,
-                user: r.user,
-                system: r.system,
-                running: r.running,
-                hiccups,
-                threads: r.threads,
-            });
+            let rig = brief
+                .rig
+                .clone()
+                .zip(hiccups)
+                .map(|(r, hiccups)| rig::RigSample {
+                    wall: r.wall,
+                    user: r.user,
+                    system: r.system,
+                    running: r.running,
+                    hiccups,
+                    threads: r.threads,
+                });
             out.push(f(&IntervalData {
                 index: brief.index,
                 start: brief.start,
