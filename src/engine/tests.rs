@@ -643,7 +643,7 @@ fn a_run_no_client_could_join_fails_naming_the_first_error() {
         .expect("NoClientConnected");
     assert_eq!(
         (none.clients, none.first.as_str()),
-        (3, "connection refused")
+        (3, "connection refused (connect)")
     );
     assert!(seen.0.is_empty(), "no interval ran");
 }
