@@ -9,67 +9,33 @@
 mod common;
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
+use common::netns::Namespaces;
 use common::{Dir, PUT_ONLY};
 use loadrig::stats::new_hist;
 
 const SHARDS: usize = 3;
 const PORT: u16 = 6391;
 
-fn ip(args: &[&str]) -> bool {
-    Command::new("ip")
-        .args(args)
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// The namespaces made, and the server started; removed and stopped on drop.
-struct Net {
-    names: Vec<String>,
-    server: Option<Child>,
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        if let Some(mut s) = self.server.take() {
-            let _ = s.kill();
-            let _ = s.wait();
-        }
-        for n in &self.names {
-            ip(&["netns", "del", n]);
-        }
-    }
-}
-
 /// The server namespace and one namespace per shard, shard i (10.213.0.i+2) reaching the
-/// server at 10.213.0.1 over its own veth pair into the server's bridge. None when `ip netns` is not permitted here.
-fn network(tag: &str) -> Option<Net> {
+/// server at 10.213.0.1 over its own veth pair into the server's bridge. None when `ip
+/// netns` is not permitted here.
+fn network(tag: &str) -> Option<Namespaces> {
     let server = format!("{tag}s");
-    if !ip(&["netns", "add", &server]) {
-        return None;
-    }
-    let mut net = Net {
-        names: vec![server.clone()],
-        server: None,
-    };
+    let mut net = Namespaces::new(&server)?;
     // The server's side is a bridge, as a cluster network: one address for every shard.
-    for args in [
-        vec!["-n", &server, "link", "set", "lo", "up"],
+    net.run(&[
         vec!["-n", &server, "link", "add", "br0", "type", "bridge"],
         vec!["-n", &server, "addr", "add", "10.213.0.1/24", "dev", "br0"],
         vec!["-n", &server, "link", "set", "br0", "up"],
-    ] {
-        assert!(ip(&args), "ip {args:?}");
-    }
+    ]);
     for i in 0..SHARDS {
         let ns = format!("{tag}c{i}");
-        assert!(ip(&["netns", "add", &ns]));
-        net.names.push(ns.clone());
+        net.add(&ns);
         let (a, b) = (format!("{tag}a{i}"), format!("{tag}b{i}"));
         let cli = format!("10.213.0.{}/24", i + 2);
-        for args in [
+        net.run(&[
             vec!["link", "add", &a, "type", "veth", "peer", "name", &b],
             vec!["link", "set", &a, "netns", &server],
             vec!["link", "set", &b, "netns", &ns],
@@ -77,48 +43,9 @@ fn network(tag: &str) -> Option<Net> {
             vec!["-n", &server, "link", "set", &a, "up"],
             vec!["-n", &ns, "addr", "add", &cli, "dev", &b],
             vec!["-n", &ns, "link", "set", &b, "up"],
-            vec!["-n", &ns, "link", "set", "lo", "up"],
-        ] {
-            assert!(ip(&args), "ip {args:?}");
-        }
+        ]);
     }
     Some(net)
-}
-
-/// Start a throwaway Redis in the server namespace and wait until it answers.
-fn start_redis(net: &mut Net, dir: &Dir) {
-    let port = PORT.to_string();
-    let server = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &net.names[0],
-            "redis-server",
-            "--port",
-            &port,
-        ])
-        .args(["--bind", "0.0.0.0", "--protected-mode", "no", "--save", ""])
-        .args(["--appendonly", "no", "--dir"])
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("redis-server");
-    net.server = Some(server);
-    let until = Instant::now() + Duration::from_secs(10);
-    while redis_cli(net, &["ping"]) != "PONG" {
-        assert!(Instant::now() < until, "redis-server did not answer");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn redis_cli(net: &Net, args: &[&str]) -> String {
-    let out = Command::new("ip")
-        .args(["netns", "exec", &net.names[0], "redis-cli", "-p"])
-        .arg(PORT.to_string())
-        .args(args)
-        .output()
-        .expect("redis-cli");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 #[test]
@@ -129,7 +56,7 @@ fn shards_in_their_own_network_namespaces_merge_exactly() {
         return;
     };
     let d = Dir::new();
-    start_redis(&mut net, &d);
+    net.start_redis(PORT, &d);
     let workload = d.write("put.toml", PUT_ONLY);
     let at = humantime::format_rfc3339_seconds(SystemTime::now() + Duration::from_secs(2));
     let at = at.to_string();
@@ -170,5 +97,5 @@ fn shards_in_their_own_network_namespaces_merge_exactly() {
     assert_eq!(merged.total.histogram.decode().unwrap(), union);
     assert_eq!(merged.total.latency.p99_ns, union.value_at_quantile(0.99));
     // Every insert wrote its own key: the shards' {seq} numbers never met.
-    assert_eq!(redis_cli(&net, &["dbsize"]), "600");
+    assert_eq!(net.redis_cli(PORT, &["dbsize"]), "600");
 }

@@ -6,6 +6,7 @@ use std::process::Output;
 
 use loadrig::result::{self, RunResult};
 
+pub mod netns;
 pub mod sql;
 
 pub struct Dir {

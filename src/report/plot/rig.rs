@@ -71,6 +71,25 @@ pub fn chart(intervals: &[IntervalRecord], v: &Validity) -> Option<Result<String
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 type DrawResult = std::result::Result<(), Box<dyn std::error::Error>>;
+type Panel<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// One panel's chart: elapsed seconds `0..t1` across, `y` up, so the three panels align.
+fn panel<'a, 'b>(
+    area: &'a Area<'b>,
+    t1: f64,
+    y: std::ops::Range<f64>,
+) -> std::result::Result<Panel<'a, 'b>, Box<dyn std::error::Error>> {
+    Ok(ChartBuilder::on(area)
+        .margin(10)
+        .margin_right(40)
+        .x_label_area_size(30)
+        .y_label_area_size(72)
+        .build_cartesian_2d(0.0..t1, y)?)
+}
 
 /// A threshold as a dashed red line across the chart.
 macro_rules! limit {
@@ -90,12 +109,7 @@ fn cpu_panel(area: &Area<'_>, pts: &[RigPoint], v: &Validity, t1: f64, warm: f64
         .map(|p| p.cpu_pct.max(p.thread.as_ref().map_or(0.0, |t| t.1)))
         .fold(100.0, f64::max)
         * 1.1;
-    let mut chart = ChartBuilder::on(area)
-        .margin(10)
-        .margin_right(40)
-        .x_label_area_size(30)
-        .y_label_area_size(72)
-        .build_cartesian_2d(0.0..t1, 0.0..top)?;
+    let mut chart = panel(area, t1, 0.0..top)?;
     mesh!(chart, "elapsed (s)", "CPU (%)").draw()?;
     shade(&mut chart, warm, 0.0, top)?;
     let busy = v.thresholds.busy_share * 100.0;
@@ -134,12 +148,7 @@ fn runq_panel(area: &Area<'_>, pts: &[RigPoint], v: &Validity, t1: f64, warm: f6
         .collect();
     let cores = v.rig.cores as f64;
     let top = runq.iter().map(|p| p.1).fold(cores + 1.0, f64::max) * 1.2;
-    let mut chart = ChartBuilder::on(area)
-        .margin(10)
-        .margin_right(40)
-        .x_label_area_size(30)
-        .y_label_area_size(72)
-        .build_cartesian_2d(0.0..t1, 0.0..top)?;
+    let mut chart = panel(area, t1, 0.0..top)?;
     mesh!(chart, "elapsed (s)", "runnable threads").draw()?;
     shade(&mut chart, warm, 0.0, top)?;
     limit!(chart, cores + 1.0, t1);
@@ -159,12 +168,7 @@ fn hiccup_panel(area: &Area<'_>, pts: &[RigPoint], v: &Validity, t1: f64, warm: 
     let limit = v.thresholds.hiccup_ns as f64;
     let hi = pts.iter().map(|p| p.hiccup_max_ns).fold(limit, f64::max);
     let (y0, y1) = pad_range(0.0, hi * 1.1);
-    let mut chart = ChartBuilder::on(area)
-        .margin(10)
-        .margin_right(40)
-        .x_label_area_size(30)
-        .y_label_area_size(72)
-        .build_cartesian_2d(0.0..t1, y0..y1)?;
+    let mut chart = panel(area, t1, y0..y1)?;
     mesh!(chart, "elapsed (s)", "hiccup")
         .y_label_formatter(&|v| tick_ns(*v))
         .draw()?;
