@@ -372,17 +372,10 @@ fn builtins_on_mariadb() {
 
 #[test]
 fn builtins_on_redis() {
-    let Some(url) = server_url("LOADRIG_REDIS_URL") else {
+    let Some(url) = common::redis_db(9) else {
         return;
     };
-    let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
-    let url = format!("{base}/9");
-    let mut c = redis::Client::open(url.replacen("redis://:", "redis://default:", 1))
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    redis::cmd("FLUSHDB").exec(&mut c).unwrap();
-    let conn = std::cell::RefCell::new(c);
+    let conn = std::cell::RefCell::new(common::redis_flushed(&url));
     every_builtin(&url, &[], &|| {
         let mut c = conn.borrow_mut();
         let hashes: Vec<String> = redis::cmd("KEYS")

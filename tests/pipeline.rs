@@ -5,23 +5,7 @@
 
 mod common;
 
-use common::{server_url, Dir};
-
-/// Redis database numbers of their own, so these tests run beside tests/server_redis.rs.
-fn redis_url(db: u32) -> Option<String> {
-    let url = server_url("LOADRIG_REDIS_URL")?;
-    let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
-    Some(format!("{base}/{db}"))
-}
-
-fn redis_conn(url: &str) -> redis::Connection {
-    let mut c = redis::Client::open(url.replacen("redis://:", "redis://default:", 1))
-        .expect("redis url")
-        .get_connection()
-        .expect("connect to redis");
-    redis::cmd("FLUSHDB").exec(&mut c).expect("flushdb");
-    c
-}
+use common::{redis_db, redis_flushed, server_url, Dir};
 
 /// The run's per-client counts, summarised (`validity.fairness`).
 fn fairness(d: &Dir, file: &str) -> serde_json::Value {
@@ -56,8 +40,8 @@ kv.get = { key = "absent{uniform 0..500}" }
 
 #[test]
 fn redis_pipelined_puts_store_exactly_the_keys_counted() {
-    let Some(url) = redis_url(13) else { return };
-    let mut c = redis_conn(&url);
+    let Some(url) = redis_db(13) else { return };
+    let mut c = redis_flushed(&url);
     let d = Dir::new();
     d.write("w.toml", PUTS);
     let out = d.ok(&[
@@ -101,8 +85,8 @@ fn redis_pipelined_puts_store_exactly_the_keys_counted() {
 
 #[test]
 fn redis_pipelined_replies_reach_the_stream_that_asked() {
-    let Some(url) = redis_url(14) else { return };
-    let mut c = redis_conn(&url);
+    let Some(url) = redis_db(14) else { return };
+    let mut c = redis_flushed(&url);
     let d = Dir::new();
     d.write("w.toml", HITS_AND_MISSES);
     d.ok(&[
@@ -131,7 +115,7 @@ fn redis_pipelined_replies_reach_the_stream_that_asked() {
 
 #[test]
 fn redis_refuses_a_transaction_or_authentication_with_pipeline() {
-    let Some(url) = redis_url(13) else { return };
+    let Some(url) = redis_db(13) else { return };
     let d = Dir::new();
     d.write(
         "w.toml",

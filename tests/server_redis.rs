@@ -6,28 +6,11 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{server_url, Dir};
+use common::{redis_db, redis_flushed, Dir};
 use loadrig::vocab::ErrorClass;
-
-/// The server URL with database `db` instead of the one given.
-fn url_with_db(db: u32) -> Option<String> {
-    let url = server_url("LOADRIG_REDIS_URL")?;
-    let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
-    Some(format!("{base}/{db}"))
-}
 
 fn password() -> String {
     std::env::var("LOADRIG_REDIS_PASSWORD").unwrap_or_default()
-}
-
-/// A direct connection, emptied first.
-fn fresh(url: &str) -> redis::Connection {
-    let mut c = redis::Client::open(url.replacen("redis://:", "redis://default:", 1))
-        .expect("redis url")
-        .get_connection()
-        .expect("connect to redis");
-    redis::cmd("FLUSHDB").exec(&mut c).expect("flushdb");
-    c
 }
 
 /// Every key with its value's length.
@@ -60,8 +43,8 @@ fn no_secret(d: &Dir, out: &std::process::Output, result: Option<&str>) {
 
 #[test]
 fn load_and_mixed_kv_leave_exactly_the_expected_keys() {
-    let Some(url) = url_with_db(1) else { return };
-    let mut c = fresh(&url);
+    let Some(url) = redis_db(1) else { return };
+    let mut c = redis_flushed(&url);
     let d = Dir::new();
     d.write("w.toml", &common::mixed_kv(2000, 500, false));
     let out = d.loadrig(&[
@@ -130,8 +113,8 @@ fn load_and_mixed_kv_leave_exactly_the_expected_keys() {
 
 #[test]
 fn native_commands_and_transactions_count_exactly() {
-    let Some(url) = url_with_db(2) else { return };
-    let mut c = fresh(&url);
+    let Some(url) = redis_db(2) else { return };
+    let mut c = redis_flushed(&url);
     let d = Dir::new();
     d.write(
         "w.toml",
@@ -209,8 +192,8 @@ redis = ["LPUSH", "loadrig:counter", "x"]
 
 #[test]
 fn connect_authenticate_and_per_op_connections_count() {
-    let Some(url) = url_with_db(3) else { return };
-    let mut c = fresh(&url);
+    let Some(url) = redis_db(3) else { return };
+    let mut c = redis_flushed(&url);
     let d = Dir::new();
     d.write(
         "w.toml",
@@ -277,7 +260,7 @@ kv.put = { key = "p{seq}", value = "{bytes 10}" }
 
 #[test]
 fn wrong_password_and_closed_port_fail_fast_without_secrets() {
-    let Some(url) = url_with_db(4) else { return };
+    let Some(url) = redis_db(4) else { return };
     let d = Dir::new();
     d.write("w.toml", common::PUT_ONLY);
     let pw = password();
@@ -310,8 +293,8 @@ fn wrong_password_and_closed_port_fail_fast_without_secrets() {
 
 #[test]
 fn cleanup_removes_only_loadrig_keys() {
-    let Some(url) = url_with_db(5) else { return };
-    let mut c = fresh(&url);
+    let Some(url) = redis_db(5) else { return };
+    let mut c = redis_flushed(&url);
     redis::cmd("SET")
         .arg("mykey")
         .arg("mine")
@@ -349,8 +332,8 @@ fn an_operation_over_the_op_timeout_fails_as_timeout_and_its_connection_is_repla
     // Odd lists hold an element, even ones never do: BLPOP on an even list would wait 3 s,
     // so with a 200 ms limit exactly the even operations time out, and the odd ones that
     // follow each succeed on a new connection.
-    let Some(url) = url_with_db(6) else { return };
-    let mut c = fresh(&url);
+    let Some(url) = redis_db(6) else { return };
+    let mut c = redis_flushed(&url);
     for n in [1, 3, 5] {
         redis::cmd("RPUSH")
             .arg(format!("loadrig:q{n}"))

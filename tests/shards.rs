@@ -495,19 +495,14 @@ fn shards_wait_for_the_load_on_sqlite() {
 
 #[test]
 fn shards_wait_for_the_load_on_redis() {
-    let Some(url) = common::server_url("LOADRIG_REDIS_URL") else {
+    let Some(url) = common::redis_db(13) else {
         return;
     };
-    let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
-    let url = format!("{base}/13");
-    let client = redis::Client::open(url.replacen("redis://:", "redis://default:", 1)).unwrap();
-    let mut c = client.get_connection().unwrap();
-    redis::cmd("FLUSHDB").exec(&mut c).unwrap();
+    let c = std::cell::RefCell::new(common::redis_flushed(&url));
     followers_wait_for_the_load(&url, &|| {
-        let mut c = client.get_connection().unwrap();
         let keys: Vec<String> = redis::cmd("KEYS")
             .arg("loadrig:_load:*")
-            .query(&mut c)
+            .query(&mut *c.borrow_mut())
             .unwrap();
         keys.len() == 1
     });

@@ -156,6 +156,24 @@ kv.put = { key = "r{seq}", value = "{bytes size}" }
 /// The URL of a throwaway server from the environment (`scripts/services.sh env`), or
 /// `None` with a visible "skipped" when it is not set. With `LOADRIG_REQUIRE_ALL=1` (the
 /// README's test command) a missing server fails the test instead.
+/// The throwaway Redis's URL with database `db` instead of the one given, so a test file
+/// has a database of its own beside the others.
+pub fn redis_db(db: u32) -> Option<String> {
+    let url = server_url("LOADRIG_REDIS_URL")?;
+    let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
+    Some(format!("{base}/{db}"))
+}
+
+/// A direct connection to the Redis database of `url`, emptied first.
+pub fn redis_flushed(url: &str) -> redis::Connection {
+    let mut c = redis::Client::open(url.replacen("redis://:", "redis://default:", 1))
+        .expect("redis url")
+        .get_connection()
+        .expect("connect to redis");
+    redis::cmd("FLUSHDB").exec(&mut c).expect("flushdb");
+    c
+}
+
 pub fn server_url(var: &str) -> Option<String> {
     match std::env::var(var) {
         Ok(url) if !url.is_empty() => Some(url),
