@@ -294,7 +294,10 @@ mod tests {
         assert!(close(t.var_s, 24_576.333_333_333_332), "{t:?}");
         assert!(close(t.correction, 1.084_649_682_800_913_8), "{t:?}");
         assert!(close(t.z, 10.706_268_656_533_386), "{t:?}");
-        assert!((t.p / 9.511_873_489_768_012e-27 - 1.0).abs() < 1e-6, "{t:?}");
+        assert!(
+            (t.p / 9.511_873_489_768_012e-27 - 1.0).abs() < 1e-6,
+            "{t:?}"
+        );
     }
 
     #[test]
@@ -349,9 +352,36 @@ mod false_alarms {
     fn no_trend_is_seen_about_as_often_as_the_level_says() {
         let white = alarm_rate(0.0, 20, 2000);
         assert!(white <= 0.012, "white noise: {white}");
-        for (phi, most) in [(0.5, 0.03), (0.8, 0.05)] {
+        for (phi, most) in [(0.5, 0.03), (0.8, 0.05), (0.9, 0.10)] {
             let ar = alarm_rate(phi, 40, 2000);
             assert!(ar <= most, "AR(1) {phi}: {ar}");
+        }
+    }
+
+    /// The ground truth the guards were made for: a 60-interval warm-up (8 clients, latency
+    /// falling linearly from 6 to 2.25 ms, operations per 100 ms) under low noise, with and
+    /// without slow AR(1) wander, is flagged nearly always (without the guards: never to 30 %).
+    #[test]
+    fn a_low_noise_warm_up_is_flagged() {
+        let mut rng = StdRng::seed_from_u64(5);
+        for (noise, phi, wander) in [(0.02, 0.0, 0.0), (0.05, 0.0, 0.0), (0.1, 0.9, 0.01)] {
+            let flagged = (0..200)
+                .filter(|_| {
+                    let mut a = 0.0;
+                    let series: Vec<f64> = (0..60)
+                        .map(|i| {
+                            let latency = 6.0 - 5.0 * (i as f64 / 10.0 + 0.05) / 8.0;
+                            let mean = 800.0 / latency;
+                            let e: f64 = StandardNormal.sample(&mut rng);
+                            let u: f64 = StandardNormal.sample(&mut rng);
+                            a = phi * a + wander * e;
+                            mean * (1.0 + a) + noise * mean.sqrt() * u
+                        })
+                        .collect();
+                    mann_kendall(&series).unwrap().p < 0.01
+                })
+                .count();
+            assert!(flagged >= 180, "noise {noise}, φ {phi}: {flagged} of 200");
         }
     }
 }
