@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# loadrig against the kernel floor: minimal C clients (scripts/floor/*.c) that do nothing
+# but one send and one receive per operation on N connections from one thread, on the same
+# throwaway servers, run alternately (floor, loadrig, floor, loadrig, ...). loadrig runs with
+# --threads 1 like the floors. CPU per operation: the floor's own getrusage after it
+# connected; loadrig's user + system time (/usr/bin/time) over its completed operations.
+# Prints the medians of the repeats and loadrig / floor (issue 14's goal: <= 1.1x CPU per op).
+#
+# Usage: scripts/bench-floor.sh [redis|pg|http|all] [SECONDS] [REPEATS]
+#   redis  GET of random keys among 100,000, 50 connections (redis-floor.c, epoll mode)
+#   pg     pgbench -S's select, prepared, scale 10, 4 connections (pg-floor.c)
+#   http   GET of nginx's small static file, 50 connections (http-floor.c)
+# Servers come from scripts/services.sh in LOADRIG_BENCH_SERVICES_DIR (default
+# /tmp/loadrig-bench-floor), stopped at the end. Needs root (packages), gcc, libpq-dev,
+# liburing-dev (installed when missing).
+# shellcheck disable=SC2016
+set -euo pipefail
+shopt -s inherit_errexit
+cd "$(dirname "$0")/.."
+
+which_case=${1:-all}
+secs=${2:-10}
+repeats=${3:-3}
+case $which_case in redis | pg | http | all) ;; *)
+    echo "usage: $0 [redis|pg|http|all] [SECONDS] [REPEATS]" >&2
+    exit 2
+    ;;
+esac
+export LOADRIG_SERVICES_DIR=${LOADRIG_BENCH_SERVICES_DIR:-/tmp/loadrig-bench-floor}
+work=$(mktemp -d)
+trap 'scripts/services.sh down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+
+for pkg in gcc libpq-dev liburing-dev time; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || apt-get install -y "$pkg" >/dev/null
+done
+gcc -O2 scripts/floor/redis-floor.c -o "$work/redis-floor" -luring
+gcc -O2 scripts/floor/pg-floor.c -o "$work/pg-floor" -I/usr/include/postgresql -lpq
+gcc -O2 scripts/floor/http-floor.c -o "$work/http-floor"
+cargo build --release --quiet
+bin=${CARGO_TARGET_DIR:-target}/release/loadrig
+
+need=()
+[[ $which_case == redis || $which_case == all ]] && need+=(redis)
+[[ $which_case == pg || $which_case == all ]] && need+=(postgres)
+[[ $which_case == http || $which_case == all ]] && need+=(nginx)
+scripts/services.sh up "${need[@]}" >"$work/services.log" 2>&1 || {
+    cat "$work/services.log" >&2
+    exit 2
+}
+eval "$(scripts/services.sh env)"
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+# A floor's line "... N ops, R ops/s, user U sys S us/op, total T us/op" as "R T".
+floor_run() {
+    "$@" | sed -n 's/.* ops, \([0-9.]*\) ops\/s, .*total \([0-9.]*\) us\/op.*/\1 \2/p'
+}
+# redis-floor.c prints "... R ops/s, user U sys S us/op, total T us/op, ...".
+redis_floor_run() {
+    "$@" | sed -n 's/.*: \([0-9.]*\) ops\/s, .*total \([0-9.]*\) us\/op.*/\1 \2/p'
+}
+
+# One loadrig run (workload file, connections, target): "OPS_PER_S CPU_US_PER_OP".
+loadrig_run() {
+    /usr/bin/time -f '%U %S' -o "$work/cpu" "$bin" run "$1" --clients "$2" --threads 1 \
+        --duration "${secs}s" --target "$3" -o "$work/r.json" >"$work/out" 2>&1 || {
+        tail -n 20 "$work/out" >&2
+        exit 2
+    }
+    local ok errors
+    ok=$(field "$work/r.json" "r['total']['ok']")
+    errors=$(field "$work/r.json" "r['total']['errors']")
+    ((errors == 0)) || echo "loadrig: $errors errors" >&2
+    echo "$(field "$work/r.json" "round(r['total']['throughput_per_s'])") $(awk -v n="$ok" '{printf "%.2f", ($1 + $2) * 1e6 / n}' "$work/cpu")"
+}
+
+compare() { # title floor-function loadrig-function
+    local title=$1 i p c fr=() fc=() lr=() lc=()
+    for i in $(seq "$repeats"); do
+        read -r p c <<<"$($2)"
+        fr+=("$p") fc+=("$c")
+        read -r p c <<<"$($3)"
+        lr+=("$p") lc+=("$c")
+        echo "  $title run $i: floor ${fr[-1]} ops/s ${fc[-1]} us/op; loadrig ${lr[-1]} ops/s ${lc[-1]} us/op" >&2
+    done
+    local mfr mfc mlr mlc
+    mfr=$(printf '%s\n' "${fr[@]}" | median)
+    mfc=$(printf '%s\n' "${fc[@]}" | median)
+    mlr=$(printf '%s\n' "${lr[@]}" | median)
+    mlc=$(printf '%s\n' "${lc[@]}" | median)
+    printf '%-6s floor   %10.0f ops/s %7.2f µs/op  (runs: %s | %s)\n' "$title" "$mfr" "$mfc" "${fr[*]}" "${fc[*]}"
+    printf '%-6s loadrig %10.0f ops/s %7.2f µs/op  (runs: %s | %s)\n' "$title" "$mlr" "$mlc" "${lr[*]}" "${lc[*]}"
+    awk -v a="$mlr" -v b="$mfr" -v c="$mlc" -v d="$mfc" -v n="$title" \
+        'BEGIN {printf "%-6s loadrig/floor: throughput %.2fx, CPU per op %.2fx (goal <= 1.1x)\n", n, a / b, c / d}'
+}
+
+cat >"$work/redis.toml" <<'EOF'
+name = "redis-get"
+[[op]]
+name = "get"
+kv.get = { key = "key:{uniform 0..100000}" }
+EOF
+cat >"$work/pg.toml" <<'EOF'
+name = "pg-select"
+[[op]]
+name = "select"
+sql = { query = "SELECT abalance FROM pgbench_accounts WHERE aid = $1", params = ["{uniform 1..1000000}"] }
+EOF
+cat >"$work/http.toml" <<'EOF'
+name = "http-get"
+[[op]]
+name = "get"
+http = { path = "/static/hello.txt", expect = 200 }
+EOF
+
+floor_redis() { redis_floor_run "$work/redis-floor" epoll "$LOADRIG_REDIS_PORT" "$LOADRIG_REDIS_PASSWORD" 50 "$secs"; }
+lr_redis() { loadrig_run "$work/redis.toml" 50 '${LOADRIG_REDIS_URL}'; }
+# Plain TCP for the floor: it writes the protocol on libpq's socket itself.
+floor_pg() { floor_run "$work/pg-floor" "$LOADRIG_PG_URL?sslmode=disable" 4 "$secs"; }
+lr_pg() { loadrig_run "$work/pg.toml" 4 '${LOADRIG_PG_URL}'; }
+floor_http() { floor_run "$work/http-floor" "$LOADRIG_HTTP_PORT" /static/hello.txt 50 "$secs"; }
+lr_http() { loadrig_run "$work/http.toml" 50 '${LOADRIG_HTTP_URL}'; }
+
+echo "loadrig vs the kernel floor: ${secs}s runs, median of $repeats, alternating, one thread each ($(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
+if [[ $which_case == pg || $which_case == all ]]; then
+    PGPASSWORD=$LOADRIG_PG_PASSWORD pgbench -i -s 10 -q -h 127.0.0.1 -p "$LOADRIG_PG_PORT" -U loadrig loadrig >"$work/init.log" 2>&1 || {
+        cat "$work/init.log" >&2
+        exit 2
+    }
+    compare pg floor_pg lr_pg
+fi
+if [[ $which_case == redis || $which_case == all ]]; then compare redis floor_redis lr_redis; fi
+if [[ $which_case == http || $which_case == all ]]; then compare http floor_http lr_http; fi
