@@ -103,20 +103,48 @@ fn closed_loop_shards_merge_exactly() {
     let fairness = &merged.validity.as_ref().expect("validity").fairness;
     assert_eq!(fairness.clients, 8);
     // Known ground truth: a 2 ms sleep never answers sooner (within the histogram's 3
-    // significant digits: 2 ms is recorded in a bucket from 1,999,872 ns), and the
-    // medians of the split and the unsplit run agree (2 ms plus the sleep's overshoot).
+    // significant digits: 2 ms is recorded in a bucket from 1,999,872 ns).
     let single = d.result("single.json");
     for r in [&single, &merged] {
         assert!(r.total.latency.min_ns >= 1_998_000, "{:?}", r.total.latency);
     }
-    let (a, b) = (
-        single.total.latency.p50_ns as f64,
-        merged.total.latency.p50_ns as f64,
-    );
-    assert!((a - b).abs() / a < 0.25, "p50 {a} vs {b}");
     // The merged file is a run file like any other.
     d.ok(&["report", "merged.json", "-o", "merged.html"]);
     d.ok(&["compare", "single.json", "merged.json"]);
+}
+
+/// The same closed loop as one process and as 4 shards on a target of known latency: the
+/// merged median equals the single run's within HdrHistogram's precision. A 50 ms sleep is
+/// long beside its overshoot (the precise sleep spins its last stretch), so both medians
+/// fall in one 32.8 µs bucket of the histogram's 3 significant digits, or the next. Higher
+/// up they are two different loads on the machine, not two views of one: 4 processes
+/// spinning their sleeps' ends on 2 cores are preempted more often than one, and their p90
+/// came out 0.26 % to 0.5 % later in every try on a busy machine (the merge itself is
+/// exact: `closed_loop_shards_merge_exactly` checks it against the union of the shards).
+#[test]
+fn one_process_and_four_shards_agree_within_histogram_precision() {
+    let d = Dir::new();
+    let load = ["-c", "8", "-d", "2s", "--seed", "11"];
+    let target = "sleep://?latency=50ms";
+    let mut single = vec!["run", "noop", "-t", target, "-o", "single.json"];
+    single.extend(load);
+    d.ok(&single);
+    let mut args = vec!["run", "noop", "-t", target];
+    args.extend(load);
+    let files = run_shards(&d, 4, &args);
+    let merged = merge(&d, &files, &[]);
+    let single = d.result("single.json");
+    let (a, b) = (single.total.latency.p50_ns, merged.total.latency.p50_ns);
+    let bucket = hist(&single).equivalent_range(a);
+    assert!(
+        a.abs_diff(b) <= bucket,
+        "p50: one process {a} ns, four shards {b} ns, bucket {bucket} ns"
+    );
+    let (a, b) = (single.total.latency.p90_ns, merged.total.latency.p90_ns);
+    assert!(
+        a.abs_diff(b) * 100 <= a,
+        "p90: one process {a} ns, four shards {b} ns"
+    );
 }
 
 #[test]
