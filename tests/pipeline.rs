@@ -474,3 +474,131 @@ fn an_open_loop_deals_its_rate_over_every_stream() {
     assert!((100..=121).contains(&r.total.ok), "{}", r.total.ok);
     assert!(r.total.latency.min_ns >= 2_000_000);
 }
+
+/// Native commands go through the batch driver too: every stream's `{seq}` numbers are its
+/// own (each pushed exactly once), each reply is counted on the operation that sent it
+/// (RPUSH answers with the list's length: 1 row each), and every stream ran its exact share.
+#[test]
+fn redis_pipelined_native_commands_keep_each_streams_numbers() {
+    let Some(url) = redis_db(11) else { return };
+    let mut c = redis_flushed(&url);
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"
+name = "pushes"
+[[op]]
+name = "push"
+weight = 3
+redis = ["RPUSH", "loadrig:list", "{seq}"]
+[[op]]
+name = "count"
+redis = ["LLEN", "loadrig:list"]
+"#,
+    );
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        &url,
+        "--clients",
+        "2",
+        "--pipeline",
+        "16",
+        "--ops",
+        "4000",
+        "--seed",
+        "3",
+        "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    let (push, count) = (&r.operations[0], &r.operations[1]);
+    assert_eq!((push.errors, count.errors), (0, 0));
+    assert_eq!(push.ok + count.ok, 4000);
+    assert_eq!(push.rows, push.ok, "one row per RPUSH");
+    assert_eq!(count.rows, count.ok, "one row per LLEN");
+    let fairness = &fairness(&d, "r.json");
+    assert_eq!(
+        (fairness["min"].as_u64(), fairness["max"].as_u64()),
+        (Some(125), Some(125))
+    );
+    let mut list: Vec<u64> = redis::cmd("LRANGE")
+        .arg("loadrig:list")
+        .arg(0)
+        .arg(-1)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(list.len() as u64, push.ok);
+    list.sort_unstable();
+    list.dedup();
+    assert_eq!(list.len() as u64, push.ok, "no {{seq}} number pushed twice");
+    redis::cmd("FLUSHDB").exec(&mut c).unwrap();
+}
+
+/// The server drops the pipelined connection during the run: the operations in flight
+/// fail with class `connect`, the streams go on over a new connection (counted as
+/// reconnects) and the run ends normally.
+#[test]
+fn redis_pipelined_streams_reconnect_after_the_server_drops_them() {
+    let Some(url) = redis_db(12) else { return };
+    let mut c = redis_flushed(&url);
+    let d = Dir::new();
+    d.write("w.toml", PUTS);
+    let run = d.spawn(&[
+        "run",
+        "w.toml",
+        "--target",
+        &url,
+        "--clients",
+        "1",
+        "--pipeline",
+        "8",
+        "--duration",
+        "2s",
+        "-o",
+        "r.json",
+    ]);
+    let me: u64 = redis::cmd("CLIENT").arg("ID").query(&mut c).unwrap();
+    let mut killed = 0;
+    for _ in 0..500 {
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut c).unwrap();
+        for line in list.lines().filter(|l| l.contains(" db=12 ")) {
+            let id = line.split(' ').find_map(|f| f.strip_prefix("id="));
+            let id: u64 = id.and_then(|i| i.parse().ok()).unwrap();
+            if id != me {
+                killed += redis::cmd("CLIENT")
+                    .arg("KILL")
+                    .arg("ID")
+                    .arg(id)
+                    .query::<u64>(&mut c)
+                    .unwrap();
+            }
+        }
+        if killed > 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(killed, 1, "the run's one connection was found and dropped");
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = d.result("r.json");
+    let put = &r.operations[0];
+    assert!(put.errors >= 1 && put.errors <= 8, "{}", put.errors);
+    assert_eq!(put.errors_by_class.values().sum::<u64>(), put.errors);
+    assert_eq!(
+        put.errors,
+        put.errors_by_class[&loadrig::vocab::ErrorClass::Connect]
+    );
+    assert_eq!(
+        put.reconnects, 8,
+        "each of the 8 streams went on over the new connection"
+    );
+    assert!(put.ok > 0);
+    redis::cmd("FLUSHDB").exec(&mut c).unwrap();
+}

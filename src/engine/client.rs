@@ -288,7 +288,7 @@ impl<'a> Chooser<'a> {
 }
 
 /// The client's interval bookkeeping; its counters are its thread's [`Shelf`].
-struct Intervals<'a> {
+pub(super) struct Intervals<'a> {
     ctx: &'a ClientCtx<'a>,
     current: u64,
     next_boundary: Instant,
@@ -296,7 +296,7 @@ struct Intervals<'a> {
 }
 
 impl<'a> Intervals<'a> {
-    fn new(ctx: &'a ClientCtx<'a>) -> Self {
+    pub(super) fn new(ctx: &'a ClientCtx<'a>) -> Self {
         Intervals {
             ctx,
             current: 0,
@@ -307,7 +307,7 @@ impl<'a> Intervals<'a> {
 
     /// Move on to the interval `now` is in if it has passed the current one's end.
     #[inline]
-    fn roll(&mut self, now: Instant) {
+    pub(super) fn roll(&mut self, now: Instant) {
         if now >= self.next_boundary && self.current < self.last {
             let next = self
                 .ctx
@@ -321,15 +321,15 @@ impl<'a> Intervals<'a> {
 
     /// Record one completed operation `i` into the current interval's counters.
     #[inline]
-    fn record<R>(&self, i: usize, f: impl FnOnce(&mut OpCounters) -> R) -> R {
+    pub(super) fn record<R>(&self, i: usize, f: impl FnOnce(&mut OpCounters) -> R) -> R {
         f(self.ctx.shelf.borrow_mut().record(self.ctx.local, i))
     }
 
-    fn measuring(&self) -> bool {
+    pub(super) fn measuring(&self) -> bool {
         !self.ctx.timeline.is_warmup(self.current)
     }
 
-    fn finish(self, end: Instant, missed: u64) {
+    pub(super) fn finish(self, end: Instant, missed: u64) {
         let end = end.saturating_duration_since(self.ctx.q0);
         self.ctx
             .shelf
@@ -619,7 +619,7 @@ fn not_connected() -> OpError {
 }
 
 #[inline]
-fn record(c: &mut OpCounters, result: Result<Outcome, OpError>, latency: Duration) {
+pub(super) fn record(c: &mut OpCounters, result: Result<Outcome, OpError>, latency: Duration) {
     match result {
         Ok(outcome) => {
             c.ok += 1;

@@ -8,6 +8,7 @@
 //! in order, and builds the totals.
 
 pub mod client;
+mod pipe;
 pub mod rig;
 pub mod shelf;
 pub mod spill;
@@ -33,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::spec::{DataSpec, GenState, OpSpec, VerifySpec};
 use crate::stats::{new_hist, Hist, OpCounters};
 use crate::targets::peer::PeerTarget;
+use crate::targets::pipelined::{Batched, Codec};
 use crate::targets::{Session, Target};
 use crate::vocab::{ErrorCounts, NativeOp, Op, OpError, ValueKind};
 use client::ClientCtx;
@@ -884,9 +886,11 @@ impl<T: Target> ClientThread<T> {
         }
     }
 
-    /// Connect every client, wait at the start line, then run them all to the end.
-    async fn clients(&self) {
-        let mut sessions = Vec::new();
+    /// Open the thread's connections, `--pipeline` streams to each, telling the collector
+    /// each client's result.
+    async fn connect_all(&self) -> Opened<T::Session> {
+        let codec = pipe::codec_for(&*self.target, &self.plan, &self.ops);
+        let (mut sessions, mut batched) = (Vec::new(), Vec::new());
         let pace = self.plan.connect_pace();
         let p = self.plan.pipeline.max(1);
         for group in self.ids.chunks(p) {
@@ -895,18 +899,34 @@ impl<T: Target> ClientThread<T> {
                 let at = self.start.connecting + Duration::from_secs_f64(connection as f64 / rate);
                 tokio::time::sleep_until(at.into()).await;
             }
-            let opened = open_shared(&*self.target, p).await;
+            let opened = match codec {
+                Some(_) => self.target.connect_batched().await.map(|b| {
+                    batched.push(Some(b));
+                }),
+                None => open_shared(&*self.target, p).await.map(|shared| {
+                    sessions.extend(shared.into_iter().map(Some));
+                }),
+            };
             for &id in group {
                 let _ = self.tx.send(Msg::Ready {
                     client: id,
-                    result: opened.as_ref().map(|_| ()).map_err(Clone::clone),
+                    result: opened.clone(),
                 });
             }
-            match opened {
-                Ok(shared) => sessions.extend(shared.into_iter().map(Some)),
-                Err(_) => sessions.extend(group.iter().map(|_| None)),
+            if opened.is_err() {
+                batched.push(None);
+                sessions.extend(group.iter().map(|_| None));
             }
         }
+        match codec {
+            Some(codec) => Opened::Batched(codec, batched),
+            None => Opened::Sessions(sessions),
+        }
+    }
+
+    /// Connect every client, wait at the start line, then run them all to the end.
+    async fn clients(&self) {
+        let opened = self.connect_all().await;
         self.start.barrier.wait();
         if self.start.abort.load(Ordering::SeqCst) {
             return;
@@ -924,13 +944,11 @@ impl<T: Target> ClientThread<T> {
             ids,
             self.tx.clone(),
         ));
-        let shelf = &shelf;
-        let clients = self.ids.iter().zip(sessions).enumerate();
-        let clients = clients.map(|(local, (&id, session))| {
-            let ctx = ClientCtx {
+        let ctxs: Vec<ClientCtx<'_>> = (self.ids.iter().enumerate())
+            .map(|(local, &id)| ClientCtx {
                 id,
                 local,
-                shelf,
+                shelf: &shelf,
                 ops: &self.ops,
                 peers: &self.peers,
                 plan: &self.plan,
@@ -939,12 +957,30 @@ impl<T: Target> ClientThread<T> {
                 stop: &self.start.stop,
                 q0,
                 exclusive,
-            };
-            let target = &*self.target;
-            async move { client::run(target, session, &ctx).await }
-        });
-        futures_util::future::join_all(clients).await;
+            })
+            .collect();
+        let target = &*self.target;
+        match opened {
+            Opened::Sessions(sessions) => {
+                let clients = ctxs.iter().zip(sessions);
+                let clients = clients.map(|(ctx, session)| client::run(target, session, ctx));
+                futures_util::future::join_all(clients).await;
+            }
+            Opened::Batched(codec, conns) => {
+                let p = self.plan.pipeline.max(1);
+                let conns = ctxs.chunks(p).zip(conns);
+                let conns = conns.map(|(group, conn)| pipe::drive(target, codec, conn, group));
+                futures_util::future::join_all(conns).await;
+            }
+        }
     }
+}
+
+/// A thread's connections: sessions (one per client stream), or connections for the batch
+/// driver (one per `--pipeline` group of streams).
+enum Opened<S> {
+    Sessions(Vec<Option<S>>),
+    Batched(&'static Codec, Vec<Option<Batched>>),
 }
 
 /// One connection for `p` client streams: a session of its own when `p` is 1, else `p`

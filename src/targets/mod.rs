@@ -76,6 +76,21 @@ pub trait Target: Send + Sync + 'static {
             ))
         }
     }
+    /// The protocol the engine's batch driver can speak on its connections (`--pipeline`,
+    /// closed loop, plain operations), or `None`: then every stream runs on a shared session.
+    fn batch_codec(&self) -> Option<&'static pipelined::Codec> {
+        None
+    }
+    /// Open one connection for the batch driver; only called when [`Target::batch_codec`]
+    /// is `Some`.
+    fn connect_batched(&self) -> impl Future<Output = Result<pipelined::Batched, OpError>> {
+        async {
+            Err(OpError::new(
+                ErrorClass::Other,
+                "this target has no batched connections",
+            ))
+        }
+    }
     /// Every connection's TCP, TLS and authentication times so far, for targets that
     /// tell them apart (see [`crate::stats::connect_phases`]).
     fn connect_phases(&self) -> Option<crate::stats::connect_phases::ConnectPhases> {

@@ -19,10 +19,32 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
-use crate::vocab::{ErrorClass, OpError};
+use crate::spec::OpKind;
+use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
 /// Where a complete reply ends in a buffer: `Ok(None)` when more bytes are needed.
 pub type FrameLen = fn(&[u8]) -> Result<Option<usize>, String>;
+
+/// How the engine's batch driver (`engine::pipe`) speaks a protocol whose replies come
+/// back in request order, without a session per stream: it encodes every ready stream's
+/// request into one buffer, writes it once, and decodes each reply of a read in place.
+pub struct Codec {
+    /// Whether operations of this kind can go through the driver (checked before the run;
+    /// the driver is used only when every operation of the workload can).
+    pub accepts: fn(&OpKind) -> bool,
+    /// Append the request of `op` (of a kind it accepts) to the buffer.
+    pub encode: fn(&Op<'_>, &mut Vec<u8>) -> Result<(), OpError>,
+    pub frame_len: FrameLen,
+    /// The outcome of one whole reply to an operation of this kind.
+    pub decode: fn(&OpKind, &[u8]) -> Result<Outcome, OpError>,
+}
+
+/// A connection, logged in, handed over to the engine's batch driver.
+pub struct Batched {
+    pub stream: TcpStream,
+    /// HOST:PORT, for messages.
+    pub shown: String,
+}
 
 /// The connection the streams share.
 pub struct Shared {

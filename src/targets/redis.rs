@@ -45,10 +45,11 @@ use ::redis::{IntoConnectionInfo, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::pipelined::{Inbox, Shared};
+use super::pipelined::{Batched, Codec, Inbox, Shared};
 use super::tls::{NetStream, Tls};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
+use crate::spec::OpKind;
 use crate::stats::connect_phases::{ConnectPhases, PhaseClock, PhaseTimes};
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
 
@@ -156,6 +157,24 @@ impl Target for Redis {
 
     async fn connect_shared(&self, n: usize) -> Result<Vec<RedisSession>, OpError> {
         Ok(self.connect().await?.share(n))
+    }
+
+    fn batch_codec(&self) -> Option<&'static Codec> {
+        (!self.login.tls.is_on()).then_some(&BATCH_CODEC)
+    }
+
+    async fn connect_batched(&self) -> Result<Batched, OpError> {
+        let session = self.connect().await?;
+        match session.wire {
+            Wire::Own(NetStream::Plain(stream)) => Ok(Batched {
+                stream,
+                shown: session.login.shown.clone(),
+            }),
+            _ => Err(OpError::new(
+                ErrorClass::Other,
+                "the batch driver needs a plain TCP connection",
+            )),
+        }
     }
 
     fn connect_phases(&self) -> Option<ConnectPhases> {
@@ -412,34 +431,13 @@ impl RedisSession {
 
     /// A kv command on `loadrig:KEY`, with an optional value and trailing word.
     fn kv_command(&mut self, verb: &[u8], key: &str, value: Option<&[u8]>, tail: Option<&[u8]>) {
-        let out = &mut self.out;
-        out.clear();
-        push_header(
-            out,
-            b'*',
-            2 + usize::from(value.is_some()) + usize::from(tail.is_some()),
-        );
-        push_bulk(out, verb);
-        push_header(out, b'$', PREFIX.len() + key.len());
-        out.extend_from_slice(PREFIX.as_bytes());
-        out.extend_from_slice(key.as_bytes());
-        out.extend_from_slice(b"\r\n");
-        if let Some(v) = value {
-            push_bulk(out, v);
-        }
-        if let Some(t) = tail {
-            push_bulk(out, t);
-        }
+        self.out.clear();
+        push_kv(&mut self.out, verb, key, value, tail);
     }
 
     /// Rows for a plain reply: 0 for nil, elements of an array, else 1; `QUEUED` is 0.
     fn rows_of(&self, range: Range<usize>) -> Result<u64, OpError> {
-        Ok(match head(&self.inbuf[range])? {
-            Reply::Status(b"QUEUED") => 0,
-            Reply::Bulk(None) | Reply::Array(None) => 0,
-            Reply::Array(Some(n)) => n as u64,
-            _ => 1,
-        })
+        native_rows(&self.inbuf[range])
     }
 
     async fn native(&mut self, args: &[Vec<u8>], capture: bool) -> Result<Outcome, OpError> {
@@ -674,13 +672,105 @@ impl RedisSession {
         };
         self.kv_command(verb, key, value, tail);
         let range = self.roundtrip().await?;
-        let rows = match head(&self.inbuf[range])? {
-            Reply::Int(n) => n.max(0) as u64,
-            Reply::Status(b"QUEUED") | Reply::Bulk(None) | Reply::Array(None) => 0,
-            _ => 1,
-        };
-        Ok(Outcome::rows(rows))
+        Ok(Outcome::rows(kv_rows(&self.inbuf[range])?))
     }
+}
+
+/// Append a kv command on `loadrig:KEY`, with an optional value and trailing word.
+fn push_kv(out: &mut Vec<u8>, verb: &[u8], key: &str, value: Option<&[u8]>, tail: Option<&[u8]>) {
+    push_header(
+        out,
+        b'*',
+        2 + usize::from(value.is_some()) + usize::from(tail.is_some()),
+    );
+    push_bulk(out, verb);
+    push_header(out, b'$', PREFIX.len() + key.len());
+    out.extend_from_slice(PREFIX.as_bytes());
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    if let Some(v) = value {
+        push_bulk(out, v);
+    }
+    if let Some(t) = tail {
+        push_bulk(out, t);
+    }
+}
+
+/// Rows of a kv command's reply: DEL's count, 0 for nil, else 1.
+fn kv_rows(frame: &[u8]) -> Result<u64, OpError> {
+    Ok(match head(frame)? {
+        Reply::Int(n) => n.max(0) as u64,
+        Reply::Status(b"QUEUED") | Reply::Bulk(None) | Reply::Array(None) => 0,
+        _ => 1,
+    })
+}
+
+/// Rows for a native command's reply: 0 for nil, elements of an array, else 1; `QUEUED` is 0.
+fn native_rows(frame: &[u8]) -> Result<u64, OpError> {
+    Ok(match head(frame)? {
+        Reply::Status(b"QUEUED") => 0,
+        Reply::Bulk(None) | Reply::Array(None) => 0,
+        Reply::Array(Some(n)) => n as u64,
+        _ => 1,
+    })
+}
+
+/// RESP for the engine's batch driver (`--pipeline`): kv operations and native commands
+/// that capture nothing.
+static BATCH_CODEC: Codec = Codec {
+    accepts: batch_accepts,
+    encode: batch_encode,
+    frame_len,
+    decode: batch_decode,
+};
+
+fn batch_accepts(kind: &OpKind) -> bool {
+    match kind {
+        OpKind::Put { .. } | OpKind::Get { .. } | OpKind::Update { .. } | OpKind::Delete { .. } => {
+            true
+        }
+        OpKind::Native(step) => {
+            matches!(step.op, NativeOp::Redis { .. })
+                && step.capture.is_empty()
+                && step.when.is_empty()
+                && step.peer.is_none()
+        }
+        _ => false,
+    }
+}
+
+fn batch_encode(op: &Op<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
+    match *op {
+        Op::Put { key, value } => push_kv(out, b"SET", key, Some(value), None),
+        Op::Get { key } => push_kv(out, b"GET", key, None, None),
+        Op::Update { key, value } => push_kv(out, b"SET", key, Some(value), Some(b"XX")),
+        Op::Delete { key } => push_kv(out, b"DEL", key, None, None),
+        Op::Native {
+            op: NativeOp::Redis { .. },
+            args,
+            capture: false,
+        } => {
+            push_header(out, b'*', args.len());
+            for a in args {
+                push_bulk(out, a);
+            }
+        }
+        _ => {
+            return Err(OpError::new(
+                ErrorClass::Other,
+                "this operation cannot go through the batch driver",
+            ))
+        }
+    }
+    Ok(())
+}
+
+fn batch_decode(kind: &OpKind, frame: &[u8]) -> Result<Outcome, OpError> {
+    let rows = match kind {
+        OpKind::Native(_) => native_rows(frame)?,
+        _ => kv_rows(frame)?,
+    };
+    Ok(Outcome::rows(rows))
 }
 
 /// A kv command: verb, key, value, trailing word.

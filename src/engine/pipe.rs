@@ -1,0 +1,334 @@
+//! The batch driver: the P client streams of one `--pipeline` connection run as ONE future,
+//! for targets whose replies come back in request order ([`Codec`], Redis). Each turn,
+//! every stream without an operation in flight chooses and encodes its next one into one
+//! buffer, the buffer goes out in one write, and every reply of one read is decoded in
+//! place and recorded on the stream that sent the request, all with one clock read: no
+//! session, task wake-up, channel or copy per operation (what `redis-benchmark -P` saves
+//! by batching), while each operation is still timed on its own, from its own send (the
+//! previous reply of its stream, as in the closed loop) to the read that delivered its
+//! reply. Each stream keeps its own random generator, `{seq}` numbers and share of
+//! `--ops`, exactly as when it runs on a shared session (`client::run`).
+//!
+//! Used only in the closed loop without think times or time limits, and only when every
+//! operation of the workload is one the codec accepts; otherwise the streams run on shared
+//! sessions (`targets::pipelined::Shared`).
+
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+use super::client::{record, Chooser, ClientCtx, Intervals};
+use super::{Connection, LoadPlan, Mode};
+use crate::clock::Instant;
+use crate::spec::OpSpec;
+use crate::targets::pipelined::{Batched, Codec};
+use crate::targets::Target;
+use crate::vocab::{ErrorClass, OpError, Outcome};
+
+const RECONNECT_FIRST: Duration = Duration::from_millis(10);
+const RECONNECT_MAX: Duration = Duration::from_secs(1);
+
+/// The target's codec when this run's streams can go through the batch driver.
+pub fn codec_for<T: Target>(target: &T, plan: &LoadPlan, ops: &[OpSpec]) -> Option<&'static Codec> {
+    let codec = target.batch_codec()?;
+    let plain_run = plan.pipeline > 1
+        && matches!(plan.mode, Mode::Closed { think, .. } if think.is_zero())
+        && plan.op_timeout.is_none()
+        && plan.connection == Connection::Persistent;
+    let plain_ops = ops.iter().all(|o| {
+        o.retry.is_none() && o.lets.is_empty() && o.pause.is_none() && (codec.accepts)(&o.kind)
+    });
+    (plain_run && plain_ops).then_some(codec)
+}
+
+/// One client stream of the connection.
+struct Stream<'a> {
+    ctx: &'a ClientCtx<'a>,
+    chooser: Chooser<'a>,
+    /// `None` once the stream has ended.
+    iv: Option<Intervals<'a>>,
+    quota: Option<u64>,
+    /// The operation in flight, and when it started.
+    op: Option<(usize, Instant)>,
+    /// The connection was replaced since its last operation was recorded.
+    reconnected: bool,
+}
+
+impl<'a> Stream<'a> {
+    fn new(ctx: &'a ClientCtx<'a>) -> Self {
+        let clients = ctx.plan.all_clients() as u64;
+        let chooser = Chooser::new(ctx.ops, ctx.plan.seed, ctx.stream(), clients, ctx.slots);
+        Stream {
+            ctx,
+            chooser,
+            iv: Some(Intervals::new(ctx)),
+            quota: ctx
+                .plan
+                .ops
+                .map(|n| n / clients + u64::from(ctx.stream() < n % clients)),
+            op: None,
+            reconnected: false,
+        }
+    }
+
+    /// Whether it ends here (Ctrl-C, its share of `--ops` done, the deadline passed);
+    /// ending closes its intervals at `now`.
+    fn ends(&mut self, now: Instant, deadline: Option<Instant>) -> bool {
+        let end = self.ctx.stop.load(Ordering::Relaxed)
+            || self.quota == Some(0)
+            || deadline.is_some_and(|d| now >= d);
+        if end {
+            if let Some(iv) = self.iv.take() {
+                iv.finish(now, 0);
+            }
+        }
+        end || self.iv.is_none()
+    }
+
+    /// Choose its next operation and append its request to `out`: it starts at `now`.
+    fn issue(&mut self, now: Instant, codec: &Codec, out: &mut Vec<u8>) -> Result<(), OpError> {
+        let i = self.chooser.pick();
+        self.op = Some((i, now));
+        let op = self.chooser.bind(i);
+        (codec.encode)(&op, out)
+    }
+
+    /// Record the outcome of its operation in flight, which ended at `now`.
+    fn complete(&mut self, result: Result<Outcome, OpError>, now: Instant) {
+        let (Some((i, start)), Some(iv)) = (self.op.take(), self.iv.as_ref()) else {
+            return;
+        };
+        let kind = self.ctx.ops[i].kind.statement_kind();
+        let reconnected = std::mem::take(&mut self.reconnected);
+        iv.record(i, |c| {
+            record(c, result, now - start);
+            c.reconnects += u64::from(reconnected);
+            if let Some(kind) = kind {
+                c.statements.add(kind);
+            }
+        });
+        if let Some(q) = self.quota.as_mut() {
+            if iv.measuring() {
+                *q = q.saturating_sub(1);
+            }
+        }
+    }
+}
+
+/// The socket and the replies read from it; bytes `pos..filled` of `inbuf` are not decoded.
+struct Wire {
+    stream: TcpStream,
+    shown: String,
+    inbuf: Vec<u8>,
+    pos: usize,
+    filled: usize,
+}
+
+impl Wire {
+    fn new(b: Batched) -> Wire {
+        Wire {
+            stream: b.stream,
+            shown: b.shown,
+            inbuf: vec![0; 64 * 1024],
+            pos: 0,
+            filled: 0,
+        }
+    }
+
+    fn fail(&self, e: std::io::Error) -> OpError {
+        OpError::new(ErrorClass::Connect, format!("{}: {e}", self.shown))
+    }
+
+    /// Write all of `out`, then read what has arrived (waiting for at least one byte).
+    async fn exchange(&mut self, out: &mut Vec<u8>) -> Result<(), OpError> {
+        let mut written = 0;
+        while written < out.len() {
+            match self.stream.try_write(&out[written..]) {
+                Ok(n) => written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    self.stream.writable().await.map_err(|e| self.fail(e))?
+                }
+                Err(e) => return Err(self.fail(e)),
+            }
+        }
+        out.clear();
+        if self.pos == self.filled {
+            (self.pos, self.filled) = (0, 0);
+        } else if self.filled == self.inbuf.len() {
+            if self.pos > 0 {
+                self.inbuf.copy_within(self.pos..self.filled, 0);
+                (self.filled, self.pos) = (self.filled - self.pos, 0);
+            } else {
+                self.inbuf.resize(self.inbuf.len() * 2, 0);
+            }
+        }
+        loop {
+            match self.stream.try_read(&mut self.inbuf[self.filled..]) {
+                Ok(0) => {
+                    let closed = format!("{} closed the connection", self.shown);
+                    return Err(OpError::new(ErrorClass::Connect, closed));
+                }
+                Ok(n) => {
+                    self.filled += n;
+                    if self.filled < self.inbuf.len() {
+                        // A short read drained the socket, and the next replies come only
+                        // after the next write: forget its readiness now, so the next read
+                        // waits for the poller's edge instead of a system call that finds
+                        // nothing (a third of the reads did).
+                        let _ = self.stream.try_io(Interest::READABLE, || {
+                            Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+                        });
+                    }
+                    return Ok(());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    self.stream.readable().await.map_err(|e| self.fail(e))?
+                }
+                Err(e) => return Err(self.fail(e)),
+            }
+        }
+    }
+
+    /// Where the next whole reply read lies in `inbuf`, if there is one.
+    fn next_reply(&mut self, codec: &Codec) -> Result<Option<Range<usize>>, OpError> {
+        let unread = &self.inbuf[self.pos..self.filled];
+        match (codec.frame_len)(unread) {
+            Ok(Some(n)) => {
+                self.pos += n;
+                Ok(Some(self.pos - n..self.pos))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => Err(OpError::new(
+                ErrorClass::Protocol,
+                format!("malformed reply from {}: {e}", self.shown),
+            )),
+        }
+    }
+}
+
+/// Run the streams of `ctxs` on one connection to the end of the run. `conn` is `None`
+/// when it could not be opened: the driver reconnects first.
+pub async fn drive<T: Target>(
+    target: &T,
+    codec: &'static Codec,
+    conn: Option<Batched>,
+    ctxs: &[ClientCtx<'_>],
+) {
+    let Some(first) = ctxs.first() else { return };
+    let deadline = first.timeline.deadline.map(|d| first.at(d));
+    let mut streams: Vec<Stream<'_>> = ctxs.iter().map(Stream::new).collect();
+    let mut wire = conn.map(Wire::new);
+    // Streams with a request written or queued, in request order: replies come in this order.
+    let mut fifo: VecDeque<usize> = VecDeque::with_capacity(streams.len());
+    let mut out = Vec::with_capacity(4096);
+    let mut now = Instant::now();
+    loop {
+        let Some(w) = wire.as_mut() else {
+            match reconnect(target, &mut streams, deadline).await {
+                Some(w) => wire = Some(w),
+                None => return,
+            }
+            now = Instant::now();
+            continue;
+        };
+        let mut result = Ok(());
+        for (k, s) in streams.iter_mut().enumerate() {
+            if s.op.is_none() && !s.ends(now, deadline) {
+                fifo.push_back(k);
+                if let Err(e) = s.issue(now, codec, &mut out) {
+                    result = Err(e);
+                }
+            }
+        }
+        if fifo.is_empty() {
+            return;
+        }
+        if result.is_ok() {
+            result = w.exchange(&mut out).await;
+        }
+        // One clock read for every reply of this read.
+        now = Instant::now();
+        if result.is_ok() {
+            result = hand_out(w, codec, &mut streams, &mut fifo, now);
+        }
+        if let Err(e) = result {
+            // The connection's state is unknown: every operation in flight fails with it.
+            for k in fifo.drain(..) {
+                streams[k].complete(Err(e.clone()), now);
+            }
+            out.clear();
+            wire = None;
+        }
+    }
+}
+
+/// Record every whole reply read on the stream whose request it answers.
+fn hand_out(
+    w: &mut Wire,
+    codec: &Codec,
+    streams: &mut [Stream<'_>],
+    fifo: &mut VecDeque<usize>,
+    now: Instant,
+) -> Result<(), OpError> {
+    for s in streams.iter_mut() {
+        if let Some(iv) = s.iv.as_mut() {
+            iv.roll(now);
+        }
+    }
+    while let Some(reply) = w.next_reply(codec)? {
+        let reply = &w.inbuf[reply];
+        let Some(k) = fifo.pop_front() else {
+            return Err(OpError::new(
+                ErrorClass::Protocol,
+                format!("{} sent a reply nobody asked for", w.shown),
+            ));
+        };
+        let s = &mut streams[k];
+        let kind = s.op.map(|(i, _)| &s.ctx.ops[i].kind);
+        let result = kind.map_or(Ok(Outcome::rows(0)), |kind| (codec.decode)(kind, reply));
+        s.complete(result, now);
+    }
+    Ok(())
+}
+
+/// Open the connection again, with a doubling backoff; every failed attempt counts as a
+/// failed operation on each stream, as it does for a stream on its own session. `None`
+/// when the run ended first (every stream is then closed).
+async fn reconnect<T: Target>(
+    target: &T,
+    streams: &mut [Stream<'_>],
+    deadline: Option<Instant>,
+) -> Option<Wire> {
+    let mut backoff = RECONNECT_FIRST;
+    loop {
+        let now = Instant::now();
+        let mut live = 0;
+        for s in streams.iter_mut() {
+            live += usize::from(!s.ends(now, deadline));
+        }
+        if live == 0 {
+            return None;
+        }
+        match target.connect_batched().await {
+            Ok(b) => {
+                streams.iter_mut().for_each(|s| s.reconnected = true);
+                return Some(Wire::new(b));
+            }
+            Err(e) => {
+                let now = Instant::now();
+                for s in streams.iter_mut() {
+                    let Some(iv) = s.iv.as_mut() else { continue };
+                    iv.roll(now);
+                    s.op = Some((s.chooser.pick(), now));
+                    s.complete(Err(e.clone()), now);
+                }
+            }
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(RECONNECT_MAX);
+    }
+}
