@@ -35,6 +35,10 @@ clients=4
 threads=2
 
 export LOADRIG_SERVICES_DIR=${LOADRIG_BENCH_SERVICES_DIR:-/tmp/loadrig-bench-services}
+# libpq's default sslmode is prefer, and the throwaway PostgreSQL offers TLS: pgbench and
+# sysbench's pgsql driver would encrypt every message (TLS 1.3; half of pgbench's user time on
+# tpcb-like) while loadrig's plain postgres:// URLs do not. The TLS case asks for it itself.
+export PGSSLMODE=disable
 target_dir=${CARGO_TARGET_DIR:-target}
 work=$(mktemp -d)
 started=()
