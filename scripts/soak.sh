@@ -6,6 +6,10 @@
 #
 #   scripts/soak.sh [MINUTES] [RATE]      needs root (scripts/services.sh)
 #   LOADRIG_BIN=target/debug/loadrig scripts/soak.sh 1    another build, none made
+#
+# It prints, for each, the intervals present of those expected, successes, errors by class,
+# arrivals missed, resident memory (second and last quarter's means; start, middle, end) and
+# the run's verdict.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -55,8 +59,13 @@ assert n >= want, f"{n} intervals for {want} s"
 q = len(rss) // 4
 second, last = rss[q:2 * q], rss[3 * q:]
 m2, m4 = sum(second) / len(second), sum(last) / len(last)
-print(f"{r['workload']['name']} on {r['target']['kind']}: {n} intervals, ok {r['total']['ok']}, "
-      f"errors {r['total']['errors']}, RSS {m2:.0f} kB -> {m4:.0f} kB ({(m4 / m2 - 1) * 100:+.1f} %)")
+t = r["total"]
+classes = ", ".join(f"{k} {v}" for k, v in t["errors_by_class"].items()) or "none"
+print(f"{r['workload']['name']} on {r['target']['kind']}: {n} intervals of {want}, ok {t['ok']}, "
+      f"errors {t['errors']} ({classes}), missed arrivals {r.get('missed_starts', 0)}, "
+      f"RSS {m2:.0f} kB -> {m4:.0f} kB ({(m4 / m2 - 1) * 100:+.1f} %); "
+      f"at start (after 5 s) {rss[1] if len(rss) > 1 else rss[0]} kB, middle {rss[len(rss) // 2]} kB, "
+      f"end {rss[-1]} kB; verdict {r['validity']['verdict']}")
 assert m4 <= m2 * 1.10, "resident memory grew by more than 10 %"
 PY
 }

@@ -3,6 +3,9 @@
 //! the finished intervals' histograms went to a file (src/engine/spill.rs), each interval
 //! kept about 500 KB in memory: this run grew by some 60 MB between its first and last
 //! third. `LOADRIG_BIN=path` runs another build instead of this one.
+//!
+//! Also: 10,000 client streams in 50 ms intervals, whose per-client operation counts
+//! (80 KB an interval) go to the same file, and the fairness figures read back from it.
 
 mod common;
 
@@ -27,6 +30,198 @@ fn median(v: &mut [i64]) -> i64 {
     v[v.len() / 2]
 }
 
+fn loadrig_bin() -> String {
+    std::env::var("LOADRIG_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_loadrig").into())
+}
+
+/// Run `loadrig ARGS` in `d`, sampling its resident memory (kB) every `every` until it ends;
+/// insists on success.
+fn run_sampled(d: &Dir, args: &[&str], every: Duration) -> Vec<i64> {
+    let mut child = std::process::Command::new(loadrig_bin())
+        .current_dir(d.path())
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start loadrig");
+    let mut rss = Vec::new();
+    while child.try_wait().expect("wait").is_none() {
+        if let Some(kb) = rss_kb(child.id()) {
+            rss.push(kb);
+        }
+        std::thread::sleep(every);
+    }
+    let out = child.wait_with_output().expect("loadrig ends");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    rss
+}
+
+const ONE_OP: &str = "name = \"one\"\ndescription = \"new keys\"\n\
+    [[op]]\nname = \"put\"\nkv.put = { key = \"s{seq}\", value = \"{bytes 10}\" }\n";
+
+/// Growth allowed between the median resident memory of the second and the last quarter
+/// of the many-clients run. Keeping each interval's 10,000 counters in memory grew it by
+/// about 80 KB an interval: some 6 MB between those quarters' middles (4 s apart).
+const MANY_CLIENTS_GROWTH_KB: i64 = 3 * 1024;
+
+#[test]
+fn per_client_counts_of_many_clients_stay_out_of_memory() {
+    let d = Dir::new();
+    let workload = d.write("one.toml", ONE_OP);
+    // Two connections of 5,000 streams each: two client threads, so that the collector
+    // keeps up with 20 intervals a second in a debug build; a 1 s latency keeps the
+    // operations few (10,000 a second) while every stream completes some.
+    let rss = run_sampled(
+        &d,
+        &[
+            "run",
+            workload.to_str().unwrap(),
+            "--target",
+            "sleep://?latency=1s",
+            "--clients",
+            "2",
+            "--pipeline",
+            "5000",
+            "--duration",
+            "8s",
+            "--interval",
+            "50ms",
+            "-o",
+            "many.json",
+        ],
+        Duration::from_millis(100),
+    );
+    assert!(rss.len() >= 40, "{} samples of resident memory", rss.len());
+    let q = rss.len() / 4;
+    let second = median(&mut rss[q..2 * q].to_vec());
+    let last = median(&mut rss[3 * q..].to_vec());
+    assert!(
+        last - second < MANY_CLIENTS_GROWTH_KB,
+        "resident memory grew from {second} kB to {last} kB: {rss:?}"
+    );
+    let r = d.result("many.json");
+    assert_eq!(r.intervals.len(), 160, "every interval");
+    let ok: u64 = r.intervals.iter().map(|i| i.ok).sum();
+    assert_eq!(ok, r.total.ok, "the intervals hold every success");
+    // Every stream completed an operation a second, read back from the file for the verdict.
+    let fairness = r.validity.expect("a verdict").fairness;
+    assert_eq!(fairness.clients, 10_000);
+    assert!(fairness.min >= 6, "{fairness:?}");
+}
+
+/// The median of `sorted`, as the result file gives it.
+fn median_of(sorted: &[u64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2] as f64
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) as f64 / 2.0
+    }
+}
+
+/// Jain's index, (Σx)² / (n·Σx²), summed in client order as the rig does.
+fn jain_of(xs: &[u64]) -> Option<f64> {
+    let sum: f64 = xs.iter().map(|&x| x as f64).sum();
+    let squares: f64 = xs.iter().map(|&x| (x as f64).powi(2)).sum();
+    (squares > 0.0).then(|| sum * sum / (xs.len() as f64 * squares))
+}
+
+fn same_jain(got: Option<f64>, want: Option<f64>) {
+    match (got, want) {
+        // Within what parsing the file's shortest decimal back can move (an ulp or two).
+        (Some(g), Some(w)) => assert!((g - w).abs() <= w * 1e-15, "Jain {g} for {w}"),
+        _ => assert_eq!(got, want),
+    }
+}
+
+#[test]
+fn fairness_figures_equal_those_of_the_per_client_counts() {
+    let d = Dir::new();
+    let workload = d.write("one.toml", ONE_OP);
+    // A shard run (of one) records each client's count per interval beside the figures.
+    d.ok(&[
+        "run",
+        workload.to_str().unwrap(),
+        "--target",
+        "sleep://?latency=5ms",
+        "--clients",
+        "12",
+        "--duration",
+        "2s",
+        "--interval",
+        "50ms",
+        "--shard",
+        "0/1",
+        "-o",
+        "shard.json",
+    ]);
+    let r = d.result("shard.json");
+    assert_eq!(r.intervals.len(), 40);
+    let mut totals = [0u64; 12];
+    for i in &r.intervals {
+        assert_eq!(i.per_client.len(), 12, "interval {}", i.index);
+        assert_eq!(i.per_client.iter().sum::<u64>(), i.ok + i.errors);
+        let mut sorted = i.per_client.clone();
+        sorted.sort_unstable();
+        let f = i.fairness.as_ref().expect("fairness");
+        assert_eq!((f.min, f.max), (sorted[0], sorted[11]));
+        assert_eq!(f.median, median_of(&sorted));
+        same_jain(f.jain, jain_of(&i.per_client));
+        let starved = if f.median >= 4.0 {
+            sorted.iter().filter(|&&c| c == 0).count()
+        } else {
+            0
+        };
+        assert_eq!(f.starved, starved);
+        if !i.warmup {
+            for (t, c) in totals.iter_mut().zip(&i.per_client) {
+                *t += c;
+            }
+        }
+    }
+    let v = r.validity.expect("a verdict");
+    // Starved: completed nothing in at least half of the judged (measured, full) intervals
+    // while the median client completed the threshold or more.
+    let full: Vec<_> = r
+        .intervals
+        .iter()
+        .filter(|i| !i.warmup && i.end_s - i.start_s >= 0.05 * 0.999)
+        .collect();
+    let mut starved_in = [0usize; 12];
+    for i in &full {
+        let mut sorted = i.per_client.clone();
+        sorted.sort_unstable();
+        if median_of(&sorted) >= v.thresholds.starved_median {
+            for (s, &c) in starved_in.iter_mut().zip(&i.per_client) {
+                *s += usize::from(c == 0);
+            }
+        }
+    }
+    let s = v.fairness;
+    assert_eq!(s.starved_client_intervals, starved_in.iter().sum::<usize>());
+    assert_eq!(
+        s.starved_clients,
+        starved_in
+            .iter()
+            .filter(|&&n| n > 0 && n * 2 >= full.len())
+            .count()
+    );
+    let mut sorted = totals.to_vec();
+    sorted.sort_unstable();
+    assert_eq!(s.clients, 12);
+    assert_eq!((s.min, s.max), (sorted[0], sorted[11]));
+    assert_eq!(s.median, median_of(&sorted));
+    assert!(
+        s.median > 100.0,
+        "each client completed some 400: {totals:?}"
+    );
+    same_jain(s.jain, jain_of(&totals));
+}
+
 #[test]
 fn resident_memory_stays_flat_and_no_interval_is_missing() {
     let d = Dir::new();
@@ -36,10 +231,9 @@ fn resident_memory_stays_flat_and_no_interval_is_missing() {
          [[op]]\nname = \"put\"\nkv.put = { key = \"s{seq}\", value = \"{bytes 100}\" }\n\
          [[op]]\nname = \"get\"\nkv.get = { key = \"s{uniform 0..1000}\" }\n",
     );
-    let bin = std::env::var("LOADRIG_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_loadrig").into());
-    let mut child = std::process::Command::new(bin)
-        .current_dir(d.path())
-        .args([
+    let rss = run_sampled(
+        &d,
+        &[
             "run",
             workload.to_str().unwrap(),
             "--target",
@@ -52,23 +246,8 @@ fn resident_memory_stays_flat_and_no_interval_is_missing() {
             &format!("{INTERVAL_MS}ms"),
             "-o",
             "soak.json",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start loadrig");
-    let mut rss = Vec::new();
-    while child.try_wait().expect("wait").is_none() {
-        if let Some(kb) = rss_kb(child.id()) {
-            rss.push(kb);
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let out = child.wait_with_output().expect("loadrig ends");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
+        Duration::from_millis(200),
     );
     assert!(rss.len() >= 30, "{} samples of resident memory", rss.len());
     let third = rss.len() / 3;

@@ -453,7 +453,10 @@ impl RunData {
                 end: brief.end,
                 warmup: brief.warmup,
                 ops,
-                per_client: brief.per_client.clone(),
+                per_client: self
+                    .store
+                    .per_client(k)
+                    .map_err(|e| anyhow!("reading interval {} back: {e}", k + 1))?,
                 rig,
             }));
         }

@@ -23,7 +23,8 @@ use super::IntervalData;
 use crate::stats::{Hist, OpCounters};
 use crate::vocab::{ErrorClass, ErrorCounts, StatementCounts};
 
-/// What the run keeps in memory of one finished interval: everything but its histograms.
+/// What the run keeps in memory of one finished interval: everything but its histograms
+/// and its per-client counts.
 #[derive(Debug, Clone)]
 pub struct IntervalBrief {
     pub index: u64,
@@ -31,8 +32,6 @@ pub struct IntervalBrief {
     pub end: Duration,
     pub warmup: bool,
     pub ops: Vec<OpTally>,
-    /// Operations each client completed (successes and failures), indexed by client id.
-    pub per_client: Vec<u64>,
     pub rig: Option<RigBrief>,
 }
 
@@ -53,11 +52,13 @@ impl OpTally {
 struct Heavy {
     ops: Vec<OpCounters>,
     hiccups: Option<Hist>,
+    per_client: Vec<u64>,
 }
 
 enum Place {
-    /// `len` bytes at `at` in the file.
-    Disk { at: u64, len: usize },
+    /// The histograms in `len` bytes at `at` in the file, the per-client counts in the
+    /// `counts` bytes after them.
+    Disk { at: u64, len: usize, counts: usize },
     /// Kept in memory: the file could not be made or written.
     Memory(Heavy),
 }
@@ -102,12 +103,12 @@ impl IntervalStore {
                     errors: c.error_total(),
                 })
                 .collect(),
-            per_client: data.per_client,
             rig: data.rig.as_ref().map(|s| s.brief()),
         };
         let heavy = Heavy {
             ops: data.ops,
             hiccups: data.rig.map(|s| s.hiccups),
+            per_client: data.per_client,
         };
         let place = self.write(&heavy).unwrap_or_else(|e| {
             if !std::mem::replace(&mut self.full, true) {
@@ -123,29 +124,47 @@ impl IntervalStore {
         let Some(file) = self.file.as_mut().filter(|_| !self.full) else {
             return Err(io::Error::other("no file"));
         };
-        let bytes = serde_json::to_vec(&Spilled::of(heavy))?;
+        let mut bytes = serde_json::to_vec(&Spilled::of(heavy))?;
+        let len = bytes.len();
+        serde_json::to_writer(&mut bytes, &heavy.per_client)?;
         file.write_all(&bytes)?;
         let place = Place::Disk {
             at: self.written,
-            len: bytes.len(),
+            len,
+            counts: bytes.len() - len,
         };
         self.written += bytes.len() as u64;
         Ok(place)
+    }
+
+    fn bytes(&self, at: u64, len: usize) -> io::Result<Vec<u8>> {
+        let file = self
+            .file
+            .as_ref()
+            .ok_or_else(|| io::Error::other("closed"))?;
+        let mut bytes = vec![0; len];
+        file.read_exact_at(&mut bytes, at)?;
+        Ok(bytes)
     }
 
     /// The histograms of interval `k`: its operations' counters and the rig's hiccups.
     pub fn read(&self, k: usize) -> io::Result<(Vec<OpCounters>, Option<Hist>)> {
         match self.places.get(k) {
             Some(Place::Memory(h)) => Ok((h.ops.clone(), h.hiccups.clone())),
-            Some(&Place::Disk { at, len }) => {
-                let file = self
-                    .file
-                    .as_ref()
-                    .ok_or_else(|| io::Error::other("closed"))?;
-                let mut bytes = vec![0; len];
-                file.read_exact_at(&mut bytes, at)?;
-                serde_json::from_slice::<Spilled>(&bytes)?.heavy()
+            Some(&Place::Disk { at, len, .. }) => {
+                serde_json::from_slice::<Spilled>(&self.bytes(at, len)?)?.heavy()
             }
+            None => Err(io::Error::other(format!("no interval {k}"))),
+        }
+    }
+
+    /// The operations each client completed in interval `k`, indexed by client id.
+    pub fn per_client(&self, k: usize) -> io::Result<Vec<u64>> {
+        match self.places.get(k) {
+            Some(Place::Memory(h)) => Ok(h.per_client.clone()),
+            Some(&Place::Disk { at, len, counts }) => Ok(serde_json::from_slice(
+                &self.bytes(at + len as u64, counts)?,
+            )?),
             None => Err(io::Error::other(format!("no interval {k}"))),
         }
     }
@@ -310,6 +329,7 @@ mod tests {
             assert_eq!((a.statements, &a.messages), (b.statements, &b.messages));
         }
         assert_eq!(bytes(&want.rig.unwrap().hiccups), bytes(&hiccups.unwrap()));
+        assert_eq!(store.per_client(k as usize).unwrap(), want.per_client);
     }
 
     #[test]

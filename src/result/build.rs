@@ -73,7 +73,7 @@ impl RunResult {
         notes.extend(latency_modes.note());
         let per_client = plan.shard.is_some();
         let intervals = run.map_intervals(|i| IntervalRecord::of(i, &names, per_client))?;
-        Ok(RunResult {
+        RunResult {
             schema_version: SCHEMA_VERSION,
             loadrig_version: env!("CARGO_PKG_VERSION").to_string(),
             status: if run.interrupted {
@@ -122,7 +122,7 @@ impl RunResult {
             checks: Vec::new(),
         }
         .with_figures(&workload.figures)
-        .with_validity(run, ops, thresholds))
+        .with_validity(run, ops, thresholds)
     }
 
     /// The run judging itself (docs/validity.md), with the open loop's notes folded in.
@@ -131,7 +131,7 @@ impl RunResult {
         run: &RunData,
         ops: &[OpSpec],
         thresholds: validity::Thresholds,
-    ) -> RunResult {
+    ) -> anyhow::Result<RunResult> {
         let cx = Context {
             plan: &self.load,
             target_kind: &self.target.kind,
@@ -145,8 +145,8 @@ impl RunResult {
             thresholds,
         };
         let interval_s = self.load.interval.as_secs_f64();
-        self.validity = Some(Validity::judge(run, &cx).with_trends(&self.intervals, interval_s));
-        self
+        self.validity = Some(Validity::judge(run, &cx)?.with_trends(&self.intervals, interval_s));
+        Ok(self)
     }
 
     /// The workload's figures from the measured operation counts.

@@ -335,21 +335,18 @@ impl FairnessSummary {
     /// Over `totals`, each client's operations over the measured part, and `judged`, each
     /// judged interval's operations per client (in the same client order).
     pub fn of(totals: &[u64], judged: &[&[u64]], starved_median: f64) -> FairnessSummary {
-        let mut starved_count = vec![0usize; totals.len()];
-        let mut starved_client_intervals = 0;
+        let mut starved = Starved::new(totals.len(), starved_median);
         for counts in judged {
-            let mut sorted = counts.to_vec();
-            sorted.sort_unstable();
-            for c in starved_in(counts, median(&sorted), starved_median) {
-                if let Some(s) = starved_count.get_mut(c) {
-                    *s += 1;
-                }
-                starved_client_intervals += 1;
-            }
+            starved.add(counts);
         }
-        let starved_clients = starved_count
+        FairnessSummary::with(totals, starved)
+    }
+
+    fn with(totals: &[u64], starved: Starved) -> FairnessSummary {
+        let starved_clients = starved
+            .count
             .iter()
-            .filter(|&&s| s > 0 && s * 2 >= judged.len())
+            .filter(|&&s| s > 0 && s * 2 >= starved.intervals)
             .count();
         let mut sorted = totals.to_vec();
         sorted.sort_unstable();
@@ -360,9 +357,65 @@ impl FairnessSummary {
             max: sorted.last().copied().unwrap_or(0),
             jain: jain(totals),
             starved_clients,
-            starved_client_intervals,
+            starved_client_intervals: starved.client_intervals,
         }
     }
+}
+
+/// Starved clients counted one judged interval at a time, so that a run's per-client
+/// counts need not all be in memory at once.
+struct Starved {
+    /// Intervals each client was starved in.
+    count: Vec<usize>,
+    client_intervals: usize,
+    intervals: usize,
+    threshold: f64,
+}
+
+impl Starved {
+    fn new(clients: usize, threshold: f64) -> Starved {
+        Starved {
+            count: vec![0; clients],
+            client_intervals: 0,
+            intervals: 0,
+            threshold,
+        }
+    }
+
+    fn add(&mut self, counts: &[u64]) {
+        let mut sorted = counts.to_vec();
+        sorted.sort_unstable();
+        for c in starved_in(counts, median(&sorted), self.threshold) {
+            if let Some(s) = self.count.get_mut(c) {
+                *s += 1;
+            }
+            self.client_intervals += 1;
+        }
+        self.intervals += 1;
+    }
+}
+
+/// The run's fairness: each interval's per-client counts read back from the run's store
+/// (src/engine/spill.rs) one at a time, the measured ones summed, the `judged` ones
+/// searched for starved clients. Also returns the measured operations of all clients.
+fn run_fairness(
+    run: &RunData,
+    judged: &[&IntervalBrief],
+    clients: usize,
+    starved_median: f64,
+) -> std::io::Result<(FairnessSummary, u64)> {
+    let mut totals = vec![0u64; clients];
+    for (k, _) in run.intervals.iter().enumerate().filter(|(_, i)| !i.warmup) {
+        for (t, c) in totals.iter_mut().zip(&run.store.per_client(k)?) {
+            *t += c;
+        }
+    }
+    let mut starved = Starved::new(clients, starved_median);
+    for i in judged {
+        starved.add(&run.store.per_client(i.index as usize)?);
+    }
+    let all = totals.iter().sum();
+    Ok((FairnessSummary::with(&totals, starved), all))
 }
 
 /// Little's law, L = λW. Closed loop: `expected` is throughput × (mean latency + think
@@ -584,7 +637,7 @@ pub struct Context<'a> {
 }
 
 impl Validity {
-    pub fn judge(run: &RunData, cx: &Context<'_>) -> Validity {
+    pub fn judge(run: &RunData, cx: &Context<'_>) -> anyhow::Result<Validity> {
         let th = cx.thresholds;
         let cores = cores();
         let intervals = judged(run, cx.plan);
@@ -695,16 +748,10 @@ impl Validity {
 
         // Fairness.
         let clients = cx.plan.clients();
-        let mut totals = vec![0u64; clients];
-        for i in run.intervals.iter().filter(|i| !i.warmup) {
-            for (t, c) in totals.iter_mut().zip(&i.per_client) {
-                *t += c;
-            }
-        }
-        let judged_counts: Vec<&[u64]> = intervals.iter().map(|i| &i.per_client[..]).collect();
-        let fairness = FairnessSummary::of(&totals, &judged_counts, th.starved_median);
+        let (fairness, all) = run_fairness(run, &intervals, clients, th.starved_median)
+            .map_err(|e| anyhow::anyhow!("reading the per-client counts back: {e}"))?;
         let starved_clients = fairness.starved_clients;
-        let per_client = totals.iter().sum::<u64>() as f64 / clients.max(1) as f64;
+        let per_client = all as f64 / clients.max(1) as f64;
         if let Some(j) = fairness
             .jain
             .filter(|&j| j < th.jain && per_client >= JAIN_MIN_OPS_PER_CLIENT)
@@ -797,7 +844,7 @@ impl Validity {
             ));
         }
 
-        Validity {
+        Ok(Validity {
             verdict: Verdict::of(&reasons),
             reasons,
             rig,
@@ -806,7 +853,7 @@ impl Validity {
             littles_law,
             thresholds: th,
             trends: Vec::new(),
-        }
+        })
     }
 
     /// The trend tests over the measured intervals of full length (`interval_s`), with a
