@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "floor.h"
 
 struct conn {
     int fd;
@@ -32,12 +32,6 @@ static char req[512];
 static int req_len;
 static struct conn *cs;
 static int ep;
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 static void send_request(struct conn *c) {
     if (send(c->fd, req, req_len, 0) != req_len) {
@@ -89,12 +83,10 @@ int main(int argc, char **argv) {
     ep = epoll_create1(0);
     for (int i = 0; i < n; i++) open_conn(i, port);
     long ops = 0;
-    struct rusage r0, r1;
-    getrusage(RUSAGE_SELF, &r0);
-    double t0 = now();
+    struct floor_start start = floor_begin();
     for (int i = 0; i < n; i++) send_request(&cs[i]);
     struct epoll_event ev[256];
-    while (now() - t0 < secs) {
+    while (now() - start.t < secs) {
         int k = epoll_wait(ep, ev, 256, -1);
         for (int j = 0; j < k; j++) {
             int i = ev[j].data.u32;
@@ -129,11 +121,6 @@ int main(int argc, char **argv) {
             }
         }
     }
-    double t = now() - t0;
-    getrusage(RUSAGE_SELF, &r1);
-    double u = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6;
-    double s = (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
-    printf("http-floor n=%d: %ld ops, %.0f ops/s, user %.2f sys %.2f us/op, total %.2f us/op\n", n, ops, ops / t,
-           u * 1e6 / ops, s * 1e6 / ops, (u + s) * 1e6 / ops);
+    floor_report("http-floor", n, ops, start);
     return 0;
 }

@@ -18,10 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "floor.h"
 
 #define ROWS 1000000 /* pgbench scale 10 */
 
@@ -30,12 +30,6 @@ struct conn {
     char in[8192];
     size_t have;
 };
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 static void put32(char *p, uint32_t v) {
     v = htonl(v);
@@ -109,12 +103,10 @@ int main(int argc, char **argv) {
         epoll_ctl(ep, EPOLL_CTL_ADD, cs[i].fd, &e);
     }
     long ops = 0;
-    struct rusage r0, r1;
-    getrusage(RUSAGE_SELF, &r0);
-    double t0 = now();
+    struct floor_start start = floor_begin();
     for (int i = 0; i < n; i++) send_query(&cs[i]);
     struct epoll_event ev[256];
-    while (now() - t0 < secs) {
+    while (now() - start.t < secs) {
         int k = epoll_wait(ep, ev, 256, -1);
         for (int j = 0; j < k; j++) {
             struct conn *c = &cs[ev[j].data.u32];
@@ -137,12 +129,7 @@ int main(int argc, char **argv) {
             }
         }
     }
-    double t = now() - t0;
-    getrusage(RUSAGE_SELF, &r1);
-    double u = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6;
-    double s = (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
-    printf("pg-floor n=%d: %ld ops, %.0f ops/s, user %.2f sys %.2f us/op, total %.2f us/op\n", n, ops, ops / t,
-           u * 1e6 / ops, s * 1e6 / ops, (u + s) * 1e6 / ops);
+    floor_report("pg-floor", n, ops, start);
     for (int i = 0; i < n; i++) PQfinish(pg[i]);
     return 0;
 }

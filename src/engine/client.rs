@@ -65,6 +65,15 @@ impl ClientCtx<'_> {
         (self.plan.first_client() + self.id) as u64
     }
 
+    /// This client's share of `--ops`: the total dealt evenly over the run's clients, the
+    /// first ones taking one more of the remainder. `None` without `--ops`.
+    pub fn ops_share(&self) -> Option<u64> {
+        let clients = self.plan.all_clients() as u64;
+        self.plan
+            .ops
+            .map(|n| n / clients + u64::from(self.stream() < n % clients))
+    }
+
     /// Let the thread's other clients run before the next operation. A client whose
     /// reply is already there when it reads never waits, so without this the first clients
     /// polled ran operation after operation while the rest queued (Jain's index 0.44 over
@@ -362,8 +371,10 @@ struct Worker<'a, T: Target> {
     resume: (usize, u64),
 }
 
-const RECONNECT_FIRST: Duration = Duration::from_millis(10);
-const RECONNECT_MAX: Duration = Duration::from_secs(1);
+/// A lost connection is reopened after this, doubling up to `RECONNECT_MAX` while it fails
+/// (a client's own session and the batch driver's shared one alike).
+pub(super) const RECONNECT_FIRST: Duration = Duration::from_millis(10);
+pub(super) const RECONNECT_MAX: Duration = Duration::from_secs(1);
 
 impl<'a, T: Target> Worker<'a, T> {
     /// Run operation `i` in full, within the operation time limit if there is one.
@@ -692,10 +703,7 @@ pub async fn run<T: Target>(target: &T, session: Option<T::Session>, ctx: &Clien
         peer_failed: false,
         resume: (0, 0),
     };
-    let quota = ctx
-        .plan
-        .ops
-        .map(|n| n / clients + u64::from(ctx.stream() < n % clients));
+    let quota = ctx.ops_share();
     let deadline = ctx.timeline.deadline.map(|d| ctx.at(d));
     match ctx.plan.mode {
         Mode::Closed { think, .. } => closed(&mut worker, ctx, quota, deadline, think).await,

@@ -16,21 +16,17 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
-use super::client::{record, Chooser, ClientCtx, Intervals};
+use super::client::{record, Chooser, ClientCtx, Intervals, RECONNECT_FIRST, RECONNECT_MAX};
 use super::{Connection, LoadPlan, Mode};
 use crate::clock::Instant;
 use crate::spec::OpSpec;
 use crate::targets::pipelined::{Batched, Codec};
 use crate::targets::Target;
 use crate::vocab::{ErrorClass, OpError, Outcome};
-
-const RECONNECT_FIRST: Duration = Duration::from_millis(10);
-const RECONNECT_MAX: Duration = Duration::from_secs(1);
 
 /// The target's codec when this run's streams can go through the batch driver.
 pub fn codec_for<T: Target>(target: &T, plan: &LoadPlan, ops: &[OpSpec]) -> Option<&'static Codec> {
@@ -66,10 +62,7 @@ impl<'a> Stream<'a> {
             ctx,
             chooser,
             iv: Some(Intervals::new(ctx)),
-            quota: ctx
-                .plan
-                .ops
-                .map(|n| n / clients + u64::from(ctx.stream() < n % clients)),
+            quota: ctx.ops_share(),
             op: None,
             reconnected: false,
         }
