@@ -152,6 +152,8 @@ fn a_wrong_password_fails_its_backend_alone_with_class_auth() {
         "study",
         "session-stores",
         "--quick",
+        "--only",
+        "pg,pg2,sqlite",
         "--set",
         "records_max=300",
         "--target",
@@ -170,11 +172,10 @@ fn a_wrong_password_fails_its_backend_alone_with_class_auth() {
         assert_eq!(c["state"], "failed", "{c}");
         assert_eq!(c["error_class"], "auth", "{c}");
     }
-    for name in ["FS", "FS2 no_sync", "FS2 sync", "SQLite"] {
-        let c = column(&s, name);
-        assert_eq!(c["state"], "ran", "{c}");
-        assert_eq!(c["cells"].as_array().unwrap().len(), 3);
-    }
+    // The backend beside them still ran.
+    let c = column(&s, "SQLite");
+    assert_eq!(c["state"], "ran", "{c}");
+    assert_eq!(c["cells"].as_array().unwrap().len(), 3);
 }
 
 #[test]

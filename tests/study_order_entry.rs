@@ -74,7 +74,7 @@ fn order_entry_quick_runs_every_setting_on_every_database() {
         "order-entry",
         "--quick",
         "--set",
-        "rate_per_ir=40",
+        "rate_per_ir=60",
         "-o",
         "oe",
     ]);

@@ -54,7 +54,7 @@ const SETTINGS_HELP: &str = "it takes --set ir_max=N (a power of two), seconds=N
 fn sizes(req: &Request) -> Result<Sizes, InputError> {
     let mut s = Sizes {
         ir_max: if req.quick { 2 } else { 256 },
-        seconds: if req.quick { 3 } else { 30 },
+        seconds: if req.quick { 2 } else { 30 },
         p90_limit_ms: 2000.0,
         abort_limit: 0.1,
         rate_per_ir: 10.0,
