@@ -35,6 +35,8 @@ pub static CODEC: Codec = Codec {
     encode,
     frame_len,
     decode,
+    closes: Some(closes),
+    one_in_flight: true,
 };
 
 /// Open one plain connection for the batch driver.
@@ -166,6 +168,22 @@ fn frame_len(buf: &[u8]) -> Result<Option<usize>, String> {
     }
 }
 
+/// Whether the server closes the connection after this response (`Connection: close`, or
+/// HTTP/1.0 without keep-alive).
+fn closes(frame: &[u8]) -> bool {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut response = httparse::Response::new(&mut headers);
+    let mut rest = frame;
+    while let Ok(httparse::Status::Complete(n)) = response.parse(rest) {
+        if !(100..200).contains(&response.code.unwrap_or(0)) {
+            return framing_of(&response, false).is_ok_and(|(_, close)| close);
+        }
+        rest = &rest[n..];
+        response = httparse::Response::new(&mut headers);
+    }
+    false
+}
+
 /// The length of a chunked body (chunks, the last chunk, trailers, the empty line).
 fn chunked_len(buf: &[u8]) -> Result<Option<usize>, String> {
     let mut at = 0;
@@ -284,6 +302,20 @@ mod tests {
         assert!(frame_len(b"HTTP/1.1 200 OK\r\n\r\nbody").is_err());
         assert!(frame_len(b"SSH-2.0\r\n\r\n").is_err());
         assert!(frame_len(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n").is_err());
+    }
+
+    #[test]
+    fn connection_close_ends_the_connection() {
+        assert!(closes(
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+        ));
+        assert!(!closes(
+            b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\n\r\n"
+        ));
+        assert!(closes(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"));
+        assert!(!closes(
+            b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\n\r\n"
+        ));
     }
 
     #[test]

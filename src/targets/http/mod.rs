@@ -39,6 +39,10 @@
 //! per connection, channels, a HeaderMap per response), which on a machine shared with the
 //! server is throughput taken from the server.
 //!
+//! `--pipeline P` (HTTP/1.1 pipelining) goes through the engine's batch driver with the
+//! codec of [`batch`], and so does a run at one request in flight per connection whose
+//! every operation the codec carries (it costs fewer system calls than a session).
+//!
 //! Errors: refused, reset or closed connections and I/O failures → `connect` (the engine
 //! reconnects); statuses: 401, 403, 407 → `auth`; 408, 504 → `timeout`; 409, 412 →
 //! `constraint`; every other unexpected status → `other`, named in the message ("expected
