@@ -76,25 +76,11 @@ fn encode(op: &Op<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
             ));
         };
         let host = server.shown.as_bytes();
-        let mut path = Vec::with_capacity(128);
-        let kv = |path: &mut Vec<u8>, key: &str| {
-            path.extend_from_slice(server.kv_root.as_bytes());
-            path.push(b'/');
-            escape_key(key, |b| path.push(b));
-        };
+        let kv = |key| kv_path(&server.kv_root, key);
         match *op {
-            Op::Put { key, value } => {
-                kv(&mut path, key);
-                write_request(out, "PUT", host, &path, &[], value)
-            }
-            Op::Get { key } => {
-                kv(&mut path, key);
-                write_request(out, "GET", host, &path, &[], &[])
-            }
-            Op::Delete { key } => {
-                kv(&mut path, key);
-                write_request(out, "DELETE", host, &path, &[], &[])
-            }
+            Op::Put { key, value } => write_request(out, "PUT", host, kv(key), &[], value),
+            Op::Get { key } => write_request(out, "GET", host, kv(key), &[], &[]),
+            Op::Delete { key } => write_request(out, "DELETE", host, kv(key), &[], &[]),
             Op::Native {
                 op:
                     NativeOp::Http {
@@ -109,8 +95,10 @@ fn encode(op: &Op<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
                 let Some((given, rest)) = args.split_first() else {
                     return Err(OpError::new(ErrorClass::Other, "http op without a path"));
                 };
-                path.extend_from_slice(server.prefix.as_bytes());
-                path.extend_from_slice(given);
+                let path = |out: &mut Vec<u8>| {
+                    out.extend_from_slice(server.prefix.as_bytes());
+                    out.extend_from_slice(given);
+                };
                 let mut pairs: [(&str, &[u8]); 16] = [("", &[]); 16];
                 if headers.len() > pairs.len() {
                     return Err(OpError::new(
@@ -125,7 +113,7 @@ fn encode(op: &Op<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
                     (true, Some(b)) => b,
                     _ => &[],
                 };
-                write_request(out, method, host, &path, &pairs[..headers.len()], body)
+                write_request(out, method, host, path, &pairs[..headers.len()], body)
             }
             _ => Err(OpError::new(
                 ErrorClass::Other,
@@ -133,6 +121,15 @@ fn encode(op: &Op<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
             )),
         }
     })
+}
+
+/// The path of `key`'s resource in the collection `root`.
+fn kv_path<'a>(root: &'a str, key: &'a str) -> impl FnOnce(&mut Vec<u8>) + 'a {
+    move |out| {
+        out.extend_from_slice(root.as_bytes());
+        out.push(b'/');
+        escape_key(key, |b| out.push(b));
+    }
 }
 
 /// Where the first whole response in `buf` ends (informational 1xx heads before it
@@ -169,19 +166,38 @@ fn frame_len(buf: &[u8]) -> Result<Option<usize>, String> {
 }
 
 /// Whether the server closes the connection after this response (`Connection: close`, or
-/// HTTP/1.0 without keep-alive).
+/// HTTP/1.0 without keep-alive). A scan of the final head's lines: `frame_len` has
+/// already parsed it, and this runs on every response.
 fn closes(frame: &[u8]) -> bool {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut response = httparse::Response::new(&mut headers);
     let mut rest = frame;
-    while let Ok(httparse::Status::Complete(n)) = response.parse(rest) {
-        if !(100..200).contains(&response.code.unwrap_or(0)) {
-            return framing_of(&response, false).is_ok_and(|(_, close)| close);
+    loop {
+        let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") else {
+            return false;
+        };
+        let (head, after) = rest.split_at(end + 4);
+        if head.get(9) == Some(&b'1') && !after.is_empty() {
+            rest = after; // an informational head: the final one follows
+            continue;
         }
-        rest = &rest[n..];
-        response = httparse::Response::new(&mut headers);
+        let http10 = head.starts_with(b"HTTP/1.0");
+        let mut close = http10;
+        for line in head.split(|&b| b == b'\n').skip(1) {
+            let Some((name, value)) = line.split_at_checked(11) else {
+                continue;
+            };
+            if name.eq_ignore_ascii_case(b"connection:") {
+                for token in value.split(|&b| b == b',') {
+                    let token = token.trim_ascii();
+                    if token.eq_ignore_ascii_case(b"close") {
+                        close = true;
+                    } else if token.eq_ignore_ascii_case(b"keep-alive") && http10 {
+                        close = false;
+                    }
+                }
+            }
+        }
+        return close;
     }
-    false
 }
 
 /// The length of a chunked body (chunks, the last chunk, trailers, the empty line).

@@ -390,29 +390,35 @@ fn push_number(out: &mut Vec<u8>, n: usize) {
     out.extend_from_slice(&digits[i..]);
 }
 
-/// Append one request: request line, `Host`, `headers`, `Content-Length` when there is a
-/// body (or the method sends one), the empty line, the body. Keep-alive is HTTP/1.1's
-/// default, so no `Connection` header.
+/// Append one request: request line (its path appended by `path`), `Host`, `headers`,
+/// `Content-Length` when there is a body (or the method sends one), the empty line, the
+/// body. Keep-alive is HTTP/1.1's default, so no `Connection` header. On an error nothing
+/// is appended.
 fn write_request(
     out: &mut Vec<u8>,
     method: &str,
     host: &[u8],
-    path: &[u8],
+    path: impl FnOnce(&mut Vec<u8>),
     headers: &[(&str, &[u8])],
     body: &[u8],
 ) -> Result<(), OpError> {
-    if path.is_empty() || path.iter().any(|&b| b <= b' ' || b == 0x7f) {
-        return Err(OpError::new(
+    let start = out.len();
+    out.extend_from_slice(method.as_bytes());
+    out.push(b' ');
+    let path_start = out.len();
+    path(out);
+    let written = &out[path_start..];
+    if written.is_empty() || written.iter().any(|&b| b <= b' ' || b == 0x7f) {
+        let e = OpError::new(
             ErrorClass::Other,
             format!(
                 "the path '{}' holds spaces or control characters",
-                String::from_utf8_lossy(path).escape_debug()
+                String::from_utf8_lossy(written).escape_debug()
             ),
-        ));
+        );
+        out.truncate(start);
+        return Err(e);
     }
-    out.extend_from_slice(method.as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(path);
     out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
     out.extend_from_slice(host);
     out.extend_from_slice(b"\r\n");
@@ -422,6 +428,7 @@ fn write_request(
             || name.contains(':')
             || breaks_line(value)
         {
+            out.truncate(start);
             return Err(OpError::new(
                 ErrorClass::Other,
                 format!("bad header '{}'", name.escape_debug()),
@@ -475,7 +482,7 @@ impl HttpSession {
             &mut self.out,
             method,
             self.server.shown.as_bytes(),
-            self.path.as_bytes(),
+            |out| out.extend_from_slice(self.path.as_bytes()),
             headers,
             body,
         )
