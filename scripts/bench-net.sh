@@ -73,9 +73,9 @@ EOF
     loadrig_case redis.toml "$LOADRIG_REDIS_URL"
 }
 
-peer_http() { # [wrk options...]
+peer_http() { # [wrk options...] [-- script arguments...]
     /usr/bin/time -f '%U %S' -o "$out/time" \
-        wrk -t2 -c"$clients" -d"${secs}s" "$@" "$LOADRIG_HTTP_URL/static/hello.txt" >"$out/wrk.txt"
+        wrk -t2 -c"$clients" -d"${secs}s" "$LOADRIG_HTTP_URL/static/hello.txt" "$@" >"$out/wrk.txt"
     local n
     n=$(awk '/requests in/ {print $1}' "$out/wrk.txt")
     awk -v n="$n" -v s="$secs" -v c="$(cpu "$out/time")" \
