@@ -2,10 +2,13 @@
 # loadrig against the usual peer tools on the same throwaway servers, same client count:
 #   redis: redis-benchmark -t get,set -c 50   vs  loadrig, 50 clients doing GET/SET
 #   http:  wrk -t2 -c50 on nginx's small static file  vs  loadrig, 50 clients doing GET
+#   http-pipe: the same with 16 requests pipelined per connection: wrk -s with a Lua
+#          script sending 16 requests at once (wrk's pipeline.lua)  vs  loadrig
+#          --clients 50 --pipeline 16 (50 connections, 800 streams)
 # Runs alternate (peer, loadrig, peer, loadrig, ...). Each process's own CPU (user + sys,
 # from /usr/bin/time) is divided by the operations it completed. Prints the medians of the
 # repeats and the ratios loadrig / peer.
-# Usage: scripts/bench-net.sh [redis|http|all] [SECONDS] [REPEATS]
+# Usage: scripts/bench-net.sh [redis|http|http-pipe|all] [SECONDS] [REPEATS]
 # Servers come from scripts/services.sh in ${LOADRIG_SERVICES_DIR:-/tmp/loadrig-bench-net}
 # and are stopped at the end. Needs root (packages); installs wrk if it is missing.
 set -euo pipefail
@@ -13,16 +16,17 @@ cd "$(dirname "$0")/.."
 which=${1:-all}
 secs=${2:-10}
 repeats=${3:-3}
-case $which in redis | http | all) ;; *)
-    echo "usage: $0 [redis|http|all] [SECONDS] [REPEATS]" >&2
+case $which in redis | http | http-pipe | all) ;; *)
+    echo "usage: $0 [redis|http|http-pipe|all] [SECONDS] [REPEATS]" >&2
     exit 2
     ;;
 esac
 export LOADRIG_SERVICES_DIR=${LOADRIG_SERVICES_DIR:-/tmp/loadrig-bench-net}
 clients=50
+depth=16
 
 need=()
-[[ $which == http || $which == all ]] && need+=(nginx)
+[[ $which == http* || $which == all ]] && need+=(nginx)
 [[ $which == redis || $which == all ]] && need+=(redis)
 if [[ " ${need[*]} " == *" nginx "* ]] && ! command -v wrk >/dev/null; then
     apt-get install -y wrk >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y wrk >/dev/null; }
@@ -69,16 +73,16 @@ EOF
     loadrig_case redis.toml "$LOADRIG_REDIS_URL"
 }
 
-peer_http() {
+peer_http() { # [wrk options...] [-- script arguments...]
     /usr/bin/time -f '%U %S' -o "$out/time" \
-        wrk -t2 -c"$clients" -d"${secs}s" "$LOADRIG_HTTP_URL/static/hello.txt" >"$out/wrk.txt"
+        wrk -t2 -c"$clients" -d"${secs}s" "$LOADRIG_HTTP_URL/static/hello.txt" "$@" >"$out/wrk.txt"
     local n
     n=$(awk '/requests in/ {print $1}' "$out/wrk.txt")
     awk -v n="$n" -v s="$secs" -v c="$(cpu "$out/time")" \
         '/Requests\/sec/ {printf "%.0f %.2f\n", $2, c * 1e6 / n}' "$out/wrk.txt"
 }
 
-loadrig_http() {
+loadrig_http() { # [loadrig options...]
     cat >"$out/http.toml" <<'EOF'
 name = "http-get"
 description = "GET of nginx's small static file, as wrk does"
@@ -86,17 +90,37 @@ description = "GET of nginx's small static file, as wrk does"
 name = "get"
 http = { path = "/static/hello.txt", expect = 200 }
 EOF
-    loadrig_case http.toml "$LOADRIG_HTTP_URL"
+    loadrig_case http.toml "$LOADRIG_HTTP_URL" "$@"
 }
 
-loadrig_case() { # workload target
+# wrk's pipeline.lua: every request() hands wrk $depth requests to write at once; wrk
+# counts each response.
+peer_http_pipe() {
+    cat >"$out/pipeline.lua" <<'EOF'
+init = function(args)
+    local r = {}
+    for i = 1, tonumber(args[1]) do r[i] = wrk.format(nil, "/static/hello.txt") end
+    req = table.concat(r)
+end
+request = function() return req end
+EOF
+    peer_http -s "$out/pipeline.lua" -- "$depth"
+}
+
+loadrig_http_pipe() { # --clients counts connections: 50 of them, 16 streams on each
+    loadrig_http --pipeline "$depth"
+}
+
+loadrig_case() { # workload target [loadrig options...]
+    local workload=$1 target=$2
+    shift 2
     /usr/bin/time -f '%U %S' -o "$out/time" \
-        "$bin" run "$out/$1" --target "$2" --clients "$clients" --threads 2 \
-        --duration "${secs}s" -o "$out/r.json" >/dev/null
+        "$bin" run "$out/$workload" --target "$target" --clients "$clients" --threads 2 \
+        --duration "${secs}s" -o "$out/r.json" "$@" >/dev/null
     local ok errors
     ok=$(json "$out/r.json" "r['total']['ok']")
     errors=$(json "$out/r.json" "r['total']['errors']")
-    ((errors == 0)) || echo "loadrig: $errors errors in $1" >&2
+    ((errors == 0)) || echo "loadrig: $errors errors in $workload" >&2
     json "$out/r.json" "f\"{r['total']['throughput_per_s']:.0f} {$(cpu "$out/time") * 1e6 / max(1, $ok):.2f}\""
 }
 
@@ -128,4 +152,7 @@ if [[ $which == redis || $which == all ]]; then
 fi
 if [[ $which == http || $which == all ]]; then
     compare http "wrk -t2" peer_http loadrig_http
+fi
+if [[ $which == http-pipe || $which == all ]]; then
+    compare http-p "wrk -t2 -s pipe" peer_http_pipe loadrig_http_pipe
 fi

@@ -488,6 +488,8 @@ start_nginx() {
     mkdir -p "$dir/www/static" "$dir/www/dav" "$dir/tmp"
     printf 'hello from loadrig\n' >"$dir/www/static/hello.txt"
     head -c 4096 /dev/urandom >"$dir/www/static/4k.bin"
+    # Text that gzip shrinks: /gzip/ sends it chunked (its compressed length is not known).
+    for i in $(seq 200); do printf 'line %d of a text gzip shrinks\n' "$i"; done >"$dir/www/static/text.txt"
     # Temp paths share the DAV root's file system so a PUT ends in a rename.
     cat >"$dir/nginx.conf" <<EOF
 daemon off;
@@ -514,6 +516,24 @@ http {
         ssl_certificate_key $STATE/tls/server.key;
         root $dir/www;
         location /static/ { }
+        # Tests count exactly what nginx answered here: unbuffered log, one line a request.
+        location /counted/ {
+            alias $dir/www/static/;
+            access_log $dir/counted.log combined;
+        }
+        # nginx ends every keep-alive connection after 5 requests (Connection: close).
+        location /close/ {
+            alias $dir/www/static/;
+            keepalive_requests 5;
+            access_log $dir/counted.log combined;
+        }
+        location /gzip/ {
+            alias $dir/www/static/;
+            gzip on;
+            gzip_types text/plain;
+            gzip_min_length 1;
+            access_log $dir/counted.log combined;
+        }
         location /dav/ {
             dav_methods PUT DELETE MKCOL COPY MOVE;
             create_full_put_path on;
@@ -528,7 +548,7 @@ EOF
     wait_ready nginx "$dir/log" curl -fsS -o /dev/null "http://127.0.0.1:$port/static/hello.txt"
     write_fragment nginx "LOADRIG_HTTP_URL=http://127.0.0.1:$port" "LOADRIG_HTTP_PORT=$port" \
         "LOADRIG_HTTPS_URL=https://127.0.0.1:$tls_port?ca=$STATE/tls/ca.crt" \
-        "LOADRIG_HTTPS_PORT=$tls_port"
+        "LOADRIG_HTTPS_PORT=$tls_port" "LOADRIG_HTTP_COUNTED_LOG=$dir/counted.log"
 }
 
 # --- commands --------------------------------------------------------------

@@ -8,7 +8,7 @@
 //! in order, and builds the totals.
 
 pub mod client;
-mod pipe;
+pub(crate) mod pipe;
 pub mod rig;
 pub mod shelf;
 pub mod spill;

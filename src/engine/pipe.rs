@@ -11,7 +11,9 @@
 //!
 //! Used only in the closed loop without think times or time limits, and only when every
 //! operation of the workload is one the codec accepts; otherwise the streams run on shared
-//! sessions (`targets::pipelined::Shared`).
+//! sessions (`targets::pipelined::Shared`). With one stream per connection (`--pipeline
+//! 1`) only for codecs that say it is cheaper there (`Codec::one_in_flight`). A reply the
+//! codec says ends the connection (`Codec::closes`) makes the driver reconnect at once.
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -31,7 +33,7 @@ use crate::vocab::{ErrorClass, OpError, Outcome};
 /// The target's codec when this run's streams can go through the batch driver.
 pub fn codec_for<T: Target>(target: &T, plan: &LoadPlan, ops: &[OpSpec]) -> Option<&'static Codec> {
     let codec = target.batch_codec()?;
-    let plain_run = plan.pipeline > 1
+    let plain_run = (plan.pipeline > 1 || codec.one_in_flight)
         && matches!(plan.mode, Mode::Closed { think, .. } if think.is_zero())
         && plan.op_timeout.is_none()
         && plan.connection == Connection::Persistent;
@@ -284,6 +286,12 @@ fn hand_out(
         let kind = s.op.map(|(i, _)| &s.ctx.ops[i].kind);
         let result = kind.map_or(Ok(Outcome::rows(0)), |kind| (codec.decode)(kind, reply));
         s.complete(result, now);
+        if codec.closes.is_some_and(|closes| closes(reply)) {
+            return Err(OpError::new(
+                ErrorClass::Connect,
+                format!("{} ended the connection after an earlier reply", w.shown),
+            ));
+        }
     }
     Ok(())
 }

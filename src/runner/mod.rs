@@ -409,7 +409,10 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
         return Ok(());
     }
     let scheme = plan.target.scheme();
-    if let Some(why) = target.cannot_pipeline() {
+    // A target whose sessions cannot share a connection may still pipeline through the
+    // engine's batch driver, when this run can use it (http://).
+    let batched = crate::engine::pipe::codec_for(target, &plan.load, &plan.ops).is_some();
+    if let (Some(why), false) = (target.cannot_pipeline(), batched) {
         return Err(InputError::new(format!(
             "--pipeline {p}: {scheme}:// targets cannot pipeline: {why}"
         ))

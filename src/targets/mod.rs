@@ -58,7 +58,8 @@ pub trait Target: Send + Sync + 'static {
     fn connect(&self) -> impl Future<Output = Result<Self::Session, OpError>>;
     /// Why its connections cannot carry several operations at once (`--pipeline P` above 1),
     /// or `None` when they can: then [`Target::connect_shared`] must open shared handles.
-    /// Checked before anything connects.
+    /// Checked before anything connects; a target that names a reason may still pipeline
+    /// through the batch driver ([`Target::batch_codec`]) when the run can use it.
     fn cannot_pipeline(&self) -> Option<&'static str> {
         Some("its sessions answer one operation at a time")
     }

@@ -37,6 +37,13 @@ pub struct Codec {
     pub frame_len: FrameLen,
     /// The outcome of one whole reply to an operation of this kind.
     pub decode: fn(&OpKind, &[u8]) -> Result<Outcome, OpError>,
+    /// Whether this reply is the server's last on the connection (HTTP's
+    /// `Connection: close`): the driver reconnects at once, and the requests it wrote after
+    /// that one fail with class `connect`. `None`: no reply ends the connection.
+    pub closes: Option<fn(&[u8]) -> bool>,
+    /// Use the driver with one operation in flight per connection too (`--pipeline 1`),
+    /// because it costs less CPU per operation there than a session.
+    pub one_in_flight: bool,
 }
 
 /// A connection, logged in, handed over to the engine's batch driver.

@@ -39,6 +39,10 @@
 //! per connection, channels, a HeaderMap per response), which on a machine shared with the
 //! server is throughput taken from the server.
 //!
+//! `--pipeline P` (HTTP/1.1 pipelining) goes through the engine's batch driver with the
+//! codec of [`batch`], and so does a run at one request in flight per connection whose
+//! every operation the codec carries (it costs fewer system calls than a session).
+//!
 //! Errors: refused, reset or closed connections and I/O failures → `connect` (the engine
 //! reconnects); statuses: 401, 403, 407 → `auth`; 408, 504 → `timeout`; 409, 412 →
 //! `constraint`; every other unexpected status → `other`, named in the message ("expected
@@ -54,7 +58,10 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+mod batch;
+
 use super::attachment::{self, Attachment, Check};
+use super::pipelined::{Batched, Codec};
 use super::tls::{NetStream, Tls};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
@@ -179,8 +186,25 @@ impl Target for Http {
         false
     }
 
+    /// Its sessions never share a connection: `--pipeline` goes through the batch driver
+    /// only ([`batch`]), which the runner checks the run can use.
     fn cannot_pipeline(&self) -> Option<&'static str> {
-        Some("loadrig's HTTP/1.1 client sends one request per connection at a time; HTTP/1.1 pipelining is not implemented (run more --clients)")
+        if self.server.tls.is_on() {
+            Some("HTTP/1.1 pipelining is built for plain http:// only")
+        } else if self.server.attachment.is_some() {
+            Some("HTTP/1.1 pipelining does not carry attachments")
+        } else {
+            Some("HTTP/1.1 pipelining needs the closed loop without think time or --op-timeout, persistent connections, and operations that are get, put, delete or http requests other than HEAD, without capture, when, on, retry, let or pause")
+        }
+    }
+
+    fn batch_codec(&self) -> Option<&'static Codec> {
+        let plain = !self.server.tls.is_on() && self.server.attachment.is_none();
+        plain.then_some(&batch::CODEC)
+    }
+
+    fn connect_batched(&self) -> impl Future<Output = Result<Batched, OpError>> {
+        batch::connect(&self.server)
     }
 
     fn families(&self) -> &'static [Family] {
@@ -328,14 +352,19 @@ fn status_error(expected: Option<u16>, got: &Status) -> OpError {
 /// Append `key` to `path` as a file name: letters, digits, '-' and '_' as they are, every
 /// other byte as `~XX`, so no key can name another folder ("..", "/") or a query.
 pub fn push_key(path: &mut String, key: &str) {
+    escape_key(key, |b| path.push(b as char));
+}
+
+/// The bytes of `key` as a file name (see [`push_key`]), one at a time to `push`.
+fn escape_key(key: &str, mut push: impl FnMut(u8)) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     for &b in key.as_bytes() {
         if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
-            path.push(b as char);
+            push(b);
         } else {
-            path.push('~');
-            path.push(HEX[(b >> 4) as usize] as char);
-            path.push(HEX[(b & 15) as usize] as char);
+            push(b'~');
+            push(HEX[(b >> 4) as usize]);
+            push(HEX[(b & 15) as usize]);
         }
     }
 }
@@ -359,6 +388,65 @@ fn push_number(out: &mut Vec<u8>, n: usize) {
         }
     }
     out.extend_from_slice(&digits[i..]);
+}
+
+/// Append one request: request line (its path appended by `path`), `Host`, `headers`,
+/// `Content-Length` when there is a body (or the method sends one), the empty line, the
+/// body. Keep-alive is HTTP/1.1's default, so no `Connection` header. On an error nothing
+/// is appended.
+fn write_request(
+    out: &mut Vec<u8>,
+    method: &str,
+    host: &[u8],
+    path: impl FnOnce(&mut Vec<u8>),
+    headers: &[(&str, &[u8])],
+    body: &[u8],
+) -> Result<(), OpError> {
+    let start = out.len();
+    out.extend_from_slice(method.as_bytes());
+    out.push(b' ');
+    let path_start = out.len();
+    path(out);
+    let written = &out[path_start..];
+    if written.is_empty() || written.iter().any(|&b| b <= b' ' || b == 0x7f) {
+        let e = OpError::new(
+            ErrorClass::Other,
+            format!(
+                "the path '{}' holds spaces or control characters",
+                String::from_utf8_lossy(written).escape_debug()
+            ),
+        );
+        out.truncate(start);
+        return Err(e);
+    }
+    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+    out.extend_from_slice(host);
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in headers {
+        if name.is_empty()
+            || breaks_line(name.as_bytes())
+            || name.contains(':')
+            || breaks_line(value)
+        {
+            out.truncate(start);
+            return Err(OpError::new(
+                ErrorClass::Other,
+                format!("bad header '{}'", name.escape_debug()),
+            ));
+        }
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
+    if !body.is_empty() || matches!(method, "PUT" | "POST" | "PATCH") {
+        out.extend_from_slice(b"Content-Length: ");
+        push_number(out, body.len());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    Ok(())
 }
 
 impl HttpSession {
@@ -389,47 +477,15 @@ impl HttpSession {
         headers: &[(&str, &[u8])],
         body: &[u8],
     ) -> Result<(), OpError> {
-        if self.path.is_empty() || self.path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-            return Err(OpError::new(
-                ErrorClass::Other,
-                format!(
-                    "the path '{}' holds spaces or control characters",
-                    self.path.escape_debug()
-                ),
-            ));
-        }
-        let out = &mut self.out;
-        out.clear();
-        out.extend_from_slice(method.as_bytes());
-        out.push(b' ');
-        out.extend_from_slice(self.path.as_bytes());
-        out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-        out.extend_from_slice(self.server.shown.as_bytes());
-        out.extend_from_slice(b"\r\n");
-        for (name, value) in headers {
-            if name.is_empty()
-                || breaks_line(name.as_bytes())
-                || name.contains(':')
-                || breaks_line(value)
-            {
-                return Err(OpError::new(
-                    ErrorClass::Other,
-                    format!("bad header '{}'", name.escape_debug()),
-                ));
-            }
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value);
-            out.extend_from_slice(b"\r\n");
-        }
-        if !body.is_empty() || matches!(method, "PUT" | "POST" | "PATCH") {
-            out.extend_from_slice(b"Content-Length: ");
-            push_number(out, body.len());
-            out.extend_from_slice(b"\r\n");
-        }
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(body);
-        Ok(())
+        self.out.clear();
+        write_request(
+            &mut self.out,
+            method,
+            self.server.shown.as_bytes(),
+            |out| out.extend_from_slice(self.path.as_bytes()),
+            headers,
+            body,
+        )
     }
 
     /// Read more bytes into the buffer; `Ok(false)` at the end of the stream.
@@ -880,11 +936,18 @@ enum Retry {
 
 /// Status, body framing and whether the server closes the connection after this response.
 fn head_of(r: &httparse::Response<'_, '_>, head: bool) -> Result<(Status, Framing, bool), OpError> {
-    let code = r.code.unwrap_or(0);
     let status = Status {
-        code,
+        code: r.code.unwrap_or(0),
         reason: r.reason.unwrap_or("").to_string(),
     };
+    let (framing, close) = framing_of(r, head)?;
+    Ok((status, framing, close))
+}
+
+/// How the body of a response is delimited, and whether the server closes the connection
+/// after it; `head`: it answers a HEAD request (no body whatever the headers say).
+fn framing_of(r: &httparse::Response<'_, '_>, head: bool) -> Result<(Framing, bool), OpError> {
+    let code = r.code.unwrap_or(0);
     let mut length = None;
     let mut chunked = false;
     let mut close = r.version == Some(0);
@@ -921,7 +984,7 @@ fn head_of(r: &httparse::Response<'_, '_>, head: bool) -> Result<(Status, Framin
     } else {
         Framing::UntilClose
     };
-    Ok((status, framing, close))
+    Ok((framing, close))
 }
 
 impl Session for HttpSession {

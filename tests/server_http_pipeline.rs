@@ -1,0 +1,156 @@
+//! HTTP/1.1 pipelining (`--pipeline P` on http://) and the batch driver at one request in
+//! flight, against the throwaway nginx (scripts/services.sh): nginx logs every request it
+//! answers under /counted/, /close/ and /gzip/ to LOADRIG_HTTP_COUNTED_LOG, one line each,
+//! unbuffered, so a run's counts are checked against what the server saw. Each test tags
+//! its requests with its own query (`?t=NAME-RUN`).
+
+mod common;
+
+use common::{server_url, Dir};
+use loadrig::result::{OpResult, RunResult};
+use loadrig::vocab::ErrorClass;
+
+/// nginx's URL and the log of its counted locations.
+fn nginx() -> Option<(String, String)> {
+    let url = server_url("LOADRIG_HTTP_URL")?;
+    let log = std::env::var("LOADRIG_HTTP_COUNTED_LOG")
+        .expect("LOADRIG_HTTP_COUNTED_LOG: restart nginx with this scripts/services.sh");
+    Some((url, log))
+}
+
+/// Requests nginx answered whose line holds `tag`.
+fn answered(log: &str, tag: &str) -> u64 {
+    let text = std::fs::read_to_string(log).expect("nginx's counted log");
+    text.lines().filter(|l| l.contains(tag)).count() as u64
+}
+
+/// A tag no earlier run of the test used (the log outlives test runs).
+fn tag(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("t={name}-{nanos}")
+}
+
+fn run(d: &Dir, url: &str, workload: &str, args: &[&str]) -> RunResult {
+    d.write("w.toml", workload);
+    let mut all = vec!["run", "w.toml", "--target", url, "-o", "r.json"];
+    all.extend_from_slice(args);
+    d.ok(&all);
+    d.result("r.json")
+}
+
+fn op<'a>(r: &'a RunResult, name: &str) -> &'a OpResult {
+    r.operations.iter().find(|o| o.name == name).unwrap()
+}
+
+#[test]
+fn pipelined_requests_are_answered_and_counted_exactly_once() {
+    let Some((url, log)) = nginx() else { return };
+    let t = tag("exact");
+    let workload = format!(
+        r#"
+name = "pipelined"
+[[op]]
+name = "hello"
+http = {{ path = "/counted/hello.txt?{t}", expect = 200 }}
+[[op]]
+name = "missing"
+http = {{ path = "/counted/missing.txt?{t}", expect = 200 }}
+[[op]]
+name = "chunked"
+http = {{ path = "/gzip/text.txt?{t}", headers = {{ "Accept-Encoding" = "gzip" }}, expect = 200 }}
+"#
+    );
+    let d = Dir::new();
+    let r = run(
+        &d,
+        &url,
+        &workload,
+        &["--clients", "16", "--pipeline", "8", "--ops", "900"],
+    );
+    assert_eq!(r.total.ok + r.total.errors, 900);
+    assert_eq!(answered(&log, &t), 900, "every request answered once");
+    for name in ["hello", "chunked"] {
+        let o = op(&r, name);
+        assert!(o.ok > 0, "{name}");
+        assert_eq!((o.errors, o.rows, o.reconnects), (0, o.ok, 0), "{name}");
+    }
+    // The 404s are errors of their class, and the run went on past them.
+    let missing = op(&r, "missing");
+    assert!(missing.errors > 0);
+    assert_eq!(missing.ok, 0);
+    assert_eq!(
+        missing.errors_by_class.get(&ErrorClass::Other),
+        Some(&missing.errors)
+    );
+    assert_eq!(
+        missing.error_messages[0].message,
+        "expected 200, got 404 Not Found"
+    );
+    assert_eq!(r.total.errors, missing.errors);
+}
+
+#[test]
+fn a_server_ending_connections_fails_only_the_unanswered_requests() {
+    let Some((url, log)) = nginx() else { return };
+    // nginx answers 5 requests per connection under /close/, the 5th with Connection: close.
+    let workload = |t: &str| {
+        format!(
+            "name = \"closing\"\n[[op]]\nname = \"get\"\nhttp = {{ path = \"/close/hello.txt?{t}\", expect = 200 }}\n"
+        )
+    };
+    let d = Dir::new();
+    // Four in flight: the three requests written after the 5th fail; none is sent twice.
+    let t = tag("close-p4");
+    let r = run(
+        &d,
+        &url,
+        &workload(&t),
+        &["--clients", "8", "--pipeline", "4", "--ops", "400"],
+    );
+    let get = op(&r, "get");
+    assert_eq!(get.ok + get.errors, 400);
+    assert_eq!(answered(&log, &t), get.ok, "answered = counted ok");
+    assert!(get.errors > 0);
+    assert_eq!(
+        get.errors_by_class.get(&ErrorClass::Connect),
+        Some(&get.errors)
+    );
+    assert!(get.reconnects > 0);
+    // One in flight: the driver reconnects after the 5th answer and nothing fails.
+    let t = tag("close-p1");
+    let r = run(&d, &url, &workload(&t), &["--clients", "4", "--ops", "200"]);
+    let get = op(&r, "get");
+    assert_eq!((get.ok, get.errors), (200, 0));
+    assert_eq!(answered(&log, &t), 200);
+    assert!(get.reconnects > 0);
+}
+
+#[test]
+fn pipelining_what_the_codec_cannot_carry_exits_2_before_connecting() {
+    let d = Dir::new();
+    let head =
+        "name = \"h\"\n[[op]]\nname = \"head\"\nhttp = { method = \"HEAD\", path = \"/\" }\n";
+    d.write("w.toml", head);
+    // Nothing listens on port 1: a connection attempt would fail with another message.
+    for url in ["http://127.0.0.1:1", "https://127.0.0.1:1"] {
+        let args = [
+            "run",
+            "w.toml",
+            "--target",
+            url,
+            "--pipeline",
+            "4",
+            "-o",
+            "r.json",
+        ];
+        let (_, err) = d.code(2, &args);
+        assert!(
+            err.contains("targets cannot pipeline: HTTP/1.1 pipelining"),
+            "{err}"
+        );
+        assert!(!d.join("r.json").exists(), "nothing written");
+    }
+}
