@@ -31,7 +31,7 @@ use crate::vocab::{ErrorClass, OpError, Outcome};
 /// The target's codec when this run's streams can go through the batch driver.
 pub fn codec_for<T: Target>(target: &T, plan: &LoadPlan, ops: &[OpSpec]) -> Option<&'static Codec> {
     let codec = target.batch_codec()?;
-    let plain_run = plan.pipeline > 1
+    let plain_run = (plan.pipeline > 1 || codec.solo)
         && matches!(plan.mode, Mode::Closed { think, .. } if think.is_zero())
         && plan.op_timeout.is_none()
         && plan.connection == Connection::Persistent;
@@ -218,6 +218,9 @@ pub async fn drive<T: Target>(
     // Streams with a request written or queued, in request order: replies come in this order.
     let mut fifo: VecDeque<usize> = VecDeque::with_capacity(streams.len());
     let mut out = Vec::with_capacity(4096);
+    if wire.is_some() {
+        (codec.prepare)(first.ops, &mut out);
+    }
     let mut now = Instant::now();
     loop {
         let Some(w) = wire.as_mut() else {
@@ -225,6 +228,7 @@ pub async fn drive<T: Target>(
                 Some(w) => wire = Some(w),
                 None => return,
             }
+            (codec.prepare)(first.ops, &mut out);
             now = Instant::now();
             continue;
         };

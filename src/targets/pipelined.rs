@@ -19,7 +19,7 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
-use crate::spec::OpKind;
+use crate::spec::{OpKind, OpSpec};
 use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
 /// Where a complete reply ends in a buffer: `Ok(None)` when more bytes are needed.
@@ -37,7 +37,16 @@ pub struct Codec {
     pub frame_len: FrameLen,
     /// The outcome of one whole reply to an operation of this kind.
     pub decode: fn(&OpKind, &[u8]) -> Result<Outcome, OpError>,
+    /// What a new connection sends before its first request, for the workload's
+    /// operations (PostgreSQL prepares their statements); its replies must belong to the
+    /// first reply frame.
+    pub prepare: fn(&[OpSpec], &mut Vec<u8>),
+    /// Cheaper than a session at `--pipeline 1` too: the driver then runs every plain run.
+    pub solo: bool,
 }
+
+/// A codec's `prepare` for protocols without anything to prepare.
+pub fn prepare_nothing(_: &[OpSpec], _: &mut Vec<u8>) {}
 
 /// A connection, logged in, handed over to the engine's batch driver.
 pub struct Batched {

@@ -722,6 +722,8 @@ static BATCH_CODEC: Codec = Codec {
     encode: batch_encode,
     frame_len,
     decode: batch_decode,
+    prepare: super::pipelined::prepare_nothing,
+    solo: false,
 };
 
 fn batch_accepts(kind: &OpKind) -> bool {

@@ -48,6 +48,7 @@
 
 mod documents;
 mod text;
+mod wire;
 
 use std::collections::HashMap;
 use std::error::Error as _;
@@ -68,6 +69,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::attachment::Attachment;
 use super::endpoint::Endpoint;
+use super::pipelined::{Batched, Codec};
 use super::sql::{
     check_arity, handshake, kv_table, sqlstate_class, Dialect, Isolation, Kv, Prepared,
 };
@@ -228,26 +230,7 @@ impl Target for Postgres {
 
     async fn connect(&self) -> Result<PgSession, OpError> {
         let started = Instant::now();
-        let connecting = TcpStream::connect((self.host.as_str(), self.port));
-        let tcp = match tokio::time::timeout(self.timeout, connecting).await {
-            Ok(Ok(tcp)) => tcp,
-            Ok(Err(e)) => {
-                return Err(OpError::new(
-                    ErrorClass::Connect,
-                    format!("connection failed (connect): {}: {e}", self.shown),
-                ))
-            }
-            Err(_) => {
-                return Err(OpError::new(
-                    ErrorClass::Connect,
-                    format!(
-                        "connection failed (connect): no answer from {} within {:?}",
-                        self.shown, self.timeout
-                    ),
-                ))
-            }
-        };
-        let _ = tcp.set_nodelay(true);
+        let tcp = self.tcp().await?;
         let tcp_time = started.elapsed();
         let left = self.timeout.saturating_sub(tcp_time);
         let Some(rustls) = &self.rustls else {
@@ -298,6 +281,42 @@ impl Target for Postgres {
 
     async fn connect_shared(&self, n: usize) -> Result<Vec<PgSession>, OpError> {
         Ok(self.connect().await?.share(n))
+    }
+
+    /// The extended protocol spoken directly ([`wire`]), on plain TCP without attachments.
+    fn batch_codec(&self) -> Option<&'static Codec> {
+        (self.rustls.is_none() && self.attachment.is_none()).then_some(&wire::CODEC)
+    }
+
+    fn connect_batched(&self) -> impl Future<Output = Result<Batched, OpError>> {
+        wire::connect(self)
+    }
+}
+
+impl Postgres {
+    /// A TCP connection to the server (no delay), within the connect timeout.
+    async fn tcp(&self) -> Result<TcpStream, OpError> {
+        let connecting = TcpStream::connect((self.host.as_str(), self.port));
+        let tcp = match tokio::time::timeout(self.timeout, connecting).await {
+            Ok(Ok(tcp)) => tcp,
+            Ok(Err(e)) => {
+                return Err(OpError::new(
+                    ErrorClass::Connect,
+                    format!("connection failed (connect): {}: {e}", self.shown),
+                ))
+            }
+            Err(_) => {
+                return Err(OpError::new(
+                    ErrorClass::Connect,
+                    format!(
+                        "connection failed (connect): no answer from {} within {:?}",
+                        self.shown, self.timeout
+                    ),
+                ))
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        Ok(tcp)
     }
 }
 
@@ -361,15 +380,7 @@ impl Postgres {
 fn classify(e: &tokio_postgres::Error) -> OpError {
     if let Some(db) = e.as_db_error() {
         let code = db.code().code();
-        let class = match code {
-            "40P01" => ErrorClass::Deadlock,
-            "40001" => ErrorClass::Serialization,
-            "57014" | "55P03" => ErrorClass::Timeout,
-            // 57P01 to 57P05: the server is shutting down or cannot take the session.
-            c if c.starts_with("57P0") => ErrorClass::Connect,
-            c => sqlstate_class(c).unwrap_or(ErrorClass::Other),
-        };
-        return OpError::new(class, format!("{code} {}", db.message()));
+        return OpError::new(sqlstate_error(code), format!("{code} {}", db.message()));
     }
     // Everything else is the driver's own: an I/O error, a closed connection, bad replies.
     let mut message = e.to_string();
@@ -389,6 +400,18 @@ fn classify(e: &tokio_postgres::Error) -> OpError {
         ErrorClass::Other
     };
     OpError::new(class, message)
+}
+
+/// The class of a server error by its SQLSTATE.
+fn sqlstate_error(code: &str) -> ErrorClass {
+    match code {
+        "40P01" => ErrorClass::Deadlock,
+        "40001" => ErrorClass::Serialization,
+        "57014" | "55P03" => ErrorClass::Timeout,
+        // 57P01 to 57P05: the server is shutting down or cannot take the session.
+        c if c.starts_with("57P0") => ErrorClass::Connect,
+        c => sqlstate_class(c).unwrap_or(ErrorClass::Other),
+    }
 }
 
 /// One argument, converted for the type the server declared for its parameter.
