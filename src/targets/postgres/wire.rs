@@ -382,3 +382,59 @@ fn auth_error(e: std::io::Error) -> OpError {
 fn unexpected(what: &str) -> OpError {
     OpError::new(ErrorClass::Protocol, format!("unexpected {what}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(tag: u8, body: &[u8]) -> Vec<u8> {
+        let mut m = vec![tag];
+        m.extend_from_slice(&(body.len() as i32 + 4).to_be_bytes());
+        m.extend_from_slice(body);
+        m
+    }
+
+    #[test]
+    fn a_reply_ends_at_ready_for_query() {
+        let mut reply = [msg(b'2', b""), msg(b'D', b"\0\x01\0\0\0\x01x")].concat();
+        reply.extend(msg(b'C', b"SELECT 1\0"));
+        assert_eq!(frame_len(&reply), Ok(None), "no ReadyForQuery yet");
+        reply.extend(msg(b'Z', b"I"));
+        let whole = reply.len();
+        reply.extend(msg(b'2', b""));
+        assert_eq!(frame_len(&reply), Ok(Some(whole)));
+        assert_eq!(frame_len(&reply[..3]), Ok(None));
+        assert!(frame_len(&msg(b'D', b"")[..4]).is_ok());
+        assert!(frame_len(&[b'D', 0, 0, 0, 1]).is_err(), "a length under 4");
+    }
+
+    #[test]
+    fn rows_are_data_rows_else_the_tag_count() {
+        let get = OpKind::Nop;
+        let rows = |parts: &[Vec<u8>]| decode(&get, &parts.concat()).map(|o| o.rows).ok();
+        let d = msg(b'D', b"\0\0");
+        let z = msg(b'Z', b"I");
+        assert_eq!(
+            rows(&[d.clone(), d, msg(b'C', b"SELECT 2\0"), z.clone()]),
+            Some(2)
+        );
+        assert_eq!(rows(&[msg(b'C', b"INSERT 0 5\0"), z.clone()]), Some(5));
+        assert_eq!(rows(&[msg(b'C', b"UPDATE 0\0"), z.clone()]), Some(0));
+        assert_eq!(rows(&[msg(b'C', b"CREATE TABLE\0"), z.clone()]), Some(0));
+        let e = msg(b'E', b"SERROR\0C40001\0Mcould not serialize access\0\0");
+        let err = decode(&get, &[e, z].concat()).unwrap_err();
+        assert_eq!(err.class, ErrorClass::Serialization);
+        assert_eq!(err.message, "40001 could not serialize access");
+    }
+
+    #[test]
+    fn an_operation_is_bind_execute_sync() {
+        let mut out = Vec::new();
+        encode(&Op::Get { key: "k1" }, &mut out).unwrap();
+        let bind = b"B\0\0\0\x1f\0lr_kv_get\0\0\x01\0\x01\0\x01\0\0\0\x02k1\0\x01\0\x01";
+        assert_eq!(&out[..bind.len()], bind);
+        assert_eq!(&out[bind.len()..], b"E\0\0\0\x09\0\0\0\0\0S\0\0\0\x04");
+        assert!(encode(&Op::Begin, &mut out).is_err());
+        assert_eq!(out.len(), bind.len() + 15, "nothing of a refused operation");
+    }
+}
