@@ -12,8 +12,11 @@
 //! - One operation is Bind (kv arguments in binary, as tokio-postgres sends a `bytea` and a
 //!   `varchar`; `sql` arguments as text for the server to parse, with the types it inferred
 //!   when it prepared the statement) + Execute + Sync; its reply ends at ReadyForQuery, so
-//!   several in flight is pipeline mode (`--pipeline`). Unlike the tokio-postgres path an
-//!   empty `sql` argument is an empty text, not NULL.
+//!   several in flight is pipeline mode (`--pipeline`). Statements with an argument of raw
+//!   bytes (`{bytes N}`) or a backslash keep the tokio-postgres path, whose binary binding
+//!   reads them back unchanged into a bytea. Unlike that path, an empty argument is an
+//!   empty text (not NULL), and text that does not parse as its parameter's type fails
+//!   with the server's message (22P02, class other).
 //! - Rows are the DataRows, or for a statement without rows the count of its command tag
 //!   (rows affected), as on the tokio-postgres path; an ErrorResponse is the operation's
 //!   error, by SQLSTATE as [`super::sqlstate_error`] classes it.
@@ -82,7 +85,15 @@ fn accepts(kind: &OpKind) -> bool {
             };
             let one_command =
                 !params.is_empty() || !query.trim_end().trim_end_matches(';').contains(';');
-            step.capture.is_empty()
+            // Arguments go as text: raw bytes (`{bytes}`) or a backslash would not read
+            // back the same in a bytea parameter, so those keep the binary binding of the
+            // tokio-postgres path.
+            let as_text = step
+                .templates
+                .iter()
+                .all(|t| !t.has_bytes() && !t.source().contains('\\'));
+            as_text
+                && step.capture.is_empty()
                 && step.when.is_empty()
                 && step.peer.is_none()
                 && step.repeat.is_none()
