@@ -1,5 +1,5 @@
 //! The batch driver: the P client streams of one `--pipeline` connection run as ONE future,
-//! for targets whose replies come back in request order ([`Codec`], Redis). Each turn,
+//! for targets whose replies come back in request order ([`Codec`]: Redis, PostgreSQL). Each turn,
 //! every stream without an operation in flight chooses and encodes its next one into one
 //! buffer, the buffer goes out in one write, and every reply of one read is decoded in
 //! place and recorded on the stream that sent the request, all with one clock read: no

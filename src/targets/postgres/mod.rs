@@ -32,10 +32,13 @@
 //!   reads it back in pieces and checks it (see `documents.rs`).
 //! - Cleanup unlinks the attachments, then drops every table of the current schema whose
 //!   name starts with `loadrig_`.
-//! - `--pipeline P`: P streams share each connection (one `Client`, `Rc`-shared, each stream
-//!   with its own prepared statements); tokio-postgres sends the queries of concurrent
-//!   calls without waiting for earlier replies, which is PostgreSQL's pipeline mode on the
-//!   extended protocol. Transactions (their state belongs to the connection) and
+//! - Plain runs (plain TCP, the operations [`wire`] accepts) go through the engine's batch
+//!   driver with the extended protocol spoken directly, at every `--pipeline`; the rest
+//!   of this file is the tokio-postgres path for everything else.
+//! - `--pipeline P` on tokio-postgres: P streams share each connection (one `Client`,
+//!   `Rc`-shared, each stream with its own prepared statements); tokio-postgres sends the
+//!   queries of concurrent calls without waiting for earlier replies, which is
+//!   PostgreSQL's pipeline mode on the extended protocol. Transactions (their state belongs to the connection) and
 //!   documents with attachments (a transaction per operation) are refused with it.
 //! - `authenticate` is not possible on an open PostgreSQL connection: use the `connect`
 //!   operation (or `--connection per-op`) to measure the handshake.
