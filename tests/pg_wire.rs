@@ -9,6 +9,14 @@ mod common;
 use common::sql::{ints, pg_row};
 use common::{server_url, Dir};
 
+/// One test at a time: every run's setup creates `loadrig_kv` if it is missing, and
+/// PostgreSQL's `CREATE TABLE IF NOT EXISTS` can fail when two sessions race on it.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The table `name`, dropped and created empty.
 fn fresh_table(url: &str, name: &str) {
     pg_row(url, &format!("DROP TABLE IF EXISTS {name}"));
@@ -37,6 +45,7 @@ fn run(d: &Dir, url: &str, extra: &[&str]) -> String {
 
 #[test]
 fn scram_login_and_inserts_store_exactly_the_rows_counted() {
+    let _serial = one_at_a_time();
     let Some(url) = server_url("LOADRIG_PG_URL") else {
         return;
     };
@@ -57,6 +66,7 @@ fn scram_login_and_inserts_store_exactly_the_rows_counted() {
 
 #[test]
 fn trust_login_counts_selected_rows() {
+    let _serial = one_at_a_time();
     let Some(url) = server_url("LOADRIG_PG_TRUST_URL") else {
         return;
     };
@@ -85,6 +95,7 @@ sql = { query = "SELECT 1 WHERE $1::int = 0", params = ["1"] }
 
 #[test]
 fn a_wrong_password_is_an_auth_error_without_the_password() {
+    let _serial = one_at_a_time();
     let Some(url) = server_url("LOADRIG_PG_URL") else {
         return;
     };
@@ -107,6 +118,7 @@ fn a_wrong_password_is_an_auth_error_without_the_password() {
 
 #[test]
 fn a_unique_violation_is_counted_as_constraint_and_the_run_goes_on() {
+    let _serial = one_at_a_time();
     let Some(url) = server_url("LOADRIG_PG_URL") else {
         return;
     };
@@ -135,6 +147,7 @@ fn a_unique_violation_is_counted_as_constraint_and_the_run_goes_on() {
 
 #[test]
 fn pipelined_kv_replies_reach_the_stream_that_asked() {
+    let _serial = one_at_a_time();
     let Some(url) = server_url("LOADRIG_PG_URL") else {
         return;
     };
@@ -183,6 +196,7 @@ kv.put = { key = "wire-put{seq}", value = "{bytes 20}" }
 
 #[test]
 fn terminated_connections_are_replaced_and_the_run_ends_normally() {
+    let _serial = one_at_a_time();
     let Some(url) = server_url("LOADRIG_PG_URL") else {
         return;
     };
