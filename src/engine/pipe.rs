@@ -31,7 +31,7 @@ use crate::vocab::{ErrorClass, OpError, Outcome};
 /// The target's codec when this run's streams can go through the batch driver.
 pub fn codec_for<T: Target>(target: &T, plan: &LoadPlan, ops: &[OpSpec]) -> Option<&'static Codec> {
     let codec = target.batch_codec()?;
-    let plain_run = (plan.pipeline > 1 || codec.solo)
+    let plain_run = (plan.pipeline > 1 || codec.one_in_flight)
         && matches!(plan.mode, Mode::Closed { think, .. } if think.is_zero())
         && plan.op_timeout.is_none()
         && plan.connection == Connection::Persistent;

@@ -41,8 +41,9 @@ pub struct Codec {
     /// operations (PostgreSQL prepares their statements); its replies must belong to the
     /// first reply frame.
     pub prepare: fn(&[OpSpec], &mut Vec<u8>),
-    /// Cheaper than a session at `--pipeline 1` too: the driver then runs every plain run.
-    pub solo: bool,
+    /// Use the driver with one operation in flight per connection too (`--pipeline 1`),
+    /// because it costs less CPU per operation there than a session.
+    pub one_in_flight: bool,
 }
 
 /// A codec's `prepare` for protocols without anything to prepare.

@@ -723,7 +723,7 @@ static BATCH_CODEC: Codec = Codec {
     frame_len,
     decode: batch_decode,
     prepare: super::pipelined::prepare_nothing,
-    solo: false,
+    one_in_flight: false,
 };
 
 fn batch_accepts(kind: &OpKind) -> bool {

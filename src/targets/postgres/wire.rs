@@ -42,7 +42,7 @@ use crate::targets::pipelined::{Batched, Codec};
 use crate::targets::sql::{Dialect, Kv};
 use crate::vocab::{ErrorClass, NativeOp, Op, OpError, Outcome};
 
-/// The extended protocol for the batch driver, used at `--pipeline 1` too (`solo`): one
+/// The extended protocol for the batch driver, used at `--pipeline 1` too (`one_in_flight`): one
 /// future per connection with its own buffers costs less than tokio-postgres's two halves.
 pub static CODEC: Codec = Codec {
     accepts,
@@ -50,7 +50,7 @@ pub static CODEC: Codec = Codec {
     frame_len,
     decode,
     prepare,
-    solo: true,
+    one_in_flight: true,
 };
 
 const KV: [(Kv, &str); 4] = [
