@@ -204,7 +204,9 @@ impl Wire {
 }
 
 /// Run the streams of `ctxs` on one connection to the end of the run. `conn` is `None`
-/// when it could not be opened: the driver reconnects first.
+/// when it could not be opened: the driver reconnects first. What the codec sends ahead on
+/// a new connection (`Codec::prepare`: PostgreSQL's statements) goes out with its first
+/// requests.
 pub async fn drive<T: Target>(
     target: &T,
     codec: &'static Codec,
