@@ -1,5 +1,5 @@
 //! The batch driver: the P client streams of one `--pipeline` connection run as ONE future,
-//! for targets whose replies come back in request order ([`Codec`], Redis). Each turn,
+//! for targets whose replies come back in request order ([`Codec`]: Redis, PostgreSQL). Each turn,
 //! every stream without an operation in flight chooses and encodes its next one into one
 //! buffer, the buffer goes out in one write, and every reply of one read is decoded in
 //! place and recorded on the stream that sent the request, all with one clock read: no
@@ -206,7 +206,9 @@ impl Wire {
 }
 
 /// Run the streams of `ctxs` on one connection to the end of the run. `conn` is `None`
-/// when it could not be opened: the driver reconnects first.
+/// when it could not be opened: the driver reconnects first. What the codec sends ahead on
+/// a new connection (`Codec::prepare`: PostgreSQL's statements) goes out with its first
+/// requests.
 pub async fn drive<T: Target>(
     target: &T,
     codec: &'static Codec,
@@ -220,6 +222,9 @@ pub async fn drive<T: Target>(
     // Streams with a request written or queued, in request order: replies come in this order.
     let mut fifo: VecDeque<usize> = VecDeque::with_capacity(streams.len());
     let mut out = Vec::with_capacity(4096);
+    if wire.is_some() {
+        (codec.prepare)(first.ops, &mut out);
+    }
     let mut now = Instant::now();
     loop {
         let Some(w) = wire.as_mut() else {
@@ -227,6 +232,7 @@ pub async fn drive<T: Target>(
                 Some(w) => wire = Some(w),
                 None => return,
             }
+            (codec.prepare)(first.ops, &mut out);
             now = Instant::now();
             continue;
         };

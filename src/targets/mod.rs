@@ -337,7 +337,7 @@ pub const SCHEMES: &[(&str, &str)] = &[
     ),
     (
         "postgres://USER:PASSWORD@HOST:PORT/DB[?isolation=LEVEL&sslmode=verify-full&ca=PATH]",
-        "PostgreSQL (tokio-postgres), table loadrig_kv, native sql",
+        "PostgreSQL (its own extended-protocol client, or tokio-postgres), table loadrig_kv, native sql",
     ),
     (
         "mysql://USER:PASSWORD@HOST:PORT/DB[?isolation=LEVEL&ssl-mode=VERIFY_IDENTITY&ca=PATH]",

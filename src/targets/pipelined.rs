@@ -19,7 +19,7 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
-use crate::spec::OpKind;
+use crate::spec::{OpKind, OpSpec};
 use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
 /// Where a complete reply ends in a buffer: `Ok(None)` when more bytes are needed.
@@ -41,10 +41,17 @@ pub struct Codec {
     /// `Connection: close`): the driver reconnects at once, and the requests it wrote after
     /// that one fail with class `connect`. `None`: no reply ends the connection.
     pub closes: Option<fn(&[u8]) -> bool>,
+    /// What a new connection sends before its first request, for the workload's
+    /// operations (PostgreSQL prepares their statements); its replies must belong to the
+    /// first reply frame.
+    pub prepare: fn(&[OpSpec], &mut Vec<u8>),
     /// Use the driver with one operation in flight per connection too (`--pipeline 1`),
     /// because it costs less CPU per operation there than a session.
     pub one_in_flight: bool,
 }
+
+/// A codec's `prepare` for protocols without anything to prepare.
+pub fn prepare_nothing(_: &[OpSpec], _: &mut Vec<u8>) {}
 
 /// A connection, logged in, handed over to the engine's batch driver.
 pub struct Batched {

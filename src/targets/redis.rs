@@ -723,6 +723,7 @@ static BATCH_CODEC: Codec = Codec {
     frame_len,
     decode: batch_decode,
     closes: None,
+    prepare: super::pipelined::prepare_nothing,
     one_in_flight: false,
 };
 

@@ -36,6 +36,7 @@ pub static CODEC: Codec = Codec {
     frame_len,
     decode,
     closes: Some(closes),
+    prepare: crate::targets::pipelined::prepare_nothing,
     one_in_flight: true,
 };
 

@@ -32,10 +32,13 @@
 //!   reads it back in pieces and checks it (see `documents.rs`).
 //! - Cleanup unlinks the attachments, then drops every table of the current schema whose
 //!   name starts with `loadrig_`.
-//! - `--pipeline P`: P streams share each connection (one `Client`, `Rc`-shared, each stream
-//!   with its own prepared statements); tokio-postgres sends the queries of concurrent
-//!   calls without waiting for earlier replies, which is PostgreSQL's pipeline mode on the
-//!   extended protocol. Transactions (their state belongs to the connection) and
+//! - Plain runs (plain TCP, the operations [`wire`] accepts) go through the engine's batch
+//!   driver with the extended protocol spoken directly, at every `--pipeline`; the rest
+//!   of this file is the tokio-postgres path for everything else.
+//! - `--pipeline P` on tokio-postgres: P streams share each connection (one `Client`,
+//!   `Rc`-shared, each stream with its own prepared statements); tokio-postgres sends the
+//!   queries of concurrent calls without waiting for earlier replies, which is
+//!   PostgreSQL's pipeline mode on the extended protocol. Transactions (their state belongs to the connection) and
 //!   documents with attachments (a transaction per operation) are refused with it.
 //! - `authenticate` is not possible on an open PostgreSQL connection: use the `connect`
 //!   operation (or `--connection per-op`) to measure the handshake.
@@ -48,6 +51,7 @@
 
 mod documents;
 mod text;
+mod wire;
 
 use std::collections::HashMap;
 use std::error::Error as _;
@@ -68,6 +72,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::attachment::Attachment;
 use super::endpoint::Endpoint;
+use super::pipelined::{Batched, Codec};
 use super::sql::{
     check_arity, handshake, kv_table, sqlstate_class, Dialect, Isolation, Kv, Prepared,
 };
@@ -228,26 +233,7 @@ impl Target for Postgres {
 
     async fn connect(&self) -> Result<PgSession, OpError> {
         let started = Instant::now();
-        let connecting = TcpStream::connect((self.host.as_str(), self.port));
-        let tcp = match tokio::time::timeout(self.timeout, connecting).await {
-            Ok(Ok(tcp)) => tcp,
-            Ok(Err(e)) => {
-                return Err(OpError::new(
-                    ErrorClass::Connect,
-                    format!("connection failed (connect): {}: {e}", self.shown),
-                ))
-            }
-            Err(_) => {
-                return Err(OpError::new(
-                    ErrorClass::Connect,
-                    format!(
-                        "connection failed (connect): no answer from {} within {:?}",
-                        self.shown, self.timeout
-                    ),
-                ))
-            }
-        };
-        let _ = tcp.set_nodelay(true);
+        let tcp = self.tcp().await?;
         let tcp_time = started.elapsed();
         let left = self.timeout.saturating_sub(tcp_time);
         let Some(rustls) = &self.rustls else {
@@ -298,6 +284,42 @@ impl Target for Postgres {
 
     async fn connect_shared(&self, n: usize) -> Result<Vec<PgSession>, OpError> {
         Ok(self.connect().await?.share(n))
+    }
+
+    /// The extended protocol spoken directly ([`wire`]), on plain TCP without attachments.
+    fn batch_codec(&self) -> Option<&'static Codec> {
+        (self.rustls.is_none() && self.attachment.is_none()).then_some(&wire::CODEC)
+    }
+
+    fn connect_batched(&self) -> impl Future<Output = Result<Batched, OpError>> {
+        wire::connect(self)
+    }
+}
+
+impl Postgres {
+    /// A TCP connection to the server (no delay), within the connect timeout.
+    async fn tcp(&self) -> Result<TcpStream, OpError> {
+        let connecting = TcpStream::connect((self.host.as_str(), self.port));
+        let tcp = match tokio::time::timeout(self.timeout, connecting).await {
+            Ok(Ok(tcp)) => tcp,
+            Ok(Err(e)) => {
+                return Err(OpError::new(
+                    ErrorClass::Connect,
+                    format!("connection failed (connect): {}: {e}", self.shown),
+                ))
+            }
+            Err(_) => {
+                return Err(OpError::new(
+                    ErrorClass::Connect,
+                    format!(
+                        "connection failed (connect): no answer from {} within {:?}",
+                        self.shown, self.timeout
+                    ),
+                ))
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        Ok(tcp)
     }
 }
 
@@ -361,15 +383,7 @@ impl Postgres {
 fn classify(e: &tokio_postgres::Error) -> OpError {
     if let Some(db) = e.as_db_error() {
         let code = db.code().code();
-        let class = match code {
-            "40P01" => ErrorClass::Deadlock,
-            "40001" => ErrorClass::Serialization,
-            "57014" | "55P03" => ErrorClass::Timeout,
-            // 57P01 to 57P05: the server is shutting down or cannot take the session.
-            c if c.starts_with("57P0") => ErrorClass::Connect,
-            c => sqlstate_class(c).unwrap_or(ErrorClass::Other),
-        };
-        return OpError::new(class, format!("{code} {}", db.message()));
+        return OpError::new(sqlstate_error(code), format!("{code} {}", db.message()));
     }
     // Everything else is the driver's own: an I/O error, a closed connection, bad replies.
     let mut message = e.to_string();
@@ -389,6 +403,18 @@ fn classify(e: &tokio_postgres::Error) -> OpError {
         ErrorClass::Other
     };
     OpError::new(class, message)
+}
+
+/// The class of a server error by its SQLSTATE.
+fn sqlstate_error(code: &str) -> ErrorClass {
+    match code {
+        "40P01" => ErrorClass::Deadlock,
+        "40001" => ErrorClass::Serialization,
+        "57014" | "55P03" => ErrorClass::Timeout,
+        // 57P01 to 57P05: the server is shutting down or cannot take the session.
+        c if c.starts_with("57P0") => ErrorClass::Connect,
+        c => sqlstate_class(c).unwrap_or(ErrorClass::Other),
+    }
 }
 
 /// One argument, converted for the type the server declared for its parameter.
