@@ -18,6 +18,7 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use tokio::io::Interest;
 use tokio::net::TcpStream;
@@ -26,7 +27,7 @@ use super::client::{record, Chooser, ClientCtx, Intervals, RECONNECT_FIRST, RECO
 use super::{Connection, LoadPlan, Mode};
 use crate::clock::Instant;
 use crate::spec::OpSpec;
-use crate::targets::pipelined::{Batched, Codec};
+use crate::targets::pipelined::{Batched, Codec, Context};
 use crate::targets::Target;
 use crate::vocab::{ErrorClass, OpError, Outcome};
 
@@ -85,11 +86,17 @@ impl<'a> Stream<'a> {
     }
 
     /// Choose its next operation and append its request to `out`: it starts at `now`.
-    fn issue(&mut self, now: Instant, codec: &Codec, out: &mut Vec<u8>) -> Result<(), OpError> {
+    fn issue(
+        &mut self,
+        now: Instant,
+        codec: &Codec,
+        context: Option<&Context>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), OpError> {
         let i = self.chooser.pick();
         self.op = Some((i, now));
         let op = self.chooser.bind(i);
-        (codec.encode)(&op, out)
+        (codec.encode)(&op, context, out)
     }
 
     /// Record the outcome of its operation in flight, which ended at `now`.
@@ -118,6 +125,7 @@ impl<'a> Stream<'a> {
 struct Wire {
     stream: TcpStream,
     shown: String,
+    context: Option<Arc<Context>>,
     inbuf: Vec<u8>,
     pos: usize,
     filled: usize,
@@ -128,6 +136,7 @@ impl Wire {
         Wire {
             stream: b.stream,
             shown: b.shown,
+            context: b.context,
             inbuf: vec![0; 64 * 1024],
             pos: 0,
             filled: 0,
@@ -240,7 +249,7 @@ pub async fn drive<T: Target>(
         for (k, s) in streams.iter_mut().enumerate() {
             if s.op.is_none() && !s.ends(now, deadline) {
                 fifo.push_back(k);
-                if let Err(e) = s.issue(now, codec, &mut out) {
+                if let Err(e) = s.issue(now, codec, w.context.as_deref(), &mut out) {
                     result = Err(e);
                 }
             }

@@ -11,9 +11,11 @@
 //! usually carries the replies of several streams (the amortisation `redis-benchmark -P`
 //! gets from batching, here with each operation timed on its own).
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use tokio::io::Interest;
 use tokio::net::TcpStream;
@@ -21,6 +23,9 @@ use tokio::sync::Notify;
 
 use crate::spec::{OpKind, OpSpec};
 use crate::vocab::{ErrorClass, Op, OpError, Outcome};
+
+/// Append one operation's request, given its connection's context.
+pub type Encode = fn(&Op<'_>, Option<&Context>, &mut Vec<u8>) -> Result<(), OpError>;
 
 /// Where a complete reply ends in a buffer: `Ok(None)` when more bytes are needed.
 pub type FrameLen = fn(&[u8]) -> Result<Option<usize>, String>;
@@ -32,8 +37,9 @@ pub struct Codec {
     /// Whether operations of this kind can go through the driver (checked before the run;
     /// the driver is used only when every operation of the workload can).
     pub accepts: fn(&OpKind) -> bool,
-    /// Append the request of `op` (of a kind it accepts) to the buffer.
-    pub encode: fn(&Op<'_>, &mut Vec<u8>) -> Result<(), OpError>,
+    /// Append the request of `op` (of a kind it accepts) to the buffer, with what its
+    /// connection was opened with ([`Batched::context`]).
+    pub encode: Encode,
     pub frame_len: FrameLen,
     /// The outcome of one whole reply to an operation of this kind.
     pub decode: fn(&OpKind, &[u8]) -> Result<Outcome, OpError>,
@@ -58,7 +64,13 @@ pub struct Batched {
     pub stream: TcpStream,
     /// HOST:PORT, for messages.
     pub shown: String,
+    /// What the codec needs to write this connection's requests (HTTP's Host and paths),
+    /// handed to every `encode` of the connection.
+    pub context: Option<Arc<Context>>,
 }
+
+/// A connection's own data for its codec, which holds no state of its own.
+pub type Context = dyn Any + Send + Sync;
 
 /// The connection the streams share.
 pub struct Shared {

@@ -45,7 +45,7 @@ use ::redis::{IntoConnectionInfo, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::pipelined::{Batched, Codec, Inbox, Shared};
+use super::pipelined::{Batched, Codec, Context, Inbox, Shared};
 use super::tls::{NetStream, Tls};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
@@ -169,6 +169,7 @@ impl Target for Redis {
             Wire::Own(NetStream::Plain(stream)) => Ok(Batched {
                 stream,
                 shown: session.login.shown.clone(),
+                context: None,
             }),
             _ => Err(OpError::new(
                 ErrorClass::Other,
@@ -742,7 +743,7 @@ fn batch_accepts(kind: &OpKind) -> bool {
     }
 }
 
-fn batch_encode(op: &Op<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
+fn batch_encode(op: &Op<'_>, _: Option<&Context>, out: &mut Vec<u8>) -> Result<(), OpError> {
     match *op {
         Op::Put { key, value } => push_kv(out, b"SET", key, Some(value), None),
         Op::Get { key } => push_kv(out, b"GET", key, None, None),

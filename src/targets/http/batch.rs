@@ -11,24 +11,16 @@
 //! Content-Length or chunked coding (delimited by the close) cannot be pipelined: it is a
 //! `protocol` error.
 //!
-//! The codec's functions hold no state, but every request carries the target's `Host` and
-//! path prefix: [`connect`] leaves them in a thread-local for [`encode`], which runs on the
-//! thread that opened the connection (each engine thread is a single-threaded runtime that
-//! runs one target's connections).
+//! The codec's functions hold no state; every request carries the target's `Host` and path
+//! prefix, which [`connect`] hands over as the connection's context.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use super::{escape_key, framing_of, status_error, write_request, Framing, Server, Status};
 use crate::spec::OpKind;
-use crate::targets::pipelined::{Batched, Codec};
+use crate::targets::pipelined::{Batched, Codec, Context};
 use crate::targets::tls::NetStream;
 use crate::vocab::{ErrorClass, NativeOp, Op, OpError, Outcome};
-
-thread_local! {
-    /// The server this thread's batched connections speak to.
-    static SERVER: RefCell<Option<Arc<Server>>> = const { RefCell::new(None) };
-}
 
 pub static CODEC: Codec = Codec {
     accepts,
@@ -48,10 +40,10 @@ pub async fn connect(server: &Arc<Server>) -> Result<Batched, OpError> {
             "the batch driver needs a plain TCP connection",
         ));
     };
-    SERVER.with_borrow_mut(|s| *s = Some(Arc::clone(server)));
     Ok(Batched {
         stream,
         shown: server.shown.clone(),
+        context: Some(Arc::clone(server) as Arc<Context>),
     })
 }
 
@@ -68,60 +60,58 @@ fn accepts(kind: &OpKind) -> bool {
     }
 }
 
-fn encode(op: &Op<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
-    SERVER.with_borrow(|server| {
-        let Some(server) = server else {
-            return Err(OpError::new(
-                ErrorClass::Other,
-                "no batched HTTP connection on this thread",
-            ));
-        };
-        let host = server.shown.as_bytes();
-        let kv = |key| kv_path(&server.kv_root, key);
-        match *op {
-            Op::Put { key, value } => write_request(out, "PUT", host, kv(key), &[], value),
-            Op::Get { key } => write_request(out, "GET", host, kv(key), &[], &[]),
-            Op::Delete { key } => write_request(out, "DELETE", host, kv(key), &[], &[]),
-            Op::Native {
-                op:
-                    NativeOp::Http {
-                        method,
-                        headers,
-                        body,
-                        ..
-                    },
-                args,
-                capture: false,
-            } => {
-                let Some((given, rest)) = args.split_first() else {
-                    return Err(OpError::new(ErrorClass::Other, "http op without a path"));
-                };
-                let path = |out: &mut Vec<u8>| {
-                    out.extend_from_slice(server.prefix.as_bytes());
-                    out.extend_from_slice(given);
-                };
-                let mut pairs: [(&str, &[u8]); 16] = [("", &[]); 16];
-                if headers.len() > pairs.len() {
-                    return Err(OpError::new(
-                        ErrorClass::Other,
-                        "an http op sends at most 16 headers",
-                    ));
-                }
-                for (slot, ((name, _), value)) in pairs.iter_mut().zip(headers.iter().zip(rest)) {
-                    *slot = (name.as_str(), value.as_slice());
-                }
-                let body: &[u8] = match (body.is_some(), rest.get(headers.len())) {
-                    (true, Some(b)) => b,
-                    _ => &[],
-                };
-                write_request(out, method, host, path, &pairs[..headers.len()], body)
+fn encode(op: &Op<'_>, context: Option<&Context>, out: &mut Vec<u8>) -> Result<(), OpError> {
+    let Some(server) = context.and_then(|c| c.downcast_ref::<Server>()) else {
+        return Err(OpError::new(
+            ErrorClass::Other,
+            "an HTTP connection of the batch driver without its server",
+        ));
+    };
+    let host = server.shown.as_bytes();
+    let kv = |key| kv_path(&server.kv_root, key);
+    match *op {
+        Op::Put { key, value } => write_request(out, "PUT", host, kv(key), &[], value),
+        Op::Get { key } => write_request(out, "GET", host, kv(key), &[], &[]),
+        Op::Delete { key } => write_request(out, "DELETE", host, kv(key), &[], &[]),
+        Op::Native {
+            op:
+                NativeOp::Http {
+                    method,
+                    headers,
+                    body,
+                    ..
+                },
+            args,
+            capture: false,
+        } => {
+            let Some((given, rest)) = args.split_first() else {
+                return Err(OpError::new(ErrorClass::Other, "http op without a path"));
+            };
+            let path = |out: &mut Vec<u8>| {
+                out.extend_from_slice(server.prefix.as_bytes());
+                out.extend_from_slice(given);
+            };
+            let mut pairs: [(&str, &[u8]); 16] = [("", &[]); 16];
+            if headers.len() > pairs.len() {
+                return Err(OpError::new(
+                    ErrorClass::Other,
+                    "an http op sends at most 16 headers",
+                ));
             }
-            _ => Err(OpError::new(
-                ErrorClass::Other,
-                "this operation cannot go through the batch driver",
-            )),
+            for (slot, ((name, _), value)) in pairs.iter_mut().zip(headers.iter().zip(rest)) {
+                *slot = (name.as_str(), value.as_slice());
+            }
+            let body: &[u8] = match (body.is_some(), rest.get(headers.len())) {
+                (true, Some(b)) => b,
+                _ => &[],
+            };
+            write_request(out, method, host, path, &pairs[..headers.len()], body)
         }
-    })
+        _ => Err(OpError::new(
+            ErrorClass::Other,
+            "this operation cannot go through the batch driver",
+        )),
+    }
 }
 
 /// The path of `key`'s resource in the collection `root`.

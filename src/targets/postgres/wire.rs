@@ -38,7 +38,7 @@ use tokio::net::TcpStream;
 use super::Postgres;
 use crate::spec::{OpKind, OpSpec};
 use crate::stats::connect_phases::PhaseTimes;
-use crate::targets::pipelined::{Batched, Codec};
+use crate::targets::pipelined::{Batched, Codec, Context};
 use crate::targets::sql::{Dialect, Kv};
 use crate::vocab::{ErrorClass, NativeOp, Op, OpError, Outcome};
 
@@ -132,7 +132,7 @@ fn prepare(ops: &[OpSpec], out: &mut Vec<u8>) {
 }
 
 /// Bind + Execute + Sync for `op`.
-fn encode(op: &Op<'_>, out: &mut Vec<u8>) -> Result<(), OpError> {
+fn encode(op: &Op<'_>, _: Option<&Context>, out: &mut Vec<u8>) -> Result<(), OpError> {
     let start = out.len();
     out.push(b'B');
     out.extend_from_slice(&[0; 4]);
@@ -302,6 +302,7 @@ pub async fn connect(pg: &Postgres) -> Result<Batched, OpError> {
     Ok(Batched {
         stream: tcp,
         shown: format!("{}:{}", pg.host, pg.port),
+        context: None,
     })
 }
 
@@ -442,11 +443,11 @@ mod tests {
     #[test]
     fn an_operation_is_bind_execute_sync() {
         let mut out = Vec::new();
-        encode(&Op::Get { key: "k1" }, &mut out).unwrap();
+        encode(&Op::Get { key: "k1" }, None, &mut out).unwrap();
         let bind = b"B\0\0\0\x1f\0lr_kv_get\0\0\x01\0\x01\0\x01\0\0\0\x02k1\0\x01\0\x01";
         assert_eq!(&out[..bind.len()], bind);
         assert_eq!(&out[bind.len()..], b"E\0\0\0\x09\0\0\0\0\0S\0\0\0\x04");
-        assert!(encode(&Op::Begin, &mut out).is_err());
+        assert!(encode(&Op::Begin, None, &mut out).is_err());
         assert_eq!(out.len(), bind.len() + 15, "nothing of a refused operation");
     }
 }
