@@ -431,32 +431,26 @@ impl RunData {
     pub fn map_intervals<R>(&self, mut f: impl FnMut(&IntervalData) -> R) -> Result<Vec<R>> {
         let mut out = Vec::with_capacity(self.intervals.len());
         for (k, brief) in self.intervals.iter().enumerate() {
-            let (ops, hiccups) = self
-                .store
-                .read(k)
-                .map_err(|e| anyhow!("reading interval {} back: {e}", k + 1))?;
-            let rig = brief
-                .rig
-                .clone()
-                .zip(hiccups)
-                .map(|(r, hiccups)| rig::RigSample {
+            let back = |e| anyhow!("reading interval {} back: {e}", k + 1);
+            let (ops, hiccups) = self.store.read(k).map_err(back)?;
+            let rig = match (&brief.rig, hiccups) {
+                (Some(r), Some(hiccups)) => Some(rig::RigSample {
                     wall: r.wall,
                     user: r.user,
                     system: r.system,
                     running: r.running,
                     hiccups,
-                    threads: r.threads,
-                });
+                    threads: self.store.threads(k).map_err(back)?,
+                }),
+                _ => None,
+            };
             out.push(f(&IntervalData {
                 index: brief.index,
                 start: brief.start,
                 end: brief.end,
                 warmup: brief.warmup,
                 ops,
-                per_client: self
-                    .store
-                    .per_client(k)
-                    .map_err(|e| anyhow!("reading interval {} back: {e}", k + 1))?,
+                per_client: self.store.per_client(k).map_err(back)?,
                 rig,
             }));
         }

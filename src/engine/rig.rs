@@ -147,7 +147,8 @@ fn thread_deltas(
         .collect()
 }
 
-/// A [`RigSample`] without its histogram: what the run keeps in memory of it.
+/// A [`RigSample`] without its histogram and its threads: what the run keeps in memory of
+/// it (fixed-size numbers; the rest goes to src/engine/spill.rs).
 #[derive(Debug, Clone)]
 pub struct RigBrief {
     pub wall: Duration,
@@ -156,8 +157,6 @@ pub struct RigBrief {
     pub running: Option<f64>,
     pub hiccup_p99_ns: u64,
     pub hiccup_max_ns: u64,
-    /// Each thread over the interval (a few: the client threads, the monitor, main).
-    pub threads: Vec<ThreadSample>,
 }
 
 impl RigSample {
@@ -174,7 +173,6 @@ impl RigSample {
             running: self.running,
             hiccup_p99_ns: p99,
             hiccup_max_ns: max,
-            threads: self.threads.clone(),
         }
     }
 }

@@ -5,6 +5,11 @@
 //! and writes its histograms to an unnamed temporary file beside the result, from which
 //! the result file's interval records are built one at a time when it is written.
 //!
+//! What stays in memory per interval is a few fixed-size numbers: the rig's per-thread
+//! samples (a name and two times for each thread) also go to the file, since keeping them
+//! (with 8 threads, 872 bytes an interval in all; now 224) made an hour's resident memory
+//! rise 15 % (docs/performance.md, the soak).
+//!
 //! Writing may fail (a full disk): the intervals from then on stay in memory, as before
 //! the file existed, and the run loses nothing.
 
@@ -18,13 +23,13 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use serde::{Deserialize, Serialize};
 
-use super::rig::RigBrief;
+use super::rig::{RigBrief, ThreadSample};
 use super::IntervalData;
 use crate::stats::{Hist, OpCounters};
 use crate::vocab::{ErrorClass, ErrorCounts, StatementCounts};
 
-/// What the run keeps in memory of one finished interval: everything but its histograms
-/// and its per-client counts.
+/// What the run keeps in memory of one finished interval: everything but its histograms,
+/// its per-client counts and its per-thread samples.
 #[derive(Debug, Clone)]
 pub struct IntervalBrief {
     pub index: u64,
@@ -53,14 +58,21 @@ struct Heavy {
     ops: Vec<OpCounters>,
     hiccups: Option<Hist>,
     per_client: Vec<u64>,
+    threads: Vec<ThreadSample>,
 }
 
 enum Place {
     /// The histograms in `len` bytes at `at` in the file, the per-client counts in the
-    /// `counts` bytes after them.
-    Disk { at: u64, len: usize, counts: usize },
-    /// Kept in memory: the file could not be made or written.
-    Memory(Heavy),
+    /// `counts` bytes after them, the per-thread samples in the `threads` bytes after those.
+    Disk {
+        at: u64,
+        len: usize,
+        counts: usize,
+        threads: usize,
+    },
+    /// Kept in memory: the file could not be made or written. Boxed, so that the places
+    /// of intervals on disk stay small.
+    Memory(Box<Heavy>),
 }
 
 /// The finished intervals' histograms, in order.
@@ -105,16 +117,20 @@ impl IntervalStore {
                 .collect(),
             rig: data.rig.as_ref().map(|s| s.brief()),
         };
+        let (hiccups, threads) = data
+            .rig
+            .map_or((None, Vec::new()), |s| (Some(s.hiccups), s.threads));
         let heavy = Heavy {
             ops: data.ops,
-            hiccups: data.rig.map(|s| s.hiccups),
+            hiccups,
             per_client: data.per_client,
+            threads,
         };
         let place = self.write(&heavy).unwrap_or_else(|e| {
             if !std::mem::replace(&mut self.full, true) {
                 eprintln!("warning: finished intervals stay in memory from interval {}: the temporary file failed: {e}", brief.index + 1);
             }
-            Place::Memory(heavy)
+            Place::Memory(Box::new(heavy))
         });
         self.places.push(place);
         brief
@@ -127,11 +143,15 @@ impl IntervalStore {
         let mut bytes = serde_json::to_vec(&Spilled::of(heavy))?;
         let len = bytes.len();
         serde_json::to_writer(&mut bytes, &heavy.per_client)?;
+        let counts = bytes.len() - len;
+        let threads: Vec<Thread> = heavy.threads.iter().map(Thread::of).collect();
+        serde_json::to_writer(&mut bytes, &threads)?;
         file.write_all(&bytes)?;
         let place = Place::Disk {
             at: self.written,
             len,
-            counts: bytes.len() - len,
+            counts,
+            threads: bytes.len() - len - counts,
         };
         self.written += bytes.len() as u64;
         Ok(place)
@@ -162,10 +182,56 @@ impl IntervalStore {
     pub fn per_client(&self, k: usize) -> io::Result<Vec<u64>> {
         match self.places.get(k) {
             Some(Place::Memory(h)) => Ok(h.per_client.clone()),
-            Some(&Place::Disk { at, len, counts }) => Ok(serde_json::from_slice(
+            Some(&Place::Disk {
+                at, len, counts, ..
+            }) => Ok(serde_json::from_slice(
                 &self.bytes(at + len as u64, counts)?,
             )?),
             None => Err(io::Error::other(format!("no interval {k}"))),
+        }
+    }
+
+    /// The rig's per-thread samples of interval `k` (none when the OS gave none).
+    pub fn threads(&self, k: usize) -> io::Result<Vec<ThreadSample>> {
+        match self.places.get(k) {
+            Some(Place::Memory(h)) => Ok(h.threads.clone()),
+            Some(&Place::Disk {
+                at,
+                len,
+                counts,
+                threads,
+            }) => {
+                let bytes = self.bytes(at + (len + counts) as u64, threads)?;
+                let threads: Vec<Thread> = serde_json::from_slice(&bytes)?;
+                Ok(threads.into_iter().map(Thread::sample).collect())
+            }
+            None => Err(io::Error::other(format!("no interval {k}"))),
+        }
+    }
+}
+
+/// [`ThreadSample`] as the file holds it (times as serde's Duration: exact).
+#[derive(Serialize, Deserialize)]
+struct Thread {
+    name: String,
+    cpu: Duration,
+    wanted: Option<Duration>,
+}
+
+impl Thread {
+    fn of(t: &ThreadSample) -> Thread {
+        Thread {
+            name: t.name.clone(),
+            cpu: t.cpu,
+            wanted: t.wanted,
+        }
+    }
+
+    fn sample(self) -> ThreadSample {
+        ThreadSample {
+            name: self.name,
+            cpu: self.cpu,
+            wanted: self.wanted,
         }
     }
 }
@@ -313,7 +379,18 @@ mod tests {
                 system: Duration::from_millis(1),
                 running: Some(1.5),
                 hiccups,
-                threads: Vec::new(),
+                threads: vec![
+                    ThreadSample {
+                        name: format!("clients-{k} (x)"),
+                        cpu: Duration::from_millis(10 + k),
+                        wanted: Some(Duration::from_nanos(12_345_678_901 + k)),
+                    },
+                    ThreadSample {
+                        name: "rig-monitor".into(),
+                        cpu: Duration::ZERO,
+                        wanted: None,
+                    },
+                ],
             }),
         }
     }
@@ -328,8 +405,10 @@ mod tests {
             assert_eq!((a.ok, a.errors, a.rows), (b.ok, b.errors, b.rows));
             assert_eq!((a.statements, &a.messages), (b.statements, &b.messages));
         }
-        assert_eq!(bytes(&want.rig.unwrap().hiccups), bytes(&hiccups.unwrap()));
         assert_eq!(store.per_client(k as usize).unwrap(), want.per_client);
+        let rig = want.rig.unwrap();
+        assert_eq!(bytes(&rig.hiccups), bytes(&hiccups.unwrap()));
+        assert_eq!(store.threads(k as usize).unwrap(), rig.threads);
     }
 
     #[test]

@@ -258,7 +258,7 @@ impl IntervalRecord {
             rig: d
                 .rig
                 .as_ref()
-                .map(|s| RigInterval::of(&s.brief(), completed, validity::cores())),
+                .map(|s| RigInterval::of(&s.brief(), &s.threads, completed, validity::cores())),
             fairness: FairnessInterval::of(&d.per_client),
             per_client: if per_client {
                 d.per_client.clone()

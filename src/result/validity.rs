@@ -454,7 +454,8 @@ pub fn cpu_us_per_op(cpu_s: f64, done: u64) -> Option<f64> {
 }
 
 impl RigInterval {
-    pub fn of(s: &RigBrief, completed: u64, cores: usize) -> RigInterval {
+    /// `threads`: the interval's per-thread samples (kept apart from `s`, on disk).
+    pub fn of(s: &RigBrief, threads: &[ThreadSample], completed: u64, cores: usize) -> RigInterval {
         let cpu = s.user + s.system;
         let wall = s.wall.as_secs_f64();
         RigInterval {
@@ -465,7 +466,7 @@ impl RigInterval {
             procs_running: s.running,
             hiccup_p99_ns: s.hiccup_p99_ns,
             hiccup_max_ns: s.hiccup_max_ns,
-            threads: thread_shares(&s.threads, wall),
+            threads: thread_shares(threads, wall),
         }
     }
 
@@ -644,14 +645,17 @@ impl Validity {
         let mut reasons = Vec::new();
 
         // The rig's CPU and the machine's run queue.
-        let sampled: Vec<(&IntervalBrief, RigInterval)> = intervals
-            .iter()
-            .filter_map(|i| {
-                i.rig
-                    .as_ref()
-                    .map(|s| (*i, RigInterval::of(s, completed(i), cores)))
-            })
-            .collect();
+        // Each interval's threads read back from the run's store one at a time.
+        let mut sampled: Vec<(&IntervalBrief, RigInterval)> = Vec::new();
+        for i in &intervals {
+            if let Some(s) = &i.rig {
+                let threads = run
+                    .store
+                    .threads(i.index as usize)
+                    .map_err(|e| anyhow::anyhow!("reading the rig's threads back: {e}"))?;
+                sampled.push((*i, RigInterval::of(s, &threads, completed(i), cores)));
+            }
+        }
         let measured: Vec<&RigBrief> = run
             .intervals
             .iter()
