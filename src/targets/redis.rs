@@ -994,18 +994,7 @@ pub fn java_hash(key: &[u8]) -> i32 {
 /// Append `*N\r\n` or `$N\r\n`.
 fn push_header(out: &mut Vec<u8>, kind: u8, n: usize) {
     out.push(kind);
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
     out.extend_from_slice(b"\r\n");
 }
 

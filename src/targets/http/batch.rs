@@ -16,7 +16,9 @@
 
 use std::sync::Arc;
 
-use super::{escape_key, framing_of, status_error, write_request, Framing, Server, Status};
+use super::{
+    escape_key, framing_of, status_error, write_request, Framing, HttpArgs, Server, Status,
+};
 use crate::spec::OpKind;
 use crate::targets::pipelined::{Batched, Codec, Context};
 use crate::targets::tls::NetStream;
@@ -84,28 +86,12 @@ fn encode(op: &Op<'_>, context: Option<&Context>, out: &mut Vec<u8>) -> Result<(
             args,
             capture: false,
         } => {
-            let Some((given, rest)) = args.split_first() else {
-                return Err(OpError::new(ErrorClass::Other, "http op without a path"));
-            };
+            let a = HttpArgs::split(headers, body.is_some(), args)?;
             let path = |out: &mut Vec<u8>| {
                 out.extend_from_slice(server.prefix.as_bytes());
-                out.extend_from_slice(given);
+                out.extend_from_slice(a.path);
             };
-            let mut pairs: [(&str, &[u8]); 16] = [("", &[]); 16];
-            if headers.len() > pairs.len() {
-                return Err(OpError::new(
-                    ErrorClass::Other,
-                    "an http op sends at most 16 headers",
-                ));
-            }
-            for (slot, ((name, _), value)) in pairs.iter_mut().zip(headers.iter().zip(rest)) {
-                *slot = (name.as_str(), value.as_slice());
-            }
-            let body: &[u8] = match (body.is_some(), rest.get(headers.len())) {
-                (true, Some(b)) => b,
-                _ => &[],
-            };
-            write_request(out, method, host, path, &pairs[..headers.len()], body)
+            write_request(out, method, host, path, a.headers(), a.body)
         }
         _ => Err(OpError::new(
             ErrorClass::Other,

@@ -376,18 +376,52 @@ fn breaks_line(text: &[u8]) -> bool {
 
 /// Append a decimal number.
 fn push_number(out: &mut Vec<u8>, n: usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+}
+
+/// An `http` operation's arguments as its request takes them: the path, then each header's
+/// value, then the body when the operation sends one.
+struct HttpArgs<'a> {
+    path: &'a [u8],
+    pairs: [(&'a str, &'a [u8]); 16],
+    n: usize,
+    body: &'a [u8],
+}
+
+impl<'a> HttpArgs<'a> {
+    fn split(
+        headers: &'a [(String, ValueKind)],
+        has_body: bool,
+        args: &'a [Vec<u8>],
+    ) -> Result<HttpArgs<'a>, OpError> {
+        let Some((path, rest)) = args.split_first() else {
+            return Err(OpError::new(ErrorClass::Other, "http op without a path"));
+        };
+        let mut pairs: [(&str, &[u8]); 16] = [("", &[]); 16];
+        if headers.len() > pairs.len() {
+            return Err(OpError::new(
+                ErrorClass::Other,
+                "an http op sends at most 16 headers",
+            ));
         }
+        for (slot, ((name, _), value)) in pairs.iter_mut().zip(headers.iter().zip(rest)) {
+            *slot = (name.as_str(), value.as_slice());
+        }
+        let body: &[u8] = match (has_body, rest.get(headers.len())) {
+            (true, Some(b)) => b,
+            _ => &[],
+        };
+        Ok(HttpArgs {
+            path,
+            pairs,
+            n: headers.len(),
+            body,
+        })
     }
-    out.extend_from_slice(&digits[i..]);
+
+    fn headers(&self) -> &[(&'a str, &'a [u8])] {
+        &self.pairs[..self.n]
+    }
 }
 
 /// Append one request: request line (its path appended by `path`), `Host`, `headers`,
@@ -819,27 +853,11 @@ impl HttpSession {
         args: &[Vec<u8>],
         capture: bool,
     ) -> Result<Outcome, OpError> {
-        let Some((path, rest)) = args.split_first() else {
-            return Err(OpError::new(ErrorClass::Other, "http op without a path"));
-        };
+        let a = HttpArgs::split(headers, has_body, args)?;
         self.path.clear();
         self.path.push_str(&self.server.prefix);
-        self.path.push_str(&String::from_utf8_lossy(path));
-        let mut pairs: [(&str, &[u8]); 16] = [("", &[]); 16];
-        if headers.len() > pairs.len() {
-            return Err(OpError::new(
-                ErrorClass::Other,
-                "an http op sends at most 16 headers",
-            ));
-        }
-        for (slot, ((name, _), value)) in pairs.iter_mut().zip(headers.iter().zip(rest)) {
-            *slot = (name.as_str(), value.as_slice());
-        }
-        let body: &[u8] = match (has_body, rest.get(headers.len())) {
-            (true, Some(b)) => b,
-            _ => &[],
-        };
-        self.format(method, &pairs[..headers.len()], body)?;
+        self.path.push_str(&String::from_utf8_lossy(a.path));
+        self.format(method, a.headers(), a.body)?;
         let status = self.exchange(method == "HEAD", capture).await?;
         let ok = match expect {
             Some(e) => status.code == e,
