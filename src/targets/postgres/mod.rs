@@ -50,6 +50,7 @@
 //! everything else → other. Messages never contain the password.
 
 mod documents;
+mod scram;
 mod text;
 mod wire;
 

@@ -29,12 +29,13 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 use postgres_protocol::authentication::md5_hash;
-use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
+use postgres_protocol::authentication::sasl::SCRAM_SHA_256;
 use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::scram::Scram;
 use super::Postgres;
 use crate::spec::{OpKind, OpSpec};
 use crate::stats::connect_phases::PhaseTimes;
@@ -320,7 +321,7 @@ async fn login(pg: &Postgres, tcp: &mut TcpStream) -> Result<(), OpError> {
     let mut out = BytesMut::new();
     frontend::startup_message(params, &mut out).map_err(io_error)?;
     let mut inbuf = BytesMut::with_capacity(1024);
-    let mut scram: Option<ScramSha256> = None;
+    let mut scram: Option<Scram> = None;
     let password = || {
         c.get_password().ok_or_else(|| {
             OpError::new(
@@ -360,19 +361,19 @@ async fn login(pg: &Postgres, tcp: &mut TcpStream) -> Result<(), OpError> {
             // Over plain TCP the only mechanism is SCRAM-SHA-256 (the -PLUS variant binds
             // to a TLS channel).
             Message::AuthenticationSasl(_) => {
-                let s = ScramSha256::new(password()?, ChannelBinding::unsupported());
-                frontend::sasl_initial_response(SCRAM_SHA_256, s.message(), &mut out)
+                let (s, first) = Scram::start();
+                frontend::sasl_initial_response(SCRAM_SHA_256, &first, &mut out)
                     .map_err(io_error)?;
                 scram = Some(s);
             }
             Message::AuthenticationSaslContinue(body) => {
                 let s = scram.as_mut().ok_or_else(|| unexpected("SASL continue"))?;
-                s.update(body.data()).map_err(auth_error)?;
-                frontend::sasl_response(s.message(), &mut out).map_err(io_error)?;
+                let answer = s.answer(body.data(), password()?).map_err(auth_error)?;
+                frontend::sasl_response(&answer, &mut out).map_err(io_error)?;
             }
             Message::AuthenticationSaslFinal(body) => {
-                let s = scram.as_mut().ok_or_else(|| unexpected("SASL final"))?;
-                s.finish(body.data()).map_err(auth_error)?;
+                let s = scram.as_ref().ok_or_else(|| unexpected("SASL final"))?;
+                s.verify(body.data()).map_err(auth_error)?;
             }
             Message::ReadyForQuery(_) => return Ok(()),
             Message::AuthenticationOk
@@ -388,7 +389,7 @@ fn io_error(e: std::io::Error) -> OpError {
     OpError::new(ErrorClass::Connect, e.to_string())
 }
 
-fn auth_error(e: std::io::Error) -> OpError {
+fn auth_error(e: String) -> OpError {
     OpError::new(ErrorClass::Auth, format!("SCRAM: {e}"))
 }
 
