@@ -28,6 +28,7 @@ use super::{Connection, LoadPlan, Mode};
 use crate::clock::Instant;
 use crate::spec::OpSpec;
 use crate::targets::pipelined::{Batched, Codec, Context};
+use crate::targets::readbuf::ReadBuf;
 use crate::targets::Target;
 use crate::vocab::{ErrorClass, OpError, Outcome};
 
@@ -121,14 +122,12 @@ impl<'a> Stream<'a> {
     }
 }
 
-/// The socket and the replies read from it; bytes `pos..filled` of `inbuf` are not decoded.
+/// The socket and the replies read from it.
 struct Wire {
     stream: TcpStream,
     shown: String,
     context: Option<Arc<Context>>,
-    inbuf: Vec<u8>,
-    pos: usize,
-    filled: usize,
+    inbuf: ReadBuf,
 }
 
 impl Wire {
@@ -137,9 +136,7 @@ impl Wire {
             stream: b.stream,
             shown: b.shown,
             context: b.context,
-            inbuf: vec![0; 64 * 1024],
-            pos: 0,
-            filled: 0,
+            inbuf: ReadBuf::new(64 * 1024),
         }
     }
 
@@ -160,25 +157,16 @@ impl Wire {
             }
         }
         out.clear();
-        if self.pos == self.filled {
-            (self.pos, self.filled) = (0, 0);
-        } else if self.filled == self.inbuf.len() {
-            if self.pos > 0 {
-                self.inbuf.copy_within(self.pos..self.filled, 0);
-                (self.filled, self.pos) = (self.filled - self.pos, 0);
-            } else {
-                self.inbuf.resize(self.inbuf.len() * 2, 0);
-            }
-        }
+        self.inbuf.rewind_if_drained();
         loop {
-            match self.stream.try_read(&mut self.inbuf[self.filled..]) {
+            match self.stream.try_read(self.inbuf.spare()) {
                 Ok(0) => {
                     let closed = format!("{} closed the connection", self.shown);
                     return Err(OpError::new(ErrorClass::Connect, closed));
                 }
                 Ok(n) => {
-                    self.filled += n;
-                    if self.filled < self.inbuf.len() {
+                    self.inbuf.advance(n);
+                    if !self.inbuf.is_full() {
                         // A short read drained the socket, and the next replies come only
                         // after the next write: forget its readiness now, so the next read
                         // waits for the poller's edge instead of a system call that finds
@@ -199,12 +187,8 @@ impl Wire {
 
     /// Where the next whole reply read lies in `inbuf`, if there is one.
     fn next_reply(&mut self, codec: &Codec) -> Result<Option<Range<usize>>, OpError> {
-        let unread = &self.inbuf[self.pos..self.filled];
-        match (codec.frame_len)(unread) {
-            Ok(Some(n)) => {
-                self.pos += n;
-                Ok(Some(self.pos - n..self.pos))
-            }
+        match (codec.frame_len)(self.inbuf.unread()) {
+            Ok(Some(n)) => Ok(Some(self.inbuf.consume(n))),
             Ok(None) => Ok(None),
             Err(e) => Err(OpError::new(
                 ErrorClass::Protocol,

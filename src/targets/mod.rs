@@ -15,6 +15,7 @@ pub mod noop;
 pub mod peer;
 pub mod pipelined;
 pub mod postgres;
+pub mod readbuf;
 pub mod redis;
 pub mod sleep;
 pub mod sql;

@@ -21,6 +21,7 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
+use super::readbuf::ReadBuf;
 use crate::spec::{OpKind, OpSpec};
 use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
@@ -100,10 +101,8 @@ impl Drop for ReaderTurn<'_> {
 struct State {
     /// Requests not written yet.
     out: Vec<u8>,
-    /// Replies as read; bytes `pos..filled` are not handed out yet.
-    inbuf: Vec<u8>,
-    pos: usize,
-    filled: usize,
+    /// Replies as read and not handed out yet.
+    inbuf: ReadBuf,
     /// The stream each reply still expected belongs to, in request order.
     waiting: VecDeque<Rc<Inbox>>,
     /// Set once the connection failed: every stream gets this error from then on.
@@ -146,9 +145,7 @@ impl Shared {
             frame_len,
             state: RefCell::new(State {
                 out: Vec::with_capacity(4096),
-                inbuf: vec![0; 64 * 1024],
-                pos: 0,
-                filled: 0,
+                inbuf: ReadBuf::new(64 * 1024),
                 waiting: VecDeque::new(),
                 broken: None,
             }),
@@ -250,19 +247,7 @@ impl Shared {
                 Err(e) => return Err(self.break_with(&mut state, self.fail(e))),
             }
         }
-        let State {
-            inbuf, pos, filled, ..
-        } = &mut *state;
-        if *filled == inbuf.len() {
-            if *pos > 0 {
-                inbuf.copy_within(*pos..*filled, 0);
-                *filled -= *pos;
-                *pos = 0;
-            } else {
-                inbuf.resize(inbuf.len() * 2, 0);
-            }
-        }
-        match self.stream.try_read(&mut inbuf[*filled..]) {
+        match self.stream.try_read(state.inbuf.spare()) {
             Ok(0) => {
                 let e = OpError::new(
                     ErrorClass::Connect,
@@ -271,7 +256,7 @@ impl Shared {
                 return Err(self.break_with(&mut state, e));
             }
             Ok(n) => {
-                *filled += n;
+                state.inbuf.advance(n);
                 moved = true;
                 self.hand_out(&mut state)?;
             }
@@ -284,7 +269,7 @@ impl Shared {
     /// Give every complete reply read to the stream that asked for it, in order.
     fn hand_out(&self, state: &mut State) -> Result<(), OpError> {
         loop {
-            let n = match (self.frame_len)(&state.inbuf[state.pos..state.filled]) {
+            let n = match (self.frame_len)(state.inbuf.unread()) {
                 Ok(Some(n)) => n,
                 Ok(None) => break,
                 Err(e) => {
@@ -302,16 +287,15 @@ impl Shared {
                 );
                 return Err(self.break_with(state, e));
             };
-            let frame = &state.inbuf[state.pos..state.pos + n];
-            inbox.replies.borrow_mut().extend_from_slice(frame);
+            let frame = state.inbuf.consume(n);
+            inbox
+                .replies
+                .borrow_mut()
+                .extend_from_slice(&state.inbuf[frame]);
             inbox.expected.set(inbox.expected.get().saturating_sub(1));
             inbox.notify.notify_one();
-            state.pos += n;
         }
-        if state.pos == state.filled {
-            state.pos = 0;
-            state.filled = 0;
-        }
+        state.inbuf.rewind_if_drained();
         Ok(())
     }
 

@@ -46,6 +46,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::pipelined::{Batched, Codec, Context, Inbox, Shared};
+use super::readbuf::ReadBuf;
 use super::tls::{NetStream, Tls};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
@@ -195,10 +196,8 @@ pub struct RedisSession {
     login: Arc<Login>,
     /// The command (or pipeline) being sent.
     out: Vec<u8>,
-    /// Replies as read; `inbuf.len()` is its capacity, bytes `pos..filled` are unread.
-    inbuf: Vec<u8>,
-    pos: usize,
-    filled: usize,
+    /// Replies as read.
+    inbuf: ReadBuf,
     /// Between MULTI and EXEC/DISCARD.
     in_tx: bool,
 }
@@ -278,9 +277,7 @@ impl RedisSession {
             wire: Wire::Own(stream),
             login,
             out: Vec::with_capacity(256),
-            inbuf: vec![0; 16 * 1024],
-            pos: 0,
-            filled: 0,
+            inbuf: ReadBuf::new(16 * 1024),
             in_tx: false,
         };
         if session.login.password.is_some() {
@@ -312,9 +309,7 @@ impl RedisSession {
                 wire: Wire::Shared(shared, inbox),
                 login: Arc::clone(&self.login),
                 out: Vec::with_capacity(256),
-                inbuf: vec![0; 16 * 1024],
-                pos: 0,
-                filled: 0,
+                inbuf: ReadBuf::new(16 * 1024),
                 in_tx: false,
             })
             .collect()
@@ -355,10 +350,7 @@ impl RedisSession {
     }
 
     async fn send(&mut self) -> Result<(), OpError> {
-        if self.pos == self.filled {
-            self.pos = 0;
-            self.filled = 0;
-        }
+        self.inbuf.rewind_if_drained();
         let RedisSession {
             wire, out, login, ..
         } = self;
@@ -374,33 +366,17 @@ impl RedisSession {
     /// Read until one whole reply is buffered; returns its range and moves past it.
     async fn read_reply(&mut self) -> Result<Range<usize>, OpError> {
         loop {
-            match frame_len(&self.inbuf[self.pos..self.filled]) {
-                Ok(Some(n)) => {
-                    let range = self.pos..self.pos + n;
-                    self.pos += n;
-                    return Ok(range);
-                }
+            match frame_len(self.inbuf.unread()) {
+                Ok(Some(n)) => return Ok(self.inbuf.consume(n)),
                 Ok(None) => {}
                 Err(e) => return Err(protocol(format!("malformed reply from Redis: {e}"))),
             }
-            if self.filled == self.inbuf.len() {
-                if self.pos > 0 {
-                    self.inbuf.copy_within(self.pos..self.filled, 0);
-                    self.filled -= self.pos;
-                    self.pos = 0;
-                } else {
-                    let grown = self.inbuf.len() * 2;
-                    self.inbuf.resize(grown, 0);
-                }
-            }
             let n = match &mut self.wire {
                 Wire::Own(stream) => stream
-                    .read(&mut self.inbuf[self.filled..])
+                    .read(self.inbuf.spare())
                     .await
                     .map_err(|e| io_error(&self.login.shown, e))?,
-                Wire::Shared(shared, inbox) => {
-                    shared.recv(inbox, &mut self.inbuf[self.filled..]).await?
-                }
+                Wire::Shared(shared, inbox) => shared.recv(inbox, self.inbuf.spare()).await?,
             };
             if n == 0 {
                 return Err(OpError::new(
@@ -408,7 +384,7 @@ impl RedisSession {
                     format!("{} closed the connection", self.login.shown),
                 ));
             }
-            self.filled += n;
+            self.inbuf.advance(n);
         }
     }
 

@@ -62,6 +62,7 @@ mod batch;
 
 use super::attachment::{self, Attachment, Check};
 use super::pipelined::{Batched, Codec};
+use super::readbuf::ReadBuf;
 use super::tls::{NetStream, Tls};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
@@ -224,9 +225,7 @@ impl Target for Http {
                 server,
                 path: String::with_capacity(128),
                 out: Vec::with_capacity(512),
-                inbuf: vec![0; 16 * 1024],
-                pos: 0,
-                filled: 0,
+                inbuf: ReadBuf::new(16 * 1024),
                 body: Vec::new(),
                 reopen: false,
                 used: false,
@@ -292,10 +291,8 @@ pub struct HttpSession {
     path: String,
     /// The request being sent.
     out: Vec<u8>,
-    /// Responses as read; `inbuf.len()` is its capacity, bytes `pos..filled` are unread.
-    inbuf: Vec<u8>,
-    pos: usize,
-    filled: usize,
+    /// Responses as read.
+    inbuf: ReadBuf,
     /// The last response's body, when it was kept.
     body: Vec<u8>,
     /// The server said it closes the connection: open a new one before the next request.
@@ -497,8 +494,7 @@ impl HttpSession {
 
     async fn reconnect(&mut self) -> Result<(), OpError> {
         self.stream = open(&self.server).await?;
-        self.pos = 0;
-        self.filled = 0;
+        self.inbuf.clear();
         self.reopen = false;
         self.used = false;
         Ok(())
@@ -524,21 +520,11 @@ impl HttpSession {
 
     /// Read more bytes into the buffer; `Ok(false)` at the end of the stream.
     async fn fill(&mut self) -> Result<bool, OpError> {
-        if self.filled == self.inbuf.len() {
-            if self.pos > 0 {
-                self.inbuf.copy_within(self.pos..self.filled, 0);
-                self.filled -= self.pos;
-                self.pos = 0;
-            } else {
-                let grown = self.inbuf.len() * 2;
-                self.inbuf.resize(grown, 0);
-            }
-        }
-        let n = match self.stream.read(&mut self.inbuf[self.filled..]).await {
+        let n = match self.stream.read(self.inbuf.spare()).await {
             Ok(n) => n,
             Err(e) => return Err(self.io_error(e)),
         };
-        self.filled += n;
+        self.inbuf.advance(n);
         Ok(n > 0)
     }
 
@@ -565,10 +551,7 @@ impl HttpSession {
     }
 
     async fn round(&mut self, head: bool, keep: bool) -> Result<Status, Retry> {
-        if self.pos == self.filled {
-            self.pos = 0;
-            self.filled = 0;
-        }
+        self.inbuf.rewind_if_drained();
         if let Err(e) = self.stream.write_all(&self.out).await {
             return Err(match e.kind() {
                 std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => {
@@ -582,13 +565,13 @@ impl HttpSession {
 
     /// Read one response (its head, then its body); the request has been sent.
     async fn receive(&mut self, head: bool, keep: bool) -> Result<Status, Retry> {
-        let started = self.filled;
+        let started = self.inbuf.filled();
         // The response head; informational (1xx) heads are skipped.
         let (status, framing, close) = loop {
             let parsed = {
                 let mut headers = [httparse::EMPTY_HEADER; 64];
                 let mut response = httparse::Response::new(&mut headers);
-                match response.parse(&self.inbuf[self.pos..self.filled]) {
+                match response.parse(self.inbuf.unread()) {
                     Ok(httparse::Status::Complete(n)) => {
                         if self.want_server {
                             self.server_header = response
@@ -608,7 +591,7 @@ impl HttpSession {
             };
             match parsed {
                 Some(Ok((n, (status, framing, close)))) => {
-                    self.pos += n;
+                    self.inbuf.consume(n);
                     if (100..200).contains(&status.code) && status.code != 101 {
                         continue;
                     }
@@ -617,9 +600,9 @@ impl HttpSession {
                 Some(Err(e)) => return Err(Retry::Failed(e)),
                 None => match self.fill().await {
                     Ok(true) => {}
-                    Ok(false) if self.filled == started => return Err(Retry::Closed),
+                    Ok(false) if self.inbuf.filled() == started => return Err(Retry::Closed),
                     Ok(false) => return Err(Retry::Failed(self.closed())),
-                    Err(e) if self.filled == started => {
+                    Err(e) if self.inbuf.filled() == started => {
                         let _ = e;
                         return Err(Retry::Closed);
                     }
@@ -638,18 +621,17 @@ impl HttpSession {
 
     /// Take `n` buffered bytes of body (all of them if fewer are there); returns how many.
     fn take(&mut self, n: u64, keep: bool) -> u64 {
-        let have = ((self.filled - self.pos) as u64).min(n) as usize;
+        let have = (self.inbuf.unread().len() as u64).min(n) as usize;
+        let taken = self.inbuf.consume(have);
         if keep {
-            self.body
-                .extend_from_slice(&self.inbuf[self.pos..self.pos + have]);
+            self.body.extend_from_slice(&self.inbuf[taken]);
         } else if self.check_failed.is_none() {
             if let Some(check) = &mut self.check {
-                if let Err(e) = check.feed(&self.inbuf[self.pos..self.pos + have]) {
+                if let Err(e) = check.feed(&self.inbuf[taken]) {
                     self.check_failed = Some(e);
                 }
             }
         }
-        self.pos += have;
         have as u64
     }
 
@@ -673,9 +655,9 @@ impl HttpSession {
             },
             Framing::Chunked => loop {
                 let size = loop {
-                    match httparse::parse_chunk_size(&self.inbuf[self.pos..self.filled]) {
+                    match httparse::parse_chunk_size(self.inbuf.unread()) {
                         Ok(httparse::Status::Complete((n, size))) => {
-                            self.pos += n;
+                            self.inbuf.consume(n);
                             break size;
                         }
                         Ok(httparse::Status::Partial) => {
@@ -694,9 +676,9 @@ impl HttpSession {
                 if size == 0 {
                     // Trailers, if any, end with an empty line.
                     loop {
-                        let rest = &self.inbuf[self.pos..self.filled];
+                        let rest = self.inbuf.unread();
                         if let Some(end) = rest.windows(2).position(|w| w == b"\r\n") {
-                            self.pos += end + 2;
+                            self.inbuf.consume(end + 2);
                             if end == 0 {
                                 return Ok(());
                             }
@@ -773,10 +755,7 @@ impl HttpSession {
         self.out.truncate(self.out.len() - 5);
         push_number(&mut self.out, a.size() as usize);
         self.out.extend_from_slice(b"\r\n\r\n");
-        if self.pos == self.filled {
-            self.pos = 0;
-            self.filled = 0;
-        }
+        self.inbuf.rewind_if_drained();
         self.stream
             .write_all(&self.out)
             .await
