@@ -11,6 +11,26 @@ use std::time::Duration;
 /// Schedules, waits and simulated latencies use this one clock, so they cannot drift apart.
 pub use quanta::Instant;
 
+/// Calibrate the hot loop's clock now: its first read in a process spins for up to 200 ms
+/// against the kernel's clock, which must happen before a run starts, not in its first
+/// operations or between the two reads of [`from_std`].
+pub fn calibrate() {
+    let _ = Instant::now();
+}
+
+/// `t`, an instant of the kernel's monotonic clock, as an instant of the hot loop's clock.
+/// Every thread that places a run's intervals on the hot clock converts the run's start
+/// with this, so they agree on its boundaries; the hot clock is read first, so a
+/// calibration cannot fall between the two reads.
+pub fn from_std(t: std::time::Instant) -> Instant {
+    let hot = Instant::now();
+    let now = std::time::Instant::now();
+    match t.checked_duration_since(now) {
+        Some(ahead) => hot + ahead,
+        None => hot.checked_sub(now - t).unwrap_or(hot),
+    }
+}
+
 /// Below this, spinning is cheaper and more precise than asking the kernel to wake us.
 const SPIN_BELOW: Duration = Duration::from_micros(20);
 

@@ -711,6 +711,7 @@ pub fn run<T: Target>(
         .into());
     }
     connect.time = start.connecting.elapsed();
+    crate::clock::calibrate();
     let (t0, late) = match plan.start_at {
         Some(at) => start_at(at),
         None => (Instant::now(), Duration::ZERO),
@@ -931,8 +932,8 @@ impl<T: Target> ClientThread<T> {
         let Some(&t0) = self.start.t0.get() else {
             return;
         };
-        // The start on the hot loop's clock: now, less the time since t0.
-        let q0 = crate::clock::Instant::now() - t0.elapsed();
+        // The start on the hot loop's clock, as the rig monitor places it.
+        let q0 = crate::clock::from_std(t0);
         let exclusive = self.ids.len() == 1;
         let ids: Arc<[usize]> = self.ids.as_slice().into();
         let shelf = RefCell::new(Shelf::new(

@@ -278,11 +278,7 @@ fn watch(
     // Interval boundaries on the clients' clock (the time-stamp counter, calibrated once per
     // process), not the kernel's: the two drift apart by up to some hundred ppm, and over a
     // long run the samples would land in the wrong intervals or miss them altogether.
-    let (now, qnow) = (Instant::now(), clock::Instant::now());
-    let q0 = match t0.checked_duration_since(now) {
-        Some(ahead) => qnow + ahead,
-        None => qnow.checked_sub(now.duration_since(t0)).unwrap_or(qnow),
-    };
+    let q0 = clock::from_std(t0);
     let period_ns = PERIOD.as_nanos() as u64;
     let mut k = timeline.index_of(clock::Instant::now().duration_since(q0));
     let mut since = Instant::now();
