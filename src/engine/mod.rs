@@ -1084,9 +1084,10 @@ impl Collector<'_> {
             .per_client
             .remove(&k)
             .unwrap_or_else(|| vec![0; self.clients]);
-        // The monitor closes an interval within a millisecond of its end; a client reports
-        // it only after that, so the sample is normally there already.
-        let rig = self.monitor.take(k, Duration::from_millis(20));
+        // The monitor closes an interval within its wake period (5 ms) of the end, on the
+        // clients' clock; a client reports it at the end, so the sample is normally there
+        // already or a few ms away. A starved monitor thread is waited for a little longer.
+        let rig = self.monitor.take(k, Duration::from_millis(250));
         let data = IntervalData {
             index: k,
             start,

@@ -232,17 +232,20 @@ impl Monitor {
         }
     }
 
-    /// The sample of interval `k`, waiting up to `wait` for the thread to close it. The
-    /// collector asks for the intervals in order, so samples of earlier intervals that came
-    /// too late are dropped here: kept, each holds a hiccup histogram for the rest of the run.
+    /// The sample of interval `k`, waiting up to `wait` for the thread to close it; none
+    /// at once if the thread has already closed a later interval (a stall made it skip
+    /// `k`). The collector asks for the intervals in order, so samples of earlier intervals
+    /// that came too late are dropped here: kept, each would hold a hiccup histogram for the
+    /// rest of the run.
     pub fn take(&self, k: u64, wait: Duration) -> Option<RigSample> {
         let until = Instant::now() + wait;
         loop {
             {
                 let mut samples = self.samples.lock().ok()?;
                 let found = samples.remove(&k);
+                let passed = samples.keys().next_back().is_some_and(|&i| i > k);
                 samples.retain(|&i, _| i > k);
-                if found.is_some() {
+                if found.is_some() || passed {
                     return found;
                 }
             }
@@ -415,9 +418,15 @@ mod tests {
         let m = Monitor {
             stop: Arc::new(AtomicBool::new(false)),
             samples: Arc::new(Mutex::new((0..6).map(|k| (k, sample(k))).collect())),
-            handle: None,
+            // A thread to wait for, as in a run (it has nothing to do).
+            handle: std::thread::Builder::new().spawn(|| ()).ok(),
         };
         assert!(m.take(3, Duration::ZERO).is_some());
+        // Interval 4's sample is there, so 2's will never come: answered without waiting
+        // out the minute (microseconds against a minute, not a speed check).
+        let t = Instant::now();
+        assert!(m.take(2, Duration::from_secs(60)).is_none());
+        assert!(t.elapsed() < Duration::from_secs(30));
         let left: Vec<u64> = m.samples.lock().unwrap().keys().copied().collect();
         assert_eq!(left, vec![4, 5]);
         assert!(m.take(9, Duration::ZERO).is_none());
