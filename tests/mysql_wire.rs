@@ -178,6 +178,8 @@ let = { id = "{seq 1}" }
 tx = [
   { sql = { query = "SELECT i, u, d, f, dt, day, t, s, b, n FROM loadrig_src WHERE id = ?", params = ["{id}"] }, capture = ["i", "u", "d", "f", "dt", "day", "t", "s", "b", "n"] },
   { sql = { query = "INSERT INTO loadrig_out VALUES ('i', ?, ?), ('u', ?, ?), ('d', ?, ?), ('f', ?, ?), ('dt', ?, ?), ('day', ?, ?), ('t', ?, ?), ('s', ?, ?), ('b', ?, ?)", params = ["{id}", "{i}", "{id}", "{u}", "{id}", "{d}", "{id}", "{f}", "{id}", "{dt}", "{id}", "{day}", "{id}", "{t}", "{id}", "{s}", "{id}", "{b}"] } },
+  { sql = { query = "SELECT ? * 2, CAST(? AS CHAR)", params = ["{id}", "{id}"] }, capture = ["twice", "same"] },
+  { sql = { query = "INSERT INTO loadrig_out VALUES ('twice', ?, ?), ('same', ?, ?)", params = ["{id}", "{twice}", "{id}", "{same}"] } },
   { sql = { query = "UPDATE loadrig_src SET n = n + 1 WHERE id = ? AND n IS NOT NULL", params = ["{id}"] }, capture = ["touched"] },
   { sql = { query = "INSERT INTO loadrig_out VALUES ('touched', ?, ?)", params = ["{id}", "{touched}"] }, when = "touched" },
   { sql = { query = "INSERT INTO loadrig_out VALUES ('null', ?, 'n')", params = ["{id}"] }, when = "n" },
@@ -225,6 +227,9 @@ tx = [
         "b:1=00FF41".to_string(),
         format!("touched:2={}", hex("1")),
         "null:2=6E".to_string(),
+        // The second execution's row, whose columns MariaDB does not send again.
+        format!("twice:2={}", hex("4")),
+        format!("same:2={}", hex("2")),
     ] {
         assert!(tables[0].contains(&expected), "{expected} in {}", tables[0]);
     }

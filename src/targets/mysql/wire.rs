@@ -17,6 +17,7 @@
 //! (dev.mysql.com/doc/dev/mysql-server/latest/PAGE_PROTOCOL.html); MariaDB's metadata
 //! caching: mariadb.com/kb/en/result-set-packets.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use bytes::{Buf, BytesMut};
@@ -55,13 +56,17 @@ pub struct Login<'a> {
     pub setup: &'a [String],
 }
 
+/// A result column's type and flags.
+type Col = (ColumnType, ColumnFlags);
+
 /// A statement prepared on this connection.
 #[derive(Clone)]
 pub struct Stmt {
     id: u32,
     params: u16,
-    /// Its result columns' types, for reading a captured row.
-    columns: Rc<[(ColumnType, ColumnFlags)]>,
+    /// Its result columns' types, for reading a captured row: from the prepare, then (as
+    /// MariaDB sends them only when they change) from the last execution that sent them.
+    columns: Rc<RefCell<Vec<Col>>>,
 }
 
 impl Stmt {
@@ -381,7 +386,7 @@ impl Wire {
         Ok(Stmt {
             id,
             params,
-            columns: types.into(),
+            columns: Rc::new(RefCell::new(types)),
         })
     }
 
@@ -425,7 +430,7 @@ impl Wire {
             }
         }
         self.send(0).await?;
-        self.reply(Some(&st.columns), capture).await
+        self.results(Some(&st.columns), capture, &mut |_| ()).await
     }
 
     /// COM_QUERY, rows handed to `row` (text protocol).
@@ -436,21 +441,12 @@ impl Wire {
         self.results(None, false, &mut row).await.map(|_| ())
     }
 
-    /// A statement's reply: its first result's rows, or rows affected.
-    async fn reply(
-        &mut self,
-        columns: Option<&[(ColumnType, ColumnFlags)]>,
-        capture: bool,
-    ) -> Result<Outcome, OpError> {
-        self.results(columns, capture, &mut |_| ()).await
-    }
-
     /// Every result of a reply (several while the server says more exist); the outcome is
-    /// the first's, as mysql_async's iterator gives it. `columns`: binary rows of these
-    /// types (None: text rows, each handed to `row`).
+    /// the first's, as mysql_async's iterator gives it. `binary`: binary rows of a
+    /// statement with these columns (None: text rows, each handed to `row`).
     async fn results(
         &mut self,
-        columns: Option<&[(ColumnType, ColumnFlags)]>,
+        binary: Option<&RefCell<Vec<Col>>>,
         capture: bool,
         row: &mut dyn FnMut(&[u8]),
     ) -> Result<Outcome, OpError> {
@@ -467,7 +463,7 @@ impl Wire {
                 0xff => return Err(self.failed(len)),
                 _ => {
                     let want = capture && first.is_none();
-                    self.rows(len, columns, want, row).await?
+                    self.rows(len, binary, want, row).await?
                 }
             };
             first.get_or_insert(out);
@@ -481,7 +477,7 @@ impl Wire {
     async fn rows(
         &mut self,
         len: usize,
-        columns: Option<&[(ColumnType, ColumnFlags)]>,
+        binary: Option<&RefCell<Vec<Col>>>,
         capture: bool,
         row: &mut dyn FnMut(&[u8]),
     ) -> Result<(Outcome, StatusFlags), OpError> {
@@ -490,22 +486,26 @@ impl Wire {
         let count = lenenc(p, &mut at)?;
         let metadata = !self.cache_metadata || p.get(at).is_some_and(|&m| m != 0);
         self.inbuf.advance(4 + len);
-        let mut sent = Vec::new();
+        let keep = binary.is_some() && (capture || self.cache_metadata);
+        let mut types = Vec::new();
         if metadata {
             for _ in 0..count {
-                let column = self.column().await?;
-                if capture {
-                    sent.push(column);
+                if keep {
+                    types.push(self.column().await?);
+                } else {
+                    self.skip(1).await?;
                 }
             }
             self.skip(u64::from(!self.deprecate_eof())).await?;
+            if let Some(columns) = binary.filter(|_| self.cache_metadata) {
+                columns.borrow_mut().clone_from(&types);
+            }
+        } else if let Some(columns) = binary.filter(|_| capture) {
+            types.clone_from(&columns.borrow());
         }
-        let types = if metadata && capture {
-            &sent[..]
-        } else {
-            columns.unwrap_or_default()
-        };
         let mut out = Outcome::default();
+        // A row that does not read is the operation's error once the reply is read.
+        let mut unread = None;
         loop {
             let len = self.packet().await?;
             let p = &self.inbuf[4..4 + len];
@@ -513,17 +513,19 @@ impl Wire {
                 0xfe if len < MAX_PACKET => {
                     let status = end_status(p, self.deprecate_eof())?;
                     self.inbuf.advance(4 + len);
-                    return Ok((out, status));
+                    return unread.map_or(Ok((out, status)), Err);
                 }
                 // Neither a binary row (0x00) nor a text one (a length) starts with 0xff.
                 0xff => return Err(self.failed(len)),
                 _ => {}
             }
-            if capture && out.rows == 0 && columns.is_some() {
-                out.captured = binary_row(p, types)?;
-            }
-            if columns.is_none() {
+            if binary.is_none() {
                 row(p);
+            } else if capture && out.rows == 0 {
+                match binary_row(p, &types) {
+                    Ok(values) => out.captured = values,
+                    Err(e) => unread = Some(e),
+                }
             }
             out.rows += 1;
             self.inbuf.advance(4 + len);
@@ -628,7 +630,7 @@ fn end_status(p: &[u8], deprecate_eof: bool) -> Result<StatusFlags, OpError> {
 }
 
 /// A binary row's values as text (NULL as empty).
-fn binary_row(p: &[u8], types: &[(ColumnType, ColumnFlags)]) -> Result<Vec<Vec<u8>>, OpError> {
+fn binary_row(p: &[u8], types: &[Col]) -> Result<Vec<Vec<u8>>, OpError> {
     // The NULL bitmap of a binary row starts at bit 2.
     let bitmap_len = (types.len() + 9) / 8;
     let bitmap = p.get(1..1 + bitmap_len).ok_or_else(|| unexpected(p))?;
