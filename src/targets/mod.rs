@@ -341,8 +341,8 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "PostgreSQL (its own extended-protocol client, or tokio-postgres), table loadrig_kv, native sql",
     ),
     (
-        "mysql://USER:PASSWORD@HOST:PORT/DB[?isolation=LEVEL&ssl-mode=VERIFY_IDENTITY&ca=PATH]",
-        "MySQL or MariaDB (mysql_async), table loadrig_kv, native sql",
+        "mysql://USER:PASSWORD@HOST:PORT/DB[?isolation=LEVEL&ssl-mode=VERIFY_IDENTITY&ca=PATH&client=mysql_async]",
+        "MySQL or MariaDB (its own protocol client, or mysql_async), table loadrig_kv, native sql",
     ),
     (
         "redis://[:PASSWORD@]HOST[:PORT][/DB]",
