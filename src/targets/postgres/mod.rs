@@ -33,8 +33,10 @@
 //! - Cleanup unlinks the attachments, then drops every table of the current schema whose
 //!   name starts with `loadrig_`.
 //! - Plain runs (plain TCP, the operations [`wire`] accepts) go through the engine's batch
-//!   driver with the extended protocol spoken directly, at every `--pipeline`; the rest
-//!   of this file is the tokio-postgres path for everything else.
+//!   driver with the extended protocol spoken directly, at every `--pipeline`; every other
+//!   session on plain TCP without attachments is a [`PgSession::Wire`] on the same client
+//!   ([`wire_session`]). The rest of this file is the tokio-postgres path, for TLS,
+//!   documents, connections shared by `--pipeline` streams and `driver=tokio-postgres`.
 //! - `--pipeline P` on tokio-postgres: P streams share each connection (one `Client`,
 //!   `Rc`-shared, each stream with its own prepared statements); tokio-postgres sends the
 //!   queries of concurrent calls without waiting for earlier replies, which is
@@ -942,12 +944,10 @@ impl Session for PgSession {
         }
     }
 
-    fn execute(&mut self, op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>> {
-        async move {
-            match self {
-                PgSession::Tokio(s) => s.run(op).await,
-                PgSession::Wire(s) => s.run(op).await,
-            }
+    async fn execute(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
+        match self {
+            PgSession::Tokio(s) => s.run(op).await,
+            PgSession::Wire(s) => s.run(op).await,
         }
     }
 
