@@ -604,3 +604,43 @@ fn bind<'a>(
     out[start + 1..start + 5].copy_from_slice(&len.to_be_bytes());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bind_sends_each_value_in_its_format_and_known_columns_in_binary() {
+        let st = Statement {
+            name: "s0".into(),
+            params: vec![Some(Type::INT4), Some(Type::NUMERIC)],
+            columns: vec![("a".into(), Some(Type::INT4)), ("b".into(), None)],
+        };
+        let args: [&[u8]; 2] = [b"7", b"1.5"];
+        let params = args
+            .iter()
+            .zip(&st.params)
+            .enumerate()
+            .map(|(i, (a, ty))| convert(i, a, ty.as_ref().unwrap()));
+        let mut out = BytesMut::new();
+        bind(&mut out, &st, params).unwrap();
+        let mut body: Vec<u8> = b"\0s0\0".to_vec();
+        body.extend_from_slice(&[0, 2, 0, 1, 0, 0]); // formats: int4 binary, numeric text
+        body.extend_from_slice(&[0, 2, 0, 0, 0, 4, 0, 0, 0, 7, 0, 0, 0, 3]);
+        body.extend_from_slice(b"1.5");
+        body.extend_from_slice(&[0, 2, 0, 1, 0, 0]); // results: int4 binary, unknown text
+        let mut expected = vec![b'B'];
+        expected.extend_from_slice(&(body.len() as i32 + 4).to_be_bytes());
+        expected.extend_from_slice(&body);
+        assert_eq!(&out[..], &expected[..]);
+        let bad = [Ok(Param::Null), Err(OpError::new(ErrorClass::Other, "no"))];
+        assert!(bind(&mut BytesMut::new(), &st, bad.into_iter()).is_err());
+    }
+
+    #[test]
+    fn data_row_values_and_nulls() {
+        let row = [0, 2, 0, 0, 0, 1, b'x', 0xff, 0xff, 0xff, 0xff];
+        assert_eq!(row_values(&row).unwrap(), vec![Some(&b"x"[..]), None]);
+        assert!(row_values(&row[..6]).is_err(), "a value cut short");
+    }
+}
