@@ -7,7 +7,7 @@
 
 use tokio_postgres::Statement;
 
-use super::{classify, PgSession};
+use super::{classify, TokioSession};
 use crate::targets::attachment::{self, Attachment, CHUNK};
 use crate::vocab::{ErrorClass, OpError};
 
@@ -38,7 +38,7 @@ fn db(e: tokio_postgres::Error) -> OpError {
     classify(&e)
 }
 
-impl PgSession {
+impl TokioSession {
     async fn statements(&mut self) -> Result<&[Statement], OpError> {
         if self.documents.is_none() {
             let mut all = Vec::with_capacity(SQL.len() + 1);

@@ -33,8 +33,10 @@
 //! - Cleanup unlinks the attachments, then drops every table of the current schema whose
 //!   name starts with `loadrig_`.
 //! - Plain runs (plain TCP, the operations [`wire`] accepts) go through the engine's batch
-//!   driver with the extended protocol spoken directly, at every `--pipeline`; the rest
-//!   of this file is the tokio-postgres path for everything else.
+//!   driver with the extended protocol spoken directly, at every `--pipeline`; every other
+//!   session on plain TCP without attachments is a [`PgSession::Wire`] on the same client
+//!   ([`wire_session`]). The rest of this file is the tokio-postgres path, for TLS,
+//!   documents, connections shared by `--pipeline` streams and `driver=tokio-postgres`.
 //! - `--pipeline P` on tokio-postgres: P streams share each connection (one `Client`,
 //!   `Rc`-shared, each stream with its own prepared statements); tokio-postgres sends the
 //!   queries of concurrent calls without waiting for earlier replies, which is
@@ -53,6 +55,7 @@ mod documents;
 mod scram;
 mod text;
 mod wire;
+mod wire_session;
 
 use std::collections::HashMap;
 use std::error::Error as _;
@@ -98,6 +101,8 @@ pub struct Postgres {
     attachment: Option<Attachment>,
     /// What `Begin` sends: `BEGIN`, or with the isolation level the option asked for.
     begin: &'static str,
+    /// `driver=tokio-postgres`: every session on tokio-postgres, none on loadrig's own client.
+    tokio_only: bool,
 }
 
 impl Postgres {
@@ -111,7 +116,17 @@ impl Postgres {
             "sslmode",
             "ca",
             "insecure",
+            "driver",
         ])?;
+        let tokio_only = match url.options.get("driver").map(String::as_str) {
+            None | Some("loadrig") => false,
+            Some("tokio-postgres") => true,
+            Some(other) => {
+                return Err(InputError::new(format!(
+                    "driver={other}: expected loadrig (the default) or tokio-postgres"
+                )))
+            }
+        };
         let begin = begin_statement(Isolation::from_options(url, params)?);
         let ep = Endpoint::parse(url)?;
         let timeout = Endpoint::connect_timeout(url, Duration::from_secs(5))?;
@@ -148,6 +163,7 @@ impl Postgres {
             timeout,
             attachment: Attachment::from_options(url, params)?,
             begin,
+            tokio_only,
         })
     }
 }
@@ -176,7 +192,7 @@ fn begin_statement(isolation: Option<Isolation>) -> &'static str {
 
 /// One connection: the client half of tokio-postgres (its I/O half runs as a task on the
 /// client's runtime) and the statements prepared on it.
-pub struct PgSession {
+pub struct TokioSession {
     /// Shared by the streams of one connection (`--pipeline`).
     client: Rc<Client>,
     prepared: Prepared<Statement>,
@@ -199,12 +215,12 @@ impl Drop for IoTask {
     }
 }
 
-impl PgSession {
+impl TokioSession {
     /// This session's connection as `n` sessions that share it, each preparing its own
     /// statements.
-    fn share(self, n: usize) -> Vec<PgSession> {
+    fn share(self, n: usize) -> Vec<TokioSession> {
         (0..n)
-            .map(|_| PgSession {
+            .map(|_| TokioSession {
                 client: Rc::clone(&self.client),
                 prepared: Prepared::new(Dialect::Postgres),
                 io: Rc::clone(&self.io),
@@ -233,6 +249,48 @@ impl Target for Postgres {
     }
 
     async fn connect(&self) -> Result<PgSession, OpError> {
+        if self.own_client() {
+            return wire_session::connect(self).await.map(PgSession::Wire);
+        }
+        self.connect_tokio().await.map(PgSession::Tokio)
+    }
+
+    fn connect_phases(&self) -> Option<ConnectPhases> {
+        self.phases.snapshot()
+    }
+
+    fn cannot_pipeline(&self) -> Option<&'static str> {
+        self.attachment.as_ref().map(|_| {
+            "documents with attachments run a transaction per operation, and a transaction's state belongs to the connection"
+        })
+    }
+
+    /// Streams sharing a connection (`--pipeline`) run on tokio-postgres, which matches
+    /// each reply to its caller.
+    async fn connect_shared(&self, n: usize) -> Result<Vec<PgSession>, OpError> {
+        let shared = self.connect_tokio().await?.share(n);
+        Ok(shared.into_iter().map(PgSession::Tokio).collect())
+    }
+
+    /// The extended protocol spoken directly ([`wire`]), on plain TCP without attachments.
+    fn batch_codec(&self) -> Option<&'static Codec> {
+        self.own_client().then_some(&wire::CODEC)
+    }
+
+    fn connect_batched(&self) -> impl Future<Output = Result<Batched, OpError>> {
+        wire::connect(self)
+    }
+}
+
+impl Postgres {
+    /// Whether loadrig's own client can run this target's sessions: plain TCP, no
+    /// documents, and not `driver=tokio-postgres`.
+    fn own_client(&self) -> bool {
+        self.rustls.is_none() && self.attachment.is_none() && !self.tokio_only
+    }
+
+    /// A session on tokio-postgres (TLS, documents, shared connections).
+    async fn connect_tokio(&self) -> Result<TokioSession, OpError> {
         let started = Instant::now();
         let tcp = self.tcp().await?;
         let tcp_time = started.elapsed();
@@ -271,29 +329,6 @@ impl Target for Postgres {
             auth: Some(started.elapsed().saturating_sub(tcp_time + tls_time)),
         });
         Ok(self.session(client, connection))
-    }
-
-    fn connect_phases(&self) -> Option<ConnectPhases> {
-        self.phases.snapshot()
-    }
-
-    fn cannot_pipeline(&self) -> Option<&'static str> {
-        self.attachment.as_ref().map(|_| {
-            "documents with attachments run a transaction per operation, and a transaction's state belongs to the connection"
-        })
-    }
-
-    async fn connect_shared(&self, n: usize) -> Result<Vec<PgSession>, OpError> {
-        Ok(self.connect().await?.share(n))
-    }
-
-    /// The extended protocol spoken directly ([`wire`]), on plain TCP without attachments.
-    fn batch_codec(&self) -> Option<&'static Codec> {
-        (self.rustls.is_none() && self.attachment.is_none()).then_some(&wire::CODEC)
-    }
-
-    fn connect_batched(&self) -> impl Future<Output = Result<Batched, OpError>> {
-        wire::connect(self)
     }
 }
 
@@ -352,7 +387,7 @@ where
 
 impl Postgres {
     /// A session on a connection that finished its handshake.
-    fn session<S, T>(&self, client: Client, connection: Connection<S, T>) -> PgSession
+    fn session<S, T>(&self, client: Client, connection: Connection<S, T>) -> TokioSession
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
         T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -368,7 +403,7 @@ impl Postgres {
         let io = tokio::spawn(async move {
             let _ = connection.await;
         });
-        PgSession {
+        TokioSession {
             client: Rc::new(client),
             prepared: Prepared::new(Dialect::Postgres),
             io: Rc::new(IoTask(io)),
@@ -547,16 +582,8 @@ fn captured(row: &tokio_postgres::Row, styles: &text::Styles) -> Result<Vec<Vec<
             .try_get::<_, RawValue<'_>>(c)
             .map_err(|e| classify(&e))?;
         let text = match value.0 {
-            Some(raw) => text::to_text(column.type_(), raw, styles).map_err(|why| {
-                OpError::new(
-                    ErrorClass::Other,
-                    format!(
-                        "cannot capture column '{}': {why}; cast it in the query ({}::text)",
-                        column.name(),
-                        column.name()
-                    ),
-                )
-            })?,
+            Some(raw) => text::to_text(column.type_(), raw, styles)
+                .map_err(|why| uncapturable(column.name(), &why))?,
             None => Vec::new(),
         };
         values.push(text);
@@ -564,7 +591,77 @@ fn captured(row: &tokio_postgres::Row, styles: &text::Styles) -> Result<Vec<Vec<
     Ok(values)
 }
 
-impl PgSession {
+/// A column `capture` cannot render, and how to get it anyway.
+fn uncapturable(column: &str, why: &str) -> OpError {
+    OpError::new(
+        ErrorClass::Other,
+        format!("cannot capture column '{column}': {why}; cast it in the query ({column}::text)"),
+    )
+}
+
+/// Data loading: a temporary table, filled by COPY, merged into loadrig_kv.
+const COPY_BEGIN: &str =
+    "BEGIN; CREATE TEMP TABLE IF NOT EXISTS loadrig_load (k VARCHAR(255), v BYTEA) \
+     ON COMMIT DELETE ROWS";
+const COPY_IN: &str = "COPY loadrig_load (k, v) FROM STDIN (FORMAT binary)";
+const COPY_MERGE: &str = concat!(
+    "INSERT INTO ",
+    kv_table!(),
+    " (k, v) SELECT k, v FROM loadrig_load ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v; COMMIT"
+);
+
+/// `records` in COPY's binary format; a key given twice keeps its last value (an upsert
+/// cannot touch a row twice in one statement).
+fn copy_data(records: &[(String, Vec<u8>)]) -> Result<BytesMut, OpError> {
+    let mut last: HashMap<&str, usize> = HashMap::with_capacity(records.len());
+    for (i, (k, _)) in records.iter().enumerate() {
+        last.insert(k.as_str(), i);
+    }
+    let mut buf = BytesMut::with_capacity(64 + records.len() * 32);
+    buf.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
+    buf.extend_from_slice(&0i32.to_be_bytes()); // flags
+    buf.extend_from_slice(&0i32.to_be_bytes()); // header extension length
+    for (i, (k, v)) in records.iter().enumerate() {
+        if last.get(k.as_str()) != Some(&i) {
+            continue;
+        }
+        let (klen, vlen) = match (i32::try_from(k.len()), i32::try_from(v.len())) {
+            (Ok(a), Ok(b)) => (a, b),
+            _ => {
+                return Err(OpError::new(
+                    ErrorClass::Other,
+                    "a record is over 2 GiB: PostgreSQL cannot store it",
+                ))
+            }
+        };
+        buf.extend_from_slice(&2i16.to_be_bytes());
+        buf.extend_from_slice(&klen.to_be_bytes());
+        buf.extend_from_slice(k.as_bytes());
+        buf.extend_from_slice(&vlen.to_be_bytes());
+        buf.extend_from_slice(v);
+    }
+    buf.extend_from_slice(&(-1i16).to_be_bytes());
+    Ok(buf)
+}
+
+/// A batch of records as multi-row INSERTs ([`crate::targets::sql::insert_chunks`]): each
+/// statement's text and arguments.
+fn insert_statements(
+    records: &[(String, Vec<Vec<u8>>)],
+) -> impl Iterator<Item = (String, Vec<Vec<u8>>)> + '_ {
+    crate::targets::sql::insert_chunks(records)
+        .into_iter()
+        .map(|chunk| {
+            let query = crate::targets::sql::insert_rows(chunk[0].1.len(), chunk.len());
+            let args = chunk
+                .iter()
+                .flat_map(|(k, v)| std::iter::once(k.as_bytes().to_vec()).chain(v.iter().cloned()))
+                .collect();
+            (query, args)
+        })
+}
+
+impl TokioSession {
     async fn kv(&mut self, op: Kv, params: &[Param<'_>]) -> Result<u64, OpError> {
         let client = &self.client;
         let st = self
@@ -728,15 +825,8 @@ impl PgSession {
         Ok(Outcome::rows(rows))
     }
 
-    /// A batch of records as multi-row INSERTs ([`crate::targets::sql::insert_chunks`]).
     async fn insert_rows(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
-        for chunk in crate::targets::sql::insert_chunks(records) {
-            let fields = chunk[0].1.len();
-            let query = crate::targets::sql::insert_rows(fields, chunk.len());
-            let args: Vec<Vec<u8>> = chunk
-                .iter()
-                .flat_map(|(k, v)| std::iter::once(k.as_bytes().to_vec()).chain(v.iter().cloned()))
-                .collect();
+        for (query, args) in insert_statements(records) {
             let id = self.prepared.record_id(&query);
             self.native(id, &query, &args, false).await?;
         }
@@ -753,61 +843,16 @@ impl PgSession {
 
     /// Binary COPY of `records` into a temporary table, then one upsert into loadrig_kv.
     async fn copy_batch(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
-        // A key given twice in one batch keeps its last value (an upsert cannot touch a
-        // row twice in one statement).
-        let mut last: HashMap<&str, usize> = HashMap::with_capacity(records.len());
-        for (i, (k, _)) in records.iter().enumerate() {
-            last.insert(k.as_str(), i);
-        }
-        let mut buf = BytesMut::with_capacity(64 + records.len() * 32);
-        buf.extend_from_slice(b"PGCOPY\n\xff\r\n\0");
-        buf.extend_from_slice(&0i32.to_be_bytes()); // flags
-        buf.extend_from_slice(&0i32.to_be_bytes()); // header extension length
-        for (i, (k, v)) in records.iter().enumerate() {
-            if last.get(k.as_str()) != Some(&i) {
-                continue;
-            }
-            let (klen, vlen) = match (i32::try_from(k.len()), i32::try_from(v.len())) {
-                (Ok(a), Ok(b)) => (a, b),
-                _ => {
-                    return Err(OpError::new(
-                        ErrorClass::Other,
-                        "a record is over 2 GiB: PostgreSQL cannot store it",
-                    ))
-                }
-            };
-            buf.extend_from_slice(&2i16.to_be_bytes());
-            buf.extend_from_slice(&klen.to_be_bytes());
-            buf.extend_from_slice(k.as_bytes());
-            buf.extend_from_slice(&vlen.to_be_bytes());
-            buf.extend_from_slice(v);
-        }
-        buf.extend_from_slice(&(-1i16).to_be_bytes());
-
+        let buf = copy_data(records)?;
         let c = &self.client;
         let cl = |e: tokio_postgres::Error| classify(&e);
-        c.batch_execute(
-            "BEGIN; CREATE TEMP TABLE IF NOT EXISTS loadrig_load (k VARCHAR(255), v BYTEA) \
-             ON COMMIT DELETE ROWS",
-        )
-        .await
-        .map_err(cl)?;
+        c.batch_execute(COPY_BEGIN).await.map_err(cl)?;
         let result = async {
-            let sink = c
-                .copy_in::<_, Bytes>("COPY loadrig_load (k, v) FROM STDIN (FORMAT binary)")
-                .await
-                .map_err(cl)?;
+            let sink = c.copy_in::<_, Bytes>(COPY_IN).await.map_err(cl)?;
             let mut sink = std::pin::pin!(sink);
             sink.send(buf.freeze()).await.map_err(cl)?;
             sink.as_mut().finish().await.map_err(cl)?;
-            c.batch_execute(concat!(
-                "INSERT INTO ",
-                kv_table!(),
-                " (k, v) SELECT k, v FROM loadrig_load \
-                 ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v; COMMIT"
-            ))
-            .await
-            .map_err(cl)
+            c.batch_execute(COPY_MERGE).await.map_err(cl)
         }
         .await;
         if result.is_err() {
@@ -846,7 +891,7 @@ impl PgSession {
     }
 }
 
-impl Session for PgSession {
+impl TokioSession {
     async fn setup(&mut self) -> Result<(), OpError> {
         self.client
             .batch_execute(Dialect::Postgres.create_kv())
@@ -869,8 +914,42 @@ impl Session for PgSession {
         })
     }
 
-    fn execute(&mut self, op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>> {
-        self.run(op)
+    async fn load_records(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
+        self.batch("BEGIN").await?;
+        let done = self.insert_rows(records).await;
+        self.batch(if done.is_ok() { "COMMIT" } else { "ROLLBACK" })
+            .await?;
+        done
+    }
+}
+
+/// A session: on loadrig's own client ([`wire_session`]) where it can run the target's
+/// sessions ([`Postgres::own_client`]), else on tokio-postgres.
+pub enum PgSession {
+    Tokio(TokioSession),
+    Wire(wire_session::WireSession),
+}
+
+impl Session for PgSession {
+    async fn setup(&mut self) -> Result<(), OpError> {
+        match self {
+            PgSession::Tokio(s) => s.setup().await,
+            PgSession::Wire(s) => s.batch(Dialect::Postgres.create_kv()).await,
+        }
+    }
+
+    async fn server_version(&mut self) -> Option<String> {
+        match self {
+            PgSession::Tokio(s) => s.server_version().await,
+            PgSession::Wire(s) => s.server_version().await,
+        }
+    }
+
+    async fn execute(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
+        match self {
+            PgSession::Tokio(s) => s.run(op).await,
+            PgSession::Wire(s) => s.run(op).await,
+        }
     }
 
     async fn authenticate(&mut self) -> Result<Outcome, OpError> {
@@ -882,27 +961,35 @@ impl Session for PgSession {
     }
 
     async fn cleanup(&mut self) -> Result<u64, OpError> {
-        self.drop_namespace().await
+        match self {
+            PgSession::Tokio(s) => s.drop_namespace().await,
+            PgSession::Wire(s) => s.cleanup().await,
+        }
     }
 
     async fn load(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
-        self.copy_batch(records).await
+        match self {
+            PgSession::Tokio(s) => s.copy_batch(records).await,
+            PgSession::Wire(s) => s.load(records).await,
+        }
     }
 
     async fn create_records(&mut self, layout: crate::vocab::RecordLayout) -> Result<(), OpError> {
         for statement in crate::targets::sql::create_records(layout.fields) {
-            self.batch(&statement).await?;
+            match self {
+                PgSession::Tokio(s) => drop(s.batch(&statement).await?),
+                PgSession::Wire(s) => s.batch(&statement).await?,
+            }
         }
         Ok(())
     }
 
     /// One transaction per batch, of multi-row INSERTs.
     async fn load_records(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
-        self.batch("BEGIN").await?;
-        let done = self.insert_rows(records).await;
-        self.batch(if done.is_ok() { "COMMIT" } else { "ROLLBACK" })
-            .await?;
-        done
+        match self {
+            PgSession::Tokio(s) => s.load_records(records).await,
+            PgSession::Wire(s) => s.load_records(records).await,
+        }
     }
 }
 

@@ -200,7 +200,7 @@ fn params<'a>(
 }
 
 /// One backend message at the start of `buf`: its tag and its whole length.
-fn message(buf: &[u8]) -> Result<Option<(u8, usize)>, String> {
+pub(super) fn message(buf: &[u8]) -> Result<Option<(u8, usize)>, String> {
     let Some(header) = buf.get(..5) else {
         return Ok(None);
     };
@@ -213,7 +213,7 @@ fn message(buf: &[u8]) -> Result<Option<(u8, usize)>, String> {
 }
 
 /// A reply ends with ReadyForQuery ('Z').
-fn frame_len(buf: &[u8]) -> Result<Option<usize>, String> {
+pub(super) fn frame_len(buf: &[u8]) -> Result<Option<usize>, String> {
     let mut at = 0;
     while let Some((tag, len)) = message(&buf[at..])? {
         at += len;
@@ -243,7 +243,7 @@ fn decode(_kind: &OpKind, frame: &[u8]) -> Result<Outcome, OpError> {
 
 /// The count at the end of a command tag (`UPDATE 3`, `INSERT 0 1`, `SELECT 0`); 0 for a
 /// tag without one (`CREATE TABLE`).
-fn command_count(body: &[u8]) -> u64 {
+pub(super) fn command_count(body: &[u8]) -> u64 {
     let tag = body.strip_suffix(&[0]).unwrap_or(body);
     let last = tag.rsplit(|&b| b == b' ').next().unwrap_or_default();
     std::str::from_utf8(last)
@@ -253,7 +253,7 @@ fn command_count(body: &[u8]) -> u64 {
 }
 
 /// An ErrorResponse's SQLSTATE ('C') and message ('M') as the operation's error.
-fn server_error(body: &[u8]) -> OpError {
+pub(super) fn server_error(body: &[u8]) -> OpError {
     let (mut code, mut text) = ("", std::borrow::Cow::Borrowed(""));
     for field in body.split(|&b| b == 0).filter(|f| !f.is_empty()) {
         match field[0] {
