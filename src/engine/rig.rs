@@ -215,6 +215,8 @@ pub struct Monitor {
 impl Monitor {
     /// Start watching from `t0`, the start of the run, on the run's interval grid.
     pub fn start(t0: Instant, timeline: Timeline) -> Monitor {
+        // Not in the thread: a calibration there would come after `t0`'s interval began.
+        clock::calibrate();
         let stop = Arc::new(AtomicBool::new(false));
         let samples = Arc::new(Mutex::new(BTreeMap::new()));
         let handle = {
