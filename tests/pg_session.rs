@@ -1,6 +1,6 @@
 //! PostgreSQL sessions on loadrig's own extended-protocol client (what the engine's client
 //! loop runs `tx` steps, captures and conditions on over plain TCP), on the throwaway server:
-//! the same captured values and conditions as on tokio-postgres (`driver=tokio-postgres`),
+//! the same captured values and conditions as on tokio-postgres (`client=tokio-postgres`),
 //! a server error inside a transaction rolled back without a cascade, and terminated
 //! connections replaced. tests/builtin_pgbench.rs runs pgbench's tpcb-like (balances and
 //! transaction counts) through it.
@@ -98,7 +98,7 @@ fn captures_and_conditions_match_tokio_postgres() {
         return;
     };
     capture_tables(&url);
-    let tokio = probe_log(&url, &with_option(&url, "driver=tokio-postgres"));
+    let tokio = probe_log(&url, &with_option(&url, "client=tokio-postgres"));
     let own = probe_log(&url, &url);
     assert_eq!(own, tokio);
     let lines: Vec<&str> = own[0].lines().collect();
@@ -250,7 +250,7 @@ tx = [
 }
 
 #[test]
-fn an_unknown_driver_exits_2_naming_the_choices() {
+fn an_unknown_client_exits_2_naming_the_choices() {
     let Some(url) = server_url("LOADRIG_PG_URL") else {
         return;
     };
@@ -262,13 +262,13 @@ fn an_unknown_driver_exits_2_naming_the_choices() {
             "run",
             "w.toml",
             "--target",
-            &with_option(&url, "driver=libpq"),
+            &with_option(&url, "client=libpq"),
             "--ops",
             "1",
         ],
     );
     assert!(
-        stderr.contains("driver=libpq: expected loadrig (the default) or tokio-postgres"),
+        stderr.contains("client=libpq: expected loadrig (the default) or tokio-postgres"),
         "{stderr}"
     );
     assert!(!d.join("r.json").exists());

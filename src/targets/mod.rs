@@ -337,7 +337,7 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "embedded key-value file (redb), table loadrig_kv; reopen=each opens it per operation",
     ),
     (
-        "postgres://USER:PASSWORD@HOST:PORT/DB[?isolation=LEVEL&sslmode=verify-full&ca=PATH]",
+        "postgres://USER:PASSWORD@HOST:PORT/DB[?isolation=LEVEL&sslmode=verify-full&ca=PATH&client=tokio-postgres]",
         "PostgreSQL (its own extended-protocol client, or tokio-postgres), table loadrig_kv, native sql",
     ),
     (

@@ -36,7 +36,7 @@
 //!   driver with the extended protocol spoken directly, at every `--pipeline`; every other
 //!   session on plain TCP without attachments is a [`PgSession::Wire`] on the same client
 //!   ([`wire_session`]). The rest of this file is the tokio-postgres path, for TLS,
-//!   documents, connections shared by `--pipeline` streams and `driver=tokio-postgres`.
+//!   documents, connections shared by `--pipeline` streams and `client=tokio-postgres`.
 //! - `--pipeline P` on tokio-postgres: P streams share each connection (one `Client`,
 //!   `Rc`-shared, each stream with its own prepared statements); tokio-postgres sends the
 //!   queries of concurrent calls without waiting for earlier replies, which is
@@ -101,7 +101,7 @@ pub struct Postgres {
     attachment: Option<Attachment>,
     /// What `Begin` sends: `BEGIN`, or with the isolation level the option asked for.
     begin: &'static str,
-    /// `driver=tokio-postgres`: every session on tokio-postgres, none on loadrig's own client.
+    /// `client=tokio-postgres`: every session on tokio-postgres, none on loadrig's own client.
     tokio_only: bool,
 }
 
@@ -116,14 +116,14 @@ impl Postgres {
             "sslmode",
             "ca",
             "insecure",
-            "driver",
+            "client",
         ])?;
-        let tokio_only = match url.options.get("driver").map(String::as_str) {
+        let tokio_only = match url.options.get("client").map(String::as_str) {
             None | Some("loadrig") => false,
             Some("tokio-postgres") => true,
             Some(other) => {
                 return Err(InputError::new(format!(
-                    "driver={other}: expected loadrig (the default) or tokio-postgres"
+                    "client={other}: expected loadrig (the default) or tokio-postgres"
                 )))
             }
         };
@@ -284,7 +284,7 @@ impl Target for Postgres {
 
 impl Postgres {
     /// Whether loadrig's own client can run this target's sessions: plain TCP, no
-    /// documents, and not `driver=tokio-postgres`.
+    /// documents, and not `client=tokio-postgres`.
     fn own_client(&self) -> bool {
         self.rustls.is_none() && self.attachment.is_none() && !self.tokio_only
     }
