@@ -281,8 +281,8 @@ fn watch(
 ) {
     crate::clock::precise_timers_for_this_thread();
     // Interval boundaries on the clients' clock (the time-stamp counter, calibrated once per
-    // process), not the kernel's: the two drift apart by up to some hundred ppm, and over a
-    // long run the samples would land in the wrong intervals or miss them altogether.
+    // process), not the kernel's: the two can disagree (a calibration's error adds up over a
+    // long run), and then the samples land in the wrong intervals or miss them altogether.
     let q0 = clock::from_std(t0);
     let period_ns = PERIOD.as_nanos() as u64;
     let mut k = timeline.index_of(clock::Instant::now().duration_since(q0));
