@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::sql::{ints, pg_row};
+use common::sql::{ints, pg_row, terminate_run_backends};
 use common::{server_url, Dir};
 use loadrig::vocab::ErrorClass;
 
@@ -220,33 +220,8 @@ tx = [
         "-o",
         "r.json",
     ]);
-    let kill = format!(
-        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = '{app}'"
-    );
-    let mut killed = 0;
-    for _ in 0..40 {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        killed += ints(pg_row(&url, &kill))[0];
-        if killed >= 2 {
-            break;
-        }
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(killed >= 2, "the rig's connections were found");
-    let r = d.result("r.json");
-    assert!(r.total.reconnects >= 1, "reconnects {}", r.total.reconnects);
-    let classes: Vec<_> = r.total.errors_by_class.keys().collect();
-    assert!(
-        classes.iter().all(|c| **c == ErrorClass::Connect),
-        "{classes:?}"
-    );
+    let (r, killed) = terminate_run_backends(&d, child, &url, app, "SELECT $1::int%", 2);
     assert!(r.total.errors >= 1 && r.total.errors <= killed as u64);
-    assert!(r.intervals.last().unwrap().ok > 0, "the run went on");
 }
 
 #[test]

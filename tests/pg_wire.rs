@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::sql::{ints, pg_row};
+use common::sql::{ints, pg_row, terminate_run_backends};
 use common::{server_url, Dir};
 
 /// One test at a time: every run's setup creates `loadrig_kv` if it is missing, and
@@ -226,35 +226,6 @@ sql = { query = "SELECT $1::int", params = ["{uniform 1..100}"] }
         "-o",
         "r.json",
     ]);
-    // Terminate the rig's connections once they are all up (a few times, so that it is
-    // mid-run whatever the machine's load).
-    let kill = format!(
-        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = '{app}'"
-    );
-    let mut killed = 0;
-    for _ in 0..40 {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        killed += ints(pg_row(&url, &kill))[0];
-        if killed >= 2 {
-            break;
-        }
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(killed >= 2, "the rig's connections were found");
-    let r = d.result("r.json");
-    assert!(r.total.reconnects >= 1, "reconnects {}", r.total.reconnects);
+    let (r, _) = terminate_run_backends(&d, child, &url, app, "SELECT $1::int", 2);
     assert!(r.total.ok > 0);
-    let classes: Vec<_> = r.total.errors_by_class.keys().collect();
-    assert!(
-        classes
-            .iter()
-            .all(|c| **c == loadrig::vocab::ErrorClass::Connect),
-        "{classes:?}"
-    );
-    assert!(r.intervals.last().unwrap().ok > 0, "the run went on");
 }
