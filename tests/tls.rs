@@ -176,57 +176,77 @@ fn insecure_connects_without_the_ca_and_the_result_says_so() {
     }
 }
 
+/// A connect workload's 30 connections (2 clients, `--ops 30`) on `url`: the phases the
+/// result gives, after checking every connection has its TCP phase.
+fn phases_of_connect_run(name: &str, url: &str) -> loadrig::result::ConnectPhasesRecord {
+    let d = Dir::new();
+    d.write("c.toml", CONNECT);
+    d.code(
+        0,
+        &[
+            "run",
+            "c.toml",
+            "--target",
+            url,
+            "--clients",
+            "2",
+            "--ops",
+            "30",
+            "-o",
+            "r.json",
+        ],
+    );
+    let r = d.result("r.json");
+    assert_eq!(r.operations[0].ok, 30, "{name}");
+    let phases = r.connect.and_then(|c| c.phases).expect("connect phases");
+    // The 30 operations' connections, and the clients' own (at least one each).
+    assert!(phases.tcp.count >= 32, "{name}: {phases:?}");
+    assert!(phases.tcp.min_ns > 0, "{name}: {phases:?}");
+    phases
+}
+
+/// Whether `phases` has an authentication phase for every connection, and it took time.
+fn authenticated_each(phases: &loadrig::result::ConnectPhasesRecord) -> bool {
+    phases
+        .auth
+        .as_ref()
+        .is_some_and(|a| a.count == phases.tcp.count && a.min_ns > 0)
+}
+
 #[test]
 fn a_connect_workload_over_tls_reports_each_phase() {
-    let (Some(pg), Some(redis), Some(https)) = (
+    let (Some(pg), Some(redis), Some(https), Some(urls)) = (
         server_url("LOADRIG_PG_TLS_URL"),
         server_url("LOADRIG_REDIS_TLS_URL"),
         server_url("LOADRIG_HTTPS_URL"),
+        tls_urls(),
     ) else {
         return;
     };
+    let ldap = |n: &str| urls.iter().find(|(name, _)| *name == n).unwrap().1.clone();
     for (name, url, auth) in [
         ("postgres", pg, true),
         ("redis", redis, true),
         ("https", https, false),
+        ("ldaps", ldap("ldaps"), true),
+        ("starttls", ldap("starttls"), true),
     ] {
-        let d = Dir::new();
-        d.write("c.toml", CONNECT);
-        d.code(
-            0,
-            &[
-                "run",
-                "c.toml",
-                "--target",
-                &url,
-                "--clients",
-                "2",
-                "--ops",
-                "30",
-                "-o",
-                "r.json",
-            ],
-        );
-        let r = d.result("r.json");
-        assert_eq!(r.operations[0].ok, 30, "{name}");
-        let phases = r.connect.and_then(|c| c.phases).expect("connect phases");
-        // The 30 operations' connections, and the clients' own (at least one each).
-        assert!(phases.tcp.count >= 32, "{name}: {phases:?}");
-        assert!(phases.tcp.min_ns > 0, "{name}: {phases:?}");
-        let tls = phases.tls.expect("a TLS phase");
+        let phases = phases_of_connect_run(name, &url);
+        let tls = phases.tls.clone().expect("a TLS phase");
         assert_eq!(tls.count, phases.tcp.count, "{name}");
         assert!(tls.min_ns > 0, "{name}");
-        match phases.auth {
-            Some(a) if auth => assert!(a.count == phases.tcp.count && a.min_ns > 0, "{name}"),
-            None if !auth => {}
-            other => panic!("{name}: auth phase {other:?}"),
-        }
+        assert_eq!(authenticated_each(&phases), auth, "{name}: {phases:?}");
+        assert!(auth || phases.auth.is_none(), "{name}: {phases:?}");
     }
 }
 
 #[test]
 fn plain_connections_have_no_tls_phase_and_say_off() {
-    let Some(url) = server_url("LOADRIG_REDIS_URL") else {
+    let (Some(redis), Some(mysql), Some(ldap)) = (
+        server_url("LOADRIG_REDIS_URL"),
+        server_url("LOADRIG_MYSQL_URL"),
+        server_url("LOADRIG_LDAP_URL"),
+    ) else {
         return;
     };
     let d = Dir::new();
@@ -234,13 +254,20 @@ fn plain_connections_have_no_tls_phase_and_say_off() {
     d.code(
         0,
         &[
-            "run", "c.toml", "--target", &url, "--ops", "5", "-o", "r.json",
+            "run", "c.toml", "--target", &redis, "--ops", "5", "-o", "r.json",
         ],
     );
     let r = d.result("r.json");
     assert_eq!(r.target.tls.as_deref(), Some("off"));
     let phases = r.connect.and_then(|c| c.phases).expect("connect phases");
     assert!(phases.tls.is_none() && phases.auth.is_some(), "{phases:?}");
+    // MySQL's own client and LDAP (bound) time TCP and the login apart too.
+    let ldap = format!("{ldap}?{}", &ldap_options()[1..]);
+    for (name, url) in [("mysql", mysql), ("ldap", ldap)] {
+        let phases = phases_of_connect_run(name, &url);
+        assert!(phases.tls.is_none(), "{name}: {phases:?}");
+        assert!(authenticated_each(&phases), "{name}: {phases:?}");
+    }
 }
 
 #[test]

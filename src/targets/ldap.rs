@@ -47,16 +47,19 @@ use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ldap3::controls::TxnSpec;
 use ldap3::exop::{EndTxn, StartTxn};
-use ldap3::{Ldap as Conn, LdapConnAsync, LdapConnSettings, LdapError, LdapResult, Mod, Scope};
+use ldap3::{
+    Ldap as Conn, LdapConnAsync, LdapConnSettings, LdapError, LdapResult, Mod, Scope, StdStream,
+};
 use tokio::task::JoinHandle;
 
 use super::tls::Tls;
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
+use crate::stats::connect_phases::{ConnectPhases, PhaseClock, PhaseTimes};
 use crate::vocab::{self, ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
 
 /// How long connecting and the first bind may take.
@@ -74,10 +77,14 @@ struct Directory {
     starttls: bool,
     /// HOST:PORT, for messages.
     shown: String,
+    /// HOST:PORT with the scheme's port when the URL has none, to connect to.
+    addr: String,
     bind_dn: Option<String>,
     password: String,
     /// `ou=loadrig,BASE`, when a base was given.
     namespace: Option<String>,
+    /// Every connection's TCP, TLS (StartTLS's request included) and bind times.
+    phases: PhaseClock,
 }
 
 pub struct Ldap {
@@ -127,15 +134,25 @@ impl Ldap {
             ));
         }
         let base = option("base")?.filter(|b| !b.is_empty());
+        let has_port = authority
+            .rsplit_once(':')
+            .is_some_and(|(_, port)| port.parse::<u16>().is_ok());
+        let addr = match (has_port, url.scheme.as_str()) {
+            (true, _) => authority.to_string(),
+            (false, "ldaps") => format!("{authority}:636"),
+            (false, _) => format!("{authority}:389"),
+        };
         Ok(Ldap {
             dir: Arc::new(Directory {
                 url: format!("{}://{authority}", url.scheme),
                 tls,
                 starttls,
                 shown: authority.to_string(),
+                addr,
                 bind_dn,
                 password,
                 namespace: base.map(|b| format!("ou=loadrig,{b}")),
+                phases: PhaseClock::default(),
             }),
         })
     }
@@ -162,6 +179,10 @@ impl Target for Ldap {
 
     fn families(&self) -> &'static [Family] {
         &[Family::Ldap]
+    }
+
+    fn connect_phases(&self) -> Option<ConnectPhases> {
+        self.dir.phases.snapshot()
     }
 
     fn connect(&self) -> impl Future<Output = Result<LdapSession, OpError>> {
@@ -317,21 +338,33 @@ fn depth(dn: &[u8]) -> usize {
 }
 
 impl LdapSession {
+    /// Connect (TCP here, so that its time is told apart; TLS or StartTLS in ldap3) and
+    /// bind when the URL has a bind DN, recording each phase's time.
     async fn open(dir: Arc<Directory>) -> Result<LdapSession, OpError> {
-        let mut settings = LdapConnSettings::new().set_conn_timeout(CONNECT_TIMEOUT);
+        let cannot = |e: &dyn std::fmt::Display| {
+            OpError::new(
+                ErrorClass::Connect,
+                format!("cannot connect to {}: {e}", dir.shown),
+            )
+        };
+        let started = Instant::now();
+        let tcp = tokio::net::TcpStream::connect(&dir.addr)
+            .await
+            .and_then(|t| t.into_std())
+            .map_err(|e| cannot(&e))?;
+        let tcp_time = started.elapsed();
+        let mut settings = LdapConnSettings::new().set_std_stream(StdStream::Tcp(tcp));
         if let Some(config) = dir.tls.config() {
             settings = settings.set_config(config).set_starttls(dir.starttls);
         }
         let (driver, conn) = LdapConnAsync::with_settings(settings, &dir.url)
             .await
             .map_err(|e| {
-                dir.tls.rustls_failure(&dir.shown, &e).unwrap_or_else(|| {
-                    OpError::new(
-                        ErrorClass::Connect,
-                        format!("cannot connect to {}: {e}", dir.shown),
-                    )
-                })
+                dir.tls
+                    .rustls_failure(&dir.shown, &e)
+                    .unwrap_or_else(|| cannot(&e))
             })?;
+        let tls = dir.tls.is_on().then(|| started.elapsed() - tcp_time);
         let driver = tokio::spawn(async move {
             let _ = driver.drive().await;
         });
@@ -341,9 +374,16 @@ impl LdapSession {
             dir,
             txn: None,
         };
-        if session.dir.bind_dn.is_some() {
+        let before_auth = started.elapsed();
+        let bound = session.dir.bind_dn.is_some();
+        if bound {
             session.bind().await?;
         }
+        session.dir.phases.record(PhaseTimes {
+            tcp: tcp_time,
+            tls,
+            auth: bound.then(|| started.elapsed() - before_auth),
+        });
         Ok(session)
     }
 

@@ -58,6 +58,7 @@ use super::sql::{
 use super::tls::{Tls, TlsMode};
 use super::{unsupported, Session, Target, TargetUrl};
 use crate::error::InputError;
+use crate::stats::connect_phases::{ConnectPhases, PhaseClock};
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
 
 /// SQL text per data-loading statement: well under the server's max_allowed_packet.
@@ -72,6 +73,9 @@ pub struct Mysql {
     shown: String,
     /// Sessions speak the protocol themselves ([`wire`]) rather than through mysql_async.
     own: bool,
+    /// The own client's connections' TCP and login times (mysql_async does not tell its
+    /// phases apart).
+    phases: PhaseClock,
 }
 
 impl Mysql {
@@ -122,6 +126,7 @@ impl Mysql {
             tls,
             shown: ep.shown,
             own,
+            phases: PhaseClock::default(),
         })
     }
 }
@@ -295,11 +300,19 @@ impl Target for Mysql {
         &[Family::Sql, Family::Record]
     }
 
+    fn connect_phases(&self) -> Option<ConnectPhases> {
+        self.phases.snapshot()
+    }
+
     async fn connect(&self) -> Result<MysqlSession, OpError> {
         if self.own {
             let login = login(&self.opts);
-            if let Some(wire) =
-                handshake(self.timeout, wire::connect(&login), OpError::clone).await?
+            if let Some(wire) = handshake(
+                self.timeout,
+                wire::connect(&login, &self.phases),
+                OpError::clone,
+            )
+            .await?
             {
                 return Ok(MysqlSession::Wire(WireSession {
                     wire,

@@ -19,6 +19,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::Instant;
 
 use bytes::{Buf, BytesMut};
 use mysql_common::constants::{
@@ -34,6 +35,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::Param;
+use crate::stats::connect_phases::{PhaseClock, PhaseTimes};
 use crate::vocab::{ErrorClass, OpError, Outcome, ValueKind};
 
 /// A packet's largest payload; a longer one comes in pieces of this size.
@@ -91,12 +93,14 @@ pub struct Wire {
 }
 
 /// Open and log in, or `None` when the server asks for an authentication this client
-/// does not speak.
-pub async fn connect(login: &Login<'_>) -> Result<Option<Wire>, OpError> {
+/// does not speak; the TCP connect's and the login's times go to `phases`.
+pub async fn connect(login: &Login<'_>, phases: &PhaseClock) -> Result<Option<Wire>, OpError> {
+    let started = Instant::now();
     let tcp = TcpStream::connect((login.host, login.port))
         .await
         .map_err(io)?;
     tcp.set_nodelay(true).map_err(io)?;
+    let tcp_time = started.elapsed();
     let mut w = Wire {
         tcp,
         inbuf: BytesMut::with_capacity(16 << 10),
@@ -162,6 +166,11 @@ pub async fn connect(login: &Login<'_>) -> Result<Option<Wire>, OpError> {
     if !w.authenticate(login.password).await? {
         return Ok(None);
     }
+    phases.record(PhaseTimes {
+        tcp: tcp_time,
+        tls: None,
+        auth: Some(started.elapsed() - tcp_time),
+    });
     for statement in login.setup {
         w.query(statement, |_| ()).await?;
     }
