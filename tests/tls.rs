@@ -52,6 +52,10 @@ fn tls_urls() -> Option<Vec<(&'static str, String)>> {
         ("postgres", server_url("LOADRIG_PG_TLS_URL")?),
         ("mysql", server_url("LOADRIG_MYSQL_TLS_URL")?),
         (
+            "mysql_async",
+            server_url("LOADRIG_MYSQL_TLS_URL")? + "&client=mysql_async",
+        ),
+        (
             "redis",
             server_url("LOADRIG_REDIS_TLS_URL")?.replace("/0?", "/7?"),
         ),
@@ -223,13 +227,14 @@ fn a_connect_workload_over_tls_reports_each_phase() {
     ) else {
         return;
     };
-    let ldap = |n: &str| urls.iter().find(|(name, _)| *name == n).unwrap().1.clone();
+    let url_of = |n: &str| urls.iter().find(|(name, _)| *name == n).unwrap().1.clone();
     for (name, url, auth) in [
         ("postgres", pg, true),
         ("redis", redis, true),
         ("https", https, false),
-        ("ldaps", ldap("ldaps"), true),
-        ("starttls", ldap("starttls"), true),
+        ("mysql", url_of("mysql"), true),
+        ("ldaps", url_of("ldaps"), true),
+        ("starttls", url_of("starttls"), true),
     ] {
         let phases = phases_of_connect_run(name, &url);
         let tls = phases.tls.clone().expect("a TLS phase");

@@ -89,7 +89,7 @@ impl Mysql {
             "client",
         ])?;
         let tls = Tls::from_url(url, ssl_mode(url)?)?;
-        let own = own_client(url, tls.is_on())?;
+        let own = own_client(url)?;
         // `setup` (not `init`): a change_user (re-authentication) resets the session, and
         // the driver runs these again after it.
         let setup: Vec<String> = Isolation::from_options(url, params)?
@@ -131,17 +131,12 @@ impl Mysql {
     }
 }
 
-/// Whether sessions use the own client: option `client`, which only mysql_async can do
-/// over TLS.
-fn own_client(url: &TargetUrl, tls: bool) -> Result<bool, InputError> {
+/// Whether sessions use the own client (the default, on plain TCP and TLS) or
+/// mysql_async (`client=mysql_async`).
+fn own_client(url: &TargetUrl) -> Result<bool, InputError> {
     match url.options.get("client").map(String::as_str) {
-        None => Ok(!tls),
+        None | Some("loadrig") => Ok(true),
         Some("mysql_async") => Ok(false),
-        Some("loadrig") if !tls => Ok(true),
-        Some("loadrig") => Err(InputError::new(
-            "client=loadrig: loadrig's own MySQL client speaks plain TCP only",
-        )
-        .help("drop client=loadrig (TLS runs on mysql_async) or ssl-mode")),
         Some(other) => Err(InputError::new(format!(
             "client={other}: expected loadrig or mysql_async"
         ))),
@@ -309,7 +304,7 @@ impl Target for Mysql {
             let login = login(&self.opts);
             if let Some(wire) = handshake(
                 self.timeout,
-                wire::connect(&login, &self.phases),
+                wire::connect(&login, &self.tls, &self.phases),
                 OpError::clone,
             )
             .await?
