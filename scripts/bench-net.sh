@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # loadrig against the usual peer tools on the same throwaway servers, same client count:
 #   redis: redis-benchmark -t get,set -c 50   vs  loadrig, 50 clients doing GET/SET
+#          (and memtier_benchmark --ratio 1:1 --threads 2 --clients 25 when MEMTIER is set:
+#          then A B C A B C, redis-benchmark, memtier, loadrig)
 #   http:  wrk -t2 -c50 on nginx's small static file  vs  loadrig, 50 clients doing GET
 #   http-pipe: the same with 16 requests pipelined per connection: wrk -s with a Lua
 #          script sending 16 requests at once (wrk's pipeline.lua)  vs  loadrig
@@ -11,6 +13,10 @@
 # Usage: scripts/bench-net.sh [redis|http|http-pipe|all] [SECONDS] [REPEATS]
 # Servers come from scripts/services.sh in ${LOADRIG_SERVICES_DIR:-/tmp/loadrig-bench-net}
 # and are stopped at the end. Needs root (packages); installs wrk if it is missing.
+# LOADRIG_BIN=PATH runs that loadrig binary and builds none (default: cargo build --release).
+# MEMTIER=PATH adds memtier_benchmark as a second Redis peer; Debian does not package it and
+# loadrig ships none of its code: build it outside this repository as scripts/bench-peers.sh's
+# header shows (github.com/RedisLabs/memtier_benchmark; autoreconf -ivf && ./configure && make).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which=${1:-all}
@@ -32,8 +38,12 @@ if [[ " ${need[*]} " == *" nginx "* ]] && ! command -v wrk >/dev/null; then
     apt-get install -y wrk >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y wrk >/dev/null; }
 fi
 [[ -x /usr/bin/time ]] || apt-get install -y time >/dev/null
-cargo build --release --quiet
-bin=${CARGO_TARGET_DIR:-target}/release/loadrig
+if [[ -n ${MEMTIER:-} && ! (-f $MEMTIER && -x $MEMTIER) ]]; then
+    echo "MEMTIER=$MEMTIER is not an executable file (scripts/bench-peers.sh's header says how to build one)" >&2
+    exit 2
+fi
+if [[ -z ${LOADRIG_BIN:-} ]]; then cargo build --release --quiet; fi
+bin=${LOADRIG_BIN:-${CARGO_TARGET_DIR:-target}/release/loadrig}
 out=$(mktemp -d)
 trap 'scripts/services.sh down >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
 scripts/services.sh up "${need[@]}"
@@ -57,6 +67,20 @@ n, cpu = int(sys.argv[2]), float(sys.argv[3])
 seconds = sum(n / float(r[1]) for r in rows)
 print(f"{len(rows) * n / seconds:.0f} {cpu * 1e6 / (len(rows) * n):.2f}")
 EOF
+}
+
+# memtier: the same shape, half SETs and half GETs of 3-byte values on key:1 .. key:100000,
+# 2 threads of 25 connections, one request in flight on each; it counts every reply.
+peer_memtier_redis() {
+    /usr/bin/time -f '%U %S' -o "$out/time" \
+        "$MEMTIER" --server 127.0.0.1 --port "$LOADRIG_REDIS_PORT" \
+        --authenticate "$LOADRIG_REDIS_PASSWORD" --protocol redis \
+        --threads 2 --clients $((clients / 2)) --pipeline 1 --ratio 1:1 --key-pattern R:R \
+        --key-minimum 1 --key-maximum 100000 --key-prefix key: --distinct-client-seed \
+        --data-size 3 --test-time "$secs" --hide-histogram --json-out-file "$out/memtier.json" \
+        >"$out/memtier.txt" 2>&1 || { tail -n 20 "$out/memtier.txt" >&2; exit 2; }
+    json "$out/memtier.json" \
+        "f\"{r['ALL STATS']['Totals']['Ops/sec']:.0f} {$(cpu "$out/time") * 1e6 / r['ALL STATS']['Totals']['Count']:.2f}\""
 }
 
 loadrig_redis() {
@@ -124,31 +148,53 @@ loadrig_case() { # workload target [loadrig options...]
     json "$out/r.json" "f\"{r['total']['throughput_per_s']:.0f} {$(cpu "$out/time") * 1e6 / max(1, $ok):.2f}\""
 }
 
-compare() { # name peer-label peer-fn loadrig-fn
-    local name=$1 label=$2 peer=$3 ours=$4 i p l
-    local pt=() pc=() lt=() lc=()
-    for i in $(seq "$repeats"); do
-        read -r p l <<<"$($peer)"
-        pt+=("$p") pc+=("$l")
-        read -r p l <<<"$($ours)"
-        lt+=("$p") lc+=("$l")
-        echo "  run $i: $label ${pt[-1]} ops/s ${pc[-1]} µs/op; loadrig ${lt[-1]} ops/s ${lc[-1]} µs/op" >&2
+# Each peer, then loadrig, REPEATS times (A B A B, or A B C A B C with a second peer); the
+# medians, then loadrig's ratios against each peer.
+compare() { # name peer-label peer-fn loadrig-fn [peer-label peer-fn]...
+    local name=$1 ours=$4 i k p l run line
+    local labels=("$2") fns=("$3")
+    shift 4
+    while (($# >= 2)); do
+        labels+=("$1")
+        fns+=("$2")
+        shift 2
     done
-    local mpt mpc mlt mlc
-    mpt=$(printf '%s\n' "${pt[@]}" | median)
-    mpc=$(printf '%s\n' "${pc[@]}" | median)
-    mlt=$(printf '%s\n' "${lt[@]}" | median)
-    mlc=$(printf '%s\n' "${lc[@]}" | median)
-    printf '%-6s %-16s %10.0f ops/s %7.2f µs/op\n' "$name" "$label" "$mpt" "$mpc"
-    printf '%-6s %-16s %10.0f ops/s %7.2f µs/op\n' "$name" "loadrig" "$mlt" "$mlc"
-    awk -v a="$mlt" -v b="$mpt" -v c="$mlc" -v d="$mpc" -v n="$name" \
-        'BEGIN {printf "%-6s %-16s %10.2fx       %7.2fx  (goal: >= 1x throughput, <= 0.5x CPU)\n", n, "ratio", a / b, c / d}'
+    labels+=(loadrig)
+    fns+=("$ours")
+    local rates=() cpus=() mt=() mc=()
+    for i in $(seq "$repeats"); do
+        line="  run $i:"
+        for k in "${!fns[@]}"; do
+            run=$(${fns[k]}) # an assignment, so a failed run stops the script
+            read -r p l <<<"$run"
+            rates[k]+="$p "
+            cpus[k]+="$l "
+            ((k)) && line+=";"
+            line+=" ${labels[k]} $p ops/s $l µs/op"
+        done
+        echo "$line" >&2
+    done
+    for k in "${!fns[@]}"; do
+        # shellcheck disable=SC2086 # one word per run
+        mt[k]=$(printf '%s\n' ${rates[k]} | median)
+        # shellcheck disable=SC2086
+        mc[k]=$(printf '%s\n' ${cpus[k]} | median)
+        printf '%-6s %-16s %10.0f ops/s %7.2f µs/op\n' "$name" "${labels[k]}" "${mt[k]}" "${mc[k]}"
+    done
+    local last=$((${#fns[@]} - 1)) label=ratio
+    for ((k = 0; k < last; k++)); do
+        ((last > 1)) && label="ratio/${labels[k]}"
+        awk -v a="${mt[last]}" -v b="${mt[k]}" -v c="${mc[last]}" -v d="${mc[k]}" -v n="$name" -v r="$label" \
+            'BEGIN {printf "%-6s %-16s %10.2fx       %7.2fx  (goal: >= 1x throughput, <= 0.5x CPU)\n", n, r, a / b, c / d}'
+    done
 }
 
 echo "loadrig vs peers: ${secs}s runs, $clients clients, median of $repeats, alternating ($(nproc) cores)"
 echo "client CPU per operation = the process's user + sys time / operations completed"
 if [[ $which == redis || $which == all ]]; then
-    compare redis redis-benchmark peer_redis loadrig_redis
+    memtier=()
+    [[ -n ${MEMTIER:-} ]] && memtier=(memtier peer_memtier_redis)
+    compare redis redis-benchmark peer_redis loadrig_redis "${memtier[@]}"
 fi
 if [[ $which == http || $which == all ]]; then
     compare http "wrk -t2" peer_http loadrig_http

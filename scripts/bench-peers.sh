@@ -16,6 +16,8 @@
 #   pg-pipe       pgbench -M prepared with 16 selects between \startpipeline and \endpipeline
 #                 vs  loadrig --pipeline 16 (4 connections, primary-key selects)
 #   redis-pipe    redis-benchmark -t get -P 16 -c 4  vs  loadrig --pipeline 16, 4 connections
+#                 (and memtier_benchmark --pipeline 16 --threads 2 --clients 2 when MEMTIER is set:
+#                 then A B C A B C, redis-benchmark, memtier, loadrig)
 #   sysbench      sysbench oltp_read_write and oltp_point_select (100,000 rows, 4 threads)
 #                 against loadrig's built-ins of the same names, on MariaDB and PostgreSQL
 #
@@ -23,6 +25,16 @@
 # (LOADRIG_BENCH_SERVICES_DIR, default /tmp/loadrig-bench-services) and are stopped at the
 # end unless KEEP_SERVICES=1. Needs root (services.sh installs packages, adds a user).
 # loadrig expands ${VAR} in --target itself, which keeps passwords out of argv (ps).
+#
+# LOADRIG_BIN=PATH runs that loadrig binary and builds none (default: cargo build --release,
+# then target/release/loadrig).
+# MEMTIER=PATH adds memtier_benchmark (Redis Labs) as a second Redis peer. Debian does not
+# package it and loadrig ships none of its code: build it outside this repository, e.g.
+#   apt-get install -y build-essential autoconf automake libtool pkg-config libevent-dev \
+#       libssl-dev zlib1g-dev
+#   git clone https://github.com/RedisLabs/memtier_benchmark /opt/memtier && cd /opt/memtier
+#   autoreconf -ivf && ./configure && make -j2      # then MEMTIER=/opt/memtier/memtier_benchmark
+# Without MEMTIER the Redis case runs redis-benchmark and loadrig only.
 # shellcheck disable=SC2016
 set -euo pipefail
 shopt -s inherit_errexit # a failure inside $(...) stops the script too
@@ -40,6 +52,7 @@ export LOADRIG_SERVICES_DIR=${LOADRIG_BENCH_SERVICES_DIR:-/tmp/loadrig-bench-ser
 # tpcb-like) while loadrig's plain postgres:// URLs do not. The TLS case asks for it itself.
 export PGSSLMODE=disable
 target_dir=${CARGO_TARGET_DIR:-target}
+loadrig_bin=${LOADRIG_BIN:-$target_dir/release/loadrig}
 work=$(mktemp -d)
 started=()
 
@@ -79,7 +92,7 @@ timed() {
 loadrig_run() { # workload-file args...
     local wl=$1 cpu ok rate errors
     shift
-    cpu=$(timed "$target_dir/release/loadrig" run "$wl" --clients "$clients" --threads "$threads" \
+    cpu=$(timed "$loadrig_bin" run "$wl" --clients "$clients" --threads "$threads" \
         --duration "${secs}s" -o "$work/r.json" "$@")
     ok=$(field "$work/r.json" "r['total']['ok']")
     rate=$(field "$work/r.json" "r['total']['throughput_per_s']")
@@ -88,34 +101,48 @@ loadrig_run() { # workload-file args...
     echo "$rate $(awk -v c="$cpu" -v n="$ok" 'BEGIN {printf "%.2f", c * 1e6 / n}')"
 }
 
-# Alternate peer and loadrig REPEATS times, then print the medians and ratios.
-compare() { # title peer-name peer-function loadrig-function
-    local title=$1 peer=$2 peer_fn=$3 lr_fn=$4 i p l out
-    local pr=() pc=() lr=() lc=()
+# Run each peer, then loadrig, REPEATS times (A B A B, or A B C A B C with a second peer),
+# then print the medians and the ratios against each peer.
+compare() { # title peer-name peer-function loadrig-function [peer-name peer-function]...
+    local title=$1 lr_fn=$4 i k p l out line
+    local names=("$2") fns=("$3")
+    shift 4
+    while (($# >= 2)); do
+        names+=("$1")
+        fns+=("$2")
+        shift 2
+    done
+    names+=(loadrig)
+    fns+=("$lr_fn")
+    local rates=() cpus=() mr=() mc=()
     echo
     echo "$title (${clients} clients, ${secs}s runs, median of ${repeats}, alternating)"
     for i in $(seq "$repeats"); do
-        out=$($peer_fn)
-        read -r p l <<<"$out"
-        pr+=("$p")
-        pc+=("$l")
-        out=$($lr_fn)
-        read -r p l <<<"$out"
-        lr+=("$p")
-        lc+=("$l")
-        say "$title run $i: $peer ${pr[-1]} ops/s ${pc[-1]} us/op, loadrig ${lr[-1]} ops/s ${lc[-1]} us/op"
+        line="$title run $i:"
+        for k in "${!fns[@]}"; do
+            out=$(${fns[k]}) # an assignment, so a failed run stops the script
+            read -r p l <<<"$out"
+            rates[k]+="$p "
+            cpus[k]+="$l "
+            ((k)) && line+=","
+            line+=" ${names[k]} $p ops/s $l us/op"
+        done
+        say "$line"
     done
-    local mpr mpc mlr mlc
-    mpr=$(printf '%s\n' "${pr[@]}" | median)
-    mpc=$(printf '%s\n' "${pc[@]}" | median)
-    mlr=$(printf '%s\n' "${lr[@]}" | median)
-    mlc=$(printf '%s\n' "${lc[@]}" | median)
-    printf '  %-10s %12s ops/s %10s client CPU µs/op   (runs: %s | %s)\n' "$peer" \
-        "$(printf '%.0f' "$mpr")" "$mpc" "${pr[*]}" "${pc[*]}"
-    printf '  %-10s %12s ops/s %10s client CPU µs/op   (runs: %s | %s)\n' loadrig \
-        "$(printf '%.0f' "$mlr")" "$mlc" "${lr[*]}" "${lc[*]}"
-    awk -v a="$mlr" -v b="$mpr" -v c="$mlc" -v d="$mpc" 'BEGIN {
-        printf "  loadrig/%s: throughput %.2fx, client CPU per op %.2fx\n", "peer", a / b, c / d }'
+    for k in "${!fns[@]}"; do
+        # shellcheck disable=SC2086 # one word per run
+        mr[k]=$(printf '%s\n' ${rates[k]} | median)
+        # shellcheck disable=SC2086
+        mc[k]=$(printf '%s\n' ${cpus[k]} | median)
+        printf '  %-10s %12s ops/s %10s client CPU µs/op   (runs: %s | %s)\n' "${names[k]}" \
+            "$(printf '%.0f' "${mr[k]}")" "${mc[k]}" "${rates[k]% }" "${cpus[k]% }"
+    done
+    local last=$((${#fns[@]} - 1)) label=peer
+    for ((k = 0; k < last; k++)); do
+        ((last > 1)) && label=${names[k]}
+        awk -v a="${mr[last]}" -v b="${mr[k]}" -v c="${mc[last]}" -v d="${mc[k]}" -v n="$label" 'BEGIN {
+            printf "  loadrig/%s: throughput %.2fx, client CPU per op %.2fx\n", n, a / b, c / d }'
+    done
 }
 
 # --- PostgreSQL --------------------------------------------------------------
@@ -245,9 +272,36 @@ TOML
     loadrig_run "$work/redis-get.toml" --target '${LOADRIG_REDIS_URL}' --pipeline "$pipe"
 }
 
+# memtier keeps up to --pipeline requests in flight on each connection and refills them
+# after each read (as loadrig does), where redis-benchmark -P waits for its whole batch. Its
+# keys (key:1 .. key:100000, each connection drawing its own) are never set either. It counts
+# every reply; an operation is one GET.
+peer_memtier_pipe() {
+    local cpu
+    cpu=$(timed "$MEMTIER" --server 127.0.0.1 --port "$LOADRIG_REDIS_PORT" \
+        --authenticate "$LOADRIG_REDIS_PASSWORD" --protocol redis \
+        --threads "$threads" --clients $((clients / threads)) --pipeline "$pipe" \
+        --ratio 0:1 --key-pattern R:R --key-minimum 1 --key-maximum 100000 --key-prefix key: \
+        --distinct-client-seed --data-size 3 --test-time "$secs" --hide-histogram \
+        --json-out-file "$work/memtier.json")
+    memtier_rate "$cpu"
+}
+
+# "OPS_PER_S CPU_US_PER_OP" of the last memtier run, from its JSON totals.
+memtier_rate() { # cpu-seconds
+    python3 - "$work/memtier.json" "$1" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["ALL STATS"]["Totals"]
+print(f"{t['Ops/sec']:.0f} {float(sys.argv[2]) * 1e6 / t['Count']:.2f}")
+PY
+}
+
 case_redis_pipe() {
     need redis
-    compare "redis-pipe: GET, 16 in flight per connection" redis-benchmark peer_redis_pipe lr_redis_pipe
+    local memtier=()
+    [[ -n ${MEMTIER:-} ]] && memtier=(memtier peer_memtier_pipe)
+    compare "redis-pipe: GET, 16 in flight per connection" redis-benchmark peer_redis_pipe \
+        lr_redis_pipe "${memtier[@]}"
 }
 
 # --- MariaDB -----------------------------------------------------------------
@@ -367,7 +421,11 @@ case_sysbench() {
 
 # --- main --------------------------------------------------------------------
 
-CARGO_TARGET_DIR=$target_dir cargo build --release --quiet
+if [[ -z ${LOADRIG_BIN:-} ]]; then CARGO_TARGET_DIR=$target_dir cargo build --release --quiet; fi
+if [[ -n ${MEMTIER:-} && ! (-f $MEMTIER && -x $MEMTIER) ]]; then
+    say "MEMTIER=$MEMTIER is not an executable file (this script's header says how to build one)"
+    exit 2
+fi
 echo "loadrig peer benchmarks: $(nproc) cores, $(date -u +%Y-%m-%d)"
 case $which_case in
 pg-select) case_pg_select ;;
