@@ -42,6 +42,10 @@
 //!   queries of concurrent calls without waiting for earlier replies, which is
 //!   PostgreSQL's pipeline mode on the extended protocol. Transactions (their state belongs to the connection) and
 //!   documents with attachments (a transaction per operation) are refused with it.
+//! - `pipeline_sync=batch` (URL or workload parameter; default `op`): the batch driver
+//!   closes each write with one Sync instead of one per operation ([`wire::CODEC_BATCH`]), as
+//!   pgbench's `\endpipeline`; only on loadrig's own client, and a run that cannot use the
+//!   driver exits 2 (`Target::needs_batch_driver`).
 //! - `authenticate` is not possible on an open PostgreSQL connection: use the `connect`
 //!   operation (or `--connection per-op`) to measure the handshake.
 //!

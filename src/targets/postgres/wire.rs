@@ -12,7 +12,8 @@
 //! - One operation is Bind (kv arguments in binary, as tokio-postgres sends a `bytea` and a
 //!   `varchar`; `sql` arguments as text for the server to parse, with the types it inferred
 //!   when it prepared the statement) + Execute + Sync; its reply ends at ReadyForQuery, so
-//!   several in flight is pipeline mode (`--pipeline`). Statements with an argument of raw
+//!   several in flight is pipeline mode (`--pipeline`). With `pipeline_sync=batch`
+//!   ([`CODEC_BATCH`]) an operation is Bind + Execute and one Sync closes each write. Statements with an argument of raw
 //!   bytes (`{bytes N}`) or a backslash keep the tokio-postgres path, whose binary binding
 //!   reads them back unchanged into a bytea. Unlike that path, an empty argument is an
 //!   empty text (not NULL), and text that does not parse as its parameter's type fails
