@@ -25,7 +25,6 @@
 //! Message layouts: PostgreSQL documentation, "Frontend/Backend Protocol", 55.7 "Message
 //! Formats".
 
-use std::io::Write as _;
 use std::time::Instant;
 
 use bytes::BytesMut;
@@ -178,7 +177,9 @@ fn bind_execute(op: &Op<'_>, _: Option<&Context>, out: &mut Vec<u8>) -> Result<(
             args,
             ..
         } => {
-            let _ = write!(out, "lr{id}");
+            // Not `write!`: core::fmt cost more than the rest of the Bind together.
+            out.extend_from_slice(b"lr");
+            out.extend_from_slice(itoa::Buffer::new().format(*id).as_bytes());
             out.push(0);
             params(out, 0, args.iter().map(Vec::as_slice), args.len())?;
         }
