@@ -14,7 +14,9 @@
 #   mysql-select  sysbench oltp_point_select, 4 threads  vs  loadrig, 4 clients, --threads 2
 #                 (loadrig alone when sysbench cannot be installed)
 #   pg-pipe       pgbench -M prepared with 16 selects between \startpipeline and \endpipeline
-#                 vs  loadrig --pipeline 16 (4 connections, primary-key selects)
+#                 vs  loadrig --pipeline 16 (4 connections, primary-key selects), with
+#                 pipeline_sync=batch: one Sync per batch, as \endpipeline sends it
+#   pg-pipe-op    the same, loadrig with a Sync after every select (pipeline_sync=op)
 #   redis-pipe    redis-benchmark -t get -P 16 -c 4  vs  loadrig --pipeline 16, 4 connections
 #                 (and memtier_benchmark --pipeline 16 --threads 2 --clients 2 when MEMTIER is set:
 #                 then A B C A B C, redis-benchmark, memtier, loadrig)
@@ -222,16 +224,20 @@ case_pg_select_only() {
     rows_per_tx
 }
 
-# Pipelined: pgbench sends 16 selects, then waits for all 16 (\endpipeline); loadrig keeps
-# up to 16 in flight on each connection, each timed on its own. An operation is one select.
+# Pipelined: pgbench sends 16 selects and one Sync, then waits for all 16 (\endpipeline);
+# loadrig with pipeline_sync=batch writes its 16 streams' selects and one Sync, and records
+# them when the batch's ReadyForQuery comes, each timed on its own (pg-pipe-op: a Sync per
+# select, each stream's next one sent as soon as its reply is read). An operation is one
+# select.
 pipe=16
+pg_pipeline_sync="batch"
 peer_pg_pipe() {
     local cpu n rate i
     {
         for i in $(seq "$pipe"); do echo "\set aid$i random(1, 1000000)"; done
         echo '\startpipeline'
         for i in $(seq "$pipe"); do echo "SELECT abalance FROM pgbench_accounts WHERE aid = :aid$i;"; done
-        echo '\endpipeline'
+        printf '%s\n' '\endpipeline'
     } >"$work/pipe.sql"
     cpu=$(timed pgbench -M prepared -f "$work/pipe.sql" -c "$clients" -j "$threads" -T "$secs" \
         -h 127.0.0.1 -p "$LOADRIG_PG_PORT" -U loadrig loadrig)
@@ -239,11 +245,15 @@ peer_pg_pipe() {
     rate=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$work/out" | head -n1)
     awk -v c="$cpu" -v n="$n" -v r="$rate" -v p="$pipe" 'BEGIN {printf "%.0f %.2f\n", r * p, c * 1e6 / (n * p)}'
 }
-lr_pg_pipe() { loadrig_run "$work/pg-select.toml" --target '${LOADRIG_PG_URL}' --pipeline "$pipe"; }
+lr_pg_pipe() {
+    loadrig_run "$work/pg-select.toml" --target "\${LOADRIG_PG_URL}?pipeline_sync=$pg_pipeline_sync" \
+        --pipeline "$pipe"
+}
 
 case_pg_pipe() {
     pg_prepare
-    compare "pg-pipe: primary-key selects, 16 in flight per connection" pgbench peer_pg_pipe lr_pg_pipe
+    compare "pg-pipe: primary-key selects, 16 in flight per connection, pipeline_sync=$pg_pipeline_sync" \
+        pgbench peer_pg_pipe lr_pg_pipe
 }
 
 # --- Redis -------------------------------------------------------------------
@@ -436,6 +446,10 @@ pg-select-only) case_pg_select_only ;;
 mysql-select) case_mysql_select ;;
 sysbench) case_sysbench ;;
 pg-pipe) case_pg_pipe ;;
+pg-pipe-op)
+    pg_pipeline_sync="op"
+    case_pg_pipe
+    ;;
 redis-pipe) case_redis_pipe ;;
 all)
     case_pg_select

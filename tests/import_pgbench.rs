@@ -334,7 +334,8 @@ END;
 }
 
 /// pgbench's pipeline: the statements between `\startpipeline` and `\endpipeline` become
-/// operations (one per distinct statement, weighted) with `pipeline` set to their number,
+/// operations (one per distinct statement, weighted) with `pipeline` set to their number
+/// and one Sync per batch (`pipeline_sync = "batch"`, the `\set` values drawn in place),
 /// and the translation runs pipelined on a real PostgreSQL.
 #[test]
 fn a_pipeline_translates_to_the_pipeline_setting_and_runs() {
@@ -353,6 +354,17 @@ SELECT bbalance FROM pgbench_branches WHERE bid = :bid;
     assert_eq!(toml.matches("[[op]]").count(), 2, "{toml}");
     assert!(toml.contains("name = \"script-1\"\nweight = 2\n"), "{toml}");
     assert!(toml.contains("name = \"script-2\"\nweight = 1\n"), "{toml}");
+    assert!(toml.contains("\npipeline_sync = \"batch\" "), "{toml}");
+    assert!(!toml.contains("let = "), "{toml}");
+    assert!(
+        toml.contains(r#"params = ["{uniform 1..scale+1}"]"#),
+        "{toml}"
+    );
+    // A value used twice in one statement needs a `let`: a Sync per statement then.
+    let twice = "\\set aid random(1, 10)\n\\startpipeline\nSELECT :aid + :aid;\n\\endpipeline\n";
+    let twice = stdout(&import(&dir, twice));
+    assert!(!twice.contains("\npipeline_sync"), "{twice}");
+    assert!(twice.contains("let = { aid = "), "{twice}");
     let Some(url) = common::server_url("LOADRIG_PG_URL") else {
         return;
     };
@@ -364,6 +376,14 @@ SELECT bbalance FROM pgbench_branches WHERE bid = :bid;
     stdout(&out);
     let r = dir.result("r.json");
     assert_eq!(r.load.pipeline, 3);
+    assert!(
+        r.workload.params.get("pipeline_sync")
+            == Some(&loadrig::result::workload::ParamValue::String(
+                "batch".into()
+            )),
+        "{:?}",
+        r.workload.params
+    );
     assert_eq!(r.total.ok, 300);
     assert_eq!(r.total.errors, 0);
     assert_eq!(r.total.rows, 300, "every select found its row");

@@ -27,22 +27,55 @@ use super::client::{record, Chooser, ClientCtx, Intervals, RECONNECT_FIRST, RECO
 use super::{Connection, LoadPlan, Mode};
 use crate::clock::Instant;
 use crate::spec::OpSpec;
-use crate::targets::pipelined::{Batched, Codec, Context};
+use crate::targets::pipelined::{BatchEnd, Batched, Codec, Context};
 use crate::targets::readbuf::ReadBuf;
 use crate::targets::Target;
 use crate::vocab::{ErrorClass, OpError, Outcome};
 
 /// The target's codec when this run's streams can go through the batch driver.
 pub fn codec_for<T: Target>(target: &T, plan: &LoadPlan, ops: &[OpSpec]) -> Option<&'static Codec> {
-    let codec = target.batch_codec()?;
-    let plain_run = (plan.pipeline > 1 || codec.one_in_flight)
-        && matches!(plan.mode, Mode::Closed { think, .. } if think.is_zero())
-        && plan.op_timeout.is_none()
-        && plan.connection == Connection::Persistent;
-    let plain_ops = ops.iter().all(|o| {
-        o.retry.is_none() && o.lets.is_empty() && o.pause.is_none() && (codec.accepts)(&o.kind)
-    });
-    (plain_run && plain_ops).then_some(codec)
+    batch_driver(target, plan, ops).ok()
+}
+
+/// The target's codec for this run, or why the batch driver cannot run it (for a target
+/// option that needs the driver: `Target::needs_batch_driver`).
+pub fn batch_driver<T: Target>(
+    target: &T,
+    plan: &LoadPlan,
+    ops: &[OpSpec],
+) -> Result<&'static Codec, String> {
+    let codec = target
+        .batch_codec()
+        .ok_or("the target has no batch driver here")?;
+    if plan.pipeline <= 1 && !codec.one_in_flight {
+        return Err("--pipeline 1".into());
+    }
+    match plan.mode {
+        Mode::Closed { think, .. } if !think.is_zero() => return Err("a think time".into()),
+        Mode::Open { .. } => return Err("an open loop (--rate)".into()),
+        Mode::Closed { .. } => {}
+    }
+    if plan.op_timeout.is_some() {
+        return Err("an operation time limit (--op-timeout)".into());
+    }
+    if plan.connection != Connection::Persistent {
+        return Err("--connection per-op".into());
+    }
+    for o in ops {
+        let what = if o.retry.is_some() {
+            "has a retry policy"
+        } else if !o.lets.is_empty() {
+            "has a let"
+        } else if o.pause.is_some() {
+            "has a pause"
+        } else if !(codec.accepts)(&o.kind) {
+            "is an operation the batch driver cannot carry (a tx, capture, when, repeat, peer, {bytes} or backslash argument, several commands)"
+        } else {
+            continue;
+        };
+        return Err(format!("operation '{}' {what}", o.name));
+    }
+    Ok(codec)
 }
 
 /// One client stream of the connection.
@@ -54,6 +87,9 @@ struct Stream<'a> {
     quota: Option<u64>,
     /// The operation in flight, and when it started.
     op: Option<(usize, Instant)>,
+    /// In a batch closed by one message (`Codec::batch`): its operation's reply and when it
+    /// was read, kept until the batch ends.
+    reply: Option<(Result<Outcome, OpError>, Instant)>,
     /// The connection was replaced since its last operation was recorded.
     reconnected: bool,
 }
@@ -68,6 +104,7 @@ impl<'a> Stream<'a> {
             iv: Some(Intervals::new(ctx)),
             quota: ctx.ops_share(),
             op: None,
+            reply: None,
             reconnected: false,
         }
     }
@@ -102,6 +139,7 @@ impl<'a> Stream<'a> {
 
     /// Record the outcome of its operation in flight, which ended at `now`.
     fn complete(&mut self, result: Result<Outcome, OpError>, now: Instant) {
+        self.reply = None;
         let (Some((i, start)), Some(iv)) = (self.op.take(), self.iv.as_ref()) else {
             return;
         };
@@ -214,6 +252,8 @@ pub async fn drive<T: Target>(
     let mut wire = conn.map(Wire::new);
     // Streams with a request written or queued, in request order: replies come in this order.
     let mut fifo: VecDeque<usize> = VecDeque::with_capacity(streams.len());
+    // With `Codec::batch`: the operations of each batch written and not ended, oldest first.
+    let mut batches: VecDeque<Batch> = VecDeque::new();
     let mut out = Vec::with_capacity(4096);
     if wire.is_some() {
         (codec.prepare)(first.ops, &mut out);
@@ -230,9 +270,11 @@ pub async fn drive<T: Target>(
             continue;
         };
         let mut result = Ok(());
+        let mut issued = 0;
         for (k, s) in streams.iter_mut().enumerate() {
             if s.op.is_none() && !s.ends(now, deadline) {
                 fifo.push_back(k);
+                issued += 1;
                 if let Err(e) = s.issue(now, codec, w.context.as_deref(), &mut out) {
                     result = Err(e);
                 }
@@ -241,19 +283,30 @@ pub async fn drive<T: Target>(
         if fifo.is_empty() {
             return;
         }
+        if let (Some(end), true) = (&codec.batch, issued > 0) {
+            out.extend_from_slice(end.trailer);
+            batches.push_back(Batch::of(issued));
+        }
         if result.is_ok() {
             result = w.exchange(&mut out).await;
         }
         // One clock read for every reply of this read.
         now = Instant::now();
         if result.is_ok() {
-            result = hand_out(w, codec, &mut streams, &mut fifo, now);
+            roll(&mut streams, now);
+            result = match &codec.batch {
+                None => hand_out(w, codec, &mut streams, &mut fifo, now),
+                Some(end) => {
+                    hand_out_batched(w, codec, end, &mut streams, &mut fifo, &mut batches, now)
+                }
+            };
         }
         if let Err(e) = result {
             // The connection's state is unknown: every operation in flight fails with it.
             for k in fifo.drain(..) {
                 streams[k].complete(Err(e.clone()), now);
             }
+            batches.clear();
             out.clear();
             wire = None;
         }
@@ -268,18 +321,10 @@ fn hand_out(
     fifo: &mut VecDeque<usize>,
     now: Instant,
 ) -> Result<(), OpError> {
-    for s in streams.iter_mut() {
-        if let Some(iv) = s.iv.as_mut() {
-            iv.roll(now);
-        }
-    }
     while let Some(reply) = w.next_reply(codec)? {
         let reply = &w.inbuf[reply];
         let Some(k) = fifo.pop_front() else {
-            return Err(OpError::new(
-                ErrorClass::Protocol,
-                format!("{} sent a reply nobody asked for", w.shown),
-            ));
+            return Err(unasked(w));
         };
         let s = &mut streams[k];
         let kind = s.op.map(|(i, _)| &s.ctx.ops[i].kind);
@@ -293,6 +338,110 @@ fn hand_out(
         }
     }
     Ok(())
+}
+
+/// Move every stream's intervals up to `now`, before recording the replies of a read.
+fn roll(streams: &mut [Stream<'_>], now: Instant) {
+    for s in streams.iter_mut() {
+        if let Some(iv) = s.iv.as_mut() {
+            iv.roll(now);
+        }
+    }
+}
+
+fn unasked(w: &Wire) -> OpError {
+    OpError::new(
+        ErrorClass::Protocol,
+        format!("{} sent a reply nobody asked for", w.shown),
+    )
+}
+
+/// A batch of requests written together and closed by one message (`Codec::batch`).
+struct Batch {
+    ops: usize,
+    /// Its operations whose reply has been read, in request order.
+    replied: usize,
+    /// One of them failed: the server skipped the rest and undid the others.
+    failed: bool,
+}
+
+impl Batch {
+    fn of(ops: usize) -> Batch {
+        Batch {
+            ops,
+            replied: 0,
+            failed: false,
+        }
+    }
+}
+
+/// [`hand_out`] for batches closed by one message, as PostgreSQL's pipeline with one Sync
+/// per batch: each operation's reply is decoded when it is read (its latency ends there),
+/// and the batch's operations are recorded when the batch's end is read. The batch runs
+/// as one implicit transaction, and after an error the server skips every message up to
+/// the Sync ("Frontend/Backend Protocol", 55.2.4 Pipelining): so when one operation fails,
+/// the ones before it are counted as rolled back and the ones after it as skipped, each an
+/// error of class other, and the batch's operations always add up to ok + errors.
+fn hand_out_batched(
+    w: &mut Wire,
+    codec: &Codec,
+    end: &BatchEnd,
+    streams: &mut [Stream<'_>],
+    fifo: &mut VecDeque<usize>,
+    batches: &mut VecDeque<Batch>,
+    now: Instant,
+) -> Result<(), OpError> {
+    while let Some(reply) = w.next_reply(codec)? {
+        let reply = &w.inbuf[reply];
+        let Some(batch) = batches.front_mut() else {
+            return Err(unasked(w));
+        };
+        if (end.is_end)(reply) {
+            let Batch {
+                ops,
+                replied,
+                failed,
+            } = *batch;
+            if !failed && replied < ops {
+                return Err(OpError::new(
+                    ErrorClass::Protocol,
+                    format!(
+                        "{} ended a batch before answering all its operations",
+                        w.shown
+                    ),
+                ));
+            }
+            batches.pop_front();
+            for k in fifo.drain(..ops) {
+                let s = &mut streams[k];
+                let (result, at) = match s.reply.take() {
+                    Some((Ok(_), _)) if failed => (Err(in_failed_batch("rolled back")), now),
+                    Some(reply) => reply,
+                    None => (Err(in_failed_batch("skipped")), now),
+                };
+                s.complete(result, at);
+            }
+            continue;
+        }
+        if batch.failed || batch.replied == batch.ops {
+            return Err(unasked(w));
+        }
+        let s = &mut streams[fifo[batch.replied]];
+        batch.replied += 1;
+        let kind = s.op.map(|(i, _)| &s.ctx.ops[i].kind);
+        let result = kind.map_or(Ok(Outcome::rows(0)), |kind| (codec.decode)(kind, reply));
+        batch.failed |= result.is_err();
+        s.reply = Some((result, now));
+    }
+    Ok(())
+}
+
+/// An operation of a batch in which another failed.
+fn in_failed_batch(what: &str) -> OpError {
+    OpError::new(
+        ErrorClass::Other,
+        format!("{what} in a pipeline batch that failed (another operation of the batch failed)"),
+    )
 }
 
 /// Open the connection again, with a doubling backoff; every failed attempt counts as a

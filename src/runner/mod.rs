@@ -404,6 +404,14 @@ fn peers(plan: &RunPlan) -> Result<Vec<PeerTarget>, InputError> {
 /// `--pipeline P` above 1 needs a target whose connections carry several operations at
 /// once, and operations that hold no state on the connection between their steps.
 fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputError> {
+    if let Some(option) = target.needs_batch_driver() {
+        if let Err(why) = crate::engine::pipe::batch_driver(target, &plan.load, &plan.ops) {
+            return Err(InputError::new(format!(
+                "{option}: only the batch driver can run it, and this run cannot use the driver: {why}"
+            ))
+            .help(format!("leave out {option}, or run a closed loop of plain operations (docs/targets.md, PostgreSQL's own client)")));
+        }
+    }
     let p = plan.load.pipeline;
     if p <= 1 {
         return Ok(());

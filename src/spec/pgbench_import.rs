@@ -871,14 +871,24 @@ fn render(script: &str, name: &str, s: &Script) -> String {
         "description = {}\n",
         quote(&format!("pgbench script {script}"))
     );
-    out += "target = \"sqlite://./loadrig-pgbench.db\"\n\n[params]\nscale = 1                # pgbench -s / :scale\n\n[load]\nclients = 1\nduration = \"10s\"\n";
+    // pgbench's pipelines need a server target; so does loadrig's.
+    let target = match s.pipelined {
+        Some(_) => "postgres://loadrig:${PGPASSWORD}@127.0.0.1:5432/loadrig",
+        None => "sqlite://./loadrig-pgbench.db",
+    };
+    out += &format!(
+        "target = \"{target}\"\n\n[params]\nscale = 1                # pgbench -s / :scale\n"
+    );
+    let batch = s.pipelined.is_some() && pipeline_inlines(s);
+    if batch {
+        out += "pipeline_sync = \"batch\"   # \\endpipeline: one Sync per batch, as pgbench sends it (docs/targets.md)\n";
+    }
+    out += "\n[load]\nclients = 1\nduration = \"10s\"\n";
     if let Some(p) = s.pipelined {
         out += &format!("pipeline = {p}             # \\startpipeline … \\endpipeline: statements in flight per connection\n");
-        // pgbench's pipelines need a server target; so does loadrig's.
-        out = out.replace(
-            "sqlite://./loadrig-pgbench.db",
-            "postgres://loadrig:${PGPASSWORD}@127.0.0.1:5432/loadrig",
-        );
+        if !batch {
+            out += "# a Sync per statement: a \\set value used twice in one statement needs a `let`, which\n# pipeline_sync = \"batch\" cannot run\n";
+        }
     }
     if let Some((t, _)) = &s.think_time {
         out += &format!("think_time = {}       # \\sleep\n", quote(t));
@@ -905,7 +915,8 @@ fn render(script: &str, name: &str, s: &Script) -> String {
         format!("let = {{ {} }}\n", lets.join(", "))
     };
     if s.pipelined.is_some() {
-        return out + &pipelined_ops(name, s, &lets);
+        let lets = if batch { "" } else { lets.as_str() };
+        return out + &pipelined_ops(name, s, lets);
     }
     out += &format!("\n[[op]]\nname = {}\n", quote(name));
     out += &lets;
@@ -926,23 +937,44 @@ fn render(script: &str, name: &str, s: &Script) -> String {
     out
 }
 
+/// The generator a pipeline statement's parameter `{NAME}` stands for, when NAME is a
+/// `\set` value: drawn in place, it needs no `let` (which the batch driver cannot run).
+fn drawn(s: &Script, t: &str) -> String {
+    let var = t.strip_prefix('{').and_then(|t| t.strip_suffix('}'));
+    match var.and_then(|v| s.vars.get(v)) {
+        Some(Var::Random(g)) => g.clone(),
+        Some(Var::Constant(p)) => format!(
+            "{{uniform {}..{}}}",
+            p.render(),
+            p.clone().add(&Poly::constant(1), 1).render()
+        ),
+        _ => t.to_string(),
+    }
+}
+
+/// Whether every pipelined statement uses each `\set` value at most once, so that drawing
+/// it in place is the same as drawing it once for the statement.
+fn pipeline_inlines(s: &Script) -> bool {
+    s.statements.iter().all(|st| {
+        let mut seen = std::collections::HashSet::new();
+        st.params.iter().all(|p| {
+            let set = p.strip_prefix('{').and_then(|t| t.strip_suffix('}'));
+            !set.is_some_and(|v| s.vars.contains_key(v)) || seen.insert(p)
+        })
+    })
+}
+
 /// A pipeline's statements as operations, one per distinct statement (the same query with
 /// parameters drawn alike counts once, weighted by how often the script sends it): each
-/// client stream sends one at a time, `pipeline` streams per connection.
+/// client stream sends one at a time, `pipeline` streams per connection. Without `lets`
+/// the `\set` values are drawn in place.
 fn pipelined_ops(name: &str, s: &Script, lets: &str) -> String {
-    let drawn = |t: &String| match t.strip_prefix('{').and_then(|t| t.strip_suffix('}')) {
-        Some(var) => match s.vars.get(var) {
-            Some(Var::Random(g)) => g.clone(),
-            _ => t.clone(),
-        },
-        None => t.clone(),
-    };
     let mut groups: Vec<(String, &Statement, usize)> = Vec::new();
     for st in &s.statements {
         let key = format!(
             "{}|{:?}",
             st.query,
-            st.params.iter().map(drawn).collect::<Vec<_>>()
+            st.params.iter().map(|p| drawn(s, p)).collect::<Vec<_>>()
         );
         match groups.iter_mut().find(|(k, ..)| *k == key) {
             Some(g) => g.2 += 1,
@@ -951,6 +983,19 @@ fn pipelined_ops(name: &str, s: &Script, lets: &str) -> String {
     }
     let mut out = String::new();
     for (i, (_, st, weight)) in groups.iter().enumerate() {
+        let inline;
+        let st = if lets.is_empty() {
+            inline = Statement {
+                query: st.query.clone(),
+                params: st.params.iter().map(|p| drawn(s, p)).collect(),
+                capture: Vec::new(),
+                when: Vec::new(),
+                at: st.at,
+            };
+            &inline
+        } else {
+            st
+        };
         let mut step = step(st);
         if let Some(at) = step.find(", capture = [") {
             step.truncate(at);

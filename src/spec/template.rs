@@ -344,11 +344,14 @@ impl Template {
                 Part::Sid { slot } => {
                     push_sid(*slot, rng, st, |b| out.extend_from_slice(b.as_bytes()))
                 }
+                // itoa: a third of core::fmt's instructions for a drawn number.
                 Part::UniformSigned { lo, hi } => {
-                    let _ = write!(VecWriter(out), "{}", rng.random_range(*lo..*hi));
+                    let n = rng.random_range(*lo..*hi);
+                    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
                 }
                 other => {
-                    let _ = write!(VecWriter(out), "{}", number(other, rng, st));
+                    let n = number(other, rng, st);
+                    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
                 }
             }
         }
@@ -372,15 +375,6 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn capture(st: &GenState, slot: usize) -> &[u8] {
     st.captures.get(slot).map_or(&[], Vec::as_slice)
-}
-
-struct VecWriter<'a>(&'a mut Vec<u8>);
-
-impl std::fmt::Write for VecWriter<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
-        Ok(())
-    }
 }
 
 /// The next number of the sequence in `slot`: client c of N takes c, c + N, ...

@@ -83,6 +83,11 @@ pub trait Target: Send + Sync + 'static {
     fn batch_codec(&self) -> Option<&'static pipelined::Codec> {
         None
     }
+    /// The option (as the user wrote it) that asks for the batch driver, which a run then
+    /// must be able to use: it exits 2 before anything connects when it cannot.
+    fn needs_batch_driver(&self) -> Option<&'static str> {
+        None
+    }
     /// Open one connection for the batch driver; only called when [`Target::batch_codec`]
     /// is `Some`.
     fn connect_batched(&self) -> impl Future<Output = Result<pipelined::Batched, OpError>> {

@@ -55,6 +55,19 @@ pub struct Codec {
     /// Use the driver with one operation in flight per connection too (`--pipeline 1`),
     /// because it costs less CPU per operation there than a session.
     pub one_in_flight: bool,
+    /// `Some`: the requests of one write form a batch closed by one message of its own
+    /// (PostgreSQL's Sync with `pipeline_sync=batch`), which the server answers once the
+    /// batch is done; `frame_len` then ends every operation's reply and the batch's end.
+    pub batch: Option<BatchEnd>,
+}
+
+/// How a codec closes a batch of requests written together, and tells the reply to that
+/// closing message (the batch's end) from an operation's reply.
+pub struct BatchEnd {
+    /// Appended after the last request of a write.
+    pub trailer: &'static [u8],
+    /// Whether a reply frame is the batch's end.
+    pub is_end: fn(&[u8]) -> bool,
 }
 
 /// A codec's `prepare` for protocols without anything to prepare.

@@ -702,6 +702,7 @@ static BATCH_CODEC: Codec = Codec {
     closes: None,
     prepare: super::pipelined::prepare_nothing,
     one_in_flight: false,
+    batch: None,
 };
 
 fn batch_accepts(kind: &OpKind) -> bool {

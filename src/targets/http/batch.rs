@@ -32,6 +32,7 @@ pub static CODEC: Codec = Codec {
     closes: Some(closes),
     prepare: crate::targets::pipelined::prepare_nothing,
     one_in_flight: true,
+    batch: None,
 };
 
 /// Open one plain connection for the batch driver.

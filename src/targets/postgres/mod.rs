@@ -42,6 +42,10 @@
 //!   queries of concurrent calls without waiting for earlier replies, which is
 //!   PostgreSQL's pipeline mode on the extended protocol. Transactions (their state belongs to the connection) and
 //!   documents with attachments (a transaction per operation) are refused with it.
+//! - `pipeline_sync=batch` (URL or workload parameter; default `op`): the batch driver
+//!   closes each write with one Sync instead of one per operation ([`wire::CODEC_BATCH`]), as
+//!   pgbench's `\endpipeline`; only on loadrig's own client, and a run that cannot use the
+//!   driver exits 2 (`Target::needs_batch_driver`).
 //! - `authenticate` is not possible on an open PostgreSQL connection: use the `connect`
 //!   operation (or `--connection per-op`) to measure the handshake.
 //!
@@ -103,6 +107,8 @@ pub struct Postgres {
     begin: &'static str,
     /// `client=tokio-postgres`: every session on tokio-postgres, none on loadrig's own client.
     tokio_only: bool,
+    /// `pipeline_sync=batch`: the batch driver closes each write's requests with one Sync.
+    sync_per_batch: bool,
 }
 
 impl Postgres {
@@ -117,6 +123,7 @@ impl Postgres {
             "ca",
             "insecure",
             "client",
+            "pipeline_sync",
         ])?;
         let tokio_only = match url.options.get("client").map(String::as_str) {
             None | Some("loadrig") => false,
@@ -150,7 +157,8 @@ impl Postgres {
         if let Some(p) = &ep.password {
             config.password(p.as_bytes());
         }
-        Ok(Postgres {
+        let sync_per_batch = pipeline_sync(url, params)?;
+        let pg = Postgres {
             config,
             host: ep.host.clone(),
             port: ep.port.unwrap_or(5432),
@@ -164,7 +172,34 @@ impl Postgres {
             attachment: Attachment::from_options(url, params)?,
             begin,
             tokio_only,
-        })
+            sync_per_batch,
+        };
+        if sync_per_batch && !pg.own_client() {
+            let why = if pg.tokio_only {
+                "client=tokio-postgres"
+            } else if pg.attachment.is_some() {
+                "documents with attachments"
+            } else {
+                "sslmode (TLS)"
+            };
+            return Err(InputError::new(format!(
+                "pipeline_sync=batch: only loadrig's own client on plain TCP writes its Syncs itself, and {why} runs on tokio-postgres"
+            ))
+            .help("leave out pipeline_sync (a Sync per operation), or the option that needs tokio-postgres"));
+        }
+        Ok(pg)
+    }
+}
+
+/// `pipeline_sync` (URL option or workload parameter): `op`, a Sync after every operation
+/// (the default), or `batch`, one Sync per written batch.
+fn pipeline_sync(url: &TargetUrl, params: &Params) -> Result<bool, InputError> {
+    match url.option("pipeline_sync", params).as_deref().map(str::trim) {
+        None | Some("op") => Ok(false),
+        Some("batch") => Ok(true),
+        Some(other) => Err(InputError::new(format!(
+            "pipeline_sync={other}: expected op (a Sync after every operation, the default) or batch (one Sync per written batch, as pgbench's \\startpipeline … \\endpipeline)"
+        ))),
     }
 }
 
@@ -274,7 +309,16 @@ impl Target for Postgres {
 
     /// The extended protocol spoken directly ([`wire`]), on plain TCP without attachments.
     fn batch_codec(&self) -> Option<&'static Codec> {
-        self.own_client().then_some(&wire::CODEC)
+        let codec = if self.sync_per_batch {
+            &wire::CODEC_BATCH
+        } else {
+            &wire::CODEC
+        };
+        self.own_client().then_some(codec)
+    }
+
+    fn needs_batch_driver(&self) -> Option<&'static str> {
+        self.sync_per_batch.then_some("pipeline_sync=batch")
     }
 
     fn connect_batched(&self) -> impl Future<Output = Result<Batched, OpError>> {

@@ -12,7 +12,8 @@
 //! - One operation is Bind (kv arguments in binary, as tokio-postgres sends a `bytea` and a
 //!   `varchar`; `sql` arguments as text for the server to parse, with the types it inferred
 //!   when it prepared the statement) + Execute + Sync; its reply ends at ReadyForQuery, so
-//!   several in flight is pipeline mode (`--pipeline`). Statements with an argument of raw
+//!   several in flight is pipeline mode (`--pipeline`). With `pipeline_sync=batch`
+//!   ([`CODEC_BATCH`]) an operation is Bind + Execute and one Sync closes each write. Statements with an argument of raw
 //!   bytes (`{bytes N}`) or a backslash keep the tokio-postgres path, whose binary binding
 //!   reads them back unchanged into a bytea. Unlike that path, an empty argument is an
 //!   empty text (not NULL), and text that does not parse as its parameter's type fails
@@ -24,7 +25,6 @@
 //! Message layouts: PostgreSQL documentation, "Frontend/Backend Protocol", 55.7 "Message
 //! Formats".
 
-use std::io::Write as _;
 use std::time::Instant;
 
 use bytes::BytesMut;
@@ -39,7 +39,7 @@ use super::scram::Scram;
 use super::Postgres;
 use crate::spec::{OpKind, OpSpec};
 use crate::stats::connect_phases::PhaseTimes;
-use crate::targets::pipelined::{Batched, Codec, Context};
+use crate::targets::pipelined::{BatchEnd, Batched, Codec, Context};
 use crate::targets::sql::{Dialect, Kv};
 use crate::vocab::{ErrorClass, NativeOp, Op, OpError, Outcome};
 
@@ -53,7 +53,29 @@ pub static CODEC: Codec = Codec {
     closes: None,
     prepare,
     one_in_flight: true,
+    batch: None,
 };
+
+/// `pipeline_sync=batch`: as [`CODEC`], but one Sync closes the requests of each write, as
+/// pgbench's `\startpipeline` … `\endpipeline` does. The server then runs the batch as one
+/// implicit transaction, skips the rest of it after an error, and flushes its replies once,
+/// at the Sync: an operation's reply ends at its CommandComplete (or ErrorResponse), the
+/// batch's at ReadyForQuery.
+pub static CODEC_BATCH: Codec = Codec {
+    accepts,
+    encode: bind_execute,
+    frame_len: op_frame_len,
+    decode,
+    closes: None,
+    prepare,
+    one_in_flight: true,
+    batch: Some(BatchEnd {
+        trailer: SYNC,
+        is_end: ends_batch,
+    }),
+};
+
+const SYNC: &[u8] = &[b'S', 0, 0, 0, 4];
 
 const KV: [(Kv, &str); 4] = [
     (Kv::Put, "lr_kv_put"),
@@ -133,7 +155,14 @@ fn prepare(ops: &[OpSpec], out: &mut Vec<u8>) {
 }
 
 /// Bind + Execute + Sync for `op`.
-fn encode(op: &Op<'_>, _: Option<&Context>, out: &mut Vec<u8>) -> Result<(), OpError> {
+fn encode(op: &Op<'_>, context: Option<&Context>, out: &mut Vec<u8>) -> Result<(), OpError> {
+    bind_execute(op, context, out)?;
+    out.extend_from_slice(SYNC);
+    Ok(())
+}
+
+/// Bind + Execute for `op`, without a Sync.
+fn bind_execute(op: &Op<'_>, _: Option<&Context>, out: &mut Vec<u8>) -> Result<(), OpError> {
     let start = out.len();
     out.push(b'B');
     out.extend_from_slice(&[0; 4]);
@@ -148,7 +177,9 @@ fn encode(op: &Op<'_>, _: Option<&Context>, out: &mut Vec<u8>) -> Result<(), OpE
             args,
             ..
         } => {
-            let _ = write!(out, "lr{id}");
+            // Not `write!`: core::fmt cost more than the rest of the Bind together.
+            out.extend_from_slice(b"lr");
+            out.extend_from_slice(itoa::Buffer::new().format(*id).as_bytes());
             out.push(0);
             params(out, 0, args.iter().map(Vec::as_slice), args.len())?;
         }
@@ -165,8 +196,8 @@ fn encode(op: &Op<'_>, _: Option<&Context>, out: &mut Vec<u8>) -> Result<(), OpE
     out.extend_from_slice(&1i16.to_be_bytes());
     let len = (out.len() - start - 1) as i32;
     out[start + 1..start + 5].copy_from_slice(&len.to_be_bytes());
-    // Execute the unnamed portal, all rows; then Sync.
-    out.extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0, b'S', 0, 0, 0, 4]);
+    // Execute the unnamed portal, all rows.
+    out.extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0]);
     Ok(())
 }
 
@@ -222,6 +253,31 @@ pub(super) fn frame_len(buf: &[u8]) -> Result<Option<usize>, String> {
         }
     }
     Ok(None)
+}
+
+/// In a batch closed by one Sync: an operation's reply ends at its CommandComplete ('C'),
+/// EmptyQueryResponse ('I') or ErrorResponse ('E', after which the server skips the rest of
+/// the batch); the batch's at ReadyForQuery ('Z'). The ParseCompletes of a new
+/// connection's statements come in front of the first operation's reply.
+fn op_frame_len(buf: &[u8]) -> Result<Option<usize>, String> {
+    let mut at = 0;
+    while let Some((tag, len)) = message(&buf[at..])? {
+        at += len;
+        if matches!(tag, b'C' | b'I' | b'E' | b'Z') {
+            return Ok(Some(at));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether a reply frame of [`op_frame_len`] is the batch's end (ReadyForQuery).
+fn ends_batch(frame: &[u8]) -> bool {
+    let mut at = 0;
+    let mut last = 0;
+    while let Ok(Some((tag, len))) = message(&frame[at..]) {
+        (last, at) = (tag, at + len);
+    }
+    last == b'Z'
 }
 
 /// Rows read (DataRow) or affected (the command tag's count), or the server's error.
@@ -450,5 +506,57 @@ mod tests {
         assert_eq!(&out[bind.len()..], b"E\0\0\0\x09\0\0\0\0\0S\0\0\0\x04");
         assert!(encode(&Op::Begin, None, &mut out).is_err());
         assert_eq!(out.len(), bind.len() + 15, "nothing of a refused operation");
+    }
+
+    #[test]
+    fn a_batched_operation_has_no_sync_and_the_batch_one() {
+        let mut op = Vec::new();
+        encode(&Op::Get { key: "k1" }, None, &mut op).unwrap();
+        let mut batched = Vec::new();
+        (CODEC_BATCH.encode)(&Op::Get { key: "k1" }, None, &mut batched).unwrap();
+        assert_eq!(
+            batched,
+            op[..op.len() - 5],
+            "the same Bind + Execute, no Sync"
+        );
+        let end = CODEC_BATCH.batch.as_ref().unwrap();
+        assert_eq!(end.trailer, b"S\0\0\0\x04", "one Sync closes the batch");
+        assert!(
+            CODEC.batch.is_none(),
+            "the default keeps a Sync per operation"
+        );
+    }
+
+    #[test]
+    fn in_a_batch_replies_end_at_command_complete_or_error_and_the_batch_at_ready() {
+        let frame = CODEC_BATCH.frame_len;
+        let is_end = CODEC_BATCH.batch.as_ref().unwrap().is_end;
+        // Two ParseCompletes of a new connection, then the first operation's reply.
+        let first = [
+            msg(b'1', b""),
+            msg(b'1', b""),
+            msg(b'2', b""),
+            msg(b'D', b"\0\x01\0\0\0\x01x"),
+            msg(b'C', b"SELECT 1\0"),
+        ]
+        .concat();
+        // An error whose text holds a 'Z' where a ReadyForQuery's tag would sit.
+        let error = msg(b'E', b"SERROR\0C23505\0MZ\0\0\0\0\0");
+        let ready = [msg(b'N', b"\0"), msg(b'Z', b"I")].concat();
+        let all = [first.clone(), error.clone(), ready.clone()].concat();
+        assert_eq!(frame(&all), Ok(Some(first.len())));
+        assert_eq!(frame(&all[first.len()..]), Ok(Some(error.len())));
+        assert_eq!(frame(&ready), Ok(Some(ready.len())));
+        assert_eq!(frame(&ready[..ready.len() - 1]), Ok(None));
+        assert!(!is_end(&first) && !is_end(&error) && is_end(&ready));
+        assert_eq!(
+            frame(&msg(b'I', b"")),
+            Ok(Some(5)),
+            "an empty query ends too"
+        );
+        let decoded = decode(&OpKind::Nop, &first).map(|o| o.rows).ok();
+        assert_eq!(decoded, Some(1));
+        let failed = decode(&OpKind::Nop, &error).unwrap_err();
+        assert_eq!(failed.class, ErrorClass::Constraint);
     }
 }
