@@ -28,7 +28,6 @@
 //! | `NAME`                | the workload parameter NAME                                   |
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use rand::distr::{Alphanumeric, Distribution};
 use rand::{Rng, RngCore};
@@ -317,11 +316,9 @@ impl Template {
                 Part::Capture(slot) => out.push_str(&String::from_utf8_lossy(capture(st, *slot))),
                 Part::Sid { slot } => push_sid(*slot, rng, st, |b| out.push_str(b)),
                 Part::UniformSigned { lo, hi } => {
-                    let _ = write!(out, "{}", rng.random_range(*lo..*hi));
+                    out.push_str(itoa::Buffer::new().format(rng.random_range(*lo..*hi)))
                 }
-                other => {
-                    let _ = write!(out, "{}", number(other, rng, st));
-                }
+                other => out.push_str(itoa::Buffer::new().format(number(other, rng, st))),
             }
         }
     }
@@ -344,12 +341,18 @@ impl Template {
                 Part::Sid { slot } => {
                     push_sid(*slot, rng, st, |b| out.extend_from_slice(b.as_bytes()))
                 }
-                Part::UniformSigned { lo, hi } => {
-                    let _ = write!(VecWriter(out), "{}", rng.random_range(*lo..*hi));
-                }
-                other => {
-                    let _ = write!(VecWriter(out), "{}", number(other, rng, st));
-                }
+                // itoa rather than `write!`: the formatting machinery cost more than the
+                // draw itself on every operation.
+                Part::UniformSigned { lo, hi } => out.extend_from_slice(
+                    itoa::Buffer::new()
+                        .format(rng.random_range(*lo..*hi))
+                        .as_bytes(),
+                ),
+                other => out.extend_from_slice(
+                    itoa::Buffer::new()
+                        .format(number(other, rng, st))
+                        .as_bytes(),
+                ),
             }
         }
     }
@@ -372,15 +375,6 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn capture(st: &GenState, slot: usize) -> &[u8] {
     st.captures.get(slot).map_or(&[], Vec::as_slice)
-}
-
-struct VecWriter<'a>(&'a mut Vec<u8>);
-
-impl std::fmt::Write for VecWriter<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.extend_from_slice(s.as_bytes());
-        Ok(())
-    }
 }
 
 /// The next number of the sequence in `slot`: client c of N takes c, c + N, ...
