@@ -642,9 +642,10 @@ pub(super) fn record(c: &mut OpCounters, result: Result<Outcome, OpError>, laten
     }
 }
 
-/// Run operation `i` on `worker`. The common case (one plain operation, no retry policy,
-/// no time limit, an open persistent session) is written out in place so it compiles into
-/// the client loop; everything else goes through [`Worker::perform`].
+/// Run operation `i` on `worker`. The common case (one plain operation, its `let` values
+/// if any, no retry policy, no time limit, an open persistent session) is written out in
+/// place so it compiles into the client loop; everything else goes through
+/// [`Worker::perform`] (three nested futures, each a state machine polled per operation).
 macro_rules! perform {
     ($worker:expr, $i:expr, $ctx:expr) => {{
         let w = &mut *$worker;
@@ -652,7 +653,6 @@ macro_rules! perform {
         if w.session.is_some()
             && spec.retry.is_none()
             && spec.kind.is_plain()
-            && spec.lets.is_empty()
             && $ctx.plan.op_timeout.is_none()
         {
             let kind = spec.kind.statement_kind();
@@ -667,6 +667,8 @@ macro_rules! perform {
                     if let Some(kind) = kind {
                         statements.add(kind);
                     }
+                    // As `Worker::attempt` does: the lets first, then the operation's values.
+                    chooser.draw_lets($i);
                     let op = chooser.bind($i);
                     let result = s.execute(&op).await;
                     if matches!(&result, Err(e) if e.class == ErrorClass::Connect) {

@@ -28,7 +28,6 @@
 //! | `NAME`                | the workload parameter NAME                                   |
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use rand::distr::{Alphanumeric, Distribution};
 use rand::{Rng, RngCore};
@@ -317,11 +316,9 @@ impl Template {
                 Part::Capture(slot) => out.push_str(&String::from_utf8_lossy(capture(st, *slot))),
                 Part::Sid { slot } => push_sid(*slot, rng, st, |b| out.push_str(b)),
                 Part::UniformSigned { lo, hi } => {
-                    let _ = write!(out, "{}", rng.random_range(*lo..*hi));
+                    out.push_str(itoa::Buffer::new().format(rng.random_range(*lo..*hi)))
                 }
-                other => {
-                    let _ = write!(out, "{}", number(other, rng, st));
-                }
+                other => out.push_str(itoa::Buffer::new().format(number(other, rng, st))),
             }
         }
     }

@@ -580,7 +580,7 @@ fn bind<'a>(
     out.extend_from_slice(&n.to_be_bytes());
     // The format codes, filled in as each value's conversion decides.
     let formats = out.len();
-    out.extend_from_slice(&vec![0; 2 * n as usize]);
+    out.resize(formats + 2 * n as usize, 0);
     out.extend_from_slice(&n.to_be_bytes());
     for (i, p) in params.enumerate() {
         let p = p?;
