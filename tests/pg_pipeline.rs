@@ -10,12 +10,8 @@ use common::sql::{ints, pg_row};
 use common::{server_url, Dir};
 use loadrig::vocab::ErrorClass;
 
-/// One test at a time: they share the table's name.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
+// One test at a time: they share the table's name.
+use common::one_at_a_time;
 
 /// Inserts of `k{seq}` into `loadrig_pipe`, made empty by setup apart from `taken`.
 fn inserts(taken: &[&str]) -> String {

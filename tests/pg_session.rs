@@ -11,13 +11,9 @@ use common::sql::{ints, pg_row, terminate_run_backends};
 use common::{server_url, Dir};
 use loadrig::vocab::ErrorClass;
 
-/// One test at a time: each drops and creates its own tables, and every run's setup
-/// creates `loadrig_kv` if it is missing (which can race between sessions).
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
+// One test at a time: each drops and creates its own tables, and every run's setup
+// creates `loadrig_kv` if it is missing (which can race between sessions).
+use common::one_at_a_time;
 
 fn with_option(url: &str, option: &str) -> String {
     let sep = if url.contains('?') { '&' } else { '?' };

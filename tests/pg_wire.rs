@@ -9,13 +9,9 @@ mod common;
 use common::sql::{ints, pg_row, terminate_run_backends};
 use common::{server_url, Dir};
 
-/// One test at a time: every run's setup creates `loadrig_kv` if it is missing, and
-/// PostgreSQL's `CREATE TABLE IF NOT EXISTS` can fail when two sessions race on it.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
+// One test at a time: every run's setup creates `loadrig_kv` if it is missing, and
+// PostgreSQL's `CREATE TABLE IF NOT EXISTS` can fail when two sessions race on it.
+use common::one_at_a_time;
 
 /// The table `name`, dropped and created empty.
 fn fresh_table(url: &str, name: &str) {

@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use common::{server_url, Dir};
@@ -20,13 +19,9 @@ name = "set"
 kv.put = { key = "scale:{uniform 0..1000}", value = "{bytes 3}" }
 "#;
 
-/// The runs of thousands of clients take turns: together they would exceed the server's
-/// connections and each other's CPU.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn turn() -> MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
+// The runs of thousands of clients take turns: together they would exceed the server's
+// connections and each other's CPU.
+use common::one_at_a_time as turn;
 
 fn args<'a>(clients: &'a str, out: &'a str, url: &'a str) -> Vec<&'a str> {
     vec![

@@ -3,20 +3,15 @@
 
 mod common;
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use common::Dir;
 use loadrig::result::validity::{Validity, Verdict};
 use loadrig::result::RunResult;
 
-/// The runs here judge the machine's load too, so they take turns: a CPU-burning run beside
-/// a light one would make the light one's run queue long.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
+// The runs here judge the machine's load too, so they take turns: a CPU-burning run beside
+// a light one would make the light one's run queue long.
+use common::one_at_a_time as turn;
 
 fn run(d: &Dir, out: &str, args: &[&str]) -> RunResult {
     let mut full = vec!["run", "noop"];

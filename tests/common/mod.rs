@@ -3,11 +3,20 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::sync::{Mutex, MutexGuard};
 
 use loadrig::result::{self, RunResult};
 
 pub mod netns;
 pub mod sql;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Holds the tests of one test binary that must not overlap (each binary has its own lock):
+/// the caller's comment says why. A test that failed while holding it does not block the rest.
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 pub struct Dir {
     pub tmp: tempfile::TempDir,
