@@ -895,8 +895,10 @@ mod tests {
         };
         assert!(own("").unwrap());
         assert!(!own("?client=mysql_async").unwrap());
-        assert!(!own("?ssl-mode=REQUIRED&insecure=true").unwrap());
-        assert!(own("?ssl-mode=REQUIRED&insecure=true&client=loadrig").is_err());
+        // TLS runs on the own client too, unless asked otherwise.
+        assert!(own("?ssl-mode=REQUIRED&insecure=true").unwrap());
+        assert!(own("?ssl-mode=REQUIRED&insecure=true&client=loadrig").unwrap());
+        assert!(!own("?ssl-mode=REQUIRED&insecure=true&client=mysql_async").unwrap());
         assert!(own("?client=libmysql").is_err());
     }
 }
