@@ -85,22 +85,48 @@ struct SetupRepeat {
 
 impl<'de> Deserialize<'de> for SetupEntry {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Entry;
-        impl<'de> serde::de::Visitor<'de> for Entry {
-            type Value = SetupEntry;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a statement, or a group { repeat = \"{tables}\", sql = [\"...{iteration}...\"] }")
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<SetupEntry, E> {
-                Ok(SetupEntry::Statement(s.to_string()))
-            }
-            fn visit_map<M: serde::de::MapAccess<'de>>(self, m: M) -> Result<SetupEntry, M::Error> {
-                let table = serde::de::value::MapAccessDeserializer::new(m);
-                SetupRepeat::deserialize(table).map(SetupEntry::Repeat)
-            }
-        }
-        d.deserialize_any(Entry)
+        let expecting =
+            "a statement, or a group { repeat = \"{tables}\", sql = [\"...{iteration}...\"] }";
+        string_or_table(d, expecting, SetupEntry::Statement, SetupEntry::Repeat)
     }
+}
+
+/// A value a workload writes either as a string or as a table `T`. Not serde's untagged
+/// enum: that would replace the table's own error (an unknown key, a missing field) with
+/// "did not match any variant".
+fn string_or_table<'de, D, T, Out>(
+    d: D,
+    expecting: &'static str,
+    text: fn(String) -> Out,
+    table: fn(T) -> Out,
+) -> Result<Out, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct Either<T, Out> {
+        expecting: &'static str,
+        text: fn(String) -> Out,
+        table: fn(T) -> Out,
+    }
+    impl<'de, T: Deserialize<'de>, Out> serde::de::Visitor<'de> for Either<T, Out> {
+        type Value = Out;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str(self.expecting)
+        }
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Out, E> {
+            Ok((self.text)(s.to_string()))
+        }
+        fn visit_map<M: serde::de::MapAccess<'de>>(self, m: M) -> Result<Out, M::Error> {
+            let map = serde::de::value::MapAccessDeserializer::new(m);
+            T::deserialize(map).map(self.table)
+        }
+    }
+    d.deserialize_any(Either {
+        expecting,
+        text,
+        table,
+    })
 }
 
 /// `[[verify]]`: SQL queries whose first rows must all be equal after the run.

@@ -136,21 +136,8 @@ impl SqlForm {
 
 impl<'de> Deserialize<'de> for SqlForm {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Form;
-        impl<'de> serde::de::Visitor<'de> for Form {
-            type Value = SqlForm;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a statement, or a table { query = \"...\", params = [...] }")
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<SqlForm, E> {
-                Ok(SqlForm::Text(s.to_string()))
-            }
-            fn visit_map<M: serde::de::MapAccess<'de>>(self, m: M) -> Result<SqlForm, M::Error> {
-                let table = serde::de::value::MapAccessDeserializer::new(m);
-                SqlArgs::deserialize(table).map(SqlForm::Table)
-            }
-        }
-        d.deserialize_any(Form)
+        let expecting = "a statement, or a table { query = \"...\", params = [...] }";
+        super::string_or_table(d, expecting, SqlForm::Text, SqlForm::Table)
     }
 }
 
