@@ -183,8 +183,10 @@ fn chunked_len(buf: &[u8]) -> Result<Option<usize>, String> {
     }
 }
 
-/// The final status code of a whole response (as [`frame`] found it): the three digits
-/// after "HTTP/1.x " of its first head, or of the first head after the informational ones.
+/// The final status code of a whole response (as [`frame`] found it), and the final head
+/// (from its status line on): the three digits after "HTTP/1.x " of its first head, or of
+/// the first head after the informational ones. `frame` has checked the head, so nothing
+/// else of it is read unless the status is an error (the reason phrase, [`reason`]).
 fn final_code(frame: &[u8]) -> Result<(u16, &[u8]), OpError> {
     // Built once: `memmem::find` builds its searcher on every call.
     static HEAD_END: LazyLock<memchr::memmem::Finder<'static>> =
