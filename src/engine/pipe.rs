@@ -223,10 +223,16 @@ impl Wire {
         }
     }
 
-    /// Where the next whole reply read lies in `inbuf`, if there is one.
-    fn next_reply(&mut self, codec: &Codec) -> Result<Option<Range<usize>>, OpError> {
-        match (codec.frame_len)(self.inbuf.unread()) {
-            Ok(Some(n)) => Ok(Some(self.inbuf.consume(n))),
+    /// Where the next whole reply read lies in `inbuf`, if there is one, and whether the
+    /// server ends the connection after it (`Codec::closes`, from the same parse).
+    fn next_reply(&mut self, codec: &Codec) -> Result<Option<(Range<usize>, bool)>, OpError> {
+        let unread = self.inbuf.unread();
+        let framed = match codec.closes {
+            Some(frame) => frame(unread),
+            None => (codec.frame_len)(unread).map(|n| n.map(|n| (n, false))),
+        };
+        match framed {
+            Ok(Some((n, last))) => Ok(Some((self.inbuf.consume(n), last))),
             Ok(None) => Ok(None),
             Err(e) => Err(OpError::new(
                 ErrorClass::Protocol,
@@ -321,7 +327,7 @@ fn hand_out(
     fifo: &mut VecDeque<usize>,
     now: Instant,
 ) -> Result<(), OpError> {
-    while let Some(reply) = w.next_reply(codec)? {
+    while let Some((reply, last)) = w.next_reply(codec)? {
         let reply = &w.inbuf[reply];
         let Some(k) = fifo.pop_front() else {
             return Err(unasked(w));
@@ -330,7 +336,7 @@ fn hand_out(
         let kind = s.op.map(|(i, _)| &s.ctx.ops[i].kind);
         let result = kind.map_or(Ok(Outcome::rows(0)), |kind| (codec.decode)(kind, reply));
         s.complete(result, now);
-        if codec.closes.is_some_and(|closes| closes(reply)) {
+        if last {
             return Err(OpError::new(
                 ErrorClass::Connect,
                 format!("{} ended the connection after an earlier reply", w.shown),
@@ -391,7 +397,7 @@ fn hand_out_batched(
     batches: &mut VecDeque<Batch>,
     now: Instant,
 ) -> Result<(), OpError> {
-    while let Some(reply) = w.next_reply(codec)? {
+    while let Some((reply, _)) = w.next_reply(codec)? {
         let reply = &w.inbuf[reply];
         let Some(batch) = batches.front_mut() else {
             return Err(unasked(w));

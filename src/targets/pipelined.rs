@@ -31,6 +31,10 @@ pub type Encode = fn(&Op<'_>, Option<&Context>, &mut Vec<u8>) -> Result<(), OpEr
 /// Where a complete reply ends in a buffer: `Ok(None)` when more bytes are needed.
 pub type FrameLen = fn(&[u8]) -> Result<Option<usize>, String>;
 
+/// Where a complete reply ends in a buffer, and whether the server ends the connection
+/// after it: `Ok(None)` when more bytes are needed.
+pub type FrameCloses = fn(&[u8]) -> Result<Option<(usize, bool)>, String>;
+
 /// How the engine's batch driver (`engine::pipe`) speaks a protocol whose replies come
 /// back in request order, without a session per stream: it encodes every ready stream's
 /// request into one buffer, writes it once, and decodes each reply of a read in place.
@@ -44,10 +48,12 @@ pub struct Codec {
     pub frame_len: FrameLen,
     /// The outcome of one whole reply to an operation of this kind.
     pub decode: fn(&OpKind, &[u8]) -> Result<Outcome, OpError>,
-    /// Whether this reply is the server's last on the connection (HTTP's
-    /// `Connection: close`): the driver reconnects at once, and the requests it wrote after
-    /// that one fail with class `connect`. `None`: no reply ends the connection.
-    pub closes: Option<fn(&[u8]) -> bool>,
+    /// For a protocol whose server may end the connection after a reply (HTTP's
+    /// `Connection: close`): frames a reply as `frame_len` does and says, from the same
+    /// parse, whether it is the server's last on the connection; the batch driver then uses
+    /// it instead of `frame_len`, reconnects at once after such a reply, and the requests it
+    /// wrote after that one fail with class `connect`. `None`: no reply ends the connection.
+    pub closes: Option<FrameCloses>,
     /// What a new connection sends before its first request, for the workload's
     /// operations (PostgreSQL prepares their statements); its replies must belong to the
     /// first reply frame.

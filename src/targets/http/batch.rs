@@ -1,9 +1,11 @@
 //! HTTP/1.1 for the engine's batch driver (`engine::pipe`, `--pipeline P` on plain
 //! http://): requests are written back to back on one keep-alive connection before their
 //! responses arrive (HTTP/1.1 pipelining, RFC 9112 §9.3.2), and the server answers them in
-//! order. `frame_len` finds where one response ends (its head by `httparse`, then
-//! Content-Length, chunked transfer coding, or no body for 1xx/204/304); `decode` maps its
-//! status exactly as the session path does.
+//! order. [`frame`] reads each head once ([`super::head`]: httparse, then one walk over its
+//! headers) and takes from that one parse where the response ends (Content-Length, chunked
+//! transfer coding, or no body for 1xx/204/304) and whether the server closes the
+//! connection after it; `decode` maps its status exactly as the session path does, from the
+//! status code's three digits.
 //!
 //! Not carried (they stay on the session path, so `--pipeline` above 1 refuses them):
 //! HEAD (its response's length cannot be told from the response alone), kv `update`
@@ -12,13 +14,13 @@
 //! `protocol` error.
 //!
 //! The codec's functions hold no state; every request carries the target's `Host` and path
-//! prefix, which [`connect`] hands over as the connection's context.
+//! prefix, which [`connect`] hands over as the connection's context: the part after the
+//! path ([`Server::line_end`]) is formatted once there.
 
 use std::sync::{Arc, LazyLock};
 
-use super::{
-    escape_key, framing_of, status_error, write_request, Framing, HttpArgs, Server, Status,
-};
+use super::head::{self, Framing};
+use super::{escape_key, status_error, write_request, HttpArgs, Server, Status, NO_HEADERS};
 use crate::spec::OpKind;
 use crate::targets::pipelined::{Batched, Codec, Context};
 use crate::targets::tls::NetStream;
@@ -29,7 +31,7 @@ pub static CODEC: Codec = Codec {
     encode,
     frame_len,
     decode,
-    closes: Some(closes),
+    closes: Some(frame),
     prepare: crate::targets::pipelined::prepare_nothing,
     one_in_flight: true,
     batch: None,
@@ -70,12 +72,12 @@ fn encode(op: &Op<'_>, context: Option<&Context>, out: &mut Vec<u8>) -> Result<(
             "an HTTP connection of the batch driver without its server",
         ));
     };
-    let host = server.shown.as_bytes();
+    let end = &server.line_end;
     let kv = |key| kv_path(&server.kv_root, key);
     match *op {
-        Op::Put { key, value } => write_request(out, "PUT", host, kv(key), &[], value),
-        Op::Get { key } => write_request(out, "GET", host, kv(key), &[], &[]),
-        Op::Delete { key } => write_request(out, "DELETE", host, kv(key), &[], &[]),
+        Op::Put { key, value } => write_request(out, "PUT", end, kv(key), NO_HEADERS, value),
+        Op::Get { key } => write_request(out, "GET", end, kv(key), NO_HEADERS, &[]),
+        Op::Delete { key } => write_request(out, "DELETE", end, kv(key), NO_HEADERS, &[]),
         Op::Native {
             op:
                 NativeOp::Http {
@@ -92,7 +94,7 @@ fn encode(op: &Op<'_>, context: Option<&Context>, out: &mut Vec<u8>) -> Result<(
                 out.extend_from_slice(server.prefix.as_bytes());
                 out.extend_from_slice(a.path);
             };
-            write_request(out, method, host, path, a.headers(), a.body)
+            write_request(out, method, end, path, a.headers(), a.body)
         }
         _ => Err(OpError::new(
             ErrorClass::Other,
@@ -110,93 +112,38 @@ fn kv_path<'a>(root: &'a str, key: &'a str) -> impl FnOnce(&mut Vec<u8>) + 'a {
     }
 }
 
-/// Headers a response is parsed with first: filling the 64 empty headers a response may
-/// have cost some 400 instructions a response, and most have fewer than this; one with
-/// more is parsed again with 64, so what is accepted does not change.
-const FEW_HEADERS: usize = 16;
-
 /// Where the first whole response in `buf` ends (informational 1xx heads before it
 /// included).
 fn frame_len(buf: &[u8]) -> Result<Option<usize>, String> {
+    Ok(frame(buf)?.map(|(n, _)| n))
+}
+
+/// Where the first whole response in `buf` ends, and whether the server closes the
+/// connection after it (`Connection: close`, or HTTP/1.0 without keep-alive, in the final
+/// head), both from one parse of each head.
+fn frame(buf: &[u8]) -> Result<Option<(usize, bool)>, String> {
     let mut at = 0;
     loop {
-        let mut few = [httparse::EMPTY_HEADER; FEW_HEADERS];
-        let mut many;
-        let mut response = httparse::Response::new(&mut few);
-        let mut parsed = response.parse(&buf[at..]);
-        if parsed == Err(httparse::Error::TooManyHeaders) {
-            many = [httparse::EMPTY_HEADER; 64];
-            response = httparse::Response::new(&mut many);
-            parsed = response.parse(&buf[at..]);
-        }
-        let n = match parsed {
-            Ok(httparse::Status::Complete(n)) => n,
-            Ok(httparse::Status::Partial) => return Ok(None),
-            Err(e) => return Err(e.to_string()),
+        let Some(h) = head::parse(&buf[at..], false, false).map_err(|e| e.to_string())? else {
+            return Ok(None);
         };
-        let (framing, _close) = framing_of(&response, false).map_err(|e| e.message)?;
-        let code = response.code.unwrap_or(0);
-        at += n;
-        if code == 101 {
+        at += h.len;
+        if h.code == 101 {
             return Err("the server switched protocols (101)".into());
         }
-        if (100..200).contains(&code) {
+        if (100..200).contains(&h.code) {
             continue;
         }
         let rest = buf.len() - at;
-        return match framing {
-            Framing::None => Ok(Some(at)),
-            Framing::Length(len) => Ok((len <= rest as u64).then(|| at + len as usize)),
-            Framing::Chunked => Ok(chunked_len(&buf[at..])?.map(|n| at + n)),
-            Framing::UntilClose => Err(
+        let end = match h.framing {
+            Framing::None => Some(at),
+            Framing::Length(len) => (len <= rest as u64).then(|| at + len as usize),
+            Framing::Chunked => chunked_len(&buf[at..])?.map(|n| at + n),
+            Framing::UntilClose => return Err(
                 "a response without Content-Length or chunked coding ends only with its connection, so it cannot be pipelined".into(),
             ),
         };
-    }
-}
-
-/// Whether the server closes the connection after this response (`Connection: close`, or
-/// HTTP/1.0 without keep-alive). A scan of the final head's lines: `frame_len` has
-/// already parsed it, and this runs on every response, so the head's end and its lines are
-/// found with memchr's vectorised search and only lines starting with a `c` are read (a
-/// byte-by-byte scan of the whole frame cost 2,800 instructions a response).
-fn closes(frame: &[u8]) -> bool {
-    // Built once: `memmem::find` builds its searcher on every call (600 instructions).
-    static HEAD_END: LazyLock<memchr::memmem::Finder<'static>> =
-        LazyLock::new(|| memchr::memmem::Finder::new(b"\r\n\r\n"));
-    let mut rest = frame;
-    loop {
-        let Some(end) = HEAD_END.find(rest) else {
-            return false;
-        };
-        let (head, after) = rest.split_at(end + 4);
-        if head.get(9) == Some(&b'1') && !after.is_empty() {
-            rest = after; // an informational head: the final one follows
-            continue;
-        }
-        let http10 = head.starts_with(b"HTTP/1.0");
-        let mut close = http10;
-        for nl in memchr::memchr_iter(b'\n', head) {
-            let line = &head[nl + 1..];
-            if line.first().is_none_or(|&b| b | 0x20 != b'c') {
-                continue;
-            }
-            let line = &line[..memchr::memchr(b'\n', line).unwrap_or(line.len())];
-            let Some((name, value)) = line.split_at_checked(11) else {
-                continue;
-            };
-            if name.eq_ignore_ascii_case(b"connection:") {
-                for token in value.split(|&b| b == b',') {
-                    let token = token.trim_ascii();
-                    if token.eq_ignore_ascii_case(b"close") {
-                        close = true;
-                    } else if token.eq_ignore_ascii_case(b"keep-alive") && http10 {
-                        close = false;
-                    }
-                }
-            }
-        }
-        return close;
+        return Ok(end.map(|end| (end, h.close)));
     }
 }
 
@@ -236,30 +183,46 @@ fn chunked_len(buf: &[u8]) -> Result<Option<usize>, String> {
     }
 }
 
-/// The final status of a whole response (as framed by [`frame_len`]): code and reason.
-fn final_status(frame: &[u8]) -> Result<(u16, &[u8]), OpError> {
+/// The final status code of a whole response (as [`frame`] found it), and the final head
+/// (from its status line on): the three digits after "HTTP/1.x " of its first head, or of
+/// the first head after the informational ones. `frame` has checked the head, so nothing
+/// else of it is read unless the status is an error (the reason phrase, [`reason`]).
+fn final_code(frame: &[u8]) -> Result<(u16, &[u8]), OpError> {
+    // Built once: `memmem::find` builds its searcher on every call.
+    static HEAD_END: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(b"\r\n\r\n"));
     let mut rest = frame;
     loop {
-        let line_end = rest.windows(2).position(|w| w == b"\r\n");
-        let code = rest
-            .get(9..12)
-            .filter(|_| rest.starts_with(b"HTTP/1.") && line_end.is_some())
-            .and_then(|d| std::str::from_utf8(d).ok())
-            .and_then(|d| d.parse::<u16>().ok())
-            .ok_or_else(|| OpError::new(ErrorClass::Protocol, "a response without a status"))?;
+        let code = match rest.get(..12) {
+            Some([b'H', b'T', b'T', b'P', b'/', b'1', b'.', _, _, d @ ..])
+                if d.iter().all(u8::is_ascii_digit) =>
+            {
+                d.iter().fold(0, |n, &d| n * 10 + u16::from(d - b'0'))
+            }
+            _ => {
+                return Err(OpError::new(
+                    ErrorClass::Protocol,
+                    "a response without a status",
+                ))
+            }
+        };
         if !(100..200).contains(&code) {
-            let reason = rest.get(13..line_end.unwrap_or(0)).unwrap_or(&[]);
-            return Ok((code, reason));
+            return Ok((code, rest));
         }
-        let head_end = rest.windows(4).position(|w| w == b"\r\n\r\n");
-        rest = &rest[head_end.map_or(rest.len(), |e| e + 4)..];
+        rest = &rest[HEAD_END.find(rest).map_or(rest.len(), |e| e + 4)..];
     }
 }
 
+/// The reason phrase of a final head's status line (for messages only).
+fn reason(head: &[u8]) -> &[u8] {
+    let line_end = memchr::memmem::find(head, b"\r\n").unwrap_or(0);
+    head.get(13..line_end).unwrap_or(&[])
+}
+
 fn decode(kind: &OpKind, frame: &[u8]) -> Result<Outcome, OpError> {
-    let (code, reason) = final_status(frame)?;
+    let (code, head) = final_code(frame)?;
     let fail = |expected: Option<u16>| {
-        let reason = String::from_utf8_lossy(reason).into_owned();
+        let reason = String::from_utf8_lossy(reason(head)).into_owned();
         Err(status_error(expected, &Status { code, reason }))
     };
     let rows = match kind {
@@ -321,7 +284,7 @@ mod tests {
     }
 
     #[test]
-    fn a_head_with_more_headers_than_the_first_parse_takes_still_frames() {
+    fn a_head_with_many_headers_frames_up_to_64() {
         let head = |n: usize| {
             let mut r = b"HTTP/1.1 200 OK\r\n".to_vec();
             for i in 0..n {
@@ -330,8 +293,8 @@ mod tests {
             r.extend_from_slice(b"Content-Length: 2\r\n\r\nokHTTP");
             r
         };
-        // Content-Length last, after FEW_HEADERS or more others: parsed again with 64.
-        for n in [FEW_HEADERS - 1, FEW_HEADERS, 40, 63] {
+        // Content-Length last, after up to 63 others.
+        for n in [15, 16, 40, 63] {
             let r = head(n);
             assert_eq!(
                 frame_len(&r),
@@ -349,8 +312,13 @@ mod tests {
                 "{n}, cut in the head"
             );
         }
-        // 65 headers in all: refused as before.
+        // 65 headers in all: refused.
         assert_eq!(frame_len(&head(64)), Err("too many headers".into()));
+    }
+
+    /// Whether the server closes the connection after the first response of `buf`.
+    fn closes(buf: &[u8]) -> bool {
+        frame(buf).unwrap().unwrap().1
     }
 
     #[test]
@@ -359,23 +327,34 @@ mod tests {
             b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
         ));
         assert!(!closes(
-            b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\n\r\n"
+            b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"
         ));
         assert!(closes(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"));
         assert!(!closes(
-            b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\n\r\n"
+            b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n"
         ));
         // Among other headers starting with a c, in lower case, in a token list.
         assert!(closes(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\ncache-control: no-cache\r\nconnection: keep-alive, close\r\nContent-Length: 0\r\n\r\n"
         ));
-        // The final head after an informational one decides; a body's text does not.
+        // The final head after an informational one decides; a body's text does not, nor
+        // does the next response's head.
         assert!(closes(
-            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+            b"HTTP/1.1 100 Continue\r\nConnection: keep-alive\r\n\r\nHTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+        ));
+        assert!(!closes(
+            b"HTTP/1.1 100 Continue\r\nConnection: close\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"
         ));
         assert!(!closes(
             b"HTTP/1.1 200 OK\r\nContent-Length: 19\r\n\r\nConnection: close\r\n"
         ));
+        assert!(!closes(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+        ));
+        // A chunked response with Connection: close, whole and cut.
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\nok\r\n0\r\n\r\n";
+        assert_eq!(frame(chunked), Ok(Some((chunked.len(), true))));
+        assert_eq!(frame(&chunked[..chunked.len() - 1]), Ok(None));
     }
 
     #[test]
@@ -388,5 +367,9 @@ mod tests {
         let e = decode(&get, forbidden).unwrap_err();
         assert_eq!(e.class, ErrorClass::Auth);
         assert_eq!(e.message, "expected 200, got 403 Forbidden");
+        let bare = decode(&get, b"HTTP/1.1 500\r\nContent-Length: 0\r\n\r\n").unwrap_err();
+        assert_eq!(bare.message, "expected 200, got 500 ");
+        let not_http = decode(&get, b"HTTP/2.0 200 OK\r\n\r\n").unwrap_err();
+        assert_eq!(not_http.class, ErrorClass::Protocol);
     }
 }

@@ -59,6 +59,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 mod batch;
+mod head;
+
+use head::Framing;
 
 use super::attachment::{self, Attachment, Check};
 use super::pipelined::{Batched, Codec};
@@ -85,6 +88,9 @@ struct Server {
     phases: PhaseClock,
     /// HOST:PORT, for messages and the Host header.
     shown: String,
+    /// What follows the path in every request: the request line's end and the Host header
+    /// (" HTTP/1.1\r\nHost: HOST:PORT\r\n"), written once here instead of per request.
+    line_end: Vec<u8>,
     /// The URL's path without a trailing slash ("" for none).
     prefix: String,
     /// PREFIX + kv_path, without a trailing slash.
@@ -168,6 +174,7 @@ impl Http {
                 tls,
                 phases: PhaseClock::default(),
                 shown: authority.to_string(),
+                line_end: format!(" HTTP/1.1\r\nHost: {authority}\r\n").into_bytes(),
                 kv_root: format!("{prefix}{kv_path}"),
                 prefix,
                 attachment: Attachment::from_options(url, params)?,
@@ -322,15 +329,6 @@ impl std::fmt::Display for Status {
     }
 }
 
-/// How the body of a response is delimited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Framing {
-    None,
-    Length(u64),
-    Chunked,
-    UntilClose,
-}
-
 /// The error for an unexpected status.
 fn status_error(expected: Option<u16>, got: &Status) -> OpError {
     let class = match got.code {
@@ -371,6 +369,9 @@ fn breaks_line(text: &[u8]) -> bool {
     text.iter().any(|&b| b == b'\r' || b == b'\n' || b == 0)
 }
 
+/// A request without headers of its own.
+const NO_HEADERS: [(&str, &[u8]); 0] = [];
+
 /// Append a decimal number.
 fn push_number(out: &mut Vec<u8>, n: usize) {
     out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
@@ -380,8 +381,8 @@ fn push_number(out: &mut Vec<u8>, n: usize) {
 /// value, then the body when the operation sends one.
 struct HttpArgs<'a> {
     path: &'a [u8],
-    pairs: [(&'a str, &'a [u8]); 16],
-    n: usize,
+    names: &'a [(String, ValueKind)],
+    values: &'a [Vec<u8>],
     body: &'a [u8],
 }
 
@@ -394,15 +395,11 @@ impl<'a> HttpArgs<'a> {
         let Some((path, rest)) = args.split_first() else {
             return Err(OpError::new(ErrorClass::Other, "http op without a path"));
         };
-        let mut pairs: [(&str, &[u8]); 16] = [("", &[]); 16];
-        if headers.len() > pairs.len() {
+        if headers.len() > 16 {
             return Err(OpError::new(
                 ErrorClass::Other,
                 "an http op sends at most 16 headers",
             ));
-        }
-        for (slot, ((name, _), value)) in pairs.iter_mut().zip(headers.iter().zip(rest)) {
-            *slot = (name.as_str(), value.as_slice());
         }
         let body: &[u8] = match (has_body, rest.get(headers.len())) {
             (true, Some(b)) => b,
@@ -410,27 +407,29 @@ impl<'a> HttpArgs<'a> {
         };
         Ok(HttpArgs {
             path,
-            pairs,
-            n: headers.len(),
+            names: headers,
+            values: rest,
             body,
         })
     }
 
-    fn headers(&self) -> &[(&'a str, &'a [u8])] {
-        &self.pairs[..self.n]
+    /// Each header's name and value, in the operation's order.
+    fn headers(&self) -> impl Iterator<Item = (&'a str, &'a [u8])> {
+        let names = self.names.iter().map(|(name, _)| name.as_str());
+        names.zip(self.values.iter().map(Vec::as_slice))
     }
 }
 
-/// Append one request: request line (its path appended by `path`), `Host`, `headers`,
-/// `Content-Length` when there is a body (or the method sends one), the empty line, the
-/// body. Keep-alive is HTTP/1.1's default, so no `Connection` header. On an error nothing
-/// is appended.
-fn write_request(
+/// Append one request: the method, the path (appended by `path`), the server's `line_end`
+/// (see [`Server::line_end`]), `headers`, `Content-Length` when there is a body (or the
+/// method sends one), the empty line, the body. Keep-alive is HTTP/1.1's default, so no
+/// `Connection` header. On an error nothing is appended.
+fn write_request<'h>(
     out: &mut Vec<u8>,
     method: &str,
-    host: &[u8],
+    line_end: &[u8],
     path: impl FnOnce(&mut Vec<u8>),
-    headers: &[(&str, &[u8])],
+    headers: impl IntoIterator<Item = (&'h str, &'h [u8])>,
     body: &[u8],
 ) -> Result<(), OpError> {
     let start = out.len();
@@ -450,9 +449,7 @@ fn write_request(
         out.truncate(start);
         return Err(e);
     }
-    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-    out.extend_from_slice(host);
-    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(line_end);
     for (name, value) in headers {
         if name.is_empty()
             || breaks_line(name.as_bytes())
@@ -501,17 +498,17 @@ impl HttpSession {
     }
 
     /// Format a request for `self.path` into `self.out`.
-    fn format(
+    fn format<'h>(
         &mut self,
         method: &str,
-        headers: &[(&str, &[u8])],
+        headers: impl IntoIterator<Item = (&'h str, &'h [u8])>,
         body: &[u8],
     ) -> Result<(), OpError> {
         self.out.clear();
         write_request(
             &mut self.out,
             method,
-            self.server.shown.as_bytes(),
+            &self.server.line_end,
             |out| out.extend_from_slice(self.path.as_bytes()),
             headers,
             body,
@@ -568,29 +565,29 @@ impl HttpSession {
         let started = self.inbuf.filled();
         // The response head; informational (1xx) heads are skipped.
         let (status, framing, close) = loop {
-            let parsed = {
-                let mut headers = [httparse::EMPTY_HEADER; 64];
-                let mut response = httparse::Response::new(&mut headers);
-                match response.parse(self.inbuf.unread()) {
-                    Ok(httparse::Status::Complete(n)) => {
-                        if self.want_server {
-                            self.server_header = response
-                                .headers
-                                .iter()
-                                .find(|h| h.name.eq_ignore_ascii_case("server"))
-                                .map(|h| String::from_utf8_lossy(h.value).into_owned());
-                        }
-                        Some(head_of(&response, head).map(|h| (n, h)))
+            let parsed = match head::parse(self.inbuf.unread(), head, self.want_server) {
+                Ok(Some(h)) => {
+                    if self.want_server {
+                        self.server_header = h.server.map(|v| String::from_utf8_lossy(v).into());
                     }
-                    Ok(httparse::Status::Partial) => None,
-                    Err(e) => Some(Err(OpError::new(
-                        ErrorClass::Protocol,
-                        format!("{}: malformed response: {e}", self.server.shown),
-                    ))),
+                    let status = Status {
+                        code: h.code,
+                        reason: h.reason.to_string(),
+                    };
+                    Some(Ok((h.len, status, h.framing, h.close)))
                 }
+                Ok(None) => None,
+                Err(head::Bad::BadLength) => Some(Err(OpError::new(
+                    ErrorClass::Protocol,
+                    "bad Content-Length",
+                ))),
+                Err(head::Bad::Malformed(e)) => Some(Err(OpError::new(
+                    ErrorClass::Protocol,
+                    format!("{}: malformed response: {e}", self.server.shown),
+                ))),
             };
             match parsed {
-                Some(Ok((n, (status, framing, close)))) => {
+                Some(Ok((n, status, framing, close))) => {
                     self.inbuf.consume(n);
                     if (100..200).contains(&status.code) && status.code != 101 {
                         continue;
@@ -715,7 +712,7 @@ impl HttpSession {
 
     /// A request without headers whose body is not kept.
     async fn simple(&mut self, method: &str, body: &[u8]) -> Result<Status, OpError> {
-        self.format(method, &[], body)?;
+        self.format(method, NO_HEADERS, body)?;
         self.exchange(method == "HEAD", false).await
     }
 
@@ -743,7 +740,7 @@ impl HttpSession {
         if self.reopen {
             self.reconnect().await?;
         }
-        self.format("PUT", &[], &[])?;
+        self.format("PUT", NO_HEADERS, &[])?;
         // format wrote "Content-Length: 0" for the empty body: the real length instead.
         let zero = b"Content-Length: 0\r\n\r\n";
         if !self.out.ends_with(zero) {
@@ -931,65 +928,12 @@ enum Retry {
     Failed(OpError),
 }
 
-/// Status, body framing and whether the server closes the connection after this response.
-fn head_of(r: &httparse::Response<'_, '_>, head: bool) -> Result<(Status, Framing, bool), OpError> {
-    let status = Status {
-        code: r.code.unwrap_or(0),
-        reason: r.reason.unwrap_or("").to_string(),
-    };
-    let (framing, close) = framing_of(r, head)?;
-    Ok((status, framing, close))
-}
-
-/// How the body of a response is delimited, and whether the server closes the connection
-/// after it; `head`: it answers a HEAD request (no body whatever the headers say).
-fn framing_of(r: &httparse::Response<'_, '_>, head: bool) -> Result<(Framing, bool), OpError> {
-    let code = r.code.unwrap_or(0);
-    let mut length = None;
-    let mut chunked = false;
-    let mut close = r.version == Some(0);
-    for h in r.headers.iter() {
-        if h.name.eq_ignore_ascii_case("content-length") {
-            length = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok());
-            if length.is_none() {
-                return Err(OpError::new(ErrorClass::Protocol, "bad Content-Length"));
-            }
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = h
-                .value
-                .split(|&b| b == b',')
-                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"chunked"));
-        } else if h.name.eq_ignore_ascii_case("connection") {
-            for token in h.value.split(|&b| b == b',') {
-                let token = token.trim_ascii();
-                if token.eq_ignore_ascii_case(b"close") {
-                    close = true;
-                } else if token.eq_ignore_ascii_case(b"keep-alive") && r.version == Some(0) {
-                    close = false;
-                }
-            }
-        }
-    }
-    let framing = if head || (100..200).contains(&code) || code == 204 || code == 304 {
-        Framing::None
-    } else if chunked {
-        Framing::Chunked
-    } else if let Some(n) = length {
-        Framing::Length(n)
-    } else {
-        Framing::UntilClose
-    };
-    Ok((framing, close))
-}
-
 impl Session for HttpSession {
     async fn server_version(&mut self) -> Option<String> {
         self.path.clear();
         self.path.push_str(&self.server.prefix);
         self.path.push('/');
-        self.format("HEAD", &[], &[]).ok()?;
+        self.format("HEAD", NO_HEADERS, &[]).ok()?;
         self.want_server = true;
         let sent = self.exchange(true, false).await;
         self.want_server = false;
@@ -1006,7 +950,7 @@ impl Session for HttpSession {
         self.path.clear();
         self.path.push_str(&self.server.kv_root);
         self.path.push('/');
-        self.format("DELETE", &[("Depth", b"infinity")], &[])?;
+        self.format("DELETE", [("Depth", &b"infinity"[..])], &[])?;
         let status = self.exchange(false, false).await?;
         match status.code {
             200..=299 => Ok(1),
