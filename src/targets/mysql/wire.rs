@@ -91,6 +91,9 @@ pub struct Wire {
     inbuf: ReadBuf,
     /// The command being written, behind 4 bytes for its header.
     out: Vec<u8>,
+    /// `out` holds a COM_STMT_EXECUTE of this statement with this many arguments: the next
+    /// one rewrites only the arguments' types and values.
+    shaped: Option<(u32, usize)>,
     /// The sequence number of the last packet read.
     seq: u8,
     caps: CapabilityFlags,
@@ -119,6 +122,7 @@ pub async fn connect(
         tcp: NetStream::Plain(tcp),
         inbuf: ReadBuf::new(16 << 10),
         out: Vec::with_capacity(4 << 10),
+        shaped: None,
         seq: 0,
         caps: CapabilityFlags::empty(),
         cache_metadata: false,
@@ -345,6 +349,7 @@ impl Wire {
 
     /// Start a command packet.
     fn command(&mut self, command: u8) {
+        self.shaped = None;
         self.out.clear();
         self.out.extend_from_slice(&[0, 0, 0, 0, command]);
     }
@@ -494,24 +499,30 @@ impl Wire {
         order: Option<&[usize]>,
         capture: bool,
     ) -> Result<Outcome, OpError> {
-        self.command(COM_STMT_EXECUTE);
-        self.out.extend_from_slice(&st.id.to_le_bytes());
-        // No cursor; one iteration.
-        self.out.extend_from_slice(&[0, 1, 0, 0, 0]);
         let n = order.map_or(args.len(), <[usize]>::len);
-        if n > 0 {
-            // No NULLs; the types follow.
-            self.out.resize(self.out.len() + n.div_ceil(8), 0);
-            self.out.push(1);
-            let types = self.out.len();
-            self.out.resize(types + 2 * n, 0);
-            for j in 0..n {
-                let i = order.map_or(j, |o| o[j]);
-                let kind = kinds.map_or(ValueKind::Bytes, |k| k[i]);
-                let (t, unsigned) = encode(&mut self.out, Param::of(args[i].as_ref(), kind));
-                self.out[types + 2 * j] = t as u8;
-                self.out[types + 2 * j + 1] = if unsigned { 0x80 } else { 0 };
+        // The header, the NULL bitmap (no NULLs) and room for the types, once per shape.
+        let types = 4 + 1 + 4 + 5 + n.div_ceil(8) + 1;
+        if self.shaped == Some((st.id, n)) {
+            self.out.truncate(types + 2 * n);
+        } else {
+            self.command(COM_STMT_EXECUTE);
+            self.out.extend_from_slice(&st.id.to_le_bytes());
+            // No cursor; one iteration.
+            self.out.extend_from_slice(&[0, 1, 0, 0, 0]);
+            if n > 0 {
+                self.out.resize(types - 1, 0);
+                // The types follow.
+                self.out.push(1);
+                self.out.resize(types + 2 * n, 0);
             }
+            self.shaped = Some((st.id, n));
+        }
+        for j in 0..n {
+            let i = order.map_or(j, |o| o[j]);
+            let kind = kinds.map_or(ValueKind::Bytes, |k| k[i]);
+            let (t, unsigned) = encode(&mut self.out, Param::of(args[i].as_ref(), kind));
+            self.out[types + 2 * j] = t as u8;
+            self.out[types + 2 * j + 1] = if unsigned { 0x80 } else { 0 };
         }
         self.send(0).await?;
         self.results(Some(&st.columns), capture, &mut |_| ()).await
