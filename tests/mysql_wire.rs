@@ -110,6 +110,52 @@ sql = { query = "INSERT INTO loadrig_wire VALUES (?, ?)", params = ["{seq}", "v{
     assert_eq!(row, ["600", "600", "0", "599", "600"]);
 }
 
+/// Replies many times the client's 16 KiB read buffer (1.5 MB of binary rows) are walked
+/// across many reads: every row counted, the first one captured, on either client.
+#[test]
+fn replies_longer_than_the_read_buffer_count_every_row() {
+    let Some((url, _serial)) = server() else {
+        return;
+    };
+    // The check finds its one row only if the scan captured the first row's values.
+    let workload = r#"
+name = "long replies"
+[[op]]
+name = "scan"
+let = { n = "{seq 2990}" }
+tx = [
+  { sql = { query = "SELECT seq, REPEAT('x', 500) FROM seq_1_to_3000 WHERE seq <= ?", params = ["{n}"] }, capture = ["first", "pad"] },
+  { sql = { query = "SELECT seq FROM seq_1_to_10 WHERE seq = ? AND ? = REPEAT('x', 500)", params = ["{first}", "{pad}"] } },
+]
+"#;
+    for client in ["loadrig", "mysql_async"] {
+        let d = Dir::new();
+        d.write("w.toml", workload);
+        let target = with_client(&url, client);
+        d.ok(&[
+            "run",
+            "w.toml",
+            "--target",
+            &target,
+            "--clients",
+            "1",
+            "--ops",
+            "3",
+            "-o",
+            "r.json",
+        ]);
+        let r = d.result("r.json");
+        assert_eq!(
+            (r.total.ok, r.total.errors),
+            (3, 0),
+            "{client}: {:?}",
+            r.total.error_messages
+        );
+        // The scans of 2990, 2991 and 2992 rows, and one row per check.
+        assert_eq!(r.total.rows, 2990 + 2991 + 2992 + 3, "{client}");
+    }
+}
+
 #[test]
 fn a_duplicate_key_is_a_constraint_error_and_the_run_goes_on() {
     let Some((url, _serial)) = server() else {

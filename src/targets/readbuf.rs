@@ -71,6 +71,15 @@ impl ReadBuf {
         self.filled += n;
     }
 
+    /// Remove `n` unread bytes that begin `at` bytes into them (the headers inside a frame
+    /// sent in pieces), moving the rest forward.
+    pub fn cut(&mut self, at: usize, n: usize) {
+        let start = self.pos + at;
+        debug_assert!(start + n <= self.filled);
+        self.buf.copy_within(start + n..self.filled, start);
+        self.filled -= n;
+    }
+
     /// Whether the last read filled all the room it had (so the socket may hold more).
     pub fn is_full(&self) -> bool {
         self.filled == self.buf.len()
@@ -110,7 +119,10 @@ mod tests {
         assert_eq!(b.spare().len(), 4);
         read(&mut b, b"h");
         assert_eq!(b.unread(), b"defgh");
-        b.consume(5);
+        // Two bytes cut from inside the unread ones.
+        b.cut(1, 2);
+        assert_eq!(b.unread(), b"dgh");
+        b.consume(3);
         b.rewind_if_drained();
         assert_eq!((b.filled(), b.unread()), (0, &b""[..]));
     }

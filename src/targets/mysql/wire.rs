@@ -3,6 +3,11 @@
 //! connection task, no `Value` per column, no row allocation). Profiling found the gap to
 //! sysbench's C client in mysql_async's per-statement state machine and row decoding.
 //!
+//! On plain TCP the socket is written with `try_write` and read with `try_read` into the
+//! [`ReadBuf`] the other own clients use, and a reply's packets are walked synchronously
+//! over what was read (one await per read, not per packet): tokio's `read_buf`/`write_all`
+//! futures and a future per packet were a third of the session's instructions.
+//!
 //! - The login is mysql_common's packets (handshake, handshake response, auth switch) with
 //!   the capabilities mysql_async asks for; mysql_native_password and caching_sha2_password's
 //!   fast path, and its full authentication over TLS (the password in clear, as the
@@ -19,10 +24,10 @@
 //! caching: mariadb.com/kb/en/result-set-packets.
 
 use std::cell::RefCell;
+use std::future::poll_fn;
 use std::rc::Rc;
 use std::time::Instant;
 
-use bytes::{Buf, BytesMut};
 use mysql_common::constants::{
     CapabilityFlags, ColumnFlags, ColumnType, MariadbCapabilities, StatusFlags,
 };
@@ -32,11 +37,12 @@ use mysql_common::packets::{
 };
 use mysql_common::proto::MySerialize;
 use mysql_common::value::{BinValue, ValueDeserializer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 
 use super::Param;
 use crate::stats::connect_phases::{PhaseClock, PhaseTimes};
+use crate::targets::readbuf::ReadBuf;
 use crate::targets::tls::{NetStream, Tls};
 use crate::vocab::{ErrorClass, OpError, Outcome, ValueKind};
 
@@ -82,10 +88,13 @@ impl Stmt {
 /// One logged-in connection.
 pub struct Wire {
     tcp: NetStream,
-    /// Received bytes; a packet being read starts at index 0.
-    inbuf: BytesMut,
+    /// Received bytes; the next packet starts at the front of the unread ones.
+    inbuf: ReadBuf,
     /// The command being written, behind 4 bytes for its header.
     out: Vec<u8>,
+    /// `out` holds a COM_STMT_EXECUTE of this statement with this many arguments: the next
+    /// one rewrites only the arguments' types and values.
+    shaped: Option<(u32, usize)>,
     /// The sequence number of the last packet read.
     seq: u8,
     caps: CapabilityFlags,
@@ -112,8 +121,9 @@ pub async fn connect(
     let tcp_time = started.elapsed();
     let mut w = Wire {
         tcp: NetStream::Plain(tcp),
-        inbuf: BytesMut::with_capacity(16 << 10),
+        inbuf: ReadBuf::new(16 << 10),
         out: Vec::with_capacity(4 << 10),
+        shaped: None,
         seq: 0,
         caps: CapabilityFlags::empty(),
         cache_metadata: false,
@@ -121,11 +131,11 @@ pub async fn connect(
         secure: tls.is_on(),
     };
     let len = w.packet().await?;
-    if w.inbuf[4] == 0xff {
-        return Err(server_error(&w.inbuf[4..4 + len]));
+    if w.payload(len)[0] == 0xff {
+        return Err(server_error(w.payload(len)));
     }
     let (plugin, version, mariadb, server_tls) = {
-        let hs: HandshakePacket = ParseBuf(&w.inbuf[4..4 + len])
+        let hs: HandshakePacket = ParseBuf(&w.inbuf.unread()[4..4 + len])
             .parse(())
             .map_err(malformed)?;
         w.nonce = hs.scramble_1_ref().to_vec();
@@ -155,7 +165,7 @@ pub async fn connect(
         let server_tls = hs.capabilities().contains(CapabilityFlags::CLIENT_SSL);
         (plugin, version, mariadb, server_tls)
     };
-    w.inbuf.advance(4 + len);
+    w.inbuf.consume(4 + len);
     w.cache_metadata = !mariadb.is_empty();
     let tls_time = if tls.is_on() {
         if !server_tls {
@@ -257,10 +267,10 @@ impl Wire {
         let mut switched = false;
         loop {
             let len = self.packet().await?;
-            let p = &self.inbuf[4..4 + len];
+            let p = self.payload(len);
             let reply: Option<Vec<u8>> = match (p[0], p.get(1)) {
                 (0x00, _) => {
-                    self.inbuf.advance(4 + len);
+                    self.inbuf.consume(4 + len);
                     return Ok(true);
                 }
                 (0xff, _) => return Err(self.failed(len)),
@@ -294,7 +304,7 @@ impl Wire {
                 }
                 _ => return Err(unexpected(p)),
             };
-            self.inbuf.advance(4 + len);
+            self.inbuf.consume(4 + len);
             if let Some(data) = reply {
                 self.out.clear();
                 self.out.extend_from_slice(&[0; 4]);
@@ -340,6 +350,7 @@ impl Wire {
 
     /// Start a command packet.
     fn command(&mut self, command: u8) {
+        self.shaped = None;
         self.out.clear();
         self.out.extend_from_slice(&[0, 0, 0, 0, command]);
     }
@@ -350,15 +361,15 @@ impl Wire {
         if len < MAX_PACKET {
             self.out[..3].copy_from_slice(&(len as u32).to_le_bytes()[..3]);
             self.out[3] = seq;
-            return self.tcp.write_all(&self.out).await.map_err(io);
+            return write_all(&mut self.tcp, &self.out).await;
         }
         let mut rest = &self.out[4..];
         loop {
             let n = rest.len().min(MAX_PACKET);
             let mut head = (n as u32).to_le_bytes();
             head[3] = seq;
-            self.tcp.write_all(&head).await.map_err(io)?;
-            self.tcp.write_all(&rest[..n]).await.map_err(io)?;
+            write_all(&mut self.tcp, &head).await?;
+            write_all(&mut self.tcp, &rest[..n]).await?;
             rest = &rest[n..];
             seq = seq.wrapping_add(1);
             if n < MAX_PACKET {
@@ -367,60 +378,76 @@ impl Wire {
         }
     }
 
-    /// Wait for a whole packet at the front of `inbuf` (the pieces of a 16 MiB payload
-    /// joined) and return its payload's length: the payload is `inbuf[4..4 + len]`.
-    async fn packet(&mut self) -> Result<usize, OpError> {
-        let mut joined: Option<usize> = None;
-        loop {
-            let at = joined.map_or(0, |j| 4 + j);
-            if let Some(h) = self.inbuf.get(at..at + 4) {
-                let n = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
-                if self.inbuf.len() >= at + 4 + n {
-                    self.seq = h[3];
-                    let total = match joined {
-                        None => n,
-                        Some(j) => {
-                            let end = self.inbuf.len();
-                            self.inbuf.copy_within(at + 4..end, at);
-                            self.inbuf.truncate(end - 4);
-                            j + n
-                        }
-                    };
-                    if total == 0 {
-                        return Err(OpError::new(ErrorClass::Protocol, "an empty packet"));
+    /// Read what the server has sent (waiting for at least one byte) into `inbuf`.
+    async fn fill(&mut self) -> Result<(), OpError> {
+        self.inbuf.rewind_if_drained();
+        let n = match &mut self.tcp {
+            NetStream::Plain(tcp) => loop {
+                match tcp.try_read(self.inbuf.spare()) {
+                    Ok(n) => break n,
+                    // poll_read_ready keeps the waker in the socket's reader slot: cheaper
+                    // than readable()'s future, which joins a list of waiters.
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        poll_fn(|cx| tcp.poll_read_ready(cx)).await.map_err(io)?
                     }
-                    if n < MAX_PACKET {
-                        return Ok(total);
-                    }
-                    joined = Some(total);
-                    continue;
+                    Err(e) => return Err(io(e)),
                 }
-            }
-            if self.inbuf.capacity() - self.inbuf.len() < 4096 {
-                self.inbuf.reserve(16 << 10);
-            }
-            if self.tcp.read_buf(&mut self.inbuf).await.map_err(io)? == 0 {
-                return Err(OpError::new(
-                    ErrorClass::Connect,
-                    "the server closed the connection",
-                ));
-            }
+            },
+            NetStream::Tls(tls) => tls.read(self.inbuf.spare()).await.map_err(io)?,
+        };
+        if n == 0 {
+            return Err(OpError::new(
+                ErrorClass::Connect,
+                "the server closed the connection",
+            ));
         }
+        self.inbuf.advance(n);
+        if let (NetStream::Plain(tcp), false) = (&self.tcp, self.inbuf.is_full()) {
+            // A short read drained the socket, and the server sends more only after the
+            // next command (or on its own schedule mid-reply): forget the readiness now, so
+            // that the next read waits for the poller's edge instead of making a system call
+            // that finds nothing (as engine::pipe's reads do).
+            let _ = tcp.try_io(Interest::READABLE, || {
+                Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+            });
+        }
+        Ok(())
+    }
+
+    /// Wait for a whole packet at the front of `inbuf` and return its payload's length.
+    async fn packet(&mut self) -> Result<usize, OpError> {
+        loop {
+            if let Some(len) = self.buffered_packet()? {
+                return Ok(len);
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// The payload length of the packet at the front of the unread bytes if it is all read,
+    /// else `None`; see [`whole_packet`].
+    fn buffered_packet(&mut self) -> Result<Option<usize>, OpError> {
+        whole_packet(&mut self.inbuf, &mut self.seq)
+    }
+
+    /// The payload of the whole packet (of `len`) at the front of the unread bytes.
+    fn payload(&self, len: usize) -> &[u8] {
+        &self.inbuf.unread()[4..4 + len]
     }
 
     /// Read and drop `n` packets (column definitions).
     async fn skip(&mut self, n: u64) -> Result<(), OpError> {
         for _ in 0..n {
             let len = self.packet().await?;
-            self.inbuf.advance(4 + len);
+            self.inbuf.consume(4 + len);
         }
         Ok(())
     }
 
     /// The ERR packet (of `len`) at the front of `inbuf`, read: the reply ends with it.
     fn failed(&mut self, len: usize) -> OpError {
-        let e = server_error(&self.inbuf[4..4 + len]);
-        self.inbuf.advance(4 + len);
+        let e = server_error(self.payload(len));
+        self.inbuf.consume(4 + len);
         e
     }
 
@@ -434,7 +461,7 @@ impl Wire {
         self.out.extend_from_slice(sql.as_bytes());
         self.send(0).await?;
         let len = self.packet().await?;
-        let p = &self.inbuf[4..4 + len];
+        let p = self.payload(len);
         if p[0] == 0xff {
             return Err(self.failed(len));
         }
@@ -444,14 +471,16 @@ impl Wire {
         let id = u32::from_le_bytes([p[1], p[2], p[3], p[4]]);
         let columns = u16::from_le_bytes([p[5], p[6]]);
         let params = u16::from_le_bytes([p[7], p[8]]);
-        self.inbuf.advance(4 + len);
+        self.inbuf.consume(4 + len);
         let eof = u64::from(!self.deprecate_eof());
         if params > 0 {
             self.skip(u64::from(params) + eof).await?;
         }
         let mut types = Vec::with_capacity(usize::from(columns));
         for _ in 0..columns {
-            types.push(self.column().await?);
+            let len = self.packet().await?;
+            types.push(column(self.payload(len))?);
+            self.inbuf.consume(4 + len);
         }
         if columns > 0 {
             self.skip(eof).await?;
@@ -461,16 +490,6 @@ impl Wire {
             params,
             columns: Rc::new(RefCell::new(types)),
         })
-    }
-
-    /// One column definition's type and flags.
-    async fn column(&mut self) -> Result<(ColumnType, ColumnFlags), OpError> {
-        let len = self.packet().await?;
-        let column: Column = ParseBuf(&self.inbuf[4..4 + len])
-            .parse(())
-            .map_err(malformed)?;
-        self.inbuf.advance(4 + len);
-        Ok((column.column_type(), column.flags()))
     }
 
     /// COM_STMT_EXECUTE with `args` (bound in the order of `order`, else as given), typed by
@@ -483,24 +502,30 @@ impl Wire {
         order: Option<&[usize]>,
         capture: bool,
     ) -> Result<Outcome, OpError> {
-        self.command(COM_STMT_EXECUTE);
-        self.out.extend_from_slice(&st.id.to_le_bytes());
-        // No cursor; one iteration.
-        self.out.extend_from_slice(&[0, 1, 0, 0, 0]);
         let n = order.map_or(args.len(), <[usize]>::len);
-        if n > 0 {
-            // No NULLs; the types follow.
-            self.out.resize(self.out.len() + n.div_ceil(8), 0);
-            self.out.push(1);
-            let types = self.out.len();
-            self.out.resize(types + 2 * n, 0);
-            for j in 0..n {
-                let i = order.map_or(j, |o| o[j]);
-                let kind = kinds.map_or(ValueKind::Bytes, |k| k[i]);
-                let (t, unsigned) = encode(&mut self.out, Param::of(args[i].as_ref(), kind));
-                self.out[types + 2 * j] = t as u8;
-                self.out[types + 2 * j + 1] = if unsigned { 0x80 } else { 0 };
+        // The header, the NULL bitmap (no NULLs) and room for the types, once per shape.
+        let types = 4 + 1 + 4 + 5 + n.div_ceil(8) + 1;
+        if self.shaped == Some((st.id, n)) {
+            self.out.truncate(types + 2 * n);
+        } else {
+            self.command(COM_STMT_EXECUTE);
+            self.out.extend_from_slice(&st.id.to_le_bytes());
+            // No cursor; one iteration.
+            self.out.extend_from_slice(&[0, 1, 0, 0, 0]);
+            if n > 0 {
+                self.out.resize(types - 1, 0);
+                // The types follow.
+                self.out.push(1);
+                self.out.resize(types + 2 * n, 0);
             }
+            self.shaped = Some((st.id, n));
+        }
+        for j in 0..n {
+            let i = order.map_or(j, |o| o[j]);
+            let kind = kinds.map_or(ValueKind::Bytes, |k| k[i]);
+            let (t, unsigned) = encode(&mut self.out, Param::of(args[i].as_ref(), kind));
+            self.out[types + 2 * j] = t as u8;
+            self.out[types + 2 * j + 1] = if unsigned { 0x80 } else { 0 };
         }
         self.send(0).await?;
         self.results(Some(&st.columns), capture, &mut |_| ()).await
@@ -523,87 +548,234 @@ impl Wire {
         capture: bool,
         row: &mut dyn FnMut(&[u8]),
     ) -> Result<Outcome, OpError> {
-        let mut first: Option<Outcome> = None;
+        let mut walk = Walk {
+            phase: Phase::Head,
+            binary,
+            capture,
+            first: None,
+            want: false,
+            keep: false,
+            out: Outcome::default(),
+            types: Vec::new(),
+            unread: None,
+        };
         loop {
-            let len = self.packet().await?;
-            let p = &self.inbuf[4..4 + len];
-            let (out, status) = match p[0] {
-                0x00 => {
-                    let (affected, status) = ok_packet(p)?;
-                    self.inbuf.advance(4 + len);
-                    (crate::targets::sql::affected(affected, capture), status)
+            if let Some(out) = self.walk(&mut walk, row)? {
+                return Ok(out);
+            }
+            self.fill().await?;
+        }
+    }
+
+    /// Take the reply's packets that are read whole; the outcome once its last is taken.
+    fn walk(
+        &mut self,
+        w: &mut Walk<'_>,
+        row: &mut dyn FnMut(&[u8]),
+    ) -> Result<Option<Outcome>, OpError> {
+        loop {
+            if let Phase::Columns {
+                left: 0,
+                eof: false,
+            } = w.phase
+            {
+                if let Some(columns) = w.binary.filter(|_| self.cache_metadata) {
+                    columns.borrow_mut().clone_from(&w.types);
                 }
-                0xff => return Err(self.failed(len)),
-                _ => {
-                    let want = capture && first.is_none();
-                    self.rows(len, binary, want, row).await?
-                }
+                w.phase = Phase::Rows;
+            }
+            let Some(len) = self.buffered_packet()? else {
+                return Ok(None);
             };
-            first.get_or_insert(out);
-            if !status.contains(StatusFlags::SERVER_MORE_RESULTS_EXISTS) {
-                return Ok(first.unwrap_or_default());
+            let end = match w.phase {
+                Phase::Head => self.head(w, len)?,
+                Phase::Columns { left, eof } => {
+                    if left > 0 {
+                        if w.keep {
+                            w.types.push(column(self.payload(len))?);
+                        }
+                        w.phase = Phase::Columns {
+                            left: left - 1,
+                            eof,
+                        };
+                    } else {
+                        w.phase = Phase::Columns { left, eof: false };
+                    }
+                    self.inbuf.consume(4 + len);
+                    None
+                }
+                Phase::Rows => self.row(w, len, row)?,
+            };
+            if let Some((out, status)) = end {
+                w.first.get_or_insert(out);
+                if !status.contains(StatusFlags::SERVER_MORE_RESULTS_EXISTS) {
+                    return Ok(Some(w.first.take().unwrap_or_default()));
+                }
+                w.phase = Phase::Head;
             }
         }
     }
 
-    /// A result set whose column count packet (of `len`) is at the front of `inbuf`.
-    async fn rows(
-        &mut self,
-        len: usize,
-        binary: Option<&RefCell<Vec<Col>>>,
-        capture: bool,
-        row: &mut dyn FnMut(&[u8]),
-    ) -> Result<(Outcome, StatusFlags), OpError> {
-        let p = &self.inbuf[4..4 + len];
+    /// A result's first packet: OK (the result), ERR, or the column count of a result set.
+    fn head(&mut self, w: &mut Walk<'_>, len: usize) -> Result<End, OpError> {
+        let p = self.payload(len);
+        match p[0] {
+            0x00 => {
+                let (affected, status) = ok_packet(p)?;
+                self.inbuf.consume(4 + len);
+                let out = crate::targets::sql::affected(affected, w.capture);
+                return Ok(Some((out, status)));
+            }
+            0xff => return Err(self.failed(len)),
+            _ => {}
+        }
         let mut at = 0;
         let count = lenenc(p, &mut at)?;
+        // MariaDB with metadata caching says whether the column definitions follow.
         let metadata = !self.cache_metadata || p.get(at).is_some_and(|&m| m != 0);
-        self.inbuf.advance(4 + len);
-        let keep = binary.is_some() && (capture || self.cache_metadata);
-        let mut types = Vec::new();
+        self.inbuf.consume(4 + len);
+        w.want = w.capture && w.first.is_none();
+        w.out = Outcome::default();
+        w.types.clear();
+        w.unread = None;
         if metadata {
-            for _ in 0..count {
-                if keep {
-                    types.push(self.column().await?);
-                } else {
-                    self.skip(1).await?;
-                }
+            w.keep = w.binary.is_some() && (w.want || self.cache_metadata);
+            let eof = !self.deprecate_eof();
+            w.phase = Phase::Columns { left: count, eof };
+        } else {
+            if let Some(columns) = w.binary.filter(|_| w.want) {
+                w.types.clone_from(&columns.borrow());
             }
-            self.skip(u64::from(!self.deprecate_eof())).await?;
-            if let Some(columns) = binary.filter(|_| self.cache_metadata) {
-                columns.borrow_mut().clone_from(&types);
-            }
-        } else if let Some(columns) = binary.filter(|_| capture) {
-            types.clone_from(&columns.borrow());
+            w.phase = Phase::Rows;
         }
-        let mut out = Outcome::default();
-        // A row that does not read is the operation's error once the reply is read.
-        let mut unread = None;
-        loop {
-            let len = self.packet().await?;
-            let p = &self.inbuf[4..4 + len];
-            match p[0] {
-                0xfe if len < MAX_PACKET => {
-                    let status = end_status(p, self.deprecate_eof())?;
-                    self.inbuf.advance(4 + len);
-                    return unread.map_or(Ok((out, status)), Err);
-                }
-                // Neither a binary row (0x00) nor a text one (a length) starts with 0xff.
-                0xff => return Err(self.failed(len)),
-                _ => {}
+        Ok(None)
+    }
+
+    /// A packet of a result set's rows: a row, or the packet that ends them.
+    fn row(
+        &mut self,
+        w: &mut Walk<'_>,
+        len: usize,
+        row: &mut dyn FnMut(&[u8]),
+    ) -> Result<End, OpError> {
+        let p = self.payload(len);
+        match p[0] {
+            0xfe if len < MAX_PACKET => {
+                let status = end_status(p, self.deprecate_eof())?;
+                self.inbuf.consume(4 + len);
+                return match w.unread.take() {
+                    Some(e) => Err(e),
+                    None => Ok(Some((std::mem::take(&mut w.out), status))),
+                };
             }
-            if binary.is_none() {
-                row(p);
-            } else if capture && out.rows == 0 {
-                match binary_row(p, &types) {
-                    Ok(values) => out.captured = values,
-                    Err(e) => unread = Some(e),
-                }
+            // Neither a binary row (0x00) nor a text one (a length) starts with 0xff.
+            0xff => return Err(self.failed(len)),
+            _ => {}
+        }
+        if w.binary.is_none() {
+            row(p);
+        } else if w.want && w.out.rows == 0 {
+            match binary_row(p, &w.types) {
+                Ok(values) => w.out.captured = values,
+                Err(e) => w.unread = Some(e),
             }
-            out.rows += 1;
-            self.inbuf.advance(4 + len);
+        }
+        w.out.rows += 1;
+        self.inbuf.consume(4 + len);
+        Ok(None)
+    }
+}
+
+/// Where the walk through a reply is.
+enum Phase {
+    /// The next packet begins a result: OK, ERR, or a result set's column count.
+    Head,
+    /// `left` column definitions to come, then an EOF packet when `eof`.
+    Columns {
+        left: u64,
+        eof: bool,
+    },
+    Rows,
+}
+
+/// A reply being walked: what [`Wire::results`] was asked for and what was read so far.
+struct Walk<'a> {
+    phase: Phase,
+    /// The statement's columns (binary rows), or `None` (text rows).
+    binary: Option<&'a RefCell<Vec<Col>>>,
+    capture: bool,
+    /// The first result's outcome.
+    first: Option<Outcome>,
+    /// This result set's first row is captured.
+    want: bool,
+    /// This result set's column types are kept.
+    keep: bool,
+    out: Outcome,
+    types: Vec<Col>,
+    /// A row that does not read is the operation's error once the reply is read.
+    unread: Option<OpError>,
+}
+
+/// A result's outcome and status once its last packet is read.
+type End = Option<(Outcome, StatusFlags)>;
+
+/// One column definition's type and flags.
+fn column(p: &[u8]) -> Result<Col, OpError> {
+    let column: Column = ParseBuf(p).parse(()).map_err(malformed)?;
+    Ok((column.column_type(), column.flags()))
+}
+
+/// The payload length of the packet at the front of `inbuf`'s unread bytes if it is all
+/// read (the pieces of a payload of 16 MiB or more joined in place, their headers cut), else
+/// `None`; its (last piece's) sequence number goes to `seq`. The payload is then
+/// `inbuf.unread()[4..4 + len]`.
+fn whole_packet(inbuf: &mut ReadBuf, seq: &mut u8) -> Result<Option<usize>, OpError> {
+    let read = inbuf.unread();
+    let (mut at, mut total, mut pieces) = (0, 0, 0);
+    loop {
+        let Some(h) = read.get(at..at + 4) else {
+            return Ok(None);
+        };
+        let n = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+        if read.len() < at + 4 + n {
+            return Ok(None);
+        }
+        *seq = h[3];
+        total += n;
+        pieces += 1;
+        if n < MAX_PACKET {
+            break;
+        }
+        at += 4 + n;
+    }
+    // Piece k's header lies at 4 + k * MAX_PACKET once the k - 1 before it are cut.
+    for k in 1..pieces {
+        inbuf.cut(4 + k * MAX_PACKET, 4);
+    }
+    if total == 0 {
+        return Err(OpError::new(ErrorClass::Protocol, "an empty packet"));
+    }
+    Ok(Some(total))
+}
+
+/// Write all of `bytes`: on plain TCP with `try_write`, which for a statement is one system
+/// call and no future, waiting for writability only when the socket's buffer is full.
+async fn write_all(tcp: &mut NetStream, mut bytes: &[u8]) -> Result<(), OpError> {
+    let tcp = match tcp {
+        NetStream::Plain(tcp) => tcp,
+        tls => return tls.write_all(bytes).await.map_err(io),
+    };
+    while !bytes.is_empty() {
+        match tcp.try_write(bytes) {
+            Ok(0) => return Err(io(std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                poll_fn(|cx| tcp.poll_write_ready(cx)).await.map_err(io)?
+            }
+            Err(e) => return Err(io(e)),
         }
     }
+    Ok(())
 }
 
 /// The first column of a text row (NULL as empty).
@@ -802,6 +974,59 @@ mod tests {
             (e.class, e.message.as_str()),
             (ErrorClass::Auth, "1045 (HY000): no")
         );
+    }
+
+    /// `bytes` as read from the socket, in reads of at most `chunk` bytes, into a buffer
+    /// smaller than the packets; every whole packet's (payload length, sequence number).
+    fn packets(bytes: &[u8], chunk: usize) -> Vec<(usize, u8, Vec<u8>)> {
+        let (mut inbuf, mut seq, mut got) = (ReadBuf::new(1024), 0, Vec::new());
+        for piece in bytes.chunks(chunk) {
+            let mut piece = piece;
+            while !piece.is_empty() {
+                let room = inbuf.spare();
+                let n = room.len().min(piece.len());
+                room[..n].copy_from_slice(&piece[..n]);
+                inbuf.advance(n);
+                piece = &piece[n..];
+                while let Some(len) = whole_packet(&mut inbuf, &mut seq).unwrap() {
+                    let payload = inbuf.unread()[4..4 + len].to_vec();
+                    inbuf.consume(4 + len);
+                    got.push((len, seq, payload));
+                }
+            }
+        }
+        assert!(inbuf.unread().is_empty());
+        got
+    }
+
+    #[test]
+    fn packets_in_pieces_are_joined_whatever_the_reads() {
+        // A 3-byte packet, a payload of MAX_PACKET + 5 (two pieces, numbered 1 and 2), one of
+        // exactly MAX_PACKET (a second, empty piece), then one of 1 byte.
+        let mut bytes = vec![3, 0, 0, 0, b'a', b'b', b'c'];
+        let big: Vec<u8> = (0..MAX_PACKET + 5).map(|i| (i % 251) as u8).collect();
+        bytes.extend_from_slice(&[0xff, 0xff, 0xff, 1]);
+        bytes.extend_from_slice(&big[..MAX_PACKET]);
+        bytes.extend_from_slice(&[5, 0, 0, 2]);
+        bytes.extend_from_slice(&big[MAX_PACKET..]);
+        bytes.extend_from_slice(&[0xff, 0xff, 0xff, 3]);
+        bytes.extend_from_slice(&big[..MAX_PACKET]);
+        bytes.extend_from_slice(&[0, 0, 0, 4, 1, 0, 0, 5, b'z']);
+        for chunk in [bytes.len(), 70_001] {
+            let got = packets(&bytes, chunk);
+            let shape: Vec<(usize, u8)> = got.iter().map(|g| (g.0, g.1)).collect();
+            assert_eq!(
+                shape,
+                [(3, 0), (MAX_PACKET + 5, 2), (MAX_PACKET, 4), (1, 5)],
+                "reads of {chunk}"
+            );
+            assert_eq!(got[1].2, big, "reads of {chunk}");
+            assert_eq!(got[2].2, big[..MAX_PACKET], "reads of {chunk}");
+        }
+        let mut inbuf = ReadBuf::new(16);
+        inbuf.spare()[..4].copy_from_slice(&[0, 0, 0, 0]);
+        inbuf.advance(4);
+        assert!(whole_packet(&mut inbuf, &mut 0).is_err(), "an empty packet");
     }
 
     #[test]
