@@ -12,7 +12,8 @@
 #   http   GET of nginx's small static file, 50 connections (http-floor.c)
 # Servers come from scripts/services.sh in LOADRIG_BENCH_SERVICES_DIR (default
 # /tmp/loadrig-bench-floor), stopped at the end. Needs root (packages), gcc, libpq-dev,
-# liburing-dev (installed when missing).
+# liburing-dev (installed when missing). LOADRIG_BIN=PATH runs that loadrig binary and builds
+# none (default: cargo build --release), as in bench-peers.sh and bench-net.sh.
 # shellcheck disable=SC2016
 set -euo pipefail
 shopt -s inherit_errexit
@@ -36,8 +37,8 @@ done
 gcc -O2 scripts/floor/redis-floor.c -o "$work/redis-floor" -luring
 gcc -O2 scripts/floor/pg-floor.c -o "$work/pg-floor" -I/usr/include/postgresql -lpq
 gcc -O2 scripts/floor/http-floor.c -o "$work/http-floor"
-cargo build --release --quiet
-bin=${CARGO_TARGET_DIR:-target}/release/loadrig
+if [[ -z ${LOADRIG_BIN:-} ]]; then cargo build --release --quiet; fi
+bin=${LOADRIG_BIN:-${CARGO_TARGET_DIR:-target}/release/loadrig}
 
 need=()
 [[ $which_case == redis || $which_case == all ]] && need+=(redis)
