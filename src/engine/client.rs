@@ -21,6 +21,7 @@ use rand_distr::Exp;
 
 use super::shelf::Shelf;
 use super::timeline::Timeline;
+use super::turns::Turns;
 use super::{Arrivals, Connection, LoadPlan, Mode, Slots};
 use crate::clock::{self, Instant};
 use crate::spec::{GenState, OpKind, OpSpec, Repeat, Step, When};
@@ -47,6 +48,8 @@ pub struct ClientCtx<'a> {
     pub q0: Instant,
     /// The client has its thread to itself, so it may wait with a precise blocking sleep.
     pub exclusive: bool,
+    /// The turn queue of the thread's clients.
+    pub turns: &'a Turns,
 }
 
 impl ClientCtx<'_> {
@@ -77,11 +80,11 @@ impl ClientCtx<'_> {
     /// Let the thread's other clients run before the next operation. A client whose
     /// reply is already there when it reads never waits, so without this the first clients
     /// polled ran operation after operation while the rest queued (Jain's index 0.44 over
-    /// 2,000 Redis clients); now the runtime serves the ready clients in turn.
+    /// 2,000 Redis clients); now the ready clients run in turn ([`Turns`]).
     #[inline]
     pub async fn take_turns(&self) {
         if !self.exclusive {
-            tokio::task::yield_now().await;
+            self.turns.take().await;
         }
     }
 
