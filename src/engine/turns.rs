@@ -58,11 +58,17 @@ impl Turns {
 
     /// Drive the thread's clients (`clients`, e.g. a `join_all` of them) to the end,
     /// releasing their turns.
+    ///
+    /// Outside tokio's cooperative budget: the turns already bound what a client does per
+    /// round, and a client that finds the budget spent has its wake-up deferred until after
+    /// the driver's poll, in last-in-first-out order, so the clients that had just run
+    /// (released, then stopped by the budget) would run first again (Jain's index 0.63 over
+    /// 2,000 Redis clients, against 1.00 with `yield_now`).
     pub async fn run<F: Future>(&self, clients: F) -> F::Output {
         let relay = Arc::new(Relay::default());
         let waker = Waker::from(relay.clone());
         let mut clients = pin!(clients);
-        poll_fn(|cx| {
+        let rounds = poll_fn(|cx| {
             relay.runtime.register(cx.waker());
             let mut inner = std::task::Context::from_waker(&waker);
             let mut released = false;
@@ -85,8 +91,8 @@ impl Turns {
                 released = true;
                 relay.runtime.register(cx.waker());
             }
-        })
-        .await
+        });
+        tokio::task::unconstrained(rounds).await
     }
 }
 
