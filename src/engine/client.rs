@@ -648,7 +648,10 @@ pub(super) fn record(c: &mut OpCounters, result: Result<Outcome, OpError>, laten
 /// Run operation `i` on `worker`. The common case (one plain operation, its `let` values
 /// if any, no retry policy, no time limit, an open persistent session) is written out in
 /// place so it compiles into the client loop; everything else goes through
-/// [`Worker::perform`] (three nested futures, each a state machine polled per operation).
+/// [`Worker::perform`] (three nested futures, each a state machine polled per operation),
+/// boxed: inline, its states (retries, reconnects, transactions, the time limit) made every
+/// client's future 4,832 bytes instead of 2,104 for Redis, and at 10,000 clients on a thread
+/// each poll of a client missed the cache on them.
 macro_rules! perform {
     ($worker:expr, $i:expr, $ctx:expr) => {{
         let w = &mut *$worker;
@@ -683,7 +686,7 @@ macro_rules! perform {
                 None => Err(OpError::new(ErrorClass::Connect, "not connected")),
             }
         } else {
-            w.perform($i, $ctx).await
+            Box::pin(w.perform($i, $ctx)).await
         }
     }};
 }
