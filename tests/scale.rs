@@ -69,6 +69,10 @@ fn two_thousand_clients_are_served_evenly() {
     assert_eq!(r.total.errors, 0);
     let v = r.validity.as_ref().expect("a verdict");
     assert_even(v, 2000);
+    // The verdict judges Jain's index only from 20 operations a client, which a debug
+    // build under load may not reach in 3 s: the index itself must still say even.
+    let jain = v.fairness.jain.expect("operations were counted");
+    assert!(jain >= 0.8, "Jain's index {jain:.2}: {:?}", v.fairness);
 }
 
 /// Peak resident memory of a running child, sampled until it exits.

@@ -13,6 +13,7 @@ pub mod rig;
 pub mod shelf;
 pub mod spill;
 pub mod timeline;
+pub mod turns;
 
 #[cfg(test)]
 mod tests;
@@ -41,6 +42,7 @@ use client::ClientCtx;
 use shelf::Shelf;
 use spill::{IntervalBrief, IntervalStore};
 use timeline::Timeline;
+use turns::Turns;
 
 /// Set by the Ctrl-C handler; the collector turns it into a stop of the current run.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -942,6 +944,7 @@ impl<T: Target> ClientThread<T> {
             ids,
             self.tx.clone(),
         ));
+        let turns = Turns::default();
         let ctxs: Vec<ClientCtx<'_>> = (self.ids.iter().enumerate())
             .map(|(local, &id)| ClientCtx {
                 id,
@@ -955,6 +958,7 @@ impl<T: Target> ClientThread<T> {
                 stop: &self.start.stop,
                 q0,
                 exclusive,
+                turns: &turns,
             })
             .collect();
         let target = &*self.target;
@@ -962,7 +966,7 @@ impl<T: Target> ClientThread<T> {
             Opened::Sessions(sessions) => {
                 let clients = ctxs.iter().zip(sessions);
                 let clients = clients.map(|(ctx, session)| client::run(target, session, ctx));
-                futures_util::future::join_all(clients).await;
+                turns.run(futures_util::future::join_all(clients)).await;
             }
             Opened::Batched(codec, conns) => {
                 let p = self.plan.pipeline.max(1);
