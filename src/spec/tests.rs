@@ -352,7 +352,10 @@ fn sql_may_be_a_statement_alone() {
     assert!(message.contains("unknown field `querry`"), "{message}");
     assert_eq!(at, "w.toml:10:9");
     let (message, _) = error("[[op]]\nname = \"a\"\nsql = 5\n", &[]);
-    assert!(message.contains("expected a statement, or a table"), "{message}");
+    assert!(
+        message.contains("expected a statement, or a table"),
+        "{message}"
+    );
     let (message, at) = error("[[op]]\nname = \"a\"\nsql = \"  \"\n", &[]);
     assert_eq!(
         (message.as_str(), at.as_str()),
