@@ -26,6 +26,24 @@ fn with_client(url: &str, name: &str) -> String {
     format!("{url}?client={name}")
 }
 
+/// Run `workload` on one client of the named MySQL client for `ops` operations, each of
+/// which must succeed.
+fn run_ok(url: &str, client: &str, workload: &str, ops: u64) -> loadrig::result::RunResult {
+    let d = Dir::new();
+    d.write("w.toml", workload);
+    let (target, ops) = (with_client(url, client), ops.to_string());
+    let args = ["run", "w.toml", "--target", &target, "--clients", "1"];
+    d.ok(&[&args[..], &["--ops", &ops, "-o", "r.json"]].concat());
+    let r = d.result("r.json");
+    assert_eq!(
+        (r.total.ok, r.total.errors),
+        (ops.parse().unwrap(), 0),
+        "{client}: {:?}",
+        r.total.error_messages
+    );
+    r
+}
+
 #[test]
 fn a_wrong_password_exits_2_as_auth_without_showing_it() {
     let Some((url, _serial)) = server() else {
@@ -129,28 +147,7 @@ tx = [
 ]
 "#;
     for client in ["loadrig", "mysql_async"] {
-        let d = Dir::new();
-        d.write("w.toml", workload);
-        let target = with_client(&url, client);
-        d.ok(&[
-            "run",
-            "w.toml",
-            "--target",
-            &target,
-            "--clients",
-            "1",
-            "--ops",
-            "3",
-            "-o",
-            "r.json",
-        ]);
-        let r = d.result("r.json");
-        assert_eq!(
-            (r.total.ok, r.total.errors),
-            (3, 0),
-            "{client}: {:?}",
-            r.total.error_messages
-        );
+        let r = run_ok(&url, client, workload, 3);
         // The scans of 2990, 2991 and 2992 rows, and one row per check.
         assert_eq!(r.total.rows, 2990 + 2991 + 2992 + 3, "{client}");
     }
@@ -234,28 +231,7 @@ tx = [
     let mut tables = Vec::new();
     for client in ["loadrig", "mysql_async"] {
         Dir::new().ok(&["cleanup", "--target", &url]);
-        let d = Dir::new();
-        d.write("w.toml", workload);
-        let target = with_client(&url, client);
-        d.ok(&[
-            "run",
-            "w.toml",
-            "--target",
-            &target,
-            "--clients",
-            "1",
-            "--ops",
-            "2",
-            "-o",
-            "r.json",
-        ]);
-        let r = d.result("r.json");
-        assert_eq!(
-            (r.total.ok, r.total.errors),
-            (2, 0),
-            "{:?}",
-            r.total.error_messages
-        );
+        run_ok(&url, client, workload, 2);
         let table = mysql_row(
             &url,
             "SELECT GROUP_CONCAT(CONCAT(k, ':', id, '=', HEX(v)) ORDER BY k, id SEPARATOR ' ') FROM loadrig_out",
