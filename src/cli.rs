@@ -527,7 +527,8 @@ pub struct RunArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
 
-    /// Do not load the workload's [data]: reuse what an earlier run loaded.
+    /// Do not run the workload's setup or load its [data]: reuse what an earlier run set up
+    /// and loaded (sysbench's `run` after `prepare`).
     #[arg(long)]
     pub skip_load: bool,
 

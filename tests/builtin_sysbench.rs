@@ -616,3 +616,27 @@ fn several_tables_on_mariadb() {
         row("SELECT COUNT(*) FROM information_schema.tables WHERE table_name LIKE 'loadrig_sbtest%' AND table_schema = DATABASE()")[0]
     });
 }
+
+/// `--skip-load` is sysbench's `run` after one `prepare`: the setup that drops and reloads
+/// the tables is skipped, and the run reads what the earlier run loaded.
+#[test]
+fn skip_load_reuses_the_tables_an_earlier_run_set_up() {
+    let d = Dir::new();
+    let db = d.join("sysbench.db");
+    let url = format!("sqlite://{}", db.display());
+    let run = |size: &str, more: &[&str]| {
+        let size = format!("table_size={size}");
+        let args = ["run", "oltp_point_select", "--target", &url, "--set", &size];
+        d.ok(&[&args[..], &["--ops", "20", "-o", "r.json"], more].concat());
+        d.result("r.json")
+    };
+    let count = || ints(sqlite_row(&db, "SELECT COUNT(*) FROM loadrig_sbtest1"))[0];
+    assert!(run("300", &[]).setup.is_some());
+    assert_eq!(count(), 300);
+    // A reload would leave 100 rows; the selects of ids up to 100 all find theirs.
+    let r = run("100", &["--skip-load"]);
+    assert_eq!(count(), 300);
+    assert_eq!((r.total.ok, r.total.errors, r.total.rows), (20, 0, 20));
+    assert!(r.setup.is_none(), "{:?}", r.setup);
+    assert!(r.data_load.is_none_or(|l| l.skipped));
+}

@@ -155,12 +155,12 @@ impl TargetSpec {
 /// What happens to the workload's `[data]` before the measured run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DataPolicy {
-    /// `--skip-load`: reuse what an earlier run loaded.
+    /// `--skip-load`: reuse what an earlier run loaded (its setup is skipped too).
     pub skip_load: bool,
     /// Where `seq` generators start: a growth study continues them across its batches.
     pub seq_offset: u64,
-    /// Shards after the first (`--shard I/N`, I > 0) leave the setup statements and the
-    /// data to shard 0.
+    /// `--skip-load`, and shards after the first (`--shard I/N`, I > 0), which leave the
+    /// setup statements and the data to shard 0.
     pub skip_setup: bool,
     /// A sharded run whose workload has setup statements or `[data]`: shard 0 leaves a
     /// marker on the target when they are done, the others wait for it.
@@ -246,8 +246,8 @@ impl RunPlan {
         })
     }
 
-    /// Batch `k` of a growth study: exactly `batch` operations, no warm-up, the data loaded
-    /// by the first batch only, `seq` generators continuing where the last batch ended.
+    /// Batch `k` of a growth study: exactly `batch` operations, no warm-up, the setup run and
+    /// the data loaded by the first batch only, `seq` generators continuing where the last batch ended.
     pub fn growth_batch(&self, batch: u64, k: u64) -> RunPlan {
         let mut plan = self.clone();
         plan.load.ops = Some(batch);
@@ -256,6 +256,7 @@ impl RunPlan {
         plan.load.warmup = Default::default();
         plan.warmup_auto = false;
         plan.data.skip_load = self.data.skip_load || k > 0;
+        plan.data.skip_setup = self.data.skip_setup || k > 0;
         plan.data.seq_offset = k * batch;
         plan
     }

@@ -88,7 +88,7 @@ fn data_policy(
     workload: &Workload,
 ) -> Result<DataPolicy, InputError> {
     let follower = load.shard.is_some_and(|s| s.index > 0);
-    let loads = !workload.setup.is_empty() || (workload.data.is_some() && !args.skip_load);
+    let loads = !args.skip_load && (!workload.setup.is_empty() || workload.data.is_some());
     let timeout = crate::spec::duration::parse(&args.load_timeout, "--load-timeout")
         .and_then(|d| crate::spec::positive(d, "--load-timeout"))?;
     let marker = match load.shard {
@@ -105,7 +105,9 @@ fn data_policy(
     Ok(DataPolicy {
         skip_load: args.skip_load || follower,
         seq_offset: 0,
-        skip_setup: follower,
+        // What an earlier run set up is reused with its data: the built-ins' setup drops
+        // and reloads their tables, as sysbench prepare and pgbench -i do.
+        skip_setup: args.skip_load || follower,
         marker,
     })
 }

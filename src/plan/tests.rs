@@ -361,7 +361,7 @@ fn growth_batches() {
         DataPolicy {
             skip_load: true,
             seq_offset: 300,
-            skip_setup: false,
+            skip_setup: true,
             marker: None,
         }
     );
