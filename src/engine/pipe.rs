@@ -20,7 +20,6 @@ use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use tokio::io::Interest;
 use tokio::net::TcpStream;
 
 use super::client::{record, Chooser, ClientCtx, Intervals, RECONNECT_FIRST, RECONNECT_MAX};
@@ -29,6 +28,7 @@ use crate::clock::Instant;
 use crate::spec::OpSpec;
 use crate::targets::pipelined::{BatchEnd, Batched, Codec, Context};
 use crate::targets::readbuf::ReadBuf;
+use crate::targets::socket;
 use crate::targets::Target;
 use crate::vocab::{ErrorClass, OpError, Outcome};
 
@@ -184,42 +184,16 @@ impl Wire {
 
     /// Write all of `out`, then read what has arrived (waiting for at least one byte).
     async fn exchange(&mut self, out: &mut Vec<u8>) -> Result<(), OpError> {
-        let mut written = 0;
-        while written < out.len() {
-            match self.stream.try_write(&out[written..]) {
-                Ok(n) => written += n,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    self.stream.writable().await.map_err(|e| self.fail(e))?
-                }
-                Err(e) => return Err(self.fail(e)),
-            }
-        }
+        let written = socket::write_all(&self.stream, out).await;
         out.clear();
-        self.inbuf.rewind_if_drained();
-        loop {
-            match self.stream.try_read(self.inbuf.spare()) {
-                Ok(0) => {
-                    let closed = format!("{} closed the connection", self.shown);
-                    return Err(OpError::new(ErrorClass::Connect, closed));
-                }
-                Ok(n) => {
-                    self.inbuf.advance(n);
-                    if !self.inbuf.is_full() {
-                        // A short read drained the socket, and the next replies come only
-                        // after the next write: forget its readiness now, so the next read
-                        // waits for the poller's edge instead of a system call that finds
-                        // nothing (a third of the reads did).
-                        let _ = self.stream.try_io(Interest::READABLE, || {
-                            Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
-                        });
-                    }
-                    return Ok(());
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    self.stream.readable().await.map_err(|e| self.fail(e))?
-                }
-                Err(e) => return Err(self.fail(e)),
+        written.map_err(|e| self.fail(e))?;
+        match socket::fill(&self.stream, &mut self.inbuf).await {
+            Ok(0) => {
+                let closed = format!("{} closed the connection", self.shown);
+                Err(OpError::new(ErrorClass::Connect, closed))
             }
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.fail(e)),
         }
     }
 

@@ -18,6 +18,7 @@ pub mod postgres;
 pub mod readbuf;
 pub mod redis;
 pub mod sleep;
+pub mod socket;
 pub mod sql;
 pub mod sqlite;
 pub mod tls;

@@ -1,7 +1,8 @@
-//! The read buffer of loadrig's own protocol clients (Redis, HTTP/1.1, the batch driver, the
-//! shared pipelined connection): replies are read into one reused buffer and decoded where
-//! they lie, so an operation costs no allocation or copy. Bytes `pos..filled` are read and
-//! not yet consumed; ranges handed out index the buffer until the next [`ReadBuf::spare`].
+//! The read buffer of loadrig's own protocol clients (Redis, HTTP/1.1, MySQL, PostgreSQL,
+//! the batch driver, the shared pipelined connection): replies are read into one reused
+//! buffer and decoded where they lie, so an operation costs no allocation or copy. Bytes
+//! `pos..filled` are read and not yet consumed; ranges handed out index the buffer until the
+//! next [`ReadBuf::spare`].
 
 use std::ops::{Index, Range};
 
@@ -79,11 +80,6 @@ impl ReadBuf {
         self.buf.copy_within(start + n..self.filled, start);
         self.filled -= n;
     }
-
-    /// Whether the last read filled all the room it had (so the socket may hold more).
-    pub fn is_full(&self) -> bool {
-        self.filled == self.buf.len()
-    }
 }
 
 impl Index<Range<usize>> for ReadBuf {
@@ -108,7 +104,7 @@ mod tests {
     fn compacts_when_full_and_doubles_when_one_reply_fills_it() {
         let mut b = ReadBuf::new(4);
         read(&mut b, b"abcd");
-        assert!(b.is_full());
+        assert_eq!(b.filled(), 4);
         let r = b.consume(3);
         assert_eq!(&b[r], b"abc");
         // Full with one unread byte: moved to the front, three bytes of room.

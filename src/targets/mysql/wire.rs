@@ -24,7 +24,6 @@
 //! caching: mariadb.com/kb/en/result-set-packets.
 
 use std::cell::RefCell;
-use std::future::poll_fn;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -37,12 +36,13 @@ use mysql_common::packets::{
 };
 use mysql_common::proto::MySerialize;
 use mysql_common::value::{BinValue, ValueDeserializer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::Param;
 use crate::stats::connect_phases::{PhaseClock, PhaseTimes};
 use crate::targets::readbuf::ReadBuf;
+use crate::targets::socket;
 use crate::targets::tls::{NetStream, Tls};
 use crate::vocab::{ErrorClass, OpError, Outcome, ValueKind};
 
@@ -380,36 +380,20 @@ impl Wire {
 
     /// Read what the server has sent (waiting for at least one byte) into `inbuf`.
     async fn fill(&mut self) -> Result<(), OpError> {
-        self.inbuf.rewind_if_drained();
         let n = match &mut self.tcp {
-            NetStream::Plain(tcp) => loop {
-                match tcp.try_read(self.inbuf.spare()) {
-                    Ok(n) => break n,
-                    // poll_read_ready keeps the waker in the socket's reader slot: cheaper
-                    // than readable()'s future, which joins a list of waiters.
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        poll_fn(|cx| tcp.poll_read_ready(cx)).await.map_err(io)?
-                    }
-                    Err(e) => return Err(io(e)),
-                }
-            },
-            NetStream::Tls(tls) => tls.read(self.inbuf.spare()).await.map_err(io)?,
+            NetStream::Plain(tcp) => socket::fill(tcp, &mut self.inbuf).await.map_err(io)?,
+            NetStream::Tls(tls) => {
+                self.inbuf.rewind_if_drained();
+                let n = tls.read(self.inbuf.spare()).await.map_err(io)?;
+                self.inbuf.advance(n);
+                n
+            }
         };
         if n == 0 {
             return Err(OpError::new(
                 ErrorClass::Connect,
                 "the server closed the connection",
             ));
-        }
-        self.inbuf.advance(n);
-        if let (NetStream::Plain(tcp), false) = (&self.tcp, self.inbuf.is_full()) {
-            // A short read drained the socket, and the server sends more only after the
-            // next command (or on its own schedule mid-reply): forget the readiness now, so
-            // that the next read waits for the poller's edge instead of making a system call
-            // that finds nothing (as engine::pipe's reads do).
-            let _ = tcp.try_io(Interest::READABLE, || {
-                Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
-            });
         }
         Ok(())
     }
@@ -760,22 +744,11 @@ fn whole_packet(inbuf: &mut ReadBuf, seq: &mut u8) -> Result<Option<usize>, OpEr
 
 /// Write all of `bytes`: on plain TCP with `try_write`, which for a statement is one system
 /// call and no future, waiting for writability only when the socket's buffer is full.
-async fn write_all(tcp: &mut NetStream, mut bytes: &[u8]) -> Result<(), OpError> {
-    let tcp = match tcp {
-        NetStream::Plain(tcp) => tcp,
-        tls => return tls.write_all(bytes).await.map_err(io),
-    };
-    while !bytes.is_empty() {
-        match tcp.try_write(bytes) {
-            Ok(0) => return Err(io(std::io::ErrorKind::WriteZero.into())),
-            Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                poll_fn(|cx| tcp.poll_write_ready(cx)).await.map_err(io)?
-            }
-            Err(e) => return Err(io(e)),
-        }
+async fn write_all(tcp: &mut NetStream, bytes: &[u8]) -> Result<(), OpError> {
+    match tcp {
+        NetStream::Plain(tcp) => socket::write_all(tcp, bytes).await.map_err(io),
+        tls => tls.write_all(bytes).await.map_err(io),
     }
-    Ok(())
 }
 
 /// The first column of a text row (NULL as empty).

@@ -16,15 +16,17 @@
 //!   (an op timeout) leaves the connection unusable, and the next one fails as `connect` so
 //!   the engine reconnects.
 
+use std::ops::Range;
 use std::rc::Rc;
 
 use bytes::BytesMut;
 use postgres_protocol::message::frontend;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_postgres::types::{IsNull, ToSql, Type};
 
 use super::{convert, documents, text, wire, Param, Postgres};
+use crate::targets::readbuf::ReadBuf;
+use crate::targets::socket;
 use crate::targets::sql::{self, check_arity, Dialect, Kv, Prepared};
 use crate::vocab::{ErrorClass, NativeOp, Op, OpError, Outcome};
 
@@ -46,7 +48,7 @@ pub struct WireSession {
 struct Conn {
     tcp: TcpStream,
     out: BytesMut,
-    inbuf: BytesMut,
+    inbuf: ReadBuf,
     /// Statements named so far (names `s0`, `s1`, ...).
     named: usize,
     /// The session's DateStyle, IntervalStyle and TimeZone, asked on the first capture.
@@ -64,7 +66,7 @@ pub(super) async fn connect(pg: &Postgres) -> Result<WireSession, OpError> {
         conn: Conn {
             tcp: batched.stream,
             out: BytesMut::with_capacity(512),
-            inbuf: BytesMut::with_capacity(8192),
+            inbuf: ReadBuf::new(8192),
             named: 0,
             styles: None,
             begin: query_message(pg.begin),
@@ -86,30 +88,31 @@ fn lost(why: &str) -> OpError {
 }
 
 impl Conn {
-    /// Write what `out` holds and read until `frame` finds a whole reply; its length.
+    /// Write what `out` holds and read until `frame` finds a whole reply; where it lies in
+    /// `inbuf` (until the next read).
     async fn round_trip(
         &mut self,
         frame: fn(&[u8]) -> Result<Option<usize>, String>,
-    ) -> Result<usize, OpError> {
+    ) -> Result<Range<usize>, OpError> {
         if self.pending {
             return Err(lost("an earlier operation's reply never came"));
         }
         self.pending = true;
         if !self.out.is_empty() {
-            let written = self.tcp.write_all(&self.out).await;
+            let written = socket::write_all(&self.tcp, &self.out).await;
             self.out.clear();
             written.map_err(|e| lost(&e.to_string()))?;
         }
         loop {
-            match frame(&self.inbuf) {
+            match frame(self.inbuf.unread()) {
                 Ok(Some(n)) => {
                     self.pending = false;
-                    return Ok(n);
+                    return Ok(self.inbuf.consume(n));
                 }
                 Ok(None) => {}
                 Err(why) => return Err(OpError::new(ErrorClass::Protocol, why)),
             }
-            match self.tcp.read_buf(&mut self.inbuf).await {
+            match socket::fill(&self.tcp, &mut self.inbuf).await {
                 Ok(0) => return Err(lost("the server closed the connection")),
                 Ok(_) => {}
                 Err(e) => return Err(lost(&e.to_string())),
@@ -125,12 +128,12 @@ impl Conn {
         frontend::parse(&name, query, std::iter::empty(), &mut self.out).map_err(nul)?;
         frontend::describe(b'S', &name, &mut self.out).map_err(nul)?;
         frontend::sync(&mut self.out);
-        let n = self.round_trip(wire::frame_len).await?;
-        let reply = self.inbuf.split_to(n);
-        if let Some(e) = first_error(&reply) {
+        let at = self.round_trip(wire::frame_len).await?;
+        let reply = &self.inbuf[at];
+        if let Some(e) = first_error(reply) {
             return Err(e);
         }
-        describe(&reply, name)
+        describe(reply, name)
     }
 
     /// Run `sql` as a simple query: the count of its last command (or the sum over several)
@@ -138,16 +141,16 @@ impl Conn {
     async fn simple(&mut self, sql: &str, keep: usize) -> Result<Simple, OpError> {
         frontend::query(sql, &mut self.out)
             .map_err(|_| OpError::new(ErrorClass::Other, "a NUL character in the query"))?;
-        let n = self.round_trip(wire::frame_len).await?;
-        let frame = self.inbuf.split_to(n);
-        simple_reply(&frame, keep)
+        let at = self.round_trip(wire::frame_len).await?;
+        let frame = &self.inbuf[at];
+        simple_reply(frame, keep)
     }
 
     async fn begin(&mut self) -> Result<Outcome, OpError> {
         self.out.extend_from_slice(&self.begin);
-        let n = self.round_trip(wire::frame_len).await?;
-        let frame = self.inbuf.split_to(n);
-        simple_reply(&frame, 0).map(|_| Outcome::default())
+        let at = self.round_trip(wire::frame_len).await?;
+        let frame = &self.inbuf[at];
+        simple_reply(frame, 0).map(|_| Outcome::default())
     }
 
     async fn styles(&mut self) -> Result<text::Styles, OpError> {
@@ -192,9 +195,9 @@ impl Conn {
         }
         self.out
             .extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0, b'S', 0, 0, 0, 4]);
-        let n = self.round_trip(wire::frame_len).await?;
-        let frame = self.inbuf.split_to(n);
-        outcome(&frame, st, styles.as_ref())
+        let at = self.round_trip(wire::frame_len).await?;
+        let frame = &self.inbuf[at];
+        outcome(frame, st, styles.as_ref())
     }
 }
 
@@ -342,10 +345,10 @@ impl Conn {
     async fn copy_in(&mut self, data: &[u8]) -> Result<(), OpError> {
         frontend::query(super::COPY_IN, &mut self.out).map_err(|e| lost(&e.to_string()))?;
         // The reply to COPY FROM STDIN is CopyInResponse ('G'), or an error and ReadyForQuery.
-        let n = self.round_trip(copy_or_ready).await?;
-        let frame = self.inbuf.split_to(n);
-        if last_tag(&frame) != Some(b'G') {
-            return simple_reply(&frame, 0).map(drop);
+        let at = self.round_trip(copy_or_ready).await?;
+        let frame = &self.inbuf[at];
+        if last_tag(frame) != Some(b'G') {
+            return simple_reply(frame, 0).map(drop);
         }
         let len = i32::try_from(data.len() + 4).map_err(|_| {
             OpError::new(
@@ -357,9 +360,9 @@ impl Conn {
         self.out.extend_from_slice(&len.to_be_bytes());
         self.out.extend_from_slice(data);
         self.out.extend_from_slice(&[b'c', 0, 0, 0, 4]);
-        let n = self.round_trip(wire::frame_len).await?;
-        let frame = self.inbuf.split_to(n);
-        simple_reply(&frame, 0).map(drop)
+        let at = self.round_trip(wire::frame_len).await?;
+        let frame = &self.inbuf[at];
+        simple_reply(frame, 0).map(drop)
     }
 }
 
