@@ -18,6 +18,8 @@
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/bench-compare.sh
+source scripts/bench-compare.sh
 
 which_case=${1:-all}
 secs=${2:-10}
@@ -50,7 +52,6 @@ scripts/services.sh up "${need[@]}" >"$work/services.log" 2>&1 || {
 }
 eval "$(scripts/services.sh env)"
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 # A floor's line "... N ops, R ops/s, user U sys S us/op, total T us/op" as "R T".
@@ -76,25 +77,6 @@ loadrig_run() {
     echo "$(field "$work/r.json" "round(r['total']['throughput_per_s'])") $(awk -v n="$ok" '{printf "%.2f", ($1 + $2) * 1e6 / n}' "$work/cpu")"
 }
 
-compare() { # title floor-function loadrig-function
-    local title=$1 i p c fr=() fc=() lr=() lc=()
-    for i in $(seq "$repeats"); do
-        read -r p c <<<"$($2)"
-        fr+=("$p") fc+=("$c")
-        read -r p c <<<"$($3)"
-        lr+=("$p") lc+=("$c")
-        echo "  $title run $i: floor ${fr[-1]} ops/s ${fc[-1]} us/op; loadrig ${lr[-1]} ops/s ${lc[-1]} us/op" >&2
-    done
-    local mfr mfc mlr mlc
-    mfr=$(printf '%s\n' "${fr[@]}" | median)
-    mfc=$(printf '%s\n' "${fc[@]}" | median)
-    mlr=$(printf '%s\n' "${lr[@]}" | median)
-    mlc=$(printf '%s\n' "${lc[@]}" | median)
-    printf '%-6s floor   %10.0f ops/s %7.2f µs/op  (runs: %s | %s)\n' "$title" "$mfr" "$mfc" "${fr[*]}" "${fc[*]}"
-    printf '%-6s loadrig %10.0f ops/s %7.2f µs/op  (runs: %s | %s)\n' "$title" "$mlr" "$mlc" "${lr[*]}" "${lc[*]}"
-    awk -v a="$mlr" -v b="$mfr" -v c="$mlc" -v d="$mfc" -v n="$title" \
-        'BEGIN {printf "%-6s loadrig/floor: throughput %.2fx, CPU per op %.2fx (goal <= 1.1x)\n", n, a / b, c / d}'
-}
 
 cat >"$work/redis.toml" <<'EOF'
 name = "redis-get"
@@ -129,7 +111,7 @@ if [[ $which_case == pg || $which_case == all ]]; then
         cat "$work/init.log" >&2
         exit 2
     }
-    compare pg floor_pg lr_pg
+    CPU_GOAL=1.1 RATE_GOAL= compare pg floor floor_pg lr_pg
 fi
-if [[ $which_case == redis || $which_case == all ]]; then compare redis floor_redis lr_redis; fi
-if [[ $which_case == http || $which_case == all ]]; then compare http floor_http lr_http; fi
+if [[ $which_case == redis || $which_case == all ]]; then CPU_GOAL=1.1 RATE_GOAL= compare redis floor floor_redis lr_redis; fi
+if [[ $which_case == http || $which_case == all ]]; then CPU_GOAL=1.1 RATE_GOAL= compare http floor floor_http lr_http; fi

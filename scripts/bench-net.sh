@@ -19,6 +19,8 @@
 # header shows (github.com/RedisLabs/memtier_benchmark; autoreconf -ivf && ./configure && make).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/bench-compare.sh
+source scripts/bench-compare.sh
 which=${1:-all}
 secs=${2:-10}
 repeats=${3:-3}
@@ -49,7 +51,6 @@ trap 'scripts/services.sh down >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
 scripts/services.sh up "${need[@]}"
 eval "$(scripts/services.sh env)"
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 cpu() { awk '{printf "%.3f", $1 + $2}' "$1"; } # user + sys seconds from /usr/bin/time -f '%U %S'
 
@@ -150,47 +151,6 @@ loadrig_case() { # workload target [loadrig options...]
 
 # Each peer, then loadrig, REPEATS times (A B A B, or A B C A B C with a second peer); the
 # medians, then loadrig's ratios against each peer.
-compare() { # name peer-label peer-fn loadrig-fn [peer-label peer-fn]...
-    local name=$1 ours=$4 i k p l run line
-    local labels=("$2") fns=("$3")
-    shift 4
-    while (($# >= 2)); do
-        labels+=("$1")
-        fns+=("$2")
-        shift 2
-    done
-    labels+=(loadrig)
-    fns+=("$ours")
-    local rates=() cpus=() mt=() mc=()
-    for i in $(seq "$repeats"); do
-        line="  run $i:"
-        for k in "${!fns[@]}"; do
-            run=$(${fns[k]}) # an assignment, so a failed run stops the script
-            read -r p l <<<"$run"
-            rates[k]+="$p "
-            cpus[k]+="$l "
-            ((k)) && line+=";"
-            line+=" ${labels[k]} $p ops/s $l µs/op"
-        done
-        echo "$line" >&2
-    done
-    for k in "${!fns[@]}"; do
-        # shellcheck disable=SC2086 # one word per run
-        mt[k]=$(printf '%s\n' ${rates[k]} | median)
-        # shellcheck disable=SC2086
-        mc[k]=$(printf '%s\n' ${cpus[k]} | median)
-        printf '%-6s %-16s %10.0f ops/s %7.2f µs/op\n' "$name" "${labels[k]}" "${mt[k]}" "${mc[k]}"
-    done
-    local last=$((${#fns[@]} - 1)) label=ratio cpu_goal=1
-    # Issue 14's goals: at most the peer's CPU per operation with one request in flight,
-    # half of it pipelined (amortised system calls).
-    [[ $name == http-p ]] && cpu_goal=0.5
-    for ((k = 0; k < last; k++)); do
-        ((last > 1)) && label="ratio/${labels[k]}"
-        awk -v a="${mt[last]}" -v b="${mt[k]}" -v c="${mc[last]}" -v d="${mc[k]}" -v n="$name" -v r="$label" -v g="$cpu_goal" \
-            'BEGIN {printf "%-6s %-16s %10.2fx       %7.2fx  (goal: >= 1x throughput, <= %sx CPU)\n", n, r, a / b, c / d, g}'
-    done
-}
 
 echo "loadrig vs peers: ${secs}s runs, $clients clients, median of $repeats, alternating ($(nproc) cores)"
 echo "client CPU per operation = the process's user + sys time / operations completed"
@@ -203,5 +163,5 @@ if [[ $which == http || $which == all ]]; then
     compare http "wrk -t2" peer_http loadrig_http
 fi
 if [[ $which == http-pipe || $which == all ]]; then
-    compare http-p "wrk -t2 -s pipe" peer_http_pipe loadrig_http_pipe
+    CPU_GOAL=0.5 compare http-p "wrk -t2 -s pipe" peer_http_pipe loadrig_http_pipe
 fi

@@ -21,7 +21,8 @@
 #                 (and memtier_benchmark --pipeline 16 --threads 2 --clients 2 when MEMTIER is set:
 #                 then A B C A B C, redis-benchmark, memtier, loadrig)
 #   sysbench      sysbench oltp_read_write and oltp_point_select (100,000 rows, 4 threads)
-#                 against loadrig's built-ins of the same names, on MariaDB and PostgreSQL
+#                 against loadrig's built-ins of the same names (4 clients, --threads 2; see
+#                 docs/performance.md on a thread per client), on MariaDB and PostgreSQL
 #
 # Servers come from scripts/services.sh in their own state dir
 # (LOADRIG_BENCH_SERVICES_DIR, default /tmp/loadrig-bench-services) and are stopped at the
@@ -41,6 +42,8 @@
 set -euo pipefail
 shopt -s inherit_errexit # a failure inside $(...) stops the script too
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/bench-compare.sh
+source scripts/bench-compare.sh
 
 which_case=${1:-all}
 secs=${2:-10}
@@ -67,7 +70,6 @@ finish() {
 trap finish EXIT
 
 say() { echo "bench-peers: $*" >&2; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 # Start the servers a case needs (once) and load their variables.
@@ -105,47 +107,6 @@ loadrig_run() { # workload-file args...
 
 # Run each peer, then loadrig, REPEATS times (A B A B, or A B C A B C with a second peer),
 # then print the medians and the ratios against each peer.
-compare() { # title peer-name peer-function loadrig-function [peer-name peer-function]...
-    local title=$1 lr_fn=$4 i k p l out line
-    local names=("$2") fns=("$3")
-    shift 4
-    while (($# >= 2)); do
-        names+=("$1")
-        fns+=("$2")
-        shift 2
-    done
-    names+=(loadrig)
-    fns+=("$lr_fn")
-    local rates=() cpus=() mr=() mc=()
-    echo
-    echo "$title (${clients} clients, ${secs}s runs, median of ${repeats}, alternating)"
-    for i in $(seq "$repeats"); do
-        line="$title run $i:"
-        for k in "${!fns[@]}"; do
-            out=$(${fns[k]}) # an assignment, so a failed run stops the script
-            read -r p l <<<"$out"
-            rates[k]+="$p "
-            cpus[k]+="$l "
-            ((k)) && line+=","
-            line+=" ${names[k]} $p ops/s $l us/op"
-        done
-        say "$line"
-    done
-    for k in "${!fns[@]}"; do
-        # shellcheck disable=SC2086 # one word per run
-        mr[k]=$(printf '%s\n' ${rates[k]} | median)
-        # shellcheck disable=SC2086
-        mc[k]=$(printf '%s\n' ${cpus[k]} | median)
-        printf '  %-10s %12s ops/s %10s client CPU µs/op   (runs: %s | %s)\n' "${names[k]}" \
-            "$(printf '%.0f' "${mr[k]}")" "${mc[k]}" "${rates[k]% }" "${cpus[k]% }"
-    done
-    local last=$((${#fns[@]} - 1)) label=peer
-    for ((k = 0; k < last; k++)); do
-        ((last > 1)) && label=${names[k]}
-        awk -v a="${mr[last]}" -v b="${mr[k]}" -v c="${mc[last]}" -v d="${mc[k]}" -v n="$label" 'BEGIN {
-            printf "  loadrig/%s: throughput %.2fx, client CPU per op %.2fx\n", n, a / b, c / d }'
-    done
-}
 
 # --- PostgreSQL --------------------------------------------------------------
 
@@ -269,7 +230,7 @@ lr_pg_pipe() {
 
 case_pg_pipe() {
     pg_prepare
-    compare "pg-pipe: primary-key selects, 16 in flight per connection, pipeline_sync=$pg_pipeline_sync" \
+    CPU_GOAL=0.5 compare "pg-pipe: primary-key selects, 16 in flight per connection, pipeline_sync=$pg_pipeline_sync" \
         pgbench peer_pg_pipe lr_pg_pipe
 }
 
@@ -327,7 +288,7 @@ case_redis_pipe() {
     need redis
     local memtier=()
     [[ -n ${MEMTIER:-} ]] && memtier=(memtier peer_memtier_pipe)
-    compare "redis-pipe: GET, 16 in flight per connection" redis-benchmark peer_redis_pipe \
+    CPU_GOAL=0.5 compare "redis-pipe: GET, 16 in flight per connection" redis-benchmark peer_redis_pipe \
         lr_redis_pipe "${memtier[@]}"
 }
 
@@ -454,7 +415,7 @@ if [[ -n ${MEMTIER:-} && ! (-f $MEMTIER && -x $MEMTIER) ]]; then
     say "MEMTIER=$MEMTIER is not an executable file (this script's header says how to build one)"
     exit 2
 fi
-echo "loadrig peer benchmarks: $(nproc) cores, $(date -u +%Y-%m-%d)"
+echo "loadrig peer benchmarks: $clients clients, $(nproc) cores, $(date -u +%Y-%m-%d)"
 case $which_case in
 pg-select) case_pg_select ;;
 pg-connect) case_pg_connect ;;
