@@ -2,10 +2,12 @@
 # The comparison bench-peers.sh, bench-net.sh and bench-floor.sh share (sourced by them).
 #
 # compare TITLE PEER-NAME PEER-FN LOADRIG-FN [PEER-NAME PEER-FN]...
-# runs the functions $repeats times, alternately (peer, [second peer,] loadrig, peer, ...);
-# each prints "OPS_PER_S CPU_US_PER_OP" for one run of ${secs}s. Prints each side's medians
+# runs the functions $repeats times, in turns whose order flips from one to the next
+# (peer, [second peer,] loadrig, then loadrig, [second peer,] peer, ...): a run that leaves
+# the server or the machine slower or faster for the next one then favours neither side.
+# Each prints "OPS_PER_S CPU_US_PER_OP" for one run of ${secs}s. Prints each side's medians
 # and, against each peer, loadrig's ratios of the medians, then the pairs (a peer's run and
-# the loadrig run after it) in which loadrig did better, with the two-sided sign test's
+# loadrig's run in the same turn) in which loadrig did better, with the two-sided sign test's
 # p-value: on a shared machine whole runs swing by a fifth, and a swing hits both runs of a
 # pair, so the count of pairs says whether a difference of medians is more than the swing.
 # CPU_GOAL (default 1) and RATE_GOAL (default 1; empty: none) are the goals named after the
@@ -24,16 +26,19 @@ compare() {
     fns+=("$lr_fn")
     local rates=() cpus=()
     echo
-    echo "$title (${secs}s runs, median of ${repeats}, alternating)"
+    echo "$title (${secs}s runs, median of ${repeats}, alternating, order flipped each turn)"
+    local order=("${!fns[@]}") reversed=()
+    for ((k = ${#fns[@]} - 1; k >= 0; k--)); do reversed+=("$k"); done
     for i in $(seq "$repeats"); do
         line="  $title run $i:"
-        for k in "${!fns[@]}"; do
+        local turn=("${order[@]}")
+        ((i % 2 == 0)) && turn=("${reversed[@]}")
+        for k in "${turn[@]}"; do
             ran=$(${fns[k]}) # an assignment, so a failed run stops the script
             read -r rate cpu <<<"$ran"
             rates[k]+="$rate "
             cpus[k]+="$cpu "
-            ((k)) && line+=";"
-            line+=" ${names[k]} $rate ops/s $cpu µs/op"
+            line+=" ${names[k]} $rate ops/s $cpu µs/op;"
         done
         echo "$line" >&2
     done
