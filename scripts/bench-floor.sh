@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # loadrig against the kernel floor: minimal C clients (scripts/floor/*.c) that do nothing
 # but one send and one receive per operation on N connections from one thread, on the same
-# throwaway servers, run alternately (floor, loadrig, floor, loadrig, ...). loadrig runs with
+# throwaway servers, run alternately (floor, loadrig, loadrig, floor, ...). loadrig runs with
 # --threads 1 like the floors. CPU per operation: the floor's own getrusage after it
 # connected; loadrig's user + system time (/usr/bin/time) over its completed operations.
 # Prints the medians of the repeats and loadrig / floor (issue 14's goal: <= 1.1x CPU per op).

@@ -2,14 +2,14 @@
 # loadrig against the usual peer tools on the same throwaway servers, same client count:
 #   redis: redis-benchmark -t get,set -c 50   vs  loadrig, 50 clients doing GET/SET
 #          (and memtier_benchmark --ratio 1:1 --threads 2 --clients 25 when MEMTIER is set:
-#          then A B C A B C, redis-benchmark, memtier, loadrig)
+#          then A B C C B A, redis-benchmark, memtier, loadrig)
 #   http:  wrk -t2 -c50 on nginx's small static file  vs  loadrig, 50 clients doing GET
 #   http-pipe: the same with 16 requests pipelined per connection: wrk -s with a Lua
 #          script sending 16 requests at once (wrk's pipeline.lua)  vs  loadrig
 #          --clients 50 --pipeline 16 (50 connections, 800 streams)
-# Runs alternate (peer, loadrig, peer, loadrig, ...). Each process's own CPU (user + sys,
-# from /usr/bin/time) is divided by the operations it completed. Prints the medians of the
-# repeats and the ratios loadrig / peer.
+# Runs alternate, the order flipped each turn (peer, loadrig, loadrig, peer, ...). Each
+# process's own CPU (user + sys, from /usr/bin/time) is divided by the operations it
+# completed. Prints the medians of the repeats and the ratios loadrig / peer.
 # Usage: scripts/bench-net.sh [redis|http|http-pipe|all] [SECONDS] [REPEATS]
 # Servers come from scripts/services.sh in ${LOADRIG_SERVICES_DIR:-/tmp/loadrig-bench-net}
 # and are stopped at the end. Needs root (packages); installs wrk if it is missing.
@@ -149,8 +149,8 @@ loadrig_case() { # workload target [loadrig options...]
     json "$out/r.json" "f\"{r['total']['throughput_per_s']:.0f} {$(cpu "$out/time") * 1e6 / max(1, $ok):.2f}\""
 }
 
-# Each peer, then loadrig, REPEATS times (A B A B, or A B C A B C with a second peer); the
-# medians, then loadrig's ratios against each peer.
+# Each peer and loadrig, REPEATS times, the order flipped each turn (A B B A, or A B C C B A
+# with a second peer); the medians, then loadrig's ratios against each peer.
 
 echo "loadrig vs peers: ${secs}s runs, $clients clients, median of $repeats, alternating ($(nproc) cores)"
 echo "client CPU per operation = the process's user + sys time / operations completed"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # loadrig against each server's own benchmark client, on the same throwaway server with the
-# same number of clients, run alternately (peer, loadrig, peer, loadrig, ...). Each
+# same number of clients, run alternately (peer, loadrig, loadrig, peer, ...). Each
 # process's own CPU (user + system, from /usr/bin/time) is divided by the operations it
 # completed. Prints the median of the repeats for each side and the ratios.
 #
 # Usage: scripts/bench-peers.sh [CASE|all] [SECONDS] [REPEATS]
+# THREADS=N (default 2) sets both sides' client threads (pgbench -j, loadrig --threads; the
+# sysbench cases keep sysbench's thread per client).
 #   pg-select     pgbench -S -M prepared -c 4 -j 2  vs  loadrig, 4 clients, --threads 2
 #   pg-connect    pgbench -S -C -M prepared -c 4 -j 2  vs  loadrig --connection per-op
 #   pg-connect-tls  the same over TLS: pgbench with PGSSLMODE=require  vs  loadrig with
@@ -19,7 +21,7 @@
 #   pg-pipe-op    the same, loadrig with a Sync after every select (pipeline_sync=op)
 #   redis-pipe    redis-benchmark -t get -P 16 -c 4  vs  loadrig --pipeline 16, 4 connections
 #                 (and memtier_benchmark --pipeline 16 --threads 2 --clients 2 when MEMTIER is set:
-#                 then A B C A B C, redis-benchmark, memtier, loadrig)
+#                 then A B C C B A, redis-benchmark, memtier, loadrig)
 #   sysbench      sysbench oltp_read_write and oltp_point_select (100,000 rows, 4 threads)
 #                 against loadrig's built-ins of the same names (4 clients, --threads 2; see
 #                 docs/performance.md on a thread per client), on MariaDB and PostgreSQL
@@ -49,7 +51,7 @@ which_case=${1:-all}
 secs=${2:-10}
 repeats=${3:-3}
 clients=4
-threads=2
+threads=${THREADS:-2}
 
 export LOADRIG_SERVICES_DIR=${LOADRIG_BENCH_SERVICES_DIR:-/tmp/loadrig-bench-services}
 # libpq's default sslmode is prefer, and the throwaway PostgreSQL offers TLS: pgbench and
@@ -105,8 +107,8 @@ loadrig_run() { # workload-file args...
     echo "$rate $(awk -v c="$cpu" -v n="$ok" 'BEGIN {printf "%.2f", c * 1e6 / n}')"
 }
 
-# Run each peer, then loadrig, REPEATS times (A B A B, or A B C A B C with a second peer),
-# then print the medians and the ratios against each peer.
+# Run each peer and loadrig REPEATS times, the order flipped each turn (A B B A, or A B C C B A
+# with a second peer), then print the medians and the ratios against each peer.
 
 # --- PostgreSQL --------------------------------------------------------------
 
@@ -415,7 +417,7 @@ if [[ -n ${MEMTIER:-} && ! (-f $MEMTIER && -x $MEMTIER) ]]; then
     say "MEMTIER=$MEMTIER is not an executable file (this script's header says how to build one)"
     exit 2
 fi
-echo "loadrig peer benchmarks: $clients clients, $(nproc) cores, $(date -u +%Y-%m-%d)"
+echo "loadrig peer benchmarks: $clients clients on $threads threads, $(nproc) cores, $(date -u +%Y-%m-%d)"
 case $which_case in
 pg-select) case_pg_select ;;
 pg-connect) case_pg_connect ;;
