@@ -12,9 +12,12 @@
 # pair, so the count of pairs says whether a difference of medians is more than the swing.
 # CPU_GOAL (default 1) and RATE_GOAL (default 1; empty: none) are the goals named after the
 # ratios (issue 14: at most the peer's CPU per operation, half of it pipelined; 1.1x the
-# kernel floor's).
+# kernel floor's). PAIRS_LOG=FILE appends every pair to FILE; `scripts/bench_pairs.py pool
+# FILE...` counts the pairs of several sittings together (a script that sets $compare_setup,
+# e.g. its thread count, has it added to each title, so only like runs are pooled).
 compare() {
     local title=$1 lr_fn=$4 i k ran line rate cpu
+    [[ -n ${compare_setup:-} ]] && title+=" [$compare_setup]"
     local names=("$2") fns=("$3")
     shift 4
     while (($# >= 2)); do
@@ -44,34 +47,5 @@ compare() {
     done
     local sides=()
     for k in "${!fns[@]}"; do sides+=("${names[k]}" "${rates[k]}" "${cpus[k]}"); done
-    python3 - "${CPU_GOAL:-1}" "${RATE_GOAL-1}" "${sides[@]}" <<'EOF'
-import statistics, sys
-from math import comb
-
-cpu_goal, rate_goal = sys.argv[1], sys.argv[2]
-args = sys.argv[3:]
-# (name, the runs as printed, rates, CPU per op)
-sides = [(args[i], f"{args[i + 1].strip()} | {args[i + 2].strip()}",
-          [float(x) for x in args[i + 1].split()], [float(x) for x in args[i + 2].split()])
-         for i in range(0, len(args), 3)]
-
-def sign_test(better, n):
-    """Two-sided p-value of `better` wins in `n` pairs when either side is as likely to win."""
-    tail = min(better, n - better)
-    return min(1.0, 2 * sum(comb(n, i) for i in range(tail + 1)) / 2 ** n)
-
-for name, runs, rates, cpus in sides:
-    print(f"  {name:16s} {statistics.median(rates):10.0f} ops/s {statistics.median(cpus):9.2f} client CPU µs/op   (runs: {runs})")
-_, _, lr_rates, lr_cpus = sides[-1]
-for name, _, rates, cpus in sides[:-1]:
-    n = min(len(rates), len(lr_rates))
-    faster = sum(lr_rates[i] > rates[i] for i in range(n))
-    cheaper = sum(lr_cpus[i] < cpus[i] for i in range(n))
-    goal = f">= {rate_goal}x throughput, " if rate_goal else ""
-    print(f"  loadrig/{name}: throughput {statistics.median(lr_rates) / statistics.median(rates):.2f}x, "
-          f"client CPU per op {statistics.median(lr_cpus) / statistics.median(cpus):.2f}x "
-          f"(goal: {goal}<= {cpu_goal}x CPU)")
-    print(f"  pairs where loadrig did better: throughput {faster} of {n} (sign test p = {sign_test(faster, n):.2f}), "
-          f"CPU per op {cheaper} of {n} (p = {sign_test(cheaper, n):.2f})")
-EOF
+    python3 scripts/bench_pairs.py compare "$title" "${CPU_GOAL:-1}" "${RATE_GOAL-1}" "${sides[@]}"
 }

@@ -52,6 +52,7 @@ secs=${2:-10}
 repeats=${3:-3}
 clients=4
 threads=${THREADS:-2}
+compare_setup="$clients clients, loadrig --threads $threads" # in the titles (bench-compare.sh)
 
 export LOADRIG_SERVICES_DIR=${LOADRIG_BENCH_SERVICES_DIR:-/tmp/loadrig-bench-services}
 # libpq's default sslmode is prefer, and the throwaway PostgreSQL offers TLS: pgbench and
