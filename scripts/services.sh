@@ -503,6 +503,9 @@ http {
     include /etc/nginx/mime.types;
     default_type application/octet-stream;
     access_log $dir/access.log combined buffer=64k flush=1s;
+    # /piped/: each request's connection, its number on it, and \$pipe: p when nginx found it
+    # already read behind the request before, . when it read it afresh.
+    log_format piped '\$connection \$connection_requests \$pipe \$request_uri';
     sendfile on;
     client_body_temp_path $dir/tmp/client_body;
     proxy_temp_path $dir/tmp/proxy;
@@ -527,6 +530,10 @@ http {
             keepalive_requests 5;
             access_log $dir/counted.log combined;
         }
+        location /piped/ {
+            alias $dir/www/static/;
+            access_log $dir/piped.log piped;
+        }
         location /gzip/ {
             alias $dir/www/static/;
             gzip on;
@@ -548,7 +555,8 @@ EOF
     wait_ready nginx "$dir/log" curl -fsS -o /dev/null "http://127.0.0.1:$port/static/hello.txt"
     write_fragment nginx "LOADRIG_HTTP_URL=http://127.0.0.1:$port" "LOADRIG_HTTP_PORT=$port" \
         "LOADRIG_HTTPS_URL=https://127.0.0.1:$tls_port?ca=$STATE/tls/ca.crt" \
-        "LOADRIG_HTTPS_PORT=$tls_port" "LOADRIG_HTTP_COUNTED_LOG=$dir/counted.log"
+        "LOADRIG_HTTPS_PORT=$tls_port" "LOADRIG_HTTP_COUNTED_LOG=$dir/counted.log" \
+        "LOADRIG_HTTP_PIPED_LOG=$dir/piped.log"
 }
 
 # --- commands --------------------------------------------------------------

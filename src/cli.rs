@@ -498,6 +498,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "P")]
     pub pipeline: Option<u64>,
 
+    /// When a pipelined connection writes again: `each` (default) sends a stream's next
+    /// operation as soon as its reply is read; `all` waits until all P are answered, as
+    /// redis-benchmark -P, wrk's pipeline.lua and pgbench's \endpipeline do; N waits until N
+    /// are. Each operation is still timed from its own send.
+    #[arg(long, value_name = "each|all|N")]
+    pub pipeline_refill: Option<String>,
+
     /// Stop after this long (after the warm-up).
     #[arg(long, short = 'd', value_name = "DURATION")]
     pub duration: Option<String>,

@@ -83,6 +83,44 @@ fn redis_pipelined_puts_store_exactly_the_keys_counted() {
     redis::cmd("FLUSHDB").exec(&mut c).unwrap();
 }
 
+/// `--pipeline-refill N`: streams wait for N free before writing, and still run their exact
+/// share of `--ops` when it does not divide into N (the last streams to end never wait for
+/// streams that have ended).
+#[test]
+fn redis_refill_keeps_every_streams_share_of_ops() {
+    let Some(url) = redis_db(10) else { return };
+    let mut c = redis_flushed(&url);
+    let d = Dir::new();
+    d.write("w.toml", PUTS);
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        &url,
+        "--clients",
+        "2",
+        "--pipeline",
+        "16",
+        "--pipeline-refill",
+        "5",
+        "--ops",
+        "3201",
+        "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    assert_eq!((r.load.pipeline, r.load.pipeline_refill), (16, 5));
+    assert_eq!((r.operations[0].ok, r.operations[0].errors), (3201, 0));
+    let fairness = &fairness(&d, "r.json");
+    assert_eq!(
+        (fairness["min"].as_u64(), fairness["max"].as_u64()),
+        (Some(100), Some(101))
+    );
+    let keys: usize = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(keys, 3201);
+    redis::cmd("FLUSHDB").exec(&mut c).unwrap();
+}
+
 #[test]
 fn redis_pipelined_replies_reach_the_stream_that_asked() {
     let Some(url) = redis_db(14) else { return };
@@ -263,6 +301,37 @@ fn a_bad_pipeline_in_the_workload_is_reported_at_its_place() {
         ],
     );
     assert!(err.contains("10100 client streams; at most 10000"), "{err}");
+    // --pipeline-refill: each, all or 1 to P, and only where the batch driver runs.
+    d.write(
+        "r.toml",
+        "name = \"w\"\n[load]\npipeline = 4\npipeline_refill = 5\n[[op]]\nname = \"n\"\nnop = {}\n",
+    );
+    let (_, err) = d.code(2, &["run", "r.toml", "--target", "sleep://"]);
+    assert!(err.contains("r.toml:4:19"), "{err}");
+    assert!(
+        err.contains("[load] pipeline_refill 5: expected each, all, or a number of streams from 1 to the pipeline's 4"),
+        "{err}"
+    );
+    let refill = |value: &str| {
+        let args = [
+            "run",
+            "noop",
+            "--target",
+            "sleep://",
+            "--pipeline",
+            "4",
+            "--pipeline-refill",
+            value,
+        ];
+        d.code(2, &args).1
+    };
+    assert!(refill("some").contains("--pipeline-refill some: expected each, all"));
+    assert!(refill("0").contains("--pipeline-refill 0: expected each, all"));
+    let err = refill("all");
+    assert!(
+        err.contains("--pipeline-refill 4: only the batch driver waits for several replies before writing, and this run cannot use it"),
+        "{err}"
+    );
 }
 
 #[test]

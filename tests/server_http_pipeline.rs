@@ -154,3 +154,64 @@ fn pipelining_what_the_codec_cannot_carry_exits_2_before_connecting() {
         assert!(!d.join("r.json").exists(), "nothing written");
     }
 }
+
+/// `--pipeline-refill all`: a connection writes again only once all P requests are answered,
+/// so nginx reads each group of P in one go: the first of a group afresh (`$pipe` `.`), the
+/// other P - 1 already behind it (`p`), on every connection, in order.
+#[test]
+fn refill_all_writes_each_connections_requests_p_at_a_time() {
+    let Some(_) = nginx() else { return };
+    let url = server_url("LOADRIG_HTTP_URL").unwrap();
+    let log = std::env::var("LOADRIG_HTTP_PIPED_LOG")
+        .expect("LOADRIG_HTTP_PIPED_LOG: restart nginx with this scripts/services.sh");
+    let t = tag("refill");
+    let workload = format!(
+        "name = \"refill\"\n[[op]]\nname = \"get\"\nhttp = {{ path = \"/piped/hello.txt?{t}\", expect = 200 }}\n"
+    );
+    let d = Dir::new();
+    d.write("w.toml", &workload);
+    let out = d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        &url,
+        "--clients",
+        "3",
+        "--pipeline",
+        "4",
+        "--pipeline-refill",
+        "all",
+        "--ops",
+        "600",
+        "-o",
+        "r.json",
+    ]);
+    assert!(
+        out.contains("written again once all 4 are answered"),
+        "{out}"
+    );
+    let r = d.result("r.json");
+    assert_eq!((r.load.pipeline, r.load.pipeline_refill), (4, 4));
+    let get = op(&r, "get");
+    assert_eq!((get.ok, get.errors), (600, 0));
+    // Each line: connection, its request number, $pipe, URI.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut by_connection: std::collections::BTreeMap<&str, Vec<(u64, &str)>> = Default::default();
+    for line in text.lines().filter(|l| l.contains(&t)) {
+        let f: Vec<&str> = line.split(' ').collect();
+        by_connection
+            .entry(f[0])
+            .or_default()
+            .push((f[1].parse().unwrap(), f[2]));
+    }
+    assert_eq!(by_connection.len(), 3, "{by_connection:?}");
+    for requests in by_connection.values_mut() {
+        requests.sort();
+        assert_eq!(requests.len(), 200);
+        for (i, (n, pipe)) in requests.iter().enumerate() {
+            assert_eq!(*n, i as u64 + 1);
+            let expected = if i % 4 == 0 { "." } else { "p" };
+            assert_eq!(*pipe, expected, "request {n}: {requests:?}");
+        }
+    }
+}

@@ -156,6 +156,13 @@ pub struct LoadPlan {
     /// `workers`) counts connections. Absent: 1.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub pipeline: usize,
+    /// `--pipeline-refill`: how many of a connection's streams must be free (their reply
+    /// read) before it writes their next requests. 1 (absent): each as soon as its reply is
+    /// in, a closed loop per stream; `pipeline`: once all are answered, as
+    /// `redis-benchmark -P`, wrk's pipeline.lua and pgbench's `\endpipeline` do. Only the
+    /// batch driver (`engine::pipe`) waits; the runner refuses it elsewhere.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub pipeline_refill: usize,
 }
 
 fn one() -> usize {

@@ -7,7 +7,11 @@
 //! by batching), while each operation is still timed on its own, from its own send (the
 //! previous reply of its stream, as in the closed loop) to the read that delivered its
 //! reply. Each stream keeps its own random generator, `{seq}` numbers and share of
-//! `--ops`, exactly as when it runs on a shared session (`client::run`).
+//! `--ops`, exactly as when it runs on a shared session (`client::run`). With
+//! `--pipeline-refill N` a turn writes only once N streams are free, so a server that
+//! answers a few replies per read (nginx) still gets its requests N at a time, and the
+//! client makes one write per N operations, as `redis-benchmark -P` and wrk's pipeline.lua
+//! do; a free stream's next operation starts when it is written.
 //!
 //! Used only in the closed loop without think times or time limits, and only when every
 //! operation of the workload is one the codec accepts; otherwise the streams run on shared
@@ -229,6 +233,7 @@ pub async fn drive<T: Target>(
     let Some(first) = ctxs.first() else { return };
     let deadline = first.timeline.deadline.map(|d| first.at(d));
     let mut streams: Vec<Stream<'_>> = ctxs.iter().map(Stream::new).collect();
+    let refill_at = first.plan.pipeline_refill.clamp(1, streams.len());
     let mut wire = conn.map(Wire::new);
     // Streams with a request written or queued, in request order: replies come in this order.
     let mut fifo: VecDeque<usize> = VecDeque::with_capacity(streams.len());
@@ -251,8 +256,11 @@ pub async fn drive<T: Target>(
         };
         let mut result = Ok(());
         let mut issued = 0;
+        // `--pipeline-refill`: write again only once enough streams are free. Ended streams
+        // count as free, so the last replies of a run never wait for streams that are gone.
+        let refill = streams.len() - fifo.len() >= refill_at;
         for (k, s) in streams.iter_mut().enumerate() {
-            if s.op.is_none() && !s.ends(now, deadline) {
+            if refill && s.op.is_none() && !s.ends(now, deadline) {
                 fifo.push_back(k);
                 issued += 1;
                 if let Err(e) = s.issue(now, codec, w.context.as_deref(), &mut out) {

@@ -53,6 +53,7 @@ fn closed(clients: usize) -> LoadPlan {
         start_at: None,
         connect_rate: None,
         pipeline: 1,
+        pipeline_refill: 1,
     }
 }
 

@@ -9,7 +9,7 @@ use super::shard;
 use crate::cli::RunArgs;
 use crate::engine::{Arrivals, Connection, LoadPlan, Mode};
 use crate::error::InputError;
-use crate::spec::{self, duration, LoadSection, Source};
+use crate::spec::{self, duration, LoadSection, Refill, Source};
 
 /// Open loop: a start later than this against the schedule counts as late.
 pub const DEFAULT_LATE_AFTER: Duration = Duration::from_millis(1);
@@ -115,9 +115,20 @@ pub fn resolve_load(
         start_at: None,
         connect_rate,
         pipeline: 1,
+        pipeline_refill: 1,
     };
     if let Some(g) = pipeline {
         plan.pipeline = checked_pipeline(g, &plan)? as usize;
+    }
+    let refill = pick(
+        args.pipeline_refill.clone().map(Refill::Word).as_ref(),
+        "--pipeline-refill",
+        load.pipeline_refill.as_ref(),
+        "pipeline_refill",
+        source,
+    );
+    if let Some(g) = refill {
+        plan.pipeline_refill = pipeline_refill(g, plan.pipeline)?;
     }
     if let Some(text) = &args.shard {
         if plan.pipeline > 1 {
@@ -209,6 +220,34 @@ fn checked_pipeline(g: Given<u64>, plan: &LoadPlan) -> Result<u64, InputError> {
             .help("fewer --clients (or --max-in-flight), or a smaller --pipeline"));
     }
     Ok(p)
+}
+
+/// `--pipeline-refill`: how many of a connection's `p` streams are free before it writes
+/// again, 1 to `p` (`each` is 1, `all` is `p`).
+fn pipeline_refill(g: Given<Refill>, p: usize) -> Result<usize, InputError> {
+    let n = match &g.value {
+        Refill::Streams(n) => Some(*n),
+        Refill::Word(w) => match w.trim() {
+            "each" => Some(1),
+            "all" => Some(p as u64),
+            text => text.parse().ok(),
+        },
+    };
+    match n {
+        Some(n) if (1..=p as u64).contains(&n) => Ok(n as usize),
+        _ => {
+            let given = match &g.value {
+                Refill::Streams(n) => n.to_string(),
+                Refill::Word(w) => w.clone(),
+            };
+            Err(g
+                .error(format!(
+                    "{} {given}: expected each, all, or a number of streams from 1 to the pipeline's {p}",
+                    g.name()
+                ))
+                .help("for example --pipeline 16 --pipeline-refill all, or pipeline_refill = \"all\" in [load]"))
+        }
+    }
 }
 
 /// `--warmup auto`: the warm-up is found after the run (MSER-5) instead of given.

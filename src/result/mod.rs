@@ -575,6 +575,7 @@ mod tests {
             start_at: None,
             connect_rate: Some(2500.5),
             pipeline: 4,
+            pipeline_refill: 4,
         };
         let text = serde_json::to_string(&plan).unwrap();
         assert!(text.contains(r#""mode":"open""#), "{text}");

@@ -362,9 +362,17 @@ pub fn describe(plan: &LoadPlan) -> String {
     } else {
         format!(" after {} warm-up", humantime::format_duration(plan.warmup))
     };
-    let pipelined = match plan.pipeline {
-        0 | 1 => String::new(),
-        p => format!(" x {p} on each connection (--pipeline)"),
+    let pipelined = match (plan.pipeline, plan.pipeline_refill) {
+        (0 | 1, _) => String::new(),
+        (p, 0 | 1) => format!(" x {p} on each connection (--pipeline)"),
+        (p, r) if r == p => {
+            format!(
+                " x {p} on each connection (--pipeline), written again once all {p} are answered"
+            )
+        }
+        (p, r) => {
+            format!(" x {p} on each connection (--pipeline), written again once {r} are answered")
+        }
     };
     match plan.mode {
         Mode::Closed { clients, think } => format!(
@@ -415,6 +423,15 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
     let p = plan.load.pipeline;
     if p <= 1 {
         return Ok(());
+    }
+    let refill = plan.load.pipeline_refill;
+    if refill > 1 {
+        if let Err(why) = crate::engine::pipe::batch_driver(target, &plan.load, &plan.ops) {
+            return Err(InputError::new(format!(
+                "--pipeline-refill {refill}: only the batch driver waits for several replies before writing, and this run cannot use it: {why}"
+            ))
+            .help("leave out --pipeline-refill (each stream writes as soon as its reply is in), or run a closed loop of plain operations on Redis, PostgreSQL or http:// (docs/workloads.md)"));
+        }
     }
     let scheme = plan.target.scheme();
     // A target whose sessions cannot share a connection may still pipeline through the

@@ -165,6 +165,8 @@ pub struct LoadSection {
     pub connect_rate: Option<Spanned<f64>>,
     /// Operations in flight per connection.
     pub pipeline: Option<Spanned<u64>>,
+    /// When a pipelined connection writes again: `"each"`, `"all"` or a number of streams.
+    pub pipeline_refill: Option<Spanned<Refill>>,
 }
 
 /// `[records]`: `fields = N` or `"{param}"` (YCSB's `fieldcount`).
@@ -172,6 +174,15 @@ pub struct LoadSection {
 #[serde(deny_unknown_fields)]
 struct RecordsSection {
     fields: Spanned<toml::Value>,
+}
+
+/// `[load] pipeline_refill`: a number of streams, or `"each"`, `"all"` (or a number as
+/// text, as `--pipeline-refill` gives it).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum Refill {
+    Streams(u64),
+    Word(String),
 }
 
 /// `[load] ops`: a number, or `"{param}"` naming an integer parameter (YCSB's
