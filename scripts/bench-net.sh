@@ -6,7 +6,9 @@
 #   http:  wrk -t2 -c50 on nginx's small static file  vs  loadrig, 50 clients doing GET
 #   http-pipe: the same with 16 requests pipelined per connection: wrk -s with a Lua
 #          script sending 16 requests at once (wrk's pipeline.lua)  vs  loadrig
-#          --clients 50 --pipeline 16 (50 connections, 800 streams)
+#          --clients 50 --pipeline 16 --pipeline-refill all (50 connections, 800 streams;
+#          each connection writes its 16 again once all 16 are answered, as the script does;
+#          PIPELINE_REFILL=each refills a stream as soon as its response is read)
 # Runs alternate, the order flipped each turn (peer, loadrig, loadrig, peer, ...). Each
 # process's own CPU (user + sys, from /usr/bin/time) is divided by the operations it
 # completed. Prints the medians of the repeats and the ratios loadrig / peer.
@@ -32,6 +34,12 @@ esac
 export LOADRIG_SERVICES_DIR=${LOADRIG_SERVICES_DIR:-/tmp/loadrig-bench-net}
 clients=50
 depth=16
+refill=${PIPELINE_REFILL:-all}
+case $refill in each | all) ;; *)
+    echo "PIPELINE_REFILL=$refill: expected each or all" >&2
+    exit 2
+    ;;
+esac
 
 need=()
 [[ $which == http* || $which == all ]] && need+=(nginx)
@@ -133,7 +141,7 @@ EOF
 }
 
 loadrig_http_pipe() { # --clients counts connections: 50 of them, 16 streams on each
-    loadrig_http --pipeline "$depth"
+    loadrig_http --pipeline "$depth" --pipeline-refill "$refill"
 }
 
 loadrig_case() { # workload target [loadrig options...]
@@ -163,5 +171,5 @@ if [[ $which == http || $which == all ]]; then
     compare http "wrk -t2" peer_http loadrig_http
 fi
 if [[ $which == http-pipe || $which == all ]]; then
-    CPU_GOAL=0.5 compare http-p "wrk -t2 -s pipe" peer_http_pipe loadrig_http_pipe
+    CPU_GOAL=0.5 compare "http-p, refill $refill" "wrk -t2 -s pipe" peer_http_pipe loadrig_http_pipe
 fi

@@ -7,6 +7,10 @@
 # Usage: scripts/bench-peers.sh [CASE|all] [SECONDS] [REPEATS]
 # THREADS=N (default 2) sets both sides' client threads (pgbench -j, loadrig --threads; the
 # sysbench cases keep sysbench's thread per client).
+# PIPELINE_REFILL=each|all (default all) is loadrig's --pipeline-refill in the pipelined
+# cases: all writes a connection's 16 again once all 16 are answered, as redis-benchmark -P
+# and pgbench's \endpipeline do; each refills a stream as soon as its reply is read, as
+# memtier --pipeline does.
 #   pg-select     pgbench -S -M prepared -c 4 -j 2  vs  loadrig, 4 clients, --threads 2
 #   pg-connect    pgbench -S -C -M prepared -c 4 -j 2  vs  loadrig --connection per-op
 #   pg-connect-tls  the same over TLS: pgbench with PGSSLMODE=require  vs  loadrig with
@@ -52,6 +56,12 @@ secs=${2:-10}
 repeats=${3:-3}
 clients=4
 threads=${THREADS:-2}
+refill=${PIPELINE_REFILL:-all}
+case $refill in each | all) ;; *)
+    echo "PIPELINE_REFILL=$refill: expected each or all" >&2
+    exit 2
+    ;;
+esac
 compare_setup="$clients clients, loadrig --threads $threads" # in the titles (bench-compare.sh)
 
 export LOADRIG_SERVICES_DIR=${LOADRIG_BENCH_SERVICES_DIR:-/tmp/loadrig-bench-services}
@@ -208,8 +218,8 @@ case_pg_select_only() {
 # Pipelined: pgbench sends 16 selects and one Sync, then waits for all 16 (\endpipeline);
 # loadrig with pipeline_sync=batch writes its 16 streams' selects and one Sync, and records
 # them when the batch's ReadyForQuery comes, each timed on its own (pg-pipe-op: a Sync per
-# select, each stream's next one sent as soon as its reply is read). An operation is one
-# select.
+# select). With PIPELINE_REFILL=each, a stream's next select goes out as soon as its reply
+# is read instead of once all 16 are answered. An operation is one select.
 pipe=16
 pg_pipeline_sync="batch"
 peer_pg_pipe() {
@@ -228,12 +238,12 @@ peer_pg_pipe() {
 }
 lr_pg_pipe() {
     loadrig_run "$work/pg-select.toml" --target "\${LOADRIG_PG_URL}?pipeline_sync=$pg_pipeline_sync" \
-        --pipeline "$pipe"
+        --pipeline "$pipe" --pipeline-refill "$refill"
 }
 
 case_pg_pipe() {
     pg_prepare
-    CPU_GOAL=0.5 compare "pg-pipe: primary-key selects, 16 in flight per connection, pipeline_sync=$pg_pipeline_sync" \
+    CPU_GOAL=0.5 compare "pg-pipe: primary-key selects, 16 in flight per connection, pipeline_sync=$pg_pipeline_sync, refill $refill" \
         pgbench peer_pg_pipe lr_pg_pipe
 }
 
@@ -260,11 +270,13 @@ description = "GET of 100,000 random keys, as redis-benchmark -t get -r 100000"
 name = "get"
 kv.get = { key = "key:{uniform 0..100000}" }
 TOML
-    loadrig_run "$work/redis-get.toml" --target '${LOADRIG_REDIS_URL}' --pipeline "$pipe"
+    loadrig_run "$work/redis-get.toml" --target '${LOADRIG_REDIS_URL}' --pipeline "$pipe" \
+        --pipeline-refill "$refill"
 }
 
 # memtier keeps up to --pipeline requests in flight on each connection and refills them
-# after each read (as loadrig does), where redis-benchmark -P waits for its whole batch. Its
+# after each read (loadrig's PIPELINE_REFILL=each), where redis-benchmark -P waits for its
+# whole batch (all, the default). Its
 # keys (key:1 .. key:100000, each connection drawing its own) are never set either. It counts
 # every reply; an operation is one GET.
 peer_memtier_pipe() {
@@ -291,7 +303,7 @@ case_redis_pipe() {
     need redis
     local memtier=()
     [[ -n ${MEMTIER:-} ]] && memtier=(memtier peer_memtier_pipe)
-    CPU_GOAL=0.5 compare "redis-pipe: GET, 16 in flight per connection" redis-benchmark peer_redis_pipe \
+    CPU_GOAL=0.5 compare "redis-pipe: GET, 16 in flight per connection, refill $refill" redis-benchmark peer_redis_pipe \
         lr_redis_pipe "${memtier[@]}"
 }
 
