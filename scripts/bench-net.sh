@@ -8,7 +8,8 @@
 #          script sending 16 requests at once (wrk's pipeline.lua)  vs  loadrig
 #          --clients 50 --pipeline 16 --pipeline-refill all (50 connections, 800 streams;
 #          each connection writes its 16 again once all 16 are answered, as the script does;
-#          PIPELINE_REFILL=each refills a stream as soon as its response is read)
+#          PIPELINE_REFILL=each refills a stream as soon as its response is read;
+#          PIPELINE_REFILL=both runs loadrig both ways, each as a further peer of all)
 # Runs alternate, the order flipped each turn (peer, loadrig, loadrig, peer, ...). Each
 # process's own CPU (user + sys, from /usr/bin/time) is divided by the operations it
 # completed. Prints the medians of the repeats and the ratios loadrig / peer.
@@ -35,11 +36,13 @@ export LOADRIG_SERVICES_DIR=${LOADRIG_SERVICES_DIR:-/tmp/loadrig-bench-net}
 clients=50
 depth=16
 refill=${PIPELINE_REFILL:-all}
-case $refill in each | all) ;; *)
-    echo "PIPELINE_REFILL=$refill: expected each or all" >&2
+case $refill in each | all | both) ;; *)
+    echo "PIPELINE_REFILL=$refill: expected each, all or both" >&2
     exit 2
     ;;
 esac
+lr_refill=$refill # loadrig's own run; with both, each runs as a further peer
+[[ $refill == both ]] && lr_refill=all
 
 need=()
 [[ $which == http* || $which == all ]] && need+=(nginx)
@@ -141,8 +144,9 @@ EOF
 }
 
 loadrig_http_pipe() { # --clients counts connections: 50 of them, 16 streams on each
-    loadrig_http --pipeline "$depth" --pipeline-refill "$refill"
+    loadrig_http --pipeline "$depth" --pipeline-refill "${1:-$lr_refill}"
 }
+loadrig_http_pipe_each() { loadrig_http_pipe each; }
 
 loadrig_case() { # workload target [loadrig options...]
     local workload=$1 target=$2
@@ -171,5 +175,8 @@ if [[ $which == http || $which == all ]]; then
     compare http "wrk -t2" peer_http loadrig_http
 fi
 if [[ $which == http-pipe || $which == all ]]; then
-    CPU_GOAL=0.5 compare "http-p, refill $refill" "wrk -t2 -s pipe" peer_http_pipe loadrig_http_pipe
+    each=()
+    [[ $refill == both ]] && each=("loadrig, refill each" loadrig_http_pipe_each)
+    CPU_GOAL=0.5 compare "http-p, refill $lr_refill" "wrk -t2 -s pipe" peer_http_pipe loadrig_http_pipe \
+        "${each[@]}"
 fi

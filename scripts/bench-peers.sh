@@ -10,7 +10,8 @@
 # PIPELINE_REFILL=each|all (default all) is loadrig's --pipeline-refill in the pipelined
 # cases: all writes a connection's 16 again once all 16 are answered, as redis-benchmark -P
 # and pgbench's \endpipeline do; each refills a stream as soon as its reply is read, as
-# memtier --pipeline does.
+# memtier --pipeline does; both (redis-pipe) runs loadrig both ways, each as a further peer
+# of all.
 #   pg-select     pgbench -S -M prepared -c 4 -j 2  vs  loadrig, 4 clients, --threads 2
 #   pg-connect    pgbench -S -C -M prepared -c 4 -j 2  vs  loadrig --connection per-op
 #   pg-connect-tls  the same over TLS: pgbench with PGSSLMODE=require  vs  loadrig with
@@ -57,11 +58,13 @@ repeats=${3:-3}
 clients=4
 threads=${THREADS:-2}
 refill=${PIPELINE_REFILL:-all}
-case $refill in each | all) ;; *)
-    echo "PIPELINE_REFILL=$refill: expected each or all" >&2
+case $refill in each | all | both) ;; *)
+    echo "PIPELINE_REFILL=$refill: expected each, all or both" >&2
     exit 2
     ;;
 esac
+lr_refill=$refill # loadrig's own run; with both, each runs as a further peer (redis-pipe)
+[[ $refill == both ]] && lr_refill=all
 compare_setup="$clients clients, loadrig --threads $threads" # in the titles (bench-compare.sh)
 
 export LOADRIG_SERVICES_DIR=${LOADRIG_BENCH_SERVICES_DIR:-/tmp/loadrig-bench-services}
@@ -238,12 +241,12 @@ peer_pg_pipe() {
 }
 lr_pg_pipe() {
     loadrig_run "$work/pg-select.toml" --target "\${LOADRIG_PG_URL}?pipeline_sync=$pg_pipeline_sync" \
-        --pipeline "$pipe" --pipeline-refill "$refill"
+        --pipeline "$pipe" --pipeline-refill "$lr_refill"
 }
 
 case_pg_pipe() {
     pg_prepare
-    CPU_GOAL=0.5 compare "pg-pipe: primary-key selects, 16 in flight per connection, pipeline_sync=$pg_pipeline_sync, refill $refill" \
+    CPU_GOAL=0.5 compare "pg-pipe: primary-key selects, 16 in flight per connection, pipeline_sync=$pg_pipeline_sync, refill $lr_refill" \
         pgbench peer_pg_pipe lr_pg_pipe
 }
 
@@ -271,8 +274,9 @@ name = "get"
 kv.get = { key = "key:{uniform 0..100000}" }
 TOML
     loadrig_run "$work/redis-get.toml" --target '${LOADRIG_REDIS_URL}' --pipeline "$pipe" \
-        --pipeline-refill "$refill"
+        --pipeline-refill "${1:-$lr_refill}"
 }
+lr_redis_pipe_each() { lr_redis_pipe each; }
 
 # memtier keeps up to --pipeline requests in flight on each connection and refills them
 # after each read (loadrig's PIPELINE_REFILL=each), where redis-benchmark -P waits for its
@@ -301,10 +305,11 @@ PY
 
 case_redis_pipe() {
     need redis
-    local memtier=()
-    [[ -n ${MEMTIER:-} ]] && memtier=(memtier peer_memtier_pipe)
-    CPU_GOAL=0.5 compare "redis-pipe: GET, 16 in flight per connection, refill $refill" redis-benchmark peer_redis_pipe \
-        lr_redis_pipe "${memtier[@]}"
+    local more=() # further peers: memtier, loadrig refilling each stream at once
+    [[ -n ${MEMTIER:-} ]] && more=(memtier peer_memtier_pipe)
+    [[ $refill == both ]] && more+=("loadrig, refill each" lr_redis_pipe_each)
+    CPU_GOAL=0.5 compare "redis-pipe: GET, 16 in flight per connection, refill $lr_refill" redis-benchmark peer_redis_pipe \
+        lr_redis_pipe "${more[@]}"
 }
 
 # --- MariaDB -----------------------------------------------------------------
