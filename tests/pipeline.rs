@@ -329,7 +329,7 @@ fn a_bad_pipeline_in_the_workload_is_reported_at_its_place() {
     assert!(refill("0").contains("--pipeline-refill 0: expected each, all"));
     let err = refill("all");
     assert!(
-        err.contains("--pipeline-refill 4: only the batch driver waits for several replies before writing, and this run cannot use it"),
+        err.contains("--pipeline-refill all: only the batch driver waits for several replies before writing, and this run cannot use it"),
         "{err}"
     );
 }

@@ -427,8 +427,13 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
     let refill = plan.load.pipeline_refill;
     if refill > 1 {
         if let Err(why) = crate::engine::pipe::batch_driver(target, &plan.load, &plan.ops) {
+            let shown = if refill == p {
+                "all".to_string()
+            } else {
+                refill.to_string()
+            };
             return Err(InputError::new(format!(
-                "--pipeline-refill {refill}: only the batch driver waits for several replies before writing, and this run cannot use it: {why}"
+                "--pipeline-refill {shown}: only the batch driver waits for several replies before writing, and this run cannot use it: {why}"
             ))
             .help("leave out --pipeline-refill (each stream writes as soon as its reply is in), or run a closed loop of plain operations on Redis, PostgreSQL or http:// (docs/workloads.md)"));
         }
