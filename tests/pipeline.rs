@@ -38,28 +38,30 @@ name = "miss"
 kv.get = { key = "absent{uniform 0..500}" }
 "#;
 
+/// Run [`PUTS`] on 2 connections x 16 streams with `extra` flags, into r.json: its output.
+fn pipelined_puts(d: &Dir, url: &str, extra: &[&str]) -> String {
+    d.write("w.toml", PUTS);
+    let mut args = vec![
+        "run",
+        "w.toml",
+        "--target",
+        url,
+        "--clients",
+        "2",
+        "--pipeline",
+        "16",
+    ];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-o", "r.json"]);
+    d.ok(&args)
+}
+
 #[test]
 fn redis_pipelined_puts_store_exactly_the_keys_counted() {
     let Some(url) = redis_db(13) else { return };
     let mut c = redis_flushed(&url);
     let d = Dir::new();
-    d.write("w.toml", PUTS);
-    let out = d.ok(&[
-        "run",
-        "w.toml",
-        "--target",
-        &url,
-        "--clients",
-        "2",
-        "--pipeline",
-        "16",
-        "--ops",
-        "3200",
-        "--seed",
-        "7",
-        "-o",
-        "r.json",
-    ]);
+    let out = pipelined_puts(&d, &url, &["--ops", "3200", "--seed", "7"]);
     assert!(out.contains("x 16 on each connection"), "{out}");
     let r = d.result("r.json");
     assert_eq!(r.load.pipeline, 16);
@@ -91,23 +93,11 @@ fn redis_refill_keeps_every_streams_share_of_ops() {
     let Some(url) = redis_db(10) else { return };
     let mut c = redis_flushed(&url);
     let d = Dir::new();
-    d.write("w.toml", PUTS);
-    d.ok(&[
-        "run",
-        "w.toml",
-        "--target",
-        &url,
-        "--clients",
-        "2",
-        "--pipeline",
-        "16",
-        "--pipeline-refill",
-        "5",
-        "--ops",
-        "3201",
-        "-o",
-        "r.json",
-    ]);
+    let out = pipelined_puts(&d, &url, &["--pipeline-refill", "5", "--ops", "3201"]);
+    assert!(
+        out.contains("x 16 on each connection (--pipeline), written again once 5 are answered"),
+        "{out}"
+    );
     let r = d.result("r.json");
     assert_eq!((r.load.pipeline, r.load.pipeline_refill), (16, 5));
     assert_eq!((r.operations[0].ok, r.operations[0].errors), (3201, 0));

@@ -160,8 +160,7 @@ fn pipelining_what_the_codec_cannot_carry_exits_2_before_connecting() {
 /// other P - 1 already behind it (`p`), on every connection, in order.
 #[test]
 fn refill_all_writes_each_connections_requests_p_at_a_time() {
-    let Some(_) = nginx() else { return };
-    let url = server_url("LOADRIG_HTTP_URL").unwrap();
+    let Some((url, _)) = nginx() else { return };
     let log = std::env::var("LOADRIG_HTTP_PIPED_LOG")
         .expect("LOADRIG_HTTP_PIPED_LOG: restart nginx with this scripts/services.sh");
     let t = tag("refill");
@@ -169,28 +168,10 @@ fn refill_all_writes_each_connections_requests_p_at_a_time() {
         "name = \"refill\"\n[[op]]\nname = \"get\"\nhttp = {{ path = \"/piped/hello.txt?{t}\", expect = 200 }}\n"
     );
     let d = Dir::new();
-    d.write("w.toml", &workload);
-    let out = d.ok(&[
-        "run",
-        "w.toml",
-        "--target",
-        &url,
-        "--clients",
-        "3",
-        "--pipeline",
-        "4",
-        "--pipeline-refill",
-        "all",
-        "--ops",
-        "600",
-        "-o",
-        "r.json",
-    ]);
-    assert!(
-        out.contains("written again once all 4 are answered"),
-        "{out}"
-    );
-    let r = d.result("r.json");
+    let args: Vec<&str> = "-c 3 --pipeline 4 --pipeline-refill all --ops 600"
+        .split(' ')
+        .collect();
+    let r = run(&d, &url, &workload, &args);
     assert_eq!((r.load.pipeline, r.load.pipeline_refill), (4, 4));
     let get = op(&r, "get");
     assert_eq!((get.ok, get.errors), (600, 0));
