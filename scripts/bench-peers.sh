@@ -280,9 +280,8 @@ lr_redis_pipe_each() { lr_redis_pipe each; }
 
 # memtier keeps up to --pipeline requests in flight on each connection and refills them
 # after each read (loadrig's PIPELINE_REFILL=each), where redis-benchmark -P waits for its
-# whole batch (all, the default). Its
-# keys (key:1 .. key:100000, each connection drawing its own) are never set either. It counts
-# every reply; an operation is one GET.
+# whole batch (all, the default). Its keys (key:1 .. key:100000, each connection drawing
+# its own) are never set either. It counts every reply; an operation is one GET.
 peer_memtier_pipe() {
     local cpu
     cpu=$(timed "$MEMTIER" --server 127.0.0.1 --port "$LOADRIG_REDIS_PORT" \
