@@ -157,6 +157,36 @@ fn cases() -> Vec<Case> {
             vec!["w.toml:5:11", "invalid type"],
         ),
         (
+            "a load field that is a number or a string, given neither",
+            with("[params]", "[load]\nops = true\n\n[params]"),
+            vec![],
+            vec![
+                "w.toml:5:7",
+                "invalid type: boolean `true`, expected a number of operations, or \"{param}\"",
+            ],
+        ),
+        (
+            "a negative operation count",
+            with("[params]", "[load]\nops = -3\n\n[params]"),
+            vec![],
+            vec!["w.toml:5:7", "invalid value: integer `-3`, expected a number of operations"],
+        ),
+        (
+            "a pipeline refill that is neither a number nor a word",
+            with("[params]", "[load]\npipeline_refill = 1.5\n\n[params]"),
+            vec![],
+            vec![
+                "w.toml:5:19",
+                "invalid type: floating point `1.5`, expected a number of streams, or \"each\" or \"all\"",
+            ],
+        ),
+        (
+            "a switch's values in only that are not strings",
+            Some(format!("{GOOD}only = {{ mode = 3 }}\n[switches]\nmode = [\"a\", \"b\"]\n")),
+            vec![],
+            vec!["w.toml:10:17", "invalid type: integer `3`, expected a string, or a list of strings"],
+        ),
+        (
             "unknown generator",
             with("k{uniform 0..records}", "k{unform 0..records}"),
             vec![],

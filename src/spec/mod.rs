@@ -129,6 +129,48 @@ where
     })
 }
 
+/// A value a workload writes either as a whole number from 0 or as a string. Not serde's
+/// untagged enum, whose error says only "did not match any variant": this one says what
+/// was found and what was expected.
+fn number_or_string<'de, D, Out>(
+    d: D,
+    expecting: &'static str,
+    number: fn(u64) -> Out,
+    text: fn(String) -> Out,
+) -> Result<Out, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct Either<Out> {
+        expecting: &'static str,
+        number: fn(u64) -> Out,
+        text: fn(String) -> Out,
+    }
+    impl<Out> serde::de::Visitor<'_> for Either<Out> {
+        type Value = Out;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str(self.expecting)
+        }
+        fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Out, E> {
+            Ok((self.number)(n))
+        }
+        fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Out, E> {
+            match u64::try_from(n) {
+                Ok(n) => Ok((self.number)(n)),
+                Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(n), &self)),
+            }
+        }
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Out, E> {
+            Ok((self.text)(s.to_string()))
+        }
+    }
+    d.deserialize_any(Either {
+        expecting,
+        number,
+        text,
+    })
+}
+
 /// `[[verify]]`: SQL queries whose first rows must all be equal after the run.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -178,20 +220,34 @@ struct RecordsSection {
 
 /// `[load] pipeline_refill`: a number of streams, or `"each"`, `"all"` (or a number as
 /// text, as `--pipeline-refill` gives it).
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum Refill {
     Streams(u64),
     Word(String),
 }
 
+impl<'de> Deserialize<'de> for Refill {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let expecting = "a number of streams, or \"each\" or \"all\"";
+        number_or_string(d, expecting, Refill::Streams, Refill::Word)
+    }
+}
+
 /// `[load] ops`: a number, or `"{param}"` naming an integer parameter (YCSB's
 /// `operationcount`); after compiling, always a number.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum OpsCount {
     Number(u64),
     Param(String),
+}
+
+impl<'de> Deserialize<'de> for OpsCount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let expecting = "a number of operations, or \"{param}\" naming an integer parameter";
+        number_or_string(d, expecting, OpsCount::Number, OpsCount::Param)
+    }
 }
 
 impl OpsCount {

@@ -40,7 +40,7 @@ pub(super) struct OpSection {
     #[serde(rename = "let")]
     lets: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
     /// The op exists only for these switch values.
-    pub only: Option<Spanned<BTreeMap<String, Choices>>>,
+    pub only: Option<Spanned<BTreeMap<String, OneOrMany>>>,
     /// A native op runs on this peer instead of the target.
     on: Option<Spanned<String>>,
     /// `pause = { keying = "18s", think = "12s", only = { ... } }`: TPC-C's keying time
@@ -53,15 +53,39 @@ pub(super) struct OpSection {
 struct PauseSection {
     keying: Option<Spanned<String>>,
     think: Option<Spanned<String>>,
-    only: Option<Spanned<BTreeMap<String, Choices>>>,
+    only: Option<Spanned<BTreeMap<String, OneOrMany>>>,
 }
 
-/// One switch value or several, in `only = { NAME = ... }`.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub(super) enum Choices {
-    One(String),
-    Many(Vec<String>),
+/// One string or a list of them: a switch's values in `only = { NAME = ... }`, an LDAP
+/// attribute's values. Not serde's untagged enum, whose error says only "did not match any
+/// variant": this one names what was found.
+#[derive(Debug)]
+pub(super) struct OneOrMany(Vec<String>);
+
+impl<'de> Deserialize<'de> for OneOrMany {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = OneOrMany;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string, or a list of strings")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<OneOrMany, E> {
+                Ok(OneOrMany(vec![s.to_string()]))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<OneOrMany, A::Error> {
+                let mut all = Vec::new();
+                while let Some(s) = seq.next_element::<String>()? {
+                    all.push(s);
+                }
+                Ok(OneOrMany(all))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -155,7 +179,7 @@ struct StepSection {
     ldap: Option<LdapSection>,
     http: Option<Spanned<HttpArgs>>,
     capture: Option<Spanned<Vec<String>>>,
-    only: Option<Spanned<BTreeMap<String, Choices>>>,
+    only: Option<Spanned<BTreeMap<String, OneOrMany>>>,
     /// `when = "NAME"`, or `when = ["NAME", "!OTHER", ...]`: every one must hold.
     when: Option<Spanned<WhenForm>>,
     on: Option<Spanned<String>>,
@@ -235,24 +259,17 @@ struct LdapBind {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum AttrValues {
-    One(String),
-    Many(Vec<String>),
-}
-
-#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LdapEntry {
     dn: Spanned<String>,
-    attrs: Spanned<BTreeMap<String, AttrValues>>,
+    attrs: Spanned<BTreeMap<String, OneOrMany>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LdapModify {
     dn: Spanned<String>,
-    replace: Spanned<BTreeMap<String, AttrValues>>,
+    replace: Spanned<BTreeMap<String, OneOrMany>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1311,18 +1328,15 @@ impl OpCompiler<'_> {
 
     fn attrs(
         &mut self,
-        attrs: &Spanned<BTreeMap<String, AttrValues>>,
+        attrs: &Spanned<BTreeMap<String, OneOrMany>>,
         captures: &[(String, usize)],
     ) -> Result<Vec<(String, Vec<Template>)>, InputError> {
         let span = attrs.span();
         let mut out = Vec::new();
         for (name, values) in attrs.get_ref() {
-            let values: Vec<&String> = match values {
-                AttrValues::One(v) => vec![v],
-                AttrValues::Many(v) => v.iter().collect(),
-            };
             let compiled = values
-                .into_iter()
+                .0
+                .iter()
                 .map(|v| self.template_at(v, &span, captures))
                 .collect::<Result<_, _>>()?;
             out.push((name.clone(), compiled));
@@ -1677,7 +1691,7 @@ impl OpCompiler<'_> {
     /// of the listed values.
     pub fn keeps(
         &self,
-        only: &Option<Spanned<BTreeMap<String, Choices>>>,
+        only: &Option<Spanned<BTreeMap<String, OneOrMany>>>,
     ) -> Result<bool, InputError> {
         let Some(only) = only else { return Ok(true) };
         let mut keep = true;
@@ -1688,10 +1702,7 @@ impl OpCompiler<'_> {
                     format!("only: '{name}' is not a switch: declare it in [switches]"),
                 ));
             };
-            let listed: Vec<&String> = match listed {
-                Choices::One(v) => vec![v],
-                Choices::Many(v) => v.iter().collect(),
-            };
+            let listed: Vec<&String> = listed.0.iter().collect();
             if let Some(bad) = listed.iter().find(|v| !choices.contains(v)) {
                 return Err(self.source.error(
                     only.span(),
