@@ -171,6 +171,43 @@ where
     })
 }
 
+/// A value a workload writes either as one string or as a list of strings (`when`, `only`,
+/// LDAP attribute values). Not serde's untagged enum, whose error says only "did not match
+/// any variant": this one says what was found and what was expected.
+fn string_or_list<'de, D, Out>(
+    d: D,
+    expecting: &'static str,
+    one: fn(String) -> Out,
+    many: fn(Vec<String>) -> Out,
+) -> Result<Out, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct Either<Out> {
+        expecting: &'static str,
+        one: fn(String) -> Out,
+        many: fn(Vec<String>) -> Out,
+    }
+    impl<'de, Out> serde::de::Visitor<'de> for Either<Out> {
+        type Value = Out;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str(self.expecting)
+        }
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Out, E> {
+            Ok((self.one)(s.to_string()))
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Out, A::Error> {
+            let all = serde::de::value::SeqAccessDeserializer::new(seq);
+            Vec::<String>::deserialize(all).map(self.many)
+        }
+    }
+    d.deserialize_any(Either {
+        expecting,
+        one,
+        many,
+    })
+}
+
 /// `[[verify]]`: SQL queries whose first rows must all be equal after the run.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

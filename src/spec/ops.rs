@@ -57,34 +57,14 @@ struct PauseSection {
 }
 
 /// One string or a list of them: a switch's values in `only = { NAME = ... }`, an LDAP
-/// attribute's values. Not serde's untagged enum, whose error says only "did not match any
-/// variant": this one names what was found.
+/// attribute's values.
 #[derive(Debug)]
 pub(super) struct OneOrMany(Vec<String>);
 
 impl<'de> Deserialize<'de> for OneOrMany {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = OneOrMany;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string, or a list of strings")
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<OneOrMany, E> {
-                Ok(OneOrMany(vec![s.to_string()]))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<OneOrMany, A::Error> {
-                let mut all = Vec::new();
-                while let Some(s) = seq.next_element::<String>()? {
-                    all.push(s);
-                }
-                Ok(OneOrMany(all))
-            }
-        }
-        d.deserialize_any(Visitor)
+        let one = |s| OneOrMany(vec![s]);
+        super::string_or_list(d, "a string, or a list of strings", one, OneOrMany)
     }
 }
 
@@ -202,23 +182,8 @@ enum WhenForm {
 
 impl<'de> Deserialize<'de> for WhenForm {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Form;
-        impl<'de> serde::de::Visitor<'de> for Form {
-            type Value = WhenForm;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str(
-                    "a value's name, \"NAME\" or \"!NAME\", or a list of them: [\"!a\", \"b\"]",
-                )
-            }
-            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<WhenForm, E> {
-                Ok(WhenForm::One(s.to_string()))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<WhenForm, A::Error> {
-                let all = serde::de::value::SeqAccessDeserializer::new(seq);
-                Vec::<String>::deserialize(all).map(WhenForm::All)
-            }
-        }
-        d.deserialize_any(Form)
+        let expecting = "a value's name, \"NAME\" or \"!NAME\", or a list of them: [\"!a\", \"b\"]";
+        super::string_or_list(d, expecting, WhenForm::One, WhenForm::All)
     }
 }
 
