@@ -412,8 +412,10 @@ fn peers(plan: &RunPlan) -> Result<Vec<PeerTarget>, InputError> {
 /// `--pipeline P` above 1 needs a target whose connections carry several operations at
 /// once, and operations that hold no state on the connection between their steps.
 fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputError> {
+    // Whether this run can use the engine's batch driver, and if not, why.
+    let driver = crate::engine::pipe::batch_driver(target, &plan.load, &plan.ops);
     if let Some(option) = target.needs_batch_driver() {
-        if let Err(why) = crate::engine::pipe::batch_driver(target, &plan.load, &plan.ops) {
+        if let Err(why) = &driver {
             return Err(InputError::new(format!(
                 "{option}: only the batch driver can run it, and this run cannot use the driver: {why}"
             ))
@@ -426,7 +428,7 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
     }
     let refill = plan.load.pipeline_refill;
     if refill > 1 {
-        if let Err(why) = crate::engine::pipe::batch_driver(target, &plan.load, &plan.ops) {
+        if let Err(why) = &driver {
             let shown = if refill == p {
                 "all".to_string()
             } else {
@@ -441,8 +443,7 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
     let scheme = plan.target.scheme();
     // A target whose sessions cannot share a connection may still pipeline through the
     // engine's batch driver, when this run can use it (http://).
-    let batched = crate::engine::pipe::codec_for(target, &plan.load, &plan.ops).is_some();
-    if let (Some(why), false) = (target.cannot_pipeline(), batched) {
+    if let (Some(why), false) = (target.cannot_pipeline(), driver.is_ok()) {
         return Err(InputError::new(format!(
             "--pipeline {p}: {scheme}:// targets cannot pipeline: {why}"
         ))
