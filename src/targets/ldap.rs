@@ -56,6 +56,7 @@ use ldap3::{
 };
 use tokio::task::JoinHandle;
 
+use super::socket;
 use super::tls::Tls;
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
@@ -348,7 +349,7 @@ impl LdapSession {
             )
         };
         let started = Instant::now();
-        let tcp = tokio::net::TcpStream::connect(&dir.addr)
+        let tcp = socket::connect(&dir.addr)
             .await
             .and_then(|t| t.into_std())
             .map_err(|e| cannot(&e))?;

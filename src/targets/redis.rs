@@ -43,10 +43,10 @@ use std::time::{Duration, Instant};
 
 use ::redis::{IntoConnectionInfo, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use super::pipelined::{Batched, Codec, Context, Inbox, Shared};
 use super::readbuf::ReadBuf;
+use super::socket;
 use super::tls::{NetStream, Tls};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
@@ -245,7 +245,7 @@ impl RedisSession {
         let mut last = None;
         let mut stream = None;
         for addr in &login.addrs {
-            match TcpStream::connect(addr).await {
+            match socket::connect(addr).await {
                 Ok(s) => {
                     stream = Some(s);
                     break;
@@ -266,10 +266,6 @@ impl RedisSession {
                 ))
             }
         };
-        // Requests are small and answered one by one: never wait to coalesce them.
-        stream
-            .set_nodelay(true)
-            .map_err(|e| io_error(&login.shown, e))?;
         let tcp = started.elapsed();
         let stream = login.tls.wrap(&login.host, stream, &login.shown).await?;
         let tls = login.tls.is_on().then(|| started.elapsed() - tcp);

@@ -56,7 +56,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 mod batch;
 mod head;
@@ -66,6 +65,7 @@ use head::Framing;
 use super::attachment::{self, Attachment, Check};
 use super::pipelined::{Batched, Codec};
 use super::readbuf::ReadBuf;
+use super::socket;
 use super::tls::{NetStream, Tls};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
@@ -252,10 +252,8 @@ async fn open(server: &Server) -> Result<NetStream, OpError> {
         let started = Instant::now();
         let mut last = None;
         for addr in &server.addrs {
-            match TcpStream::connect(addr).await {
+            match socket::connect(addr).await {
                 Ok(s) => {
-                    // Requests are answered one by one: never wait to coalesce them.
-                    let _ = s.set_nodelay(true);
                     let tcp = started.elapsed();
                     let stream = server.tls.wrap(&server.host, s, &server.shown).await?;
                     server.phases.record(PhaseTimes {

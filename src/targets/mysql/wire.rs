@@ -37,7 +37,6 @@ use mysql_common::packets::{
 use mysql_common::proto::MySerialize;
 use mysql_common::value::{BinValue, ValueDeserializer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use super::Param;
 use crate::stats::connect_phases::{PhaseClock, PhaseTimes};
@@ -114,10 +113,9 @@ pub async fn connect(
     phases: &PhaseClock,
 ) -> Result<Option<Wire>, OpError> {
     let started = Instant::now();
-    let tcp = TcpStream::connect((login.host, login.port))
+    let tcp = socket::connect((login.host, login.port))
         .await
         .map_err(io)?;
-    tcp.set_nodelay(true).map_err(io)?;
     let tcp_time = started.elapsed();
     let mut w = Wire {
         tcp: NetStream::Plain(tcp),

@@ -81,6 +81,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use super::attachment::Attachment;
 use super::endpoint::Endpoint;
 use super::pipelined::{Batched, Codec};
+use super::socket;
 use super::sql::{
     check_arity, handshake, kv_table, sqlstate_class, Dialect, Isolation, Kv, Prepared,
 };
@@ -379,7 +380,7 @@ impl Postgres {
 impl Postgres {
     /// A TCP connection to the server (no delay), within the connect timeout.
     async fn tcp(&self) -> Result<TcpStream, OpError> {
-        let connecting = TcpStream::connect((self.host.as_str(), self.port));
+        let connecting = socket::connect((self.host.as_str(), self.port));
         let tcp = match tokio::time::timeout(self.timeout, connecting).await {
             Ok(Ok(tcp)) => tcp,
             Ok(Err(e)) => {
@@ -398,7 +399,6 @@ impl Postgres {
                 ))
             }
         };
-        let _ = tcp.set_nodelay(true);
         Ok(tcp)
     }
 }
