@@ -493,8 +493,8 @@ pub struct RunArgs {
     pub connect_rate: Option<String>,
 
     /// Up to P operations in flight on each connection, each from a client stream of its
-    /// own (Redis pipelining, PostgreSQL pipeline mode): --clients C opens C connections and
-    /// runs C x P streams. Default 1.
+    /// own (Redis pipelining, PostgreSQL pipeline mode, HTTP/1.1 pipelining, LDAP message
+    /// ids): --clients C opens C connections and runs C x P streams. Default 1.
     #[arg(long, value_name = "P")]
     pub pipeline: Option<u64>,
 

@@ -77,12 +77,53 @@ fn redis_pipelined_puts_store_exactly_the_keys_counted() {
         (fairness["min"].as_u64(), fairness["max"].as_u64()),
         (Some(100), Some(100))
     );
-    let mut names: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+    assert_only_puts_stored(&mut c, 3200);
+}
+
+/// The database holds exactly the keys of [`PUTS`]'s first `n` operations; then emptied.
+fn assert_only_puts_stored(c: &mut redis::Connection, n: u64) {
+    let mut names: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
     names.sort();
-    let mut expected: Vec<String> = (0..3200).map(|i| format!("loadrig:p{i}")).collect();
+    let mut expected: Vec<String> = (0..n).map(|i| format!("loadrig:p{i}")).collect();
     expected.sort();
     assert_eq!(names, expected);
-    redis::cmd("FLUSHDB").exec(&mut c).unwrap();
+    redis::cmd("FLUSHDB").exec(c).unwrap();
+}
+
+/// Over TLS the batch driver pipelines (rediss://); what only the shared connection could
+/// run (an open loop) is refused before connecting, with the reason.
+#[test]
+fn rediss_pipelined_puts_store_exactly_the_keys_counted() {
+    let (Some(tls), Some(plain)) = (server_url("LOADRIG_REDIS_TLS_URL"), redis_db(15)) else {
+        return;
+    };
+    let url = tls.replace("/0?", "/15?");
+    let mut c = redis_flushed(&plain);
+    let d = Dir::new();
+    pipelined_puts(&d, &url, &["--ops", "1600", "--pipeline-refill", "all"]);
+    let r = d.result("r.json");
+    assert_eq!(r.target.tls.as_deref(), Some("verified"));
+    let puts = &r.operations[0];
+    assert_eq!((puts.ok, puts.errors, puts.rows), (1600, 0, 1600));
+    assert_only_puts_stored(&mut c, 1600);
+    d.write("w.toml", PUTS);
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "w.toml",
+            "--target",
+            &url,
+            "--pipeline",
+            "4",
+            "--rate",
+            "100",
+        ],
+    );
+    assert!(
+        err.contains("rediss:// targets cannot pipeline this run: over TLS (rediss://) only the batch driver pipelines, and this run cannot use it: an open loop (--rate)"),
+        "{err}"
+    );
 }
 
 /// `--pipeline-refill N`: streams wait for N free before writing, and still run their exact

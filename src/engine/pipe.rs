@@ -17,14 +17,13 @@
 //! operation of the workload is one the codec accepts; otherwise the streams run on shared
 //! sessions (`targets::pipelined::Shared`). With one stream per connection (`--pipeline
 //! 1`) only for codecs that say it is cheaper there (`Codec::one_in_flight`). A reply the
-//! codec says ends the connection (`Codec::closes`) makes the driver reconnect at once.
+//! codec says ends the connection (`Codec::closes`) makes the driver reconnect at once and
+//! write again the requests the server left unread behind it.
 
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-use tokio::net::TcpStream;
 
 use super::client::{record, Chooser, ClientCtx, Intervals, RECONNECT_FIRST, RECONNECT_MAX};
 use super::{Connection, LoadPlan, Mode};
@@ -32,7 +31,7 @@ use crate::clock::Instant;
 use crate::spec::OpSpec;
 use crate::targets::pipelined::{BatchEnd, Batched, Codec, Context};
 use crate::targets::readbuf::ReadBuf;
-use crate::targets::socket;
+use crate::targets::tls::NetStream;
 use crate::targets::Target;
 use crate::vocab::{ErrorClass, OpError, Outcome};
 
@@ -94,6 +93,9 @@ struct Stream<'a> {
     /// In a batch closed by one message (`Codec::batch`): its operation's reply and when it
     /// was read, kept until the batch ends.
     reply: Option<(Result<Outcome, OpError>, Instant)>,
+    /// Its request in flight as written, where the server may end the connection after
+    /// an earlier reply (`Codec::closes`): sent again on the next connection.
+    request: Vec<u8>,
     /// The connection was replaced since its last operation was recorded.
     reconnected: bool,
 }
@@ -109,6 +111,7 @@ impl<'a> Stream<'a> {
             quota: ctx.ops_share(),
             op: None,
             reply: None,
+            request: Vec::new(),
             reconnected: false,
         }
     }
@@ -138,7 +141,13 @@ impl<'a> Stream<'a> {
         let i = self.chooser.pick();
         self.op = Some((i, now));
         let op = self.chooser.bind(i);
-        (codec.encode)(&op, context, out)
+        let at = out.len();
+        (codec.encode)(&op, context, out)?;
+        if codec.closes.is_some() {
+            self.request.clear();
+            self.request.extend_from_slice(&out[at..]);
+        }
+        Ok(())
     }
 
     /// Record the outcome of its operation in flight, which ended at `now`.
@@ -166,7 +175,7 @@ impl<'a> Stream<'a> {
 
 /// The socket and the replies read from it.
 struct Wire {
-    stream: TcpStream,
+    stream: NetStream,
     shown: String,
     context: Option<Arc<Context>>,
     inbuf: ReadBuf,
@@ -188,10 +197,10 @@ impl Wire {
 
     /// Write all of `out`, then read what has arrived (waiting for at least one byte).
     async fn exchange(&mut self, out: &mut Vec<u8>) -> Result<(), OpError> {
-        let written = socket::write_all(&self.stream, out).await;
+        let written = self.stream.send_all(out).await;
         out.clear();
         written.map_err(|e| self.fail(e))?;
-        match socket::fill(&self.stream, &mut self.inbuf).await {
+        match self.stream.fill(&mut self.inbuf).await {
             Ok(0) => {
                 let closed = format!("{} closed the connection", self.shown);
                 Err(OpError::new(ErrorClass::Connect, closed))
@@ -239,6 +248,8 @@ pub async fn drive<T: Target>(
     let mut fifo: VecDeque<usize> = VecDeque::with_capacity(streams.len());
     // With `Codec::batch`: the operations of each batch written and not ended, oldest first.
     let mut batches: VecDeque<Batch> = VecDeque::new();
+    // Streams whose request the server left unread when it ended the connection, in order.
+    let mut resend: Vec<usize> = Vec::new();
     let mut out = Vec::with_capacity(4096);
     if wire.is_some() {
         (codec.prepare)(first.ops, &mut out);
@@ -251,6 +262,11 @@ pub async fn drive<T: Target>(
                 None => return,
             }
             (codec.prepare)(first.ops, &mut out);
+            // A stream whose operation failed while reconnecting has none left to send.
+            for k in resend.drain(..).filter(|&k| streams[k].op.is_some()) {
+                out.extend_from_slice(&streams[k].request);
+                fifo.push_back(k);
+            }
             now = Instant::now();
             continue;
         };
@@ -280,14 +296,24 @@ pub async fn drive<T: Target>(
         }
         // One clock read for every reply of this read.
         now = Instant::now();
+        let mut closed = false;
         if result.is_ok() {
             roll(&mut streams, now);
             result = match &codec.batch {
-                None => hand_out(w, codec, &mut streams, &mut fifo, now),
+                None => hand_out(w, codec, &mut streams, &mut fifo, now).map(|c| closed = c),
                 Some(end) => {
                     hand_out_batched(w, codec, end, &mut streams, &mut fifo, &mut batches, now)
                 }
             };
+        }
+        if closed {
+            // The server ended the connection after a reply (`Connection: close`), so it
+            // read none of the requests behind it: they go again on the next connection,
+            // as RFC 9112 §9.3.2 asks, each still timed from its first send.
+            resend.extend(fifo.drain(..));
+            out.clear();
+            wire = None;
+            continue;
         }
         if let Err(e) = result {
             // The connection's state is unknown: every operation in flight fails with it.
@@ -301,14 +327,15 @@ pub async fn drive<T: Target>(
     }
 }
 
-/// Record every whole reply read on the stream whose request it answers.
+/// Record every whole reply read on the stream whose request it answers: whether the
+/// server ends the connection after the last of them.
 fn hand_out(
     w: &mut Wire,
     codec: &Codec,
     streams: &mut [Stream<'_>],
     fifo: &mut VecDeque<usize>,
     now: Instant,
-) -> Result<(), OpError> {
+) -> Result<bool, OpError> {
     while let Some((reply, last)) = w.next_reply(codec)? {
         let reply = &w.inbuf[reply];
         let Some(k) = fifo.pop_front() else {
@@ -319,13 +346,10 @@ fn hand_out(
         let result = kind.map_or(Ok(Outcome::rows(0)), |kind| (codec.decode)(kind, reply));
         s.complete(result, now);
         if last {
-            return Err(OpError::new(
-                ErrorClass::Connect,
-                format!("{} ended the connection after an earlier reply", w.shown),
-            ));
+            return Ok(true);
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Move every stream's intervals up to `now`, before recording the replies of a read.
@@ -460,7 +484,10 @@ async fn reconnect<T: Target>(
                 for s in streams.iter_mut() {
                     let Some(iv) = s.iv.as_mut() else { continue };
                     iv.roll(now);
-                    s.op = Some((s.chooser.pick(), now));
+                    // A request waiting to go again fails here; the others fail a new one.
+                    if s.op.is_none() {
+                        s.op = Some((s.chooser.pick(), now));
+                    }
                     s.complete(Err(e.clone()), now);
                 }
             }

@@ -437,15 +437,20 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
             return Err(InputError::new(format!(
                 "--pipeline-refill {shown}: only the batch driver waits for several replies before writing, and this run cannot use it: {why}"
             ))
-            .help("leave out --pipeline-refill (each stream writes as soon as its reply is in), or run a closed loop of plain operations on Redis, PostgreSQL or http:// (docs/workloads.md)"));
+            .help("leave out --pipeline-refill (each stream writes as soon as its reply is in), or run a closed loop of plain operations on Redis, PostgreSQL or HTTP (docs/workloads.md)"));
         }
     }
     let scheme = plan.target.scheme();
     // A target whose sessions cannot share a connection may still pipeline through the
     // engine's batch driver, when this run can use it (http://).
-    if let (Some(why), false) = (target.cannot_pipeline(), driver.is_ok()) {
+    if let (Some(why), Err(no_driver)) = (target.cannot_pipeline(), &driver) {
+        // Name what keeps the driver out, where the target has one.
+        let because = match target.batch_codec() {
+            Some(_) => format!(", and this run cannot use it: {no_driver}"),
+            None => String::new(),
+        };
         return Err(InputError::new(format!(
-            "--pipeline {p}: {scheme}:// targets cannot pipeline: {why}"
+            "--pipeline {p}: {scheme}:// targets cannot pipeline this run: {why}{because}"
         ))
         .help("run with --pipeline 1, and more --clients for more operations in flight"));
     }

@@ -22,6 +22,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 use super::readbuf::ReadBuf;
+use super::tls::NetStream;
 use crate::spec::{OpKind, OpSpec};
 use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 
@@ -51,8 +52,9 @@ pub struct Codec {
     /// For a protocol whose server may end the connection after a reply (HTTP's
     /// `Connection: close`): frames a reply as `frame_len` does and says, from the same
     /// parse, whether it is the server's last on the connection; the batch driver then uses
-    /// it instead of `frame_len`, reconnects at once after such a reply, and the requests it
-    /// wrote after that one fail with class `connect`. `None`: no reply ends the connection.
+    /// it instead of `frame_len`, reconnects at once after such a reply, and writes the
+    /// requests it wrote after that one again on the new connection (the server read none
+    /// of them). `None`: no reply ends the connection.
     pub closes: Option<FrameCloses>,
     /// What a new connection sends before its first request, for the workload's
     /// operations (PostgreSQL prepares their statements); its replies must belong to the
@@ -81,7 +83,7 @@ pub fn prepare_nothing(_: &[OpSpec], _: &mut Vec<u8>) {}
 
 /// A connection, logged in, handed over to the engine's batch driver.
 pub struct Batched {
-    pub stream: TcpStream,
+    pub stream: NetStream,
     /// HOST:PORT, for messages.
     pub shown: String,
     /// What the codec needs to write this connection's requests (HTTP's Host and paths),

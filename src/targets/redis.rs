@@ -149,11 +149,11 @@ impl Target for Redis {
 
     fn cannot_pipeline(&self) -> Option<&'static str> {
         // The shared wire drives a plain socket's readiness itself; a TLS stream's records
-        // do not map onto that, so rediss:// answers one operation at a time for now.
+        // do not map onto that, so over TLS only the batch driver pipelines.
         self.login
             .tls
             .is_on()
-            .then_some("pipelining over TLS (rediss://) is not built yet")
+            .then_some("over TLS (rediss://) only the batch driver pipelines")
     }
 
     async fn connect_shared(&self, n: usize) -> Result<Vec<RedisSession>, OpError> {
@@ -161,20 +161,20 @@ impl Target for Redis {
     }
 
     fn batch_codec(&self) -> Option<&'static Codec> {
-        (!self.login.tls.is_on()).then_some(&BATCH_CODEC)
+        Some(&BATCH_CODEC)
     }
 
     async fn connect_batched(&self) -> Result<Batched, OpError> {
         let session = self.connect().await?;
         match session.wire {
-            Wire::Own(NetStream::Plain(stream)) => Ok(Batched {
+            Wire::Own(stream) => Ok(Batched {
                 stream,
                 shown: session.login.shown.clone(),
                 context: None,
             }),
-            _ => Err(OpError::new(
+            Wire::Shared(..) => Err(OpError::new(
                 ErrorClass::Other,
-                "the batch driver needs a plain TCP connection",
+                "the batch driver needs a connection of its own",
             )),
         }
     }

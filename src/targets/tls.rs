@@ -24,12 +24,12 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use super::TargetUrl;
+use super::{socket, TargetUrl};
 use crate::error::InputError;
 pub use crate::vocab::TlsMode;
 use crate::vocab::{ErrorClass, OpError};
@@ -298,6 +298,36 @@ impl ServerCertVerifier for AcceptAnyCertificate {
 pub enum NetStream {
     Plain(TcpStream),
     Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl NetStream {
+    /// Read what has arrived into the room at the end of `buf` (waiting for at least one
+    /// byte): the bytes read, 0 when the peer closed. Plain TCP reads with `try_read`
+    /// ([`socket::fill`]); TLS reads and decrypts what its records hold.
+    pub async fn fill(&mut self, buf: &mut super::readbuf::ReadBuf) -> io::Result<usize> {
+        match self {
+            NetStream::Plain(tcp) => socket::fill(tcp, buf).await,
+            NetStream::Tls(tls) => {
+                buf.rewind_if_drained();
+                let n = tls.read(buf.spare()).await?;
+                buf.advance(n);
+                Ok(n)
+            }
+        }
+    }
+
+    /// Write all of `bytes`. TLS is flushed after: its stream may keep the last records in
+    /// its own buffer when the socket's is full, and a request must leave before its reply
+    /// is awaited.
+    pub async fn send_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            NetStream::Plain(tcp) => socket::write_all(tcp, bytes).await,
+            NetStream::Tls(tls) => {
+                tls.write_all(bytes).await?;
+                tls.flush().await
+            }
+        }
+    }
 }
 
 impl AsyncRead for NetStream {

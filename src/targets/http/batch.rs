@@ -23,7 +23,6 @@ use super::head::{self, Framing};
 use super::{escape_key, status_error, write_request, HttpArgs, Server, Status, NO_HEADERS};
 use crate::spec::OpKind;
 use crate::targets::pipelined::{Batched, Codec, Context};
-use crate::targets::tls::NetStream;
 use crate::vocab::{ErrorClass, NativeOp, Op, OpError, Outcome};
 
 pub static CODEC: Codec = Codec {
@@ -37,16 +36,10 @@ pub static CODEC: Codec = Codec {
     batch: None,
 };
 
-/// Open one plain connection for the batch driver.
+/// Open one connection (TLS for https://) for the batch driver.
 pub async fn connect(server: &Arc<Server>) -> Result<Batched, OpError> {
-    let NetStream::Plain(stream) = super::open(server).await? else {
-        return Err(OpError::new(
-            ErrorClass::Other,
-            "the batch driver needs a plain TCP connection",
-        ));
-    };
     Ok(Batched {
-        stream,
+        stream: super::open(server).await?,
         shown: server.shown.clone(),
         context: Some(Arc::clone(server) as Arc<Context>),
     })

@@ -197,18 +197,15 @@ impl Target for Http {
     /// Its sessions never share a connection: `--pipeline` goes through the batch driver
     /// only ([`batch`]), which the runner checks the run can use.
     fn cannot_pipeline(&self) -> Option<&'static str> {
-        if self.server.tls.is_on() {
-            Some("HTTP/1.1 pipelining is built for plain http:// only")
-        } else if self.server.attachment.is_some() {
-            Some("HTTP/1.1 pipelining does not carry attachments")
+        Some(if self.server.attachment.is_some() {
+            "HTTP/1.1 pipelining does not carry attachments"
         } else {
-            Some("HTTP/1.1 pipelining needs the closed loop without think time or --op-timeout, persistent connections, and operations that are get, put, delete or http requests other than HEAD, without capture, when, on, retry, let or pause")
-        }
+            "only the batch driver pipelines HTTP/1.1 requests"
+        })
     }
 
     fn batch_codec(&self) -> Option<&'static Codec> {
-        let plain = !self.server.tls.is_on() && self.server.attachment.is_none();
-        plain.then_some(&batch::CODEC)
+        self.server.attachment.is_none().then_some(&batch::CODEC)
     }
 
     fn connect_batched(&self) -> impl Future<Output = Result<Batched, OpError>> {

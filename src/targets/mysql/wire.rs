@@ -36,7 +36,6 @@ use mysql_common::packets::{
 };
 use mysql_common::proto::MySerialize;
 use mysql_common::value::{BinValue, ValueDeserializer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::Param;
 use crate::stats::connect_phases::{PhaseClock, PhaseTimes};
@@ -378,15 +377,7 @@ impl Wire {
 
     /// Read what the server has sent (waiting for at least one byte) into `inbuf`.
     async fn fill(&mut self) -> Result<(), OpError> {
-        let n = match &mut self.tcp {
-            NetStream::Plain(tcp) => socket::fill(tcp, &mut self.inbuf).await.map_err(io)?,
-            NetStream::Tls(tls) => {
-                self.inbuf.rewind_if_drained();
-                let n = tls.read(self.inbuf.spare()).await.map_err(io)?;
-                self.inbuf.advance(n);
-                n
-            }
-        };
+        let n = self.tcp.fill(&mut self.inbuf).await.map_err(io)?;
         if n == 0 {
             return Err(OpError::new(
                 ErrorClass::Connect,
@@ -743,10 +734,7 @@ fn whole_packet(inbuf: &mut ReadBuf, seq: &mut u8) -> Result<Option<usize>, OpEr
 /// Write all of `bytes`: on plain TCP with `try_write`, which for a statement is one system
 /// call and no future, waiting for writability only when the socket's buffer is full.
 async fn write_all(tcp: &mut NetStream, bytes: &[u8]) -> Result<(), OpError> {
-    match tcp {
-        NetStream::Plain(tcp) => socket::write_all(tcp, bytes).await.map_err(io),
-        tls => tls.write_all(bytes).await.map_err(io),
-    }
+    tcp.send_all(bytes).await.map_err(io)
 }
 
 /// The first column of a text row (NULL as empty).

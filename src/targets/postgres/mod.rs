@@ -323,7 +323,7 @@ impl Target for Postgres {
     }
 
     fn connect_batched(&self) -> impl Future<Output = Result<Batched, OpError>> {
-        wire::connect(self)
+        wire::connect_batched(self)
     }
 }
 

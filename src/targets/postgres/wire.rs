@@ -41,6 +41,7 @@ use crate::spec::{OpKind, OpSpec};
 use crate::stats::connect_phases::PhaseTimes;
 use crate::targets::pipelined::{BatchEnd, Batched, Codec, Context};
 use crate::targets::sql::{Dialect, Kv};
+use crate::targets::tls::NetStream;
 use crate::vocab::{ErrorClass, NativeOp, Op, OpError, Outcome};
 
 /// The extended protocol for the batch driver, used at `--pipeline 1` too (`one_in_flight`): one
@@ -321,9 +322,9 @@ pub(super) fn server_error(body: &[u8]) -> OpError {
     OpError::new(super::sqlstate_error(code), format!("{code} {text}"))
 }
 
-/// Open and log in a connection for the batch driver, timing its phases as
+/// Open and log in a connection of loadrig's own client, timing its phases as
 /// [`Postgres::connect`] does.
-pub async fn connect(pg: &Postgres) -> Result<Batched, OpError> {
+pub async fn connect(pg: &Postgres) -> Result<TcpStream, OpError> {
     let started = Instant::now();
     let mut tcp = pg.tcp().await?;
     let tcp_time = started.elapsed();
@@ -356,8 +357,13 @@ pub async fn connect(pg: &Postgres) -> Result<Batched, OpError> {
         tls: None,
         auth: Some(started.elapsed() - tcp_time),
     });
+    Ok(tcp)
+}
+
+/// A connection for the batch driver.
+pub async fn connect_batched(pg: &Postgres) -> Result<Batched, OpError> {
     Ok(Batched {
-        stream: tcp,
+        stream: NetStream::Plain(connect(pg).await?),
         shown: format!("{}:{}", pg.host, pg.port),
         context: None,
     })

@@ -61,10 +61,9 @@ struct Conn {
 
 /// Open and log in ([`wire::connect`], which times the phases).
 pub(super) async fn connect(pg: &Postgres) -> Result<WireSession, OpError> {
-    let batched = wire::connect(pg).await?;
     Ok(WireSession {
         conn: Conn {
-            tcp: batched.stream,
+            tcp: wire::connect(pg).await?,
             out: BytesMut::with_capacity(512),
             inbuf: ReadBuf::new(8192),
             named: 0,
