@@ -181,11 +181,12 @@ fn insecure_connects_without_the_ca_and_the_result_says_so() {
 }
 
 /// A connect workload's 30 connections (2 clients, `--ops 30`) on `url`: the phases the
-/// result gives, after checking every connection has its TCP phase.
+/// result gives, after checking every connection has its TCP phase, and that the console
+/// and the report show the phases the result has.
 fn phases_of_connect_run(name: &str, url: &str) -> loadrig::result::ConnectPhasesRecord {
     let d = Dir::new();
     d.write("c.toml", CONNECT);
-    d.code(
+    let (stdout, _) = d.code(
         0,
         &[
             "run",
@@ -198,6 +199,8 @@ fn phases_of_connect_run(name: &str, url: &str) -> loadrig::result::ConnectPhase
             "30",
             "-o",
             "r.json",
+            "--report",
+            "r.html",
         ],
     );
     let r = d.result("r.json");
@@ -206,6 +209,21 @@ fn phases_of_connect_run(name: &str, url: &str) -> loadrig::result::ConnectPhase
     // The 30 operations' connections, and the clients' own (at least one each).
     assert!(phases.tcp.count >= 32, "{name}: {phases:?}");
     assert!(phases.tcp.min_ns > 0, "{name}: {phases:?}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("connection phases: tcp p50 "))
+        .unwrap_or_else(|| panic!("{name}: no phases line in\n{stdout}"));
+    let count = format!(" over {} connections", phases.tcp.count);
+    assert!(line.ends_with(&count), "{name}: {line}");
+    assert_eq!(line.contains(", tls p50 "), phases.tls.is_some(), "{line}");
+    assert_eq!(
+        line.contains(", auth p50 "),
+        phases.auth.is_some(),
+        "{line}"
+    );
+    let html = std::fs::read_to_string(d.join("r.html")).unwrap();
+    assert!(html.contains("<h3>Connections</h3>"), "{name}");
+    assert!(html.contains("<th>connection phases</th>"), "{name}");
     phases
 }
 

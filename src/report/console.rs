@@ -9,8 +9,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::engine::{IntervalData, LoadProgress, Observer};
 use crate::result::validity::Validity;
-use crate::result::{FigureRecord, IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus};
+use crate::result::{
+    ConnectRecord, FigureRecord, IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus,
+};
 use crate::spec::duration::human_ns;
+use crate::stats::LatencySummary;
 
 pub const INTERVAL_HEADER: &str =
     "interval   elapsed          ok        ops/s   errors       p50       p99       max";
@@ -246,22 +249,71 @@ pub fn summary(r: &RunResult) -> String {
         let _ = writeln!(out, "note: {note}");
     }
     if let Some(c) = &r.connect {
-        let pace = c.rate_per_s.map_or_else(
-            || "unpaced".to_string(),
-            |r| format!("paced at {}/s", thousands(r as u64)),
-        );
-        let _ = writeln!(
-            out,
-            "connect: {} clients in {} ({pace})",
-            thousands(c.clients as u64),
-            human_ns(c.seconds * 1e9)
-        );
+        for (what, line) in connect_rows(c) {
+            let _ = writeln!(out, "{what}: {line}");
+        }
     }
     if let Some(v) = &r.validity {
         let _ = writeln!(out, "{}", rig_line(v));
         let _ = writeln!(out, "validity: {}", v.line());
     }
     out
+}
+
+/// The connect phase in rows (console lines, the report's table): the clients and their
+/// pace, those that could not connect, and each phase of every connection the target
+/// timed (TCP, TLS, login).
+pub fn connect_rows(c: &ConnectRecord) -> Vec<(&'static str, String)> {
+    let pace = c.rate_per_s.map_or_else(
+        || "unpaced".to_string(),
+        |r| format!("paced at {}/s", thousands(r as u64)),
+    );
+    let mut rows = vec![(
+        "connect",
+        format!(
+            "{} clients in {} ({pace})",
+            thousands(c.clients as u64),
+            human_ns(c.seconds * 1e9)
+        ),
+    )];
+    if c.failed_clients > 0 {
+        let classes: Vec<String> = c
+            .errors_by_class
+            .iter()
+            .map(|(class, n)| format!("{} {}", class.name(), thousands(*n)))
+            .collect();
+        let mut line = format!(
+            "{} clients ({})",
+            thousands(c.failed_clients as u64),
+            classes.join(", ")
+        );
+        if let Some(first) = &c.first_error {
+            let _ = write!(line, "; first: {first}");
+        }
+        rows.push(("could not connect", line));
+    }
+    if let Some(p) = &c.phases {
+        let phase = |name: &str, s: &LatencySummary| {
+            format!(
+                "{name} p50 {} p99 {} max {}",
+                human_ns(s.p50_ns as f64),
+                human_ns(s.p99_ns as f64),
+                human_ns(s.max_ns as f64)
+            )
+        };
+        let mut parts = vec![phase("tcp", &p.tcp)];
+        parts.extend(p.tls.as_ref().map(|s| phase("tls", s)));
+        parts.extend(p.auth.as_ref().map(|s| phase("auth", s)));
+        rows.push((
+            "connection phases",
+            format!(
+                "{} over {} connections",
+                parts.join(", "),
+                thousands(p.tcp.count)
+            ),
+        ));
+    }
+    rows
 }
 
 /// The rig's own figures in one line: CPU, hiccups, fairness, Little's law.

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::console::{rate, thousands};
+use super::console::{connect_rows, rate, thousands};
 use super::plot::{self, Plot, RunView};
 use crate::result::validity::Validity;
 use crate::result::{OpResult, RunResult, RunStatus};
@@ -510,6 +510,11 @@ fn setup(h: &mut String, r: &RunResult) {
         ));
     }
     kv_table(h, &rows);
+
+    if let Some(c) = &r.connect {
+        h.push_str("<h3>Connections</h3>\n");
+        kv_table(h, &connect_rows(c));
+    }
 
     h.push_str("<h3>Load</h3>\n");
     // Every field of the load as the file has it, in name order.
