@@ -195,6 +195,63 @@ fn operations_and_keys_are_ycsbs() {
     }
 }
 
+#[test]
+fn zipfian_keys_are_ycsbs_key_chooser() {
+    let d = Dir::new();
+    // No inserts (A): YCSB's ScrambledZipfianGenerator(0, recordcount) has recordcount + 1
+    // numbers and number recordcount is drawn again, so every key is a loaded one and the
+    // hottest is where number 0 hashes: fnvhash64(0) % 201 = 57 (% 200 would be 11).
+    let count = "2000";
+    let args = [
+        "ops",
+        "ycsb-a",
+        "--count",
+        count,
+        "--json",
+        "--seed",
+        "7",
+        "--set",
+        "recordcount=200",
+        "--set",
+        "insertorder=ordered",
+    ];
+    let ops: Vec<Value> = d
+        .ok(&args)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(ops.len(), 2000);
+    let mut hits = vec![0u32; RECORDS as usize];
+    for op in &ops {
+        let n: u64 = op["key"].as_str().unwrap()[4..].parse().unwrap();
+        assert!(n < RECORDS, "{op} is not a loaded key");
+        hits[n as usize] += 1;
+    }
+    assert_eq!((0..RECORDS).max_by_key(|&n| hits[n as usize]), Some(57));
+    assert_eq!((fnv(0) % 201, fnv(0) % 200), (57, 11));
+    // With inserts (E): every scan starts at or below the newest key this client has
+    // inserted so far, and some start above the loaded ones.
+    let ops = ops_json(
+        &d,
+        "ycsb-e",
+        &["--set", "insertorder=ordered", "--set", "maxscanlength=5"],
+    );
+    let mut newest = RECORDS - 1;
+    let mut above = 0;
+    for op in &ops {
+        let n: u64 = op["key"].as_str().unwrap()[4..].parse().unwrap();
+        match op["op"].as_str().unwrap() {
+            "insert" => newest = n,
+            "scan" => {
+                assert!(n <= newest, "{op} after inserts up to {newest}");
+                above += u32::from(n >= RECORDS);
+            }
+            other => panic!("{other}"),
+        }
+    }
+    assert!(above > 0, "no scan of an inserted key");
+}
+
 /// YCSB's `Utils.fnvhash64`.
 fn fnv(n: u64) -> u64 {
     let mut hash: i64 = 0xCBF29CE484222325u64 as i64;

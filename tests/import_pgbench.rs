@@ -273,6 +273,105 @@ fn unsupported_constructs_exit_2_with_line_and_column() {
     }
 }
 
+/// The first line of `import`'s stderr, which must exit 2.
+fn refusal(script: &str) -> String {
+    let dir = Dir::new();
+    let out = import(&dir, script);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{script}: {err}");
+    assert!(out.stdout.is_empty(), "{script}");
+    err.lines().next().unwrap_or("").to_string()
+}
+
+/// pgbench matches function names in any case (`RANDOM(1, 10)` runs there).
+#[test]
+fn function_names_are_case_insensitive() {
+    let dir = Dir::new();
+    let script = "\\set a RANDOM(1, 10)
+\\set z Random_Zipfian(1, 100, 1.5)
+\\set g RANDOM_GAUSSIAN(1, 100, 2.5)
+\\set e random_Exponential(1, 100, 5)
+SELECT :a, :z, :g, :e;
+";
+    let toml = stdout(&import(&dir, script));
+    for t in [
+        r#"a = "{uniform 1..11}""#,
+        r#"z = "{zipf 1..101 1.5}""#,
+        r#"g = "{gaussian 1..101 2.5}""#,
+        r#"e = "{exponential 1..101 5}""#,
+    ] {
+        assert!(toml.contains(t), "{t} in {toml}");
+    }
+    // A function loadrig has no generator for is named as written.
+    assert_eq!(
+        refusal("\\set a SQRT(4)\nSELECT 1;\n"),
+        "error: script.sql:1:8: function SQRT() is not supported: loadrig has no generator for it"
+    );
+}
+
+/// pgbench (since PostgreSQL 12) stops a script whose random_zipfian parameter lies outside
+/// [1.001, 1000]; the import refuses it at the parameter, and takes both ends.
+#[test]
+fn random_zipfian_takes_pgbenchs_parameter_range_only() {
+    for s in ["1", "0.5", "1.0009", "1000.5", "2000"] {
+        assert_eq!(
+            refusal(&format!("\\set z random_zipfian(1, 100, {s})\nSELECT :z;\n")),
+            format!("error: script.sql:1:31: random_zipfian's parameter {s} is out of range: pgbench stops with \"zipfian parameter must be in range [1.001, 1000]\" (since PostgreSQL 12); use a parameter in that range"),
+        );
+    }
+    let dir = Dir::new();
+    let script = "\\set a random_zipfian(1, 100, 1.001)\n\\set b random_zipfian(1, 100, 1000)\nSELECT :a, :b;\n";
+    let toml = stdout(&import(&dir, script));
+    assert!(toml.contains(r#"a = "{zipf 1..101 1.001}""#), "{toml}");
+    assert!(toml.contains(r#"b = "{zipf 1..101 1000}""#), "{toml}");
+}
+
+/// pgbench sends a pipeline's statements in order with one draw of each `\set` value;
+/// loadrig's pipelined statements are operations of their own, each drawing its own values
+/// in an order of its own, so a drawn value two statements share is refused at the second
+/// use. A constant, or a value each statement uses alone, translates.
+#[test]
+fn a_drawn_value_shared_across_a_pipeline_is_refused() {
+    let shared = "\\set aid random(1, 10)
+\\startpipeline
+UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;
+SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
+\\endpipeline
+";
+    assert_eq!(
+        refusal(shared),
+        "error: script.sql:4:51: :aid is drawn once and the statement on line 3 of this pipeline uses it too: loadrig runs each pipelined statement as an operation of its own, with its own draw and in an order of its own, so they would not share the value; to keep them together, replace \\startpipeline … \\endpipeline with BEGIN; … END; (one transaction), or \\set a variable for each statement if separate draws are what you mean"
+    );
+    // The same statement twice: pgbench sends the one value twice.
+    let twice = "\\set aid random(1, 10)\n\\startpipeline\nSELECT :aid;\n  SELECT 1 + :aid;\n\\endpipeline\n";
+    assert!(
+        refusal(twice)
+            .starts_with("error: script.sql:4:14: :aid is drawn once and the statement on line 3"),
+        "{}",
+        refusal(twice)
+    );
+    // The fix the message gives translates: one transaction, one draw.
+    let dir = Dir::new();
+    let tx = shared
+        .replace("\\startpipeline", "BEGIN;")
+        .replace("\\endpipeline", "END;");
+    let toml = stdout(&import(&dir, &tx));
+    assert!(
+        toml.contains("let = { aid = \"{uniform 1..11}\" }"),
+        "{toml}"
+    );
+    assert!(toml.contains("tx = ["), "{toml}");
+    // A constant is the same value everywhere; :scale and :client_id are not drawn.
+    let constant = "\\set n 5\n\\startpipeline\nSELECT :n, :scale, :client_id;\nSELECT :n + 1, :scale, :client_id;\n\\endpipeline\n";
+    let toml = stdout(&import(&dir, constant));
+    assert!(toml.contains("\npipeline = 2 "), "{toml}");
+    // pgbench refuses \gset and \aset in a pipeline (the results are not there yet).
+    assert_eq!(
+        refusal("\\startpipeline\nSELECT 1 AS a \\gset\nSELECT 2;\n\\endpipeline\n"),
+        "error: script.sql:2:15: \\gset inside \\startpipeline … \\endpipeline: pgbench does not allow it either, since the results are not there yet when the next command needs them; drop it or the pipeline"
+    );
+}
+
 /// `\gset` becomes a capture: the fetched columns, named by alias or column with the
 /// prefix, are `{name}` parameters of the later statements of the transaction. Ground truth
 /// on SQLite: each transaction adds 7 to an account and then the account's new balance to

@@ -242,8 +242,9 @@ fn set_value(expr: &mut Expr) -> Result<Var, InputError> {
             return Ok(Var::Constant(p));
         }
     };
-    // The generator each function becomes; all but `random` take a parameter.
-    let generator = match func.as_str() {
+    // The generator each function becomes; all but `random` take a parameter. pgbench
+    // matches function names in any case (`RANDOM(1, 10)`).
+    let generator = match func.to_ascii_lowercase().as_str() {
         "random" => "uniform",
         "random_zipfian" => "zipf",
         "random_gaussian" => "gaussian",
@@ -275,15 +276,17 @@ fn set_value(expr: &mut Expr) -> Result<Var, InputError> {
             }
         };
         let value: f64 = s.parse().unwrap_or(f64::NAN);
-        let fine = match generator {
-            "gaussian" => value >= 2.0,
-            "exponential" => value > 0.0,
-            _ => true,
+        // pgbench's own limits: it stops the run on a parameter outside them.
+        let need = match generator {
+            "gaussian" if value < 2.0 => Some("pgbench needs at least 2.0"),
+            "exponential" if value <= 0.0 => Some("pgbench needs above 0"),
+            "zipf" if !(1.001..=1000.0).contains(&value) => Some("pgbench stops with \"zipfian parameter must be in range [1.001, 1000]\" (since PostgreSQL 12); use a parameter in that range"),
+            _ => None,
         };
-        if !fine {
+        if let Some(need) = need {
             return Err(expr.at.error(
                 expr.col(),
-                format!("{func}'s parameter {s} is out of range: pgbench needs at least 2.0 for random_gaussian and above 0 for random_exponential"),
+                format!("{func}'s parameter {s} is out of range: {need}"),
             ));
         }
         expr.pos += 1;
@@ -294,12 +297,14 @@ fn set_value(expr: &mut Expr) -> Result<Var, InputError> {
     Ok(Var::Random(template))
 }
 
-/// One SQL statement with `:name` as `$n`, the parameters' templates, the names
-/// `\gset` stores its columns under, the values that must hold for it to run (the `\if`
-/// branches it is in, as `when` names) and where it starts (line, column).
+/// One SQL statement with `:name` as `$n`, the parameters' templates and where each
+/// `:name` is (line, column), the names `\gset` stores its columns under, the values that
+/// must hold for it to run (the `\if` branches it is in, as `when` names) and where it
+/// starts (line, column).
 struct Statement {
     query: String,
     params: Vec<String>,
+    uses: Vec<(usize, usize)>,
     capture: Vec<String>,
     when: Vec<String>,
     at: (usize, usize),
@@ -362,6 +367,7 @@ impl Script {
         let stmt = sql.get_or_insert_with(|| Statement {
             query: String::new(),
             params: Vec::new(),
+            uses: Vec::new(),
             capture: Vec::new(),
             when,
             at: (at.line, indent + 1),
@@ -376,6 +382,12 @@ impl Script {
         substitute(text, &self.vars, stmt, at)?;
         if let Some((i, prefix)) = gset {
             let col = text[..i].chars().count() + 1;
+            if self.pipe_open.is_some() {
+                return Err(at.error(
+                    col,
+                    format!("{} inside \\startpipeline … \\endpipeline: pgbench does not allow it either, since the results are not there yet when the next command needs them; drop it or the pipeline", text_meta(line_text, i)),
+                ));
+            }
             let names = select_names(&stmt.query)
                 .map_err(|e| at.error(col, format!("{}: {e}", &text_meta(line_text, i))))?;
             stmt.capture = names.iter().map(|n| format!("{prefix}{n}")).collect();
@@ -769,6 +781,7 @@ fn substitute(
                 }
             };
             stmt.params.push(template);
+            stmt.uses.push((at.line, i + 1));
             out.push_str(&format!("${}", stmt.params.len()));
             i = j;
             continue;
@@ -830,10 +843,43 @@ pub fn translate(script: &str, name: &str, text: &str) -> Result<String, InputEr
         }
         _ => {}
     }
+    if s.pipelined.is_some() {
+        shared_draws_in_pipeline(script, &s)?;
+    }
     if s.statements.is_empty() {
         return Err(at.error(1, "the script has no SQL statement"));
     }
     Ok(render(script, name, &s))
+}
+
+/// Refuses a drawn `\set` value that two statements of a pipeline use. pgbench sends
+/// them one value, in script order; loadrig runs each pipelined statement as an operation
+/// of its own, which draws its own values, in an order of its own.
+fn shared_draws_in_pipeline(script: &str, s: &Script) -> Result<(), InputError> {
+    // Each value's first statement: its index and line.
+    let mut first: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for (k, st) in s.statements.iter().enumerate() {
+        for (param, &(line, col)) in st.params.iter().zip(&st.uses) {
+            let Some(var) = param.strip_prefix('{').and_then(|p| p.strip_suffix('}')) else {
+                continue;
+            };
+            if !matches!(s.vars.get(var), Some(Var::Random(_))) {
+                continue;
+            }
+            match first.get(var) {
+                Some(&(index, earlier)) if index != k => {
+                    return Err(Place { script, line }.error(col, format!(
+                        ":{var} is drawn once and the statement on line {earlier} of this pipeline uses it too: loadrig runs each pipelined statement as an operation of its own, with its own draw and in an order of its own, so they would not share the value; to keep them together, replace \\startpipeline … \\endpipeline with BEGIN; … END; (one transaction), or \\set a variable for each statement if separate draws are what you mean"
+                    )));
+                }
+                Some(_) => {}
+                None => {
+                    first.insert(var, (k, st.at.0));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn quote(s: &str) -> String {
@@ -988,6 +1034,7 @@ fn pipelined_ops(name: &str, s: &Script, lets: &str) -> String {
             inline = Statement {
                 query: st.query.clone(),
                 params: st.params.iter().map(|p| drawn(s, p)).collect(),
+                uses: Vec::new(),
                 capture: Vec::new(),
                 when: Vec::new(),
                 at: st.at,

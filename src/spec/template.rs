@@ -11,6 +11,8 @@
 //! | `zipf A..B [S]`       | Zipfian integer in A..B, exponent S (default 0.99), A hottest |
 //! | `ycsb_zipfian A..B`   | YCSB 0.17's ZipfianGenerator (an approximation), A hottest    |
 //! | `ycsb_scrambled A..B` | YCSB's ScrambledZipfianGenerator: hot keys spread by a hash   |
+//! | `ycsb_scrambled_keys N OPS I` | YCSB's `zipfian` key chooser: ycsb_scrambled over N +   |
+//! |                       | OPS·I·2 + 1 numbers, drawn again above the newest key         |
 //! | `ycsb_hotspot A..B H O` | a fraction O of draws on the first fraction H of the range  |
 //! | `ycsb_latest N`       | YCSB's SkewedLatestGenerator: the newest `seq` number (at     |
 //! |                       | least N - 1) minus a YCSB Zipfian number                      |
@@ -94,6 +96,7 @@ enum Part {
     },
     YcsbZipfian(ycsb::RangeZipfian),
     YcsbScrambled(ycsb::ScrambledZipfian),
+    YcsbScrambledKeys(ycsb::ScrambledKeys),
     YcsbHotspot(ycsb::Hotspot),
     YcsbLatest(ycsb::SkewedLatest),
     YcsbExponential(ycsb::ExponentialLatest),
@@ -414,6 +417,7 @@ fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
         }
         Part::YcsbZipfian(z) => z.sample(rng),
         Part::YcsbScrambled(z) => z.sample(rng),
+        Part::YcsbScrambledKeys(k) => k.sample(rng, st.newest, st.offset),
         Part::YcsbHotspot(h) => h.sample(rng),
         Part::YcsbLatest(l) => l.sample(rng, st.newest, st.offset, &mut st.latest),
         Part::YcsbExponential(e) => e.sample(rng, st.newest, st.offset),
@@ -456,6 +460,7 @@ fn is_number(part: &Part) -> bool {
             | Part::NuRand { .. }
             | Part::YcsbZipfian(_)
             | Part::YcsbScrambled(_)
+            | Part::YcsbScrambledKeys(_)
             | Part::YcsbHotspot(_)
             | Part::YcsbLatest(_)
             | Part::YcsbExponential(_)
@@ -466,7 +471,7 @@ fn is_number(part: &Part) -> bool {
     )
 }
 
-const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, nurand, ycsb_zipfian, ycsb_scrambled, ycsb_hotspot, ycsb_latest, ycsb_exponential, ycsb_sequential, fnvhash64, select, bytes, string, choice, client, iteration or sid";
+const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, nurand, ycsb_zipfian, ycsb_scrambled, ycsb_scrambled_keys, ycsb_hotspot, ycsb_latest, ycsb_exponential, ycsb_sequential, fnvhash64, select, bytes, string, choice, client, iteration or sid";
 
 fn compile_expr(
     expr: &str,
@@ -509,6 +514,7 @@ fn compile_words(
         "gaussian" | "exponential" => call.pgbench_skewed(),
         "nurand" => call.nurand(),
         "ycsb_zipfian" | "ycsb_scrambled" => call.ycsb_zipfian(),
+        "ycsb_scrambled_keys" => call.ycsb_scrambled_keys(),
         "ycsb_hotspot" => call.ycsb_hotspot(),
         "ycsb_latest" => call.ycsb_latest(),
         "ycsb_exponential" => call.ycsb_exponential(),
@@ -691,6 +697,34 @@ impl Call<'_> {
         } else {
             Part::YcsbScrambled(ycsb::ScrambledZipfian::new(lo, hi))
         })
+    }
+
+    fn ycsb_scrambled_keys(&self) -> Result<Part, TemplateError> {
+        self.arity(
+            3..=3,
+            "the number of records loaded, the operation count and the insert proportion: {ycsb_scrambled_keys recordcount operationcount insertproportion}",
+        )?;
+        let records = integer(self.args[0].1, self.args[0].0, self.params)?;
+        let operations = integer(self.args[1].1, self.args[1].0, self.params)?;
+        let (at, w) = self.args[2];
+        let insert = float(w, at, self.params)?;
+        if !(insert >= 0.0 && insert.is_finite()) {
+            return err(
+                at,
+                format!("ycsb_scrambled_keys's insert proportion must be a number of at least 0, not {w}"),
+            );
+        }
+        match ycsb::ScrambledKeys::new(records, operations, insert) {
+            Some(k) => Ok(Part::YcsbScrambledKeys(k)),
+            None if records == 0 => err(
+                self.args[0].0,
+                "ycsb_scrambled_keys needs at least 1 record loaded, not 0",
+            ),
+            None => err(
+                self.args[0].0,
+                format!("ycsb_scrambled_keys's {records} records plus the inserts expected overflow a 64-bit count; use fewer records"),
+            ),
+        }
     }
 
     fn ycsb_hotspot(&self) -> Result<Part, TemplateError> {
@@ -1263,6 +1297,26 @@ mod tests {
             ("{ycsb_latest 1 2}", 1, "'ycsb_latest' takes the number"),
             ("{ycsb_latest 2}", 13, "at least 3 records loaded"),
             ("{ycsb_latest name}", 13, "parameter 'name' is \"x\""),
+            (
+                "{ycsb_scrambled_keys records 10}",
+                1,
+                "'ycsb_scrambled_keys' takes the number of records loaded, the operation count",
+            ),
+            (
+                "{ycsb_scrambled_keys 0 10 0.5}",
+                21,
+                "at least 1 record loaded, not 0",
+            ),
+            (
+                "{ycsb_scrambled_keys records 10 -0.5}",
+                32,
+                "insert proportion must be a number of at least 0, not -0.5",
+            ),
+            (
+                "{ycsb_scrambled_keys 18446744073709551615 10 0.0}",
+                21,
+                "plus the inserts expected overflow a 64-bit count",
+            ),
             ("{fnvhash64}", 1, "'fnvhash64' takes a number generator"),
             (
                 "{fnvhash64 name}",
@@ -1297,6 +1351,7 @@ mod tests {
             "{ycsb_scrambled 1..9}",
             "{ycsb_hotspot 1..9 0.5 0.5}",
             "{ycsb_latest records}",
+            "{ycsb_scrambled_keys records 10 0.5}",
             "{fnvhash64 seq}",
             "{client}",
             "{records}",

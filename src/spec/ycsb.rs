@@ -171,6 +171,56 @@ impl ScrambledZipfian {
     }
 }
 
+/// `{ycsb_scrambled_keys N OPS INSERT}`: CoreWorkload's key chooser for
+/// `requestdistribution=zipfian`. YCSB makes its scrambled Zipfian over the loaded keys plus
+/// the inserts it expects, `ScrambledZipfianGenerator(0, N + E)` (max inclusive: N + E + 1
+/// numbers), so that inserts do not move the modulus, and `nextKeynum` draws again while the
+/// number is above the newest key. The newest key is the client's, as for `{ycsb_latest}`.
+#[derive(Debug, Clone)]
+pub struct ScrambledKeys {
+    records: u64,
+    scrambled: ScrambledZipfian,
+}
+
+impl ScrambledKeys {
+    /// `insert_proportion` finite and not negative. None when no key is loaded or the key
+    /// count overflows.
+    pub fn new(records: u64, operations: u64, insert_proportion: f64) -> Option<Self> {
+        let items = records
+            .checked_add(expected_new_keys(operations, insert_proportion))?
+            .checked_add(1)?;
+        (records > 0).then(|| ScrambledKeys {
+            records,
+            scrambled: ScrambledZipfian::new(0, items),
+        })
+    }
+
+    /// `seq_newest` and `offset` as for [`SkewedLatest::sample`].
+    pub fn sample<R: RngCore>(&self, rng: &mut R, seq_newest: Option<u64>, offset: u64) -> u64 {
+        let newest = newest_key(self.records, seq_newest, offset);
+        loop {
+            let key = self.scrambled.sample(rng);
+            if key <= newest {
+                return key;
+            }
+        }
+    }
+}
+
+/// CoreWorkload's `expectednewkeys = (int) (opcount * insertproportion * 2.0)`, multiplied in
+/// Java's order; Rust's cast truncates and saturates as Java's `(int)` does.
+pub fn expected_new_keys(operations: u64, insert_proportion: f64) -> u64 {
+    (operations as f64 * insert_proportion * 2.0) as i32 as u64
+}
+
+/// The newest key number a client knows: N - 1 (plus a growth study's offset) until its
+/// `{seq}` hands out a larger number, then that number. YCSB's threads share one
+/// acknowledged insert counter; loadrig's clients share nothing while they run.
+fn newest_key(records: u64, seq_newest: Option<u64>, offset: u64) -> u64 {
+    let first = records - 1 + offset;
+    seq_newest.map_or(first, |n| n.max(first))
+}
+
 /// `{ycsb_hotspot A..B HOT_SET HOT_OPN}`: YCSB's `HotspotIntegerGenerator(A, B - 1, HOT_SET,
 /// HOT_OPN)`: a fraction HOT_OPN of draws uniform over the first HOT_SET of the range, the rest
 /// uniform over the others.
@@ -240,7 +290,7 @@ impl SkewedLatest {
         cache: &mut Option<LatestZipfian>,
     ) -> u64 {
         let first = self.records - 1 + offset;
-        let newest = seq_newest.map_or(first, |n| n.max(first));
+        let newest = newest_key(self.records, seq_newest, offset);
         let zipf = match cache {
             Some(c) if c.first == first && c.newest == newest => c.zipf,
             _ => {
@@ -278,8 +328,7 @@ impl ExponentialLatest {
     }
 
     pub fn sample<R: RngCore>(&self, rng: &mut R, seq_newest: Option<u64>, offset: u64) -> u64 {
-        let first = self.records - 1 + offset;
-        let newest = seq_newest.map_or(first, |n| n.max(first));
+        let newest = newest_key(self.records, seq_newest, offset);
         loop {
             // YCSB's `(long) (-log(u) / gamma)` with u in (0, 1], so the draw is finite.
             let u = 1.0 - rng.random::<f64>();

@@ -203,20 +203,26 @@ fn exact_zipf_matches_the_zipf_law() {
     }
 }
 
-#[test]
-fn scrambled_matches_ycsbs_zipfian_hashed_onto_the_range() {
-    // Reference: the exact masses of the first million Zipfian numbers, each put on its key
-    // through the hash; the rest (42 % of the mass, spread over ten thousand million numbers)
-    // evenly over the keys: how unevenly the hash spreads it (a standard deviation of about
-    // 0.14 % of a key's share) is far under the 4.5 % a key's count varies by in these draws.
-    let (lo, keys) = (100, 1000);
-    let gen = ScrambledZipfian::new(lo, lo + keys);
+/// The distribution of `gen`'s keys, from its first: the exact masses of the first million
+/// Zipfian numbers, each put on its key through the hash; the rest (42 % of the mass, spread
+/// over ten thousand million numbers) evenly over the keys: how unevenly the hash spreads it
+/// (a standard deviation of about 0.14 % of a key's share at 1000 keys) is far under the
+/// 4.5 % a key's count varies by in the tests' draws.
+fn scrambled_pmf(gen: &ScrambledZipfian) -> Vec<f64> {
     let head = gen.zipf.pmf(1_000_000);
     let tail = 1.0 - head.iter().sum::<f64>();
-    let mut expected = vec![tail / keys as f64; keys as usize];
+    let mut pmf = vec![tail / gen.items as f64; gen.items as usize];
     for (n, p) in head.iter().enumerate() {
-        expected[(gen.key(n as u64) - lo) as usize] += p;
+        pmf[(gen.key(n as u64) - gen.lo) as usize] += p;
     }
+    pmf
+}
+
+#[test]
+fn scrambled_matches_ycsbs_zipfian_hashed_onto_the_range() {
+    let (lo, keys) = (100, 1000);
+    let gen = ScrambledZipfian::new(lo, lo + keys);
+    let expected = scrambled_pmf(&gen);
     let values = draws(
         "{ycsb_scrambled 100..1100}",
         500_000,
@@ -234,6 +240,62 @@ fn scrambled_matches_ycsbs_zipfian_hashed_onto_the_range() {
         (0..1000).max_by_key(|&k| observed[k])
     );
     assert!((expected[hottest as usize] - 1.0 / SCRAMBLED_ZETAN).abs() < 0.002);
+}
+
+#[test]
+fn scrambled_keys_without_inserts_are_ycsbs_over_one_more_key() {
+    // YCSB's ScrambledZipfianGenerator(0, 1000) has 1001 numbers: number 0 hashes to key
+    // 144 (fnvhash64(0) % 1001), where over 1000 keys it would be 211. Key 1000 is above
+    // the newest loaded key, so it is drawn again.
+    let values = draws(
+        "{ycsb_scrambled_keys records 1000 0.0}",
+        100_000,
+        16,
+        &mut GenState::new(0, 1, 0),
+    );
+    // `counts` fails on any draw of 1000 or more.
+    let c = counts(&values, 0, 1000);
+    assert_eq!((0..1000).max_by_key(|&k| c[k]), Some(144));
+    assert_eq!(fnvhash64(0) % 1001, 144);
+    assert_eq!(fnvhash64(0) % 1000, 211);
+}
+
+#[test]
+fn expected_new_keys_is_cores_int_cast() {
+    assert_eq!(expected_new_keys(1000, 0.05), 100);
+    assert_eq!(expected_new_keys(1000, 0.0005), 1);
+    assert_eq!(expected_new_keys(1000, 0.000_49), 0, "0.98 truncated");
+    assert_eq!(expected_new_keys(1000, 0.0), 0);
+    assert_eq!(
+        expected_new_keys(u64::MAX, 1.0),
+        i32::MAX as u64,
+        "saturated"
+    );
+    assert!(ScrambledKeys::new(0, 1000, 0.0).is_none());
+    assert!(ScrambledKeys::new(u64::MAX - 5, 1000, 0.05).is_none());
+}
+
+/// Draws of `{ycsb_scrambled_keys records 1000 0.05}` (YCSB's E: 100 expected inserts, so
+/// 1101 numbers) by the client `st` against the scrambled Zipfian's distribution over those
+/// 1101 keys conditioned on keys up to `newest`, YCSB's redraw above the newest key.
+fn scrambled_keys_match_reference(st: &mut GenState, newest: u64, seed: u64) {
+    let values = draws("{ycsb_scrambled_keys records 1000 0.05}", 200_000, seed, st);
+    let full = scrambled_pmf(&ScrambledZipfian::new(0, 1101));
+    let kept = &full[..=newest as usize];
+    let mass: f64 = kept.iter().sum();
+    let expected: Vec<f64> = kept.iter().map(|p| p / mass).collect();
+    let p = chi_square_p(&counts(&values, 0, newest as usize + 1), &expected);
+    assert!(p >= ALPHA, "newest {newest}: p = {p}");
+}
+
+#[test]
+fn scrambled_keys_are_ycsbs_scrambled_zipfian_up_to_the_newest_key() {
+    let mut st = GenState::new(0, 1, 1);
+    scrambled_keys_match_reference(&mut st, 999, 17);
+    // After 50 inserts by this client its newest key is 1049: the inserted keys are drawn
+    // too, the modulus stays 1101.
+    draws("{seq records}", 50, 18, &mut st);
+    scrambled_keys_match_reference(&mut st, 1049, 19);
 }
 
 #[test]
