@@ -128,9 +128,17 @@ tx = [
         "w.toml",
         &workload("retry = { on = [\"constraint\"], max = 2 }"),
     );
-    let r = run(&d, "5", &[]);
+    let r = run(&d, "5", &["--report", "r.html"]);
     let op = &r.operations[0];
     assert_eq!((op.ok, op.errors, op.retries), (0, 5, 10));
+    // Every retry was of a constraint error, and the summary and the report say so.
+    let by_class: Vec<_> = op.retries_by_class.iter().collect();
+    assert_eq!(by_class, [(&ErrorClass::Constraint, &10)]);
+    let summary = loadrig::report::console::summary(&r);
+    let line = format!("retries in {}: constraint 10", op.name);
+    assert!(summary.lines().any(|l| l == line), "{summary}");
+    let html = std::fs::read_to_string(d.join("r.html")).unwrap();
+    assert!(html.contains("<h3>Retries</h3>"));
     assert_eq!(d.sqlite_count("SELECT count(*) FROM loadrig_a"), 5);
     assert_eq!(d.sqlite_count("SELECT count(*) FROM loadrig_b"), 0);
 }

@@ -28,7 +28,7 @@ use crate::spec::{GenState, OpKind, OpSpec, Repeat, Step, When};
 use crate::stats::OpCounters;
 use crate::targets::peer::{PeerSession, PeerTarget};
 use crate::targets::{Session, Target};
-use crate::vocab::{ErrorClass, Op, OpError, Outcome, StatementCounts, StatementKind};
+use crate::vocab::{ErrorClass, ErrorCounts, Op, OpError, Outcome, StatementCounts, StatementKind};
 
 /// Everything a client needs, borrowed from the engine for the run.
 pub struct ClientCtx<'a> {
@@ -357,8 +357,9 @@ struct Worker<'a, T: Target> {
     session: Option<T::Session>,
     per_op: bool,
     chooser: Chooser<'a>,
-    /// Retries, reconnects and statements since the caller last took them.
-    retries: u64,
+    /// Retries (by the class retried), reconnects and statements since the caller last
+    /// took them.
+    retries: ErrorCounts,
     reconnects: u64,
     statements: StatementCounts,
     /// After a failed reconnect, the next try waits until then.
@@ -441,7 +442,7 @@ impl<'a, T: Target> Worker<'a, T> {
             match (&result, &spec.retry) {
                 (Err(e), Some(retry)) if retry.on.contains(&e.class) && attempt < retry.max => {
                     attempt += 1;
-                    self.retries += 1;
+                    self.retries[e.class] += 1;
                     ctx.wait_until(Instant::now() + retry.backoff * attempt)
                         .await;
                 }
@@ -620,8 +621,8 @@ impl<'a, T: Target> Worker<'a, T> {
     /// Move the retries and reconnects counted since the last call into `c`.
     #[inline]
     fn settle(&mut self, c: &mut OpCounters) {
-        if self.retries + self.reconnects > 0 {
-            c.retries += std::mem::take(&mut self.retries);
+        if self.reconnects > 0 || self.retries != ErrorCounts::default() {
+            c.retries += &std::mem::take(&mut self.retries);
             c.reconnects += std::mem::take(&mut self.reconnects);
         }
         c.statements += &std::mem::take(&mut self.statements);
@@ -701,7 +702,7 @@ pub async fn run<T: Target>(target: &T, session: Option<T::Session>, ctx: &Clien
         session: if per_op { None } else { session },
         per_op,
         chooser: Chooser::new(ctx.ops, ctx.plan.seed, ctx.stream(), clients, ctx.slots),
-        retries: 0,
+        retries: ErrorCounts::default(),
         statements: StatementCounts::default(),
         reconnects: 0,
         next_connect: None,

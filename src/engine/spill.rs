@@ -265,7 +265,7 @@ struct Counters {
     service: String,
     lag: String,
     late: u64,
-    retries: u64,
+    retries: Vec<u64>,
     reconnects: u64,
     statements: [u64; 3],
     rolled_back: u64,
@@ -292,7 +292,7 @@ impl Spilled {
                     service: encode(&c.service),
                     lag: encode(&c.lag),
                     late: c.late,
-                    retries: c.retries,
+                    retries: c.retries.iter().map(|(_, n)| n).collect(),
                     reconnects: c.reconnects,
                     statements: [c.statements.read, c.statements.write, c.statements.other],
                     rolled_back: c.rolled_back,
@@ -308,10 +308,14 @@ impl Spilled {
             .ops
             .into_iter()
             .map(|c| {
-                let mut errors = ErrorCounts::default();
-                for (class, n) in ErrorClass::ALL.into_iter().zip(c.errors) {
-                    errors[class] = n;
-                }
+                let by_class = |counts: Vec<u64>| {
+                    let mut by = ErrorCounts::default();
+                    for (class, n) in ErrorClass::ALL.into_iter().zip(counts) {
+                        by[class] = n;
+                    }
+                    by
+                };
+                let errors = by_class(c.errors);
                 Ok(OpCounters {
                     ok: c.ok,
                     errors,
@@ -320,7 +324,7 @@ impl Spilled {
                     service: decode(&c.service)?,
                     lag: decode(&c.lag)?,
                     late: c.late,
-                    retries: c.retries,
+                    retries: by_class(c.retries),
                     reconnects: c.reconnects,
                     statements: StatementCounts {
                         read: c.statements[0],

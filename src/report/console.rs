@@ -228,6 +228,7 @@ pub fn summary(r: &RunResult) -> String {
         );
     }
     error_lines(&mut out, &rows);
+    retry_lines(&mut out, &rows);
     statement_line(&mut out, &r.total);
     open_loop_lines(&mut out, r);
     let c = &r.total.interval_counts;
@@ -429,6 +430,19 @@ fn error_lines(out: &mut String, rows: &[&OpResult]) {
                 truncate(&m.message, 120)
             );
         }
+    }
+}
+
+/// For each operation retried under its retry policy: the retries by the class retried
+/// (an operation that succeeded after a retry is in `ok`, so the table does not show them).
+fn retry_lines(out: &mut String, rows: &[&OpResult]) {
+    for op in rows.iter().filter(|op| op.retries > 0) {
+        let classes: Vec<String> = op
+            .retries_by_class
+            .iter()
+            .map(|(c, n)| format!("{} {}", c.name(), thousands(*n)))
+            .collect();
+        let _ = writeln!(out, "retries in {}: {}", op.name, classes.join(", "));
     }
 }
 

@@ -463,6 +463,7 @@ mod tests {
             error_messages: Vec::new(),
             rows: 0,
             retries: 0,
+            retries_by_class: ErrorsByClass::new(),
             reconnects: 0,
             rolled_back: 0,
             throughput_per_s: 0.0,

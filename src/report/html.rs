@@ -73,6 +73,7 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
     h.push_str("<h2 id=\"summary\">Summary</h2>\n");
     summary_table(&mut h, runs);
     errors_table(&mut h, runs);
+    retries_table(&mut h, runs);
     run_notes(&mut h, runs);
     interval_counts_table(&mut h, runs);
     validity_table(&mut h, runs);
@@ -295,6 +296,40 @@ fn errors_table(h: &mut String, runs: &[(String, RunResult)]) {
                     esc(class),
                     thousands(n),
                     esc(&message)
+                );
+            }
+        }
+    }
+    h.push_str("</tbody></table></div>\n");
+}
+
+/// Attempts repeated under the operations' retry policies, by the class retried.
+fn retries_table(h: &mut String, runs: &[(String, RunResult)]) {
+    if !runs
+        .iter()
+        .any(|(_, r)| r.operations.iter().any(|o| o.retries > 0))
+    {
+        return;
+    }
+    let several = runs.len() > 1;
+    h.push_str("<h3>Retries</h3>\n<div class=\"table-wrap\"><table>\n<thead><tr>");
+    if several {
+        h.push_str("<th class=\"text\">run</th>");
+    }
+    h.push_str("<th class=\"text\">operation</th><th class=\"text\">class retried</th><th>retries</th></tr></thead>\n<tbody>\n");
+    for (label, r) in runs {
+        for o in r.operations.iter().filter(|o| o.retries > 0) {
+            for (class, n) in &o.retries_by_class {
+                h.push_str("<tr>");
+                if several {
+                    let _ = write!(h, "<td class=\"text\">{}</td>", esc(label));
+                }
+                let _ = writeln!(
+                    h,
+                    "<td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td></tr>",
+                    esc(&o.name),
+                    class.name(),
+                    thousands(*n)
                 );
             }
         }

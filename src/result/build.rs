@@ -13,7 +13,7 @@ use super::{
 use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
 use crate::spec::{FigureSpec, OpSpec, Workload};
 use crate::stats::{Hist, LatencySummary, OpCounters, SeriesSummary};
-use crate::vocab::TlsMode;
+use crate::vocab::{ErrorCounts, TlsMode};
 
 /// What a run was, beside the engine's measurements.
 pub struct RunFacts<'a> {
@@ -246,8 +246,9 @@ impl DataLoadRecord {
     }
 }
 
-fn errors_by_class(c: &OpCounters) -> ErrorsByClass {
-    c.errors.iter().filter(|(_, n)| *n > 0).collect()
+/// The classes counted at least once.
+fn by_class(counts: &ErrorCounts) -> ErrorsByClass {
+    counts.iter().filter(|(_, n)| *n > 0).collect()
 }
 
 impl IntervalRecord {
@@ -279,7 +280,7 @@ impl IntervalRecord {
                     name: name.clone(),
                     ok: c.ok,
                     errors: c.error_total(),
-                    errors_by_class: errors_by_class(c),
+                    errors_by_class: by_class(&c.errors),
                     p50_ns: c.latency.value_at_quantile(0.5),
                     p99_ns: c.latency.value_at_quantile(0.99),
                     max_ns: c.latency.max(),
@@ -304,7 +305,7 @@ impl OpResult {
             name: name.to_string(),
             ok: c.ok,
             errors: c.error_total(),
-            errors_by_class: errors_by_class(c),
+            errors_by_class: by_class(&c.errors),
             error_messages: c
                 .messages
                 .iter()
@@ -315,7 +316,8 @@ impl OpResult {
                 })
                 .collect(),
             rows: c.rows,
-            retries: c.retries,
+            retries: c.retries.total(),
+            retries_by_class: by_class(&c.retries),
             rolled_back: c.rolled_back,
             reconnects: c.reconnects,
             throughput_per_s: if measured_s > 0.0 {

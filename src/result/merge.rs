@@ -455,10 +455,14 @@ fn merge_op(
     let sum = |f: fn(&OpResult) -> u64| ops.iter().map(|o| f(o)).sum::<u64>();
     let ok = sum(|o| o.ok);
     let mut errors_by_class = BTreeMap::new();
+    let mut retries_by_class = BTreeMap::new();
     let mut messages: Vec<ErrorMessage> = Vec::new();
     for op in ops {
         for (class, n) in &op.errors_by_class {
             *errors_by_class.entry(*class).or_insert(0) += n;
+        }
+        for (class, n) in &op.retries_by_class {
+            *retries_by_class.entry(*class).or_insert(0) += n;
         }
         for m in &op.error_messages {
             let full = messages.len() >= MAX_MESSAGES;
@@ -482,6 +486,7 @@ fn merge_op(
         error_messages: messages,
         rows: sum(|o| o.rows),
         retries: sum(|o| o.retries),
+        retries_by_class,
         reconnects: sum(|o| o.reconnects),
         rolled_back: sum(|o| o.rolled_back),
         throughput_per_s: per_s(ok, measured_s),

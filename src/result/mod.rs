@@ -329,6 +329,9 @@ pub struct OpResult {
     pub rows: u64,
     /// Attempts repeated under the operation's retry policy (deadlocks, serialization failures).
     pub retries: u64,
+    /// The same by the class of the error that was retried; left out when none was.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub retries_by_class: ErrorsByClass,
     /// Connections replaced after one was lost.
     pub reconnects: u64,
     /// Successful operations (counted in `ok`) that ended at a rollback step of their `tx`

@@ -39,8 +39,9 @@ pub struct OpCounters {
     pub lag: Hist,
     /// Open loop only: starts later than the late threshold.
     pub late: u64,
-    /// Attempts repeated under the operation's retry policy.
-    pub retries: u64,
+    /// Attempts repeated under the operation's retry policy, by the class of the error
+    /// that was retried.
+    pub retries: ErrorCounts,
     /// Connections replaced after one was lost.
     pub reconnects: u64,
     /// Statements sent to the target (a tx's steps, its begin and commit), by kind.
@@ -60,7 +61,7 @@ impl Default for OpCounters {
             service: new_hist(),
             lag: new_hist(),
             late: 0,
-            retries: 0,
+            retries: ErrorCounts::default(),
             rolled_back: 0,
             reconnects: 0,
             statements: StatementCounts::default(),
@@ -102,7 +103,7 @@ impl OpCounters {
         let _ = self.service.add(&other.service);
         let _ = self.lag.add(&other.lag);
         self.late += other.late;
-        self.retries += other.retries;
+        self.retries += &other.retries;
         self.reconnects += other.reconnects;
         self.statements += &other.statements;
         self.rolled_back += other.rolled_back;
