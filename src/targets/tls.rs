@@ -143,26 +143,37 @@ impl Tls {
             Some(path) => format!("the CA in ca={path}"),
             None => "the system's root CAs".to_string(),
         };
+        let skip = "or insecure=true to skip verification (test servers only)";
         let message = match find_rustls_error(e) {
             Some(rustls::Error::InvalidCertificate(cert)) => {
-                let why = match cert {
-                    CertificateError::UnknownIssuer | CertificateError::BadSignature => {
-                        format!("its certificate is not signed by {roots}")
-                    }
+                // The fix depends on which check failed.
+                let (why, fix) = match cert {
+                    CertificateError::UnknownIssuer | CertificateError::BadSignature => (
+                        format!("its certificate is not signed by {roots}"),
+                        "give the server's CA with ca=PATH",
+                    ),
                     CertificateError::NotValidForName
-                    | CertificateError::NotValidForNameContext { .. } => {
-                        "its certificate does not name the host in the URL".to_string()
-                    }
-                    CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
-                        "its certificate has expired".to_string()
-                    }
-                    other => format!("its certificate is invalid ({other:?})"),
+                    | CertificateError::NotValidForNameContext { .. } => (
+                        "its certificate does not name the host in the URL".to_string(),
+                        "connect by a name or address the certificate holds (its subjectAltName)",
+                    ),
+                    CertificateError::Expired | CertificateError::ExpiredContext { .. } => (
+                        "its certificate has expired".to_string(),
+                        "renew the server's certificate",
+                    ),
+                    other => (
+                        format!("its certificate is invalid ({other:?})"),
+                        "give the server's CA with ca=PATH",
+                    ),
                 };
-                format!(
-                    "TLS certificate verification failed for {shown}: {why}; give the server's CA \
-                     with ca=PATH, or insecure=true to skip verification (test servers only)"
-                )
+                format!("TLS certificate verification failed for {shown}: {why}; {fix}, {skip}")
             }
+            // What a plain (non-TLS) port answers a ClientHello with.
+            Some(rustls::Error::InvalidMessage(_)) => format!(
+                "TLS handshake with {shown} failed: the server did not answer in TLS ({}); is \
+                 this its TLS port? A URL asking for TLS on a plain port fails so",
+                find_rustls_error(e).map_or(String::new(), |r| r.to_string())
+            ),
             Some(other) => format!("TLS handshake with {shown} failed: {other}"),
             None => format!("TLS handshake with {shown} failed: {e}"),
         };
@@ -373,6 +384,32 @@ impl AsyncWrite for NetStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_failed_check_gets_its_own_fix() {
+        let mut tls = Tls::from_url(&TargetUrl::parse("rediss://h").unwrap(), true).unwrap();
+        tls.ca = Some("/x.pem".into());
+        let says = |e: rustls::Error| tls.handshake_error("h:6380", &e).message;
+        let name = says(rustls::Error::InvalidCertificate(
+            CertificateError::NotValidForName,
+        ));
+        assert!(
+            name.contains("does not name the host in the URL; connect by a name or address"),
+            "{name}"
+        );
+        let issuer = says(rustls::Error::InvalidCertificate(
+            CertificateError::UnknownIssuer,
+        ));
+        assert!(
+            issuer.contains("not signed by the CA in ca=/x.pem; give the server's CA with ca=PATH"),
+            "{issuer}"
+        );
+        let plain = says(rustls::Error::InvalidMessage(
+            rustls::InvalidMessage::InvalidContentType,
+        ));
+        assert!(plain.contains("did not answer in TLS"), "{plain}");
+        assert!(plain.contains("is this its TLS port?"), "{plain}");
+    }
 
     #[test]
     fn options_without_tls_or_together_are_refused() {
