@@ -804,6 +804,31 @@ fn a_too_low_open_files_limit_is_raised_or_reported_before_the_run() {
         "{err}"
     );
     assert!(!d.join("r.json").exists());
+
+    // A sweep checks its widest point before its first: 2 clients would fit, 40 do not,
+    // so nothing runs (the database is never created).
+    let sweep = [
+        "sweep",
+        "session-store",
+        "--target",
+        "sqlite://./s.db",
+        "--set",
+        "records=100",
+        "--vary",
+        "clients=2,40",
+        "--ops",
+        "20",
+        "-o",
+        "s.json",
+    ];
+    let out = under_ulimit(&d, "ulimit -Sn 100 && ulimit -Hn 100", &sweep);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("40 client sessions need about 184 open files"),
+        "{err}"
+    );
+    assert!(!d.join("s.json").exists() && !d.join("s.db").exists());
 }
 
 /// An output path that cannot be written is found before the setup and the data load:

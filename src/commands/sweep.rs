@@ -76,6 +76,8 @@ struct Plan<'a> {
     slo: Option<Slo>,
     /// The plan of the first point; every other point is this plan with one field changed.
     base: RunPlan,
+    /// The most connections any point opens, for the descriptor check before the first.
+    widest: usize,
     out: PathBuf,
     record: SweepResult,
 }
@@ -270,15 +272,20 @@ impl<'a> Plan<'a> {
         };
         let first = resolve_base(base, &course)?;
         // Every point is checked before the first runs.
+        let mut widest = first.load.connections();
+        let mut check = |setting: &Setting, value: &str| -> Result<(), InputError> {
+            widest = widest.max(point_plan(&first, setting, value)?.load.connections());
+            Ok(())
+        };
         match &course {
             Course::Grid { setting, values } => {
                 for value in values {
-                    point_plan(&first, setting, value)?;
+                    check(setting, value)?;
                 }
             }
             Course::Search { min, max } => {
                 for rate in [min, max] {
-                    point_plan(&first, &Setting::Rate, &fmt_num(*rate))?;
+                    check(&Setting::Rate, &fmt_num(*rate))?;
                 }
             }
             Course::Growth { .. } => {}
@@ -302,6 +309,7 @@ impl<'a> Plan<'a> {
             course,
             slo,
             base: first,
+            widest,
             out,
             record,
         })
@@ -310,6 +318,11 @@ impl<'a> Plan<'a> {
     /// Run every point on targets of type `T`: one target for a growth study, whose batches
     /// must meet the same store; otherwise a fresh one for every point, like separate runs.
     fn run<T: Target>(self) -> Result<ExitCode> {
+        // Too few file descriptors for the widest point fail the sweep before its first
+        // point, not after the points below it have run.
+        let files =
+            T::from_url(&self.base.target.parsed, &self.base.workload.params)?.files_per_client();
+        crate::runner::fd_limit::ensure(self.widest, files + self.base.workload.peers.len())?;
         let shared = match self.course {
             Course::Growth { .. } => Some(Arc::new(T::from_url(
                 &self.base.target.parsed,

@@ -217,7 +217,9 @@ fn checked_pipeline(g: Given<u64>, plan: &LoadPlan) -> Result<u64, InputError> {
                 g.name(),
                 plan.connections()
             ))
-            .help("fewer --clients (or --max-in-flight), or a smaller --pipeline"));
+            .help(format!(
+                "fewer --clients (or --max-in-flight), or a smaller --pipeline; {BEYOND_ONE_RUN}"
+            )));
     }
     Ok(p)
 }
@@ -530,16 +532,27 @@ fn pick_duration(
 
 /// A count of clients, in-flight operations or threads: 1 to 10,000.
 pub fn check_count(n: u64, flag: &str) -> Result<(), InputError> {
-    if n == 0 || n > MAX_COUNT {
+    if n == 0 {
         return Err(InputError::new(format!(
             "{flag} {n}: expected 1 to {MAX_COUNT}"
         )));
     }
+    if n > MAX_COUNT {
+        return Err(
+            InputError::new(format!("{flag} {n}: expected 1 to {MAX_COUNT}")).help(BEYOND_ONE_RUN),
+        );
+    }
     Ok(())
 }
 
+/// Why a run stops at [`MAX_COUNT`], and where more load comes from.
+const BEYOND_ONE_RUN: &str = "one run keeps at most 10,000 clients (or client streams, in-flight operations, threads), each with its own connection, counters and fairness figures; for more load, run shards in several processes or machines (--shard I/N, docs/distributed.md) and merge them";
+
 fn checked_count(g: Given<u64>) -> Result<u64, InputError> {
-    check_count(g.value, &g.name()).map_err(|e| g.error(e.message))?;
+    check_count(g.value, &g.name()).map_err(|e| InputError {
+        help: e.help,
+        ..g.error(e.message)
+    })?;
     Ok(g.value)
 }
 

@@ -2,7 +2,7 @@
 //! every study run go through here: connect, load, run the engine, summarise.
 
 mod assemble;
-mod fd_limit;
+pub mod fd_limit;
 mod load_marker;
 mod observe;
 
