@@ -1,4 +1,4 @@
-//! Connections at scale against the throwaway Redis (docs/performance.md, "Many
+//! Connections at scale against the throwaway Redis and nginx (docs/performance.md, "Many
 //! connections"): thousands of clients are served evenly, and 10,000 fit in 200 MB.
 
 mod common;
@@ -92,15 +92,32 @@ fn peak_rss_kb(child: &mut std::process::Child) -> u64 {
     peak
 }
 
+/// nginx's small static file (scripts/services.sh).
+const HTTP_WORKLOAD: &str = r#"
+name = "get-file"
+[[op]]
+name = "get"
+http = { path = "/static/hello.txt", expect = 200 }
+"#;
+
 #[test]
 fn ten_thousand_clients_fit_in_200_mb() {
-    let Some(url) = server_url("LOADRIG_REDIS_URL") else {
+    let (Some(redis), Some(http)) = (
+        server_url("LOADRIG_REDIS_URL"),
+        server_url("LOADRIG_HTTP_URL"),
+    ) else {
         return;
     };
+    for (url, workload) in [(redis, WORKLOAD), (http, HTTP_WORKLOAD)] {
+        ten_thousand_clients_on(&url, workload);
+    }
+}
+
+fn ten_thousand_clients_on(url: &str, workload: &str) {
     let _t = turn();
     let d = Dir::new();
-    d.write("w.toml", WORKLOAD);
-    let mut child = d.spawn(&args("10000", "r.json", &url));
+    d.write("w.toml", workload);
+    let mut child = d.spawn(&args("10000", "r.json", url));
     let peak = peak_rss_kb(&mut child);
     let out = child.wait_with_output().expect("output");
     assert!(
@@ -111,7 +128,10 @@ fn ten_thousand_clients_fit_in_200_mb() {
     let r = d.result("r.json");
     assert_eq!(r.total.errors, 0);
     assert!(r.total.ok > 0);
-    assert!(peak > 0 && peak < 200 * 1024, "peak resident {peak} kB");
+    assert!(
+        peak > 0 && peak < 200 * 1024,
+        "{url}: peak resident {peak} kB"
+    );
     assert_even(r.validity.as_ref().expect("a verdict"), 10_000);
     // From 1,000 clients the connects are paced by default.
     let c = r.connect.expect("the connect phase");
@@ -154,21 +174,22 @@ fn connect_rate_paces_the_connect_phase_and_is_recorded() {
 fn a_bad_connect_rate_exits_2_at_its_place() {
     let d = Dir::new();
     d.write("w.toml", WORKLOAD);
-    let (_, err) = d.code(
-        2,
-        &[
-            "run",
-            "w.toml",
-            "--target",
-            "noop://",
-            "--connect-rate",
-            "fast",
-        ],
-    );
-    assert!(
-        err.contains("--connect-rate fast: expected connections per second"),
-        "{err}"
-    );
+    // One `/s` at most: `100/s/s` is not a rate either.
+    for rate in ["fast", "100/s/s"] {
+        let (_, err) = d.code(
+            2,
+            &[
+                "run",
+                "w.toml",
+                "--target",
+                "noop://",
+                "--connect-rate",
+                rate,
+            ],
+        );
+        let says = format!("--connect-rate {rate}: expected connections per second");
+        assert!(err.contains(&says), "{err}");
+    }
     d.write(
         "bad.toml",
         &format!("{WORKLOAD}\n[load]\nconnect_rate = 0\n"),

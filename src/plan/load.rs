@@ -168,7 +168,8 @@ fn connect_rate(
 ) -> Result<Option<f64>, InputError> {
     let flag = match args.connect_rate.as_deref() {
         Some(text) => {
-            let number = text.trim().trim_end_matches("/s").trim();
+            let text = text.trim();
+            let number = text.strip_suffix("/s").unwrap_or(text).trim();
             Some(number.parse::<f64>().map_err(|_| {
                 InputError::new(format!(
                     "--connect-rate {text}: expected connections per second, like 2000/s"
