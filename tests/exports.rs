@@ -481,6 +481,56 @@ fn ycsb_text_reads_back_as_the_run() {
     }
 }
 
+/// Reads of keys half of which were never stored: YCSB's `NOT_FOUND` for the misses, out of
+/// `Operations` and `Return=OK`; each hit is one row, so the misses are `ok - rows`.
+#[test]
+fn ycsb_reads_of_missing_keys_are_not_found() {
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        r#"name = "misses"
+[data]
+count = 50
+key = "k{seq}"
+value = "{bytes 8}"
+[[op]]
+name = "read"
+kv.get = { key = "k{uniform 0..100}" }
+"#,
+    );
+    d.ok(&[
+        "run",
+        "w.toml",
+        "--target",
+        "sqlite://./t.db",
+        "--ops",
+        "400",
+        "--seed",
+        "3",
+        "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    let read = &r.operations[0];
+    assert_eq!((read.ok, read.errors), (400, 0));
+    assert_eq!(read.empty, read.ok - read.rows, "a miss reads no row");
+    assert!(read.empty > 0 && read.rows > 0, "hits and misses: {read:?}");
+    d.ok(&["export", "r.json", "--ycsb", "r.ycsb"]);
+    let lines = parse_ycsb(&std::fs::read_to_string(d.join("r.ycsb")).unwrap());
+    let int = |measurement: &str| -> u64 {
+        let line = lines
+            .iter()
+            .find(|(m, s, _)| m == "READ" && s == measurement);
+        line.unwrap_or_else(|| panic!("no [READ], {measurement}"))
+            .2
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(int("Operations"), read.rows);
+    assert_eq!(int("Return=OK"), read.rows);
+    assert_eq!(int("Return=NOT_FOUND"), read.empty);
+}
+
 #[test]
 fn ycsb_export_refuses_names_that_would_clash() {
     let d = Dir::new();

@@ -640,6 +640,7 @@ pub(super) fn record(c: &mut OpCounters, result: Result<Outcome, OpError>, laten
             c.ok += 1;
             c.rolled_back += u64::from(outcome.rolled_back);
             c.rows += outcome.rows;
+            c.empty += u64::from(outcome.rows == 0);
             let _ = c.latency.record(latency.as_nanos() as u64);
         }
         Err(e) => c.record_error(&e),

@@ -462,6 +462,7 @@ mod tests {
             errors_by_class: ErrorsByClass::new(),
             error_messages: Vec::new(),
             rows: 0,
+            empty: 0,
             retries: 0,
             retries_by_class: ErrorsByClass::new(),
             reconnects: 0,

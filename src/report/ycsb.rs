@@ -16,13 +16,17 @@
 //! [READ], 99thPercentileLatency(us), 901
 //! [READ], Return=OK, 6100
 //! [READ], Return=ERROR, 12
+//! [READ], Return=NOT_FOUND, 3
 //! ```
 //!
 //! Lines and their order follow YCSB's `Client.exportMeasurements` and
 //! `OneMeasurementHdrHistogram.exportMeasurements`; numbers are written as Java writes a
 //! `long` or a `double`. Like YCSB, an operation's latency lines cover its successful
 //! operations (YCSB puts failed ones under `[READ-FAILED]`, whose latencies loadrig does
-//! not keep) and its `Return=` lines count every outcome. See docs/results.md.
+//! not keep) and its `Return=` lines count every outcome. A lookup (`record.read`, `kv.get`)
+//! that found no record is YCSB's `NOT_FOUND` (its bindings' answer to a missing key),
+//! counted apart from `OK` and out of `Operations`; its latency stays in the latency lines
+//! (YCSB moves it to `[READ-FAILED]`). See docs/results.md.
 
 use std::fmt::Write as _;
 
@@ -34,9 +38,10 @@ use crate::vocab::ErrorClass;
 
 /// YCSB's return codes that loadrig's outcomes map to, in the order they are written
 /// (the order of YCSB's `Status` constants).
-const STATUSES: [&str; 5] = [
+const STATUSES: [&str; 6] = [
     "OK",
     "ERROR",
+    "NOT_FOUND",
     "BAD_REQUEST",
     "FORBIDDEN",
     "SERVICE_UNAVAILABLE",
@@ -127,15 +132,24 @@ pub fn text(r: &RunResult) -> Result<Vec<u8>> {
     for (o, name) in r.operations.iter().zip(&names) {
         // YCSB has a measurement only for operations that ran.
         if o.ok.saturating_add(o.errors) > 0 {
-            measurement(&mut out, name, o)?;
+            let not_found = if looks_up(r, &o.name) { o.empty } else { 0 };
+            measurement(&mut out, name, o, not_found)?;
         }
     }
     Ok(out.into_bytes())
 }
 
+/// Whether every operation named `op` looks a record up by its key, so that one that read
+/// no row found none (elsewhere no row may be the whole answer: a `nop`, an update).
+fn looks_up(r: &RunResult, op: &str) -> bool {
+    let mut kinds = r.workload.ops.iter().filter(|o| o.name == op).peekable();
+    kinds.peek().is_some() && kinds.all(|o| o.kind == "record.read" || o.kind == "kv.get")
+}
+
 /// One operation's lines: counts, latencies in whole microseconds (as YCSB records them,
-/// nanoseconds / 1000 rounded down; the average unrounded), return codes.
-fn measurement(out: &mut String, name: &str, o: &OpResult) -> Result<()> {
+/// nanoseconds / 1000 rounded down; the average unrounded), return codes; `not_found` of
+/// its successful operations as YCSB's `NOT_FOUND`.
+fn measurement(out: &mut String, name: &str, o: &OpResult, not_found: u64) -> Result<()> {
     let l = &o.latency;
     let us = |ns: u64| ns / 1000;
     let p95 = if o.ok > 0 {
@@ -147,7 +161,8 @@ fn measurement(out: &mut String, name: &str, o: &OpResult) -> Result<()> {
     } else {
         0
     };
-    line(out, name, "Operations", o.ok);
+    // YCSB's reads of a missing key return NOT_FOUND, which is not OK.
+    line(out, name, "Operations", o.ok - not_found);
     line(
         out,
         name,
@@ -160,7 +175,9 @@ fn measurement(out: &mut String, name: &str, o: &OpResult) -> Result<()> {
     line(out, name, "99thPercentileLatency(us)", us(l.p99_ns));
     for status in STATUSES {
         let n = if status == "OK" {
-            o.ok
+            o.ok - not_found
+        } else if status == "NOT_FOUND" {
+            not_found
         } else {
             o.errors_by_class
                 .iter()

@@ -316,6 +316,7 @@ impl OpResult {
                 })
                 .collect(),
             rows: c.rows,
+            empty: c.empty,
             retries: c.retries.total(),
             retries_by_class: by_class(&c.retries),
             rolled_back: c.rolled_back,

@@ -485,6 +485,7 @@ fn merge_op(
         errors_by_class,
         error_messages: messages,
         rows: sum(|o| o.rows),
+        empty: sum(|o| o.empty),
         retries: sum(|o| o.retries),
         retries_by_class,
         reconnects: sum(|o| o.reconnects),

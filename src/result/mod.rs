@@ -327,6 +327,11 @@ pub struct OpResult {
     pub errors_by_class: ErrorsByClass,
     pub error_messages: Vec<ErrorMessage>,
     pub rows: u64,
+    /// Successful operations that read or wrote no row (counted in `ok`): a read of a key
+    /// that is not there, an update that matched nothing; left out when 0 and absent from
+    /// older files.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub empty: u64,
     /// Attempts repeated under the operation's retry policy (deadlocks, serialization failures).
     pub retries: u64,
     /// The same by the class of the error that was retried; left out when none was.

@@ -31,6 +31,8 @@ pub struct OpCounters {
     /// Failed operations by class.
     pub errors: ErrorCounts,
     pub rows: u64,
+    /// Successful operations that read or wrote no row (a read of a missing key).
+    pub empty: u64,
     /// Response time: from the intended start (open loop) or the send (closed loop).
     pub latency: Hist,
     /// Open loop only: from the actual send.
@@ -57,6 +59,7 @@ impl Default for OpCounters {
             ok: 0,
             errors: ErrorCounts::default(),
             rows: 0,
+            empty: 0,
             latency: new_hist(),
             service: new_hist(),
             lag: new_hist(),
@@ -98,6 +101,7 @@ impl OpCounters {
         self.ok += other.ok;
         self.errors += &other.errors;
         self.rows += other.rows;
+        self.empty += other.empty;
         // Adding auto-resizing histograms of the same precision cannot fail.
         let _ = self.latency.add(&other.latency);
         let _ = self.service.add(&other.service);
