@@ -742,14 +742,16 @@ fn compile_ops(
     Ok(ops)
 }
 
+/// Each switch's values, and the help of those that have one.
+type DeclaredSwitches = (BTreeMap<String, Vec<String>>, BTreeMap<String, String>);
+
 /// The `[switches]`: each a non-empty list of distinct values, added to the parameters with
 /// its first value; a name may not also be a parameter. Also each switch's `help`, if any.
-#[allow(clippy::type_complexity)]
 fn declared_switches(
     source: &Source<'_>,
     declared: &BTreeMap<String, Spanned<SwitchDecl>>,
     params: &mut BTreeMap<String, toml::Value>,
-) -> Result<(BTreeMap<String, Vec<String>>, BTreeMap<String, String>), InputError> {
+) -> Result<DeclaredSwitches, InputError> {
     let mut switches = BTreeMap::new();
     let mut helps = BTreeMap::new();
     for (name, decl) in declared {
