@@ -152,6 +152,11 @@ pub struct OpsArgs {
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
     pub set: Vec<(String, String)>,
 
+    /// Set workload parameters from a Java properties file, as `run --properties` does
+    /// (YCSB's -P; repeatable; a later file, then --set, wins).
+    #[arg(long = "properties", short = 'P', value_name = "FILE")]
+    pub properties: Vec<PathBuf>,
+
     /// Show only these operations of the workload, chosen as `run --op` chooses (repeatable).
     #[arg(long = "op", value_name = "NAME")]
     pub only_ops: Vec<String>,
@@ -445,6 +450,13 @@ pub struct RunArgs {
     /// Set a workload parameter: --set records=50000 (repeatable).
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
     pub set: Vec<(String, String)>,
+
+    /// Set workload parameters from a Java properties file, as YCSB's -P does: each
+    /// NAME=VALUE line (also NAME: VALUE, NAME VALUE; # and ! comment lines) as --set
+    /// NAME=VALUE, so a YCSB property file works with the ycsb-* built-ins (repeatable; a
+    /// later file, then --set, wins).
+    #[arg(long = "properties", short = 'P', value_name = "FILE")]
+    pub properties: Vec<PathBuf>,
 
     /// Run only these operations of the workload (repeatable).
     #[arg(long = "op", value_name = "NAME")]

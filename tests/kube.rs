@@ -164,3 +164,37 @@ fn the_pods_command_lines_run_as_shards_and_merge() {
     assert_eq!(merged.target.url, "sleep://?latency=1ms");
     assert_eq!(merged.shards.expect("shards").merged, vec![0, 1, 2]);
 }
+
+#[test]
+fn property_files_reach_the_pods_as_set_flags() {
+    // The pods cannot read the files: their lines go as --set, before the command line's.
+    let d = Dir::new();
+    d.write(
+        "w.properties",
+        "# mine\nrecordcount=10\nreadallfields: false\n",
+    );
+    let out = d.ok(&[
+        "kube",
+        "ycsb-a",
+        "--shards",
+        "2",
+        "-c",
+        "2",
+        "-P",
+        "w.properties",
+        "--set",
+        "recordcount=20",
+    ]);
+    let job: Job = of_kind(&items(&out), "Job");
+    let args = container(&job).args.expect("args");
+    let sets: Vec<&str> = args
+        .windows(2)
+        .filter(|w| w[0] == "--set")
+        .map(|w| w[1].as_str())
+        .collect();
+    assert_eq!(
+        sets,
+        ["recordcount=10", "readallfields=false", "recordcount=20"]
+    );
+    assert!(!args.iter().any(|a| a == "-P" || a == "--properties"));
+}

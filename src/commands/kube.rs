@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use crate::cli::{KubeArgs, RunArgs};
 use crate::error::InputError;
 use crate::plan;
-use crate::spec::builtin;
+use crate::spec::{builtin, Setting};
 
 /// Where the pods find the workload, write their results and serve their metrics.
 const WORKLOAD_DIR: &str = "/workload";
@@ -73,7 +73,13 @@ pub fn manifests(args: &KubeArgs, now: SystemTime) -> Result<Vec<Value>, InputEr
     if args.results_claim.is_none() {
         objects.push(to_value(&results_claim(&claim, &args.namespace)));
     }
-    let job = job(args, &name, &claim, &run_args(&args.run, args.shards, &at));
+    let sets = plan::settings(&args.run)?;
+    let job = job(
+        args,
+        &name,
+        &claim,
+        &run_args(&args.run, &sets, args.shards, &at),
+    );
     objects.push(to_value(&job));
     Ok(objects)
 }
@@ -282,7 +288,9 @@ fn mount(name: &str, path: &str) -> VolumeMount {
 
 /// The container's arguments: `loadrig run` with the user's flags, this pod's shard, the
 /// agreed start, the target from the environment (loadrig expands `${VAR}` in URLs).
-fn run_args(r: &RunArgs, shards: usize, at: &str) -> Vec<String> {
+/// `sets` are the `--properties` files' lines and the `--set` flags, all as `--set`: the
+/// pods cannot read the files.
+fn run_args(r: &RunArgs, sets: &[Setting], shards: usize, at: &str) -> Vec<String> {
     let mut a: Vec<String> = vec!["run".into(), format!("{WORKLOAD_DIR}/workload.toml")];
     let mut flag = |name: &str, value: Option<String>| {
         if let Some(v) = value {
@@ -292,8 +300,8 @@ fn run_args(r: &RunArgs, shards: usize, at: &str) -> Vec<String> {
     };
     let target = r.target.clone().unwrap_or(format!("${{{TARGET_ENV}}}"));
     flag("--target", Some(target));
-    for (k, v) in &r.set {
-        flag("--set", Some(format!("{k}={v}")));
+    for s in sets {
+        flag("--set", Some(format!("{}={}", s.name, s.value)));
     }
     for op in &r.only_ops {
         flag("--op", Some(op.clone()));

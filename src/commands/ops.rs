@@ -13,7 +13,7 @@ use crate::error::InputError;
 use crate::plan;
 use crate::report::ops as view;
 
-/// `loadrig ops WORKLOAD [--set …] [--op …] [--clients N] [--count K] [--seed S] [--json]`.
+/// `loadrig ops WORKLOAD [--properties FILE …] [--set …] [--op …] [--clients N] [--count K] [--seed S] [--json]`.
 pub fn ops(args: &OpsArgs) -> Result<ExitCode> {
     if args.count == 0 {
         return Err(
@@ -25,6 +25,7 @@ pub fn ops(args: &OpsArgs) -> Result<ExitCode> {
     let (workload, ops, load) = plan::resolve_offline(&RunArgs {
         workload: args.workload.clone(),
         set: args.set.clone(),
+        properties: args.properties.clone(),
         only_ops: args.only_ops.clone(),
         clients: args.clients,
         seed: args.seed,

@@ -14,7 +14,7 @@ mod shard;
 use std::path::PathBuf;
 
 pub use given::Given;
-pub use resolve::{default_out, resolve, resolve_offline, resolve_workload, same_path};
+pub use resolve::{default_out, resolve, resolve_offline, resolve_workload, same_path, settings};
 pub use shard::parse_start_at;
 
 use serde::Serialize;
@@ -23,7 +23,7 @@ use crate::analysis::checks::Check;
 use crate::engine::{LoadPlan, Mode};
 use crate::error::InputError;
 use crate::result::WorkloadRecord;
-use crate::spec::{self, OpSpec, Source, Workload};
+use crate::spec::{self, OpSpec, Setting, Source, Workload};
 use crate::targets::TargetUrl;
 
 /// One run, fully resolved. Serialised through [`PlanRecord`]: the compiled workload as
@@ -91,19 +91,19 @@ impl Serialize for RunPlan {
     }
 }
 
-/// The workload file's text and the `--set` flags it was compiled with.
+/// The workload file's text and the settings (`--properties`, `--set`) it was compiled with.
 #[derive(Debug, Clone)]
 pub struct WorkloadSource {
     /// The name used in messages: the file path or `<builtin NAME>`.
     pub name: String,
     pub text: String,
-    pub sets: Vec<(String, String)>,
+    pub sets: Vec<Setting>,
     /// `--op` names: the operations chosen from the workload (empty: all).
     pub only_ops: Vec<String>,
 }
 
 impl WorkloadSource {
-    /// The workload, compiled with the `--set` values.
+    /// The workload, compiled with the settings.
     pub fn compile(&self) -> Result<Workload, InputError> {
         spec::compile(
             &Source {
@@ -234,8 +234,8 @@ impl RunPlan {
     /// the workload is compiled again, and its operations chosen again.
     pub fn with_param(&self, name: &str, value: &str) -> Result<RunPlan, InputError> {
         let mut source = self.source.clone();
-        source.sets.retain(|(n, _)| n != name);
-        source.sets.push((name.to_string(), value.to_string()));
+        source.sets.retain(|s| s.name != name);
+        source.sets.push(Setting::flag(name, value));
         let workload = source.compile()?;
         let ops = resolve::select_ops(&workload, &source.only_ops)?;
         Ok(RunPlan {

@@ -12,7 +12,7 @@ use crate::cli::RunArgs;
 use crate::engine::LoadPlan;
 use crate::error::InputError;
 use crate::result::validity::{Thresholds, THRESHOLD_NAMES};
-use crate::spec::{builtin, OpKind, OpSpec, Workload};
+use crate::spec::{builtin, properties, OpKind, OpSpec, Setting, Workload};
 use crate::targets::peer::PeerTarget;
 
 /// Compile the workload and resolve the flags against it: everything is checked here,
@@ -142,17 +142,34 @@ pub fn resolve_offline(args: &RunArgs) -> Result<(Workload, Vec<OpSpec>, LoadPla
     Ok((workload, ops, load))
 }
 
-/// The workload of `args` (a file or a built-in) compiled with its `--set` flags.
+/// The workload of `args` (a file or a built-in) compiled with its `--properties` files
+/// and `--set` flags.
 pub fn resolve_workload(args: &RunArgs) -> Result<(Workload, WorkloadSource), InputError> {
     let (name, text) = builtin::resolve(&args.workload)?;
     let source = WorkloadSource {
         name,
         text,
-        sets: args.set.clone(),
+        sets: settings(args)?,
         only_ops: args.only_ops.clone(),
     };
     let workload = source.compile()?;
     Ok((workload, source))
+}
+
+/// The parameter settings of `args` in the order they apply: each `--properties` file's
+/// lines, then the `--set` flags, so that a later file and the command line win, as YCSB's
+/// `-p` wins over its `-P`.
+pub fn settings(args: &RunArgs) -> Result<Vec<Setting>, InputError> {
+    let mut settings = Vec::new();
+    for file in &args.properties {
+        settings.extend(properties::read(file)?);
+    }
+    settings.extend(
+        args.set
+            .iter()
+            .map(|(name, value)| Setting::flag(name, value)),
+    );
+    Ok(settings)
 }
 
 /// Open each peer (a bad URL or an unset `${VAR}` is an input error now, not when the run

@@ -12,6 +12,7 @@ mod namespace;
 pub mod ops;
 pub mod peers;
 pub mod pgbench_import;
+pub mod properties;
 pub mod template;
 pub mod ycsb;
 
@@ -43,7 +44,7 @@ struct WorkloadFile {
     params: BTreeMap<String, Spanned<toml::Value>>,
     /// String parameters limited to a list of values, the first the default.
     #[serde(default)]
-    switches: BTreeMap<String, Spanned<Vec<Spanned<String>>>>,
+    switches: BTreeMap<String, Spanned<SwitchDecl>>,
     /// Other systems that steps may run on (`on = "NAME"`), by name.
     #[serde(default)]
     peers: BTreeMap<String, Spanned<String>>,
@@ -88,6 +89,48 @@ impl<'de> Deserialize<'de> for SetupEntry {
         let expecting =
             "a statement, or a group { repeat = \"{tables}\", sql = [\"...{iteration}...\"] }";
         string_or_table(d, expecting, SetupEntry::Statement, SetupEntry::Repeat)
+    }
+}
+
+/// A switch as declared: `["a", "b"]`, or `{ values = ["a", "b"], help = "why only these" }`,
+/// whose `help` goes with the refusal of any other value.
+#[derive(Debug)]
+struct SwitchDecl {
+    values: Vec<Spanned<String>>,
+    help: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SwitchTable {
+    values: Vec<Spanned<String>>,
+    help: String,
+}
+
+impl<'de> Deserialize<'de> for SwitchDecl {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = SwitchDecl;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a list of values, [\"one\", \"other\"], or { values = [...], help = \"...\" }",
+                )
+            }
+            fn visit_seq<S: serde::de::SeqAccess<'de>>(self, s: S) -> Result<SwitchDecl, S::Error> {
+                let values =
+                    Deserialize::deserialize(serde::de::value::SeqAccessDeserializer::new(s))?;
+                Ok(SwitchDecl { values, help: None })
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, m: M) -> Result<SwitchDecl, M::Error> {
+                let t = SwitchTable::deserialize(serde::de::value::MapAccessDeserializer::new(m))?;
+                Ok(SwitchDecl {
+                    values: t.values,
+                    help: Some(t.help),
+                })
+            }
+        }
+        d.deserialize_any(Visitor)
     }
 }
 
@@ -382,11 +425,9 @@ impl Source<'_> {
     }
 }
 
-/// Parse and compile a workload; `overrides` are the `--set NAME=VALUE` flags.
-pub fn compile(
-    source: &Source<'_>,
-    overrides: &[(String, String)],
-) -> Result<Workload, InputError> {
+/// Parse and compile a workload; `overrides` are the `--set NAME=VALUE` flags and the
+/// properties of `--properties` files, applied in order (a later one wins).
+pub fn compile(source: &Source<'_>, overrides: &[Setting]) -> Result<Workload, InputError> {
     let file: WorkloadFile = toml::from_str(source.text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         source
@@ -394,11 +435,11 @@ pub fn compile(
             .help("see `loadrig init session-store` for a complete example")
     })?;
     let mut params = declared_params(source, &file.params)?;
-    let switches = declared_switches(source, &file.switches, &mut params)?;
-    for (name, raw) in overrides {
-        match switches.get(name) {
-            Some(choices) => set_switch(&mut params, choices, name, raw)?,
-            None => set_param(&mut params, &file.name, name, raw)?,
+    let (switches, helps) = declared_switches(source, &file.switches, &mut params)?;
+    for setting in overrides {
+        match switches.get(&setting.name) {
+            Some(choices) => set_switch(&mut params, choices, helps.get(&setting.name), setting)?,
+            None => set_param(&mut params, &file.name, setting)?,
         }
     }
     let peers = peers::compile(source, &params, &file.peers)?;
@@ -540,27 +581,28 @@ fn declared_params(
     Ok(params)
 }
 
-/// Apply `--set name=raw` to a declared parameter, converted to the type of its default.
+/// Apply a setting to a declared parameter, converted to the type of its default.
 fn set_param(
     params: &mut BTreeMap<String, toml::Value>,
     workload: &str,
-    name: &str,
-    raw: &str,
+    setting: &Setting,
 ) -> Result<(), InputError> {
+    let name = &setting.name;
     let Some(declared) = params.get(name) else {
         let known = params.keys().cloned().collect::<Vec<_>>().join(", ");
-        return Err(InputError::new(format!(
-            "--set {name}={raw}: the workload '{workload}' has no parameter '{name}'"
-        ))
-        .help(if known.is_empty() {
-            "this workload declares no [params]".to_string()
-        } else {
-            format!("its parameters are: {known}")
-        }));
+        return Err(setting
+            .error(format!(
+                "the workload '{workload}' has no parameter '{name}'"
+            ))
+            .help(if known.is_empty() {
+                "this workload declares no [params]".to_string()
+            } else {
+                format!("its parameters are: {known}")
+            }));
     };
-    let value = convert_like(declared, raw).ok_or_else(|| {
-        InputError::new(format!(
-            "--set {name}={raw}: expected {} like the default {declared}",
+    let value = convert_like(declared, &setting.value).ok_or_else(|| {
+        setting.error(format!(
+            "expected {} like the default {declared}",
             type_name(declared)
         ))
     })?;
@@ -700,28 +742,28 @@ fn compile_ops(
     Ok(ops)
 }
 
+/// Each switch's values, and the help of those that have one.
+type DeclaredSwitches = (BTreeMap<String, Vec<String>>, BTreeMap<String, String>);
+
 /// The `[switches]`: each a non-empty list of distinct values, added to the parameters with
-/// its first value; a name may not also be a parameter.
+/// its first value; a name may not also be a parameter. Also each switch's `help`, if any.
 fn declared_switches(
     source: &Source<'_>,
-    declared: &BTreeMap<String, Spanned<Vec<Spanned<String>>>>,
+    declared: &BTreeMap<String, Spanned<SwitchDecl>>,
     params: &mut BTreeMap<String, toml::Value>,
-) -> Result<BTreeMap<String, Vec<String>>, InputError> {
+) -> Result<DeclaredSwitches, InputError> {
     let mut switches = BTreeMap::new();
-    for (name, choices) in declared {
-        let values: Vec<String> = choices
-            .get_ref()
-            .iter()
-            .map(|c| c.get_ref().clone())
-            .collect();
+    let mut helps = BTreeMap::new();
+    for (name, decl) in declared {
+        let choices = &decl.get_ref().values;
+        let values: Vec<String> = choices.iter().map(|c| c.get_ref().clone()).collect();
         if values.is_empty() {
             return Err(source.error(
-                choices.span(),
+                decl.span(),
                 format!("switch '{name}' has no values: {name} = [\"one\", \"other\"], the first the default"),
             ));
         }
         if let Some(dup) = choices
-            .get_ref()
             .iter()
             .skip(1)
             .find(|c| values.iter().filter(|v| *v == c.get_ref()).count() > 1)
@@ -733,31 +775,54 @@ fn declared_switches(
         }
         if params.contains_key(name) {
             return Err(source.error(
-                choices.span(),
+                decl.span(),
                 format!("'{name}' is both a parameter and a switch: rename one"),
             ));
         }
         params.insert(name.clone(), toml::Value::String(values[0].clone()));
         switches.insert(name.clone(), values);
+        if let Some(help) = &decl.get_ref().help {
+            helps.insert(name.clone(), help.clone());
+        }
     }
-    Ok(switches)
+    Ok((switches, helps))
 }
 
-/// Apply `--set name=raw` to a switch: `raw` must be one of its values.
+/// Apply a setting to a switch: its value must be one of the switch's values.
 fn set_switch(
     params: &mut BTreeMap<String, toml::Value>,
     choices: &[String],
-    name: &str,
-    raw: &str,
+    help: Option<&String>,
+    setting: &Setting,
 ) -> Result<(), InputError> {
-    if !choices.iter().any(|c| c == raw) {
-        return Err(InputError::new(format!(
-            "--set {name}={raw}: switch '{name}' is one of {}",
-            choices.join(", ")
-        )));
-    }
-    params.insert(name.to_string(), toml::Value::String(raw.to_string()));
+    let name = &setting.name;
+    let Some(value) = choices
+        .iter()
+        .find(|c| **c == setting.value || java_boolean(&setting.value) == Some(c.as_str()))
+    else {
+        let e = setting.error(format!("switch '{name}' is one of {}", choices.join(", ")));
+        return Err(match help {
+            Some(help) => e.help(help.clone()),
+            None => e,
+        });
+    };
+    params.insert(name.to_string(), toml::Value::String(value.clone()));
     Ok(())
+}
+
+/// `true` or `false` in any case, as the lower-case word. YCSB reads its boolean properties
+/// with Java's `Boolean.parseBoolean`, which ignores case, so `readallfields=TRUE` in a YCSB
+/// property file (or `-p`) means true; a switch of `"true"`, `"false"` and a boolean
+/// parameter take it the same way. Any other spelling is still refused, where Java would
+/// silently read false.
+fn java_boolean(raw: &str) -> Option<&'static str> {
+    if raw.eq_ignore_ascii_case("true") {
+        Some("true")
+    } else if raw.eq_ignore_ascii_case("false") {
+        Some("false")
+    } else {
+        None
+    }
 }
 
 /// The `[data]` section: how many records, and their key and value templates.
@@ -851,9 +916,39 @@ fn convert_like(declared: &toml::Value, raw: &str) -> Option<toml::Value> {
     Some(match declared {
         toml::Value::Integer(_) => toml::Value::Integer(raw.replace('_', "").parse().ok()?),
         toml::Value::Float(_) => toml::Value::Float(raw.parse().ok()?),
-        toml::Value::Boolean(_) => toml::Value::Boolean(raw.parse().ok()?),
+        toml::Value::Boolean(_) => toml::Value::Boolean(java_boolean(raw)?.parse().ok()?),
         _ => toml::Value::String(raw.to_string()),
     })
+}
+
+/// A parameter's new value: a `--set NAME=VALUE`, or a property of a `--properties` file,
+/// which sets the parameter the same way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    pub name: String,
+    pub value: String,
+    /// Where a property was read, `FILE:LINE:COLUMN`; `None` for `--set`.
+    pub at: Option<String>,
+}
+
+impl Setting {
+    /// `--set NAME=VALUE`.
+    pub fn flag(name: &str, value: &str) -> Setting {
+        Setting {
+            name: name.to_string(),
+            value: value.to_string(),
+            at: None,
+        }
+    }
+
+    /// An error about this setting, at its place in its properties file when it came from one.
+    fn error(&self, message: String) -> InputError {
+        let (name, value) = (&self.name, &self.value);
+        match &self.at {
+            None => InputError::new(format!("--set {name}={value}: {message}")),
+            Some(at) => InputError::new(format!("property {name}={value}: {message}")).at(at),
+        }
+    }
 }
 
 /// Parse `NAME=VALUE` from `--set`.

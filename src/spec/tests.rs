@@ -14,10 +14,7 @@ queue = "redis://127.0.0.1:9"
 
 fn compiled(body: &str, sets: &[(&str, &str)]) -> Result<Workload, InputError> {
     let text = format!("{HEAD}{body}");
-    let sets: Vec<(String, String)> = sets
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let sets: Vec<Setting> = sets.iter().map(|(k, v)| Setting::flag(k, v)).collect();
     compile(
         &Source {
             path: "w.toml",
@@ -74,6 +71,43 @@ fn a_bad_switch_value_names_the_switch_and_its_values() {
     assert_eq!(
         message,
         "--set mode=bogus: switch 'mode' is one of inline, agent, queue"
+    );
+}
+
+#[test]
+fn a_switch_may_say_why_it_has_only_its_values_and_takes_java_booleans() {
+    let text = "name = \"t\"\n[params]\nverbose = false\n[switches]\nall = [\"true\", \"false\"]\n\
+                table = { values = [\"usertable\"], help = \"the table is loadrig_usertable\" }\n\
+                [[op]]\nname = \"a\"\nnop = {}\n";
+    let with = |sets: &[Setting]| {
+        compile(
+            &Source {
+                path: "w.toml",
+                text,
+            },
+            sets,
+        )
+    };
+    let property = Setting {
+        name: "table".into(),
+        value: "t2".into(),
+        at: Some("p.properties:3:1".into()),
+    };
+    assert_eq!(
+        with(&[property]).unwrap_err().to_string(),
+        "p.properties:3:1: property table=t2: switch 'table' is one of usertable\n  help: the table is loadrig_usertable"
+    );
+    let w = with(&[
+        Setting::flag("all", "FALSE"),
+        Setting::flag("verbose", "True"),
+    ])
+    .unwrap();
+    assert_eq!(w.params["all"], toml::Value::String("false".into()));
+    assert_eq!(w.params["verbose"], toml::Value::Boolean(true));
+    // Java would read "yes" as false; it is refused instead.
+    assert_eq!(
+        with(&[Setting::flag("all", "yes")]).unwrap_err().message,
+        "--set all=yes: switch 'all' is one of true, false"
     );
 }
 
