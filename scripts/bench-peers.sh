@@ -27,6 +27,8 @@
 #   redis-pipe    redis-benchmark -t get -P 16 -c 4  vs  loadrig --pipeline 16, 4 connections
 #                 (and memtier_benchmark --pipeline 16 --threads 2 --clients 2 when MEMTIER is set:
 #                 then A B C C B A, redis-benchmark, memtier, loadrig)
+#   redis-pipe-tls  the same over TLS: redis-benchmark --tls --cacert THE_CA  vs  loadrig on
+#                 rediss://...?ca=THE_CA (both verify the certificate)
 #   sysbench      sysbench oltp_read_write and oltp_point_select (100,000 rows, 4 threads)
 #                 against loadrig's built-ins of the same names (4 clients, --threads 2; see
 #                 docs/performance.md on a thread per client), on MariaDB and PostgreSQL
@@ -254,10 +256,11 @@ case_pg_pipe() {
 
 # GETs of 100,000 random keys (absent on both sides: redis-benchmark's key:NNN and
 # loadrig's loadrig:key:NNN are never set), 16 in flight per connection.
-peer_redis_pipe() {
-    local n=$((secs * 300000)) cpu
-    cpu=$(timed redis-benchmark -h 127.0.0.1 -p "$LOADRIG_REDIS_PORT" -a "$LOADRIG_REDIS_PASSWORD" \
-        -t get -P "$pipe" -c "$clients" -n "$n" -r 100000 -d 3 --csv)
+peer_redis_pipe() { # extra redis-benchmark flags (TLS)
+    local n=$((secs * 300000)) cpu port=$LOADRIG_REDIS_PORT
+    [[ $# -gt 0 ]] && port=$LOADRIG_REDIS_TLS_PORT
+    cpu=$(timed redis-benchmark -h 127.0.0.1 -p "$port" -a "$LOADRIG_REDIS_PASSWORD" \
+        -t get -P "$pipe" -c "$clients" -n "$n" -r 100000 -d 3 --csv "$@")
     python3 - "$work/out" "$n" "$cpu" <<'PY'
 import csv, sys
 rows = [r for r in csv.reader(open(sys.argv[1])) if r and r[0] == "GET"]
@@ -265,7 +268,7 @@ n, cpu = int(sys.argv[2]), float(sys.argv[3])
 print(f"{float(rows[0][1]):.0f} {cpu * 1e6 / n:.2f}")
 PY
 }
-lr_redis_pipe() {
+lr_redis_pipe() { # refill, URL
     cat >"$work/redis-get.toml" <<'TOML'
 name = "redis-get"
 description = "GET of 100,000 random keys, as redis-benchmark -t get -r 100000"
@@ -273,10 +276,14 @@ description = "GET of 100,000 random keys, as redis-benchmark -t get -r 100000"
 name = "get"
 kv.get = { key = "key:{uniform 0..100000}" }
 TOML
-    loadrig_run "$work/redis-get.toml" --target '${LOADRIG_REDIS_URL}' --pipeline "$pipe" \
+    local url='${LOADRIG_REDIS_URL}' # loadrig expands it: no password in argv
+    [[ $# -gt 1 ]] && url=$2
+    loadrig_run "$work/redis-get.toml" --target "$url" --pipeline "$pipe" \
         --pipeline-refill "${1:-$lr_refill}"
 }
 lr_redis_pipe_each() { lr_redis_pipe each; }
+peer_redis_pipe_tls() { peer_redis_pipe --tls --cacert "$LOADRIG_CA_FILE"; }
+lr_redis_pipe_tls() { lr_redis_pipe "$lr_refill" '${LOADRIG_REDIS_TLS_URL}'; }
 
 # memtier keeps up to --pipeline requests in flight on each connection and refills them
 # after each read (loadrig's PIPELINE_REFILL=each), where redis-benchmark -P waits for its
@@ -309,6 +316,12 @@ case_redis_pipe() {
     [[ $refill == both ]] && more+=("loadrig, refill each" lr_redis_pipe_each)
     CPU_GOAL=0.5 compare "redis-pipe: GET, 16 in flight per connection, refill $lr_refill" redis-benchmark peer_redis_pipe \
         lr_redis_pipe "${more[@]}"
+}
+
+case_redis_pipe_tls() {
+    need redis
+    CPU_GOAL=0.5 compare "redis-pipe-tls: GET over TLS, 16 in flight per connection, refill $lr_refill" \
+        redis-benchmark peer_redis_pipe_tls lr_redis_pipe_tls
 }
 
 # --- MariaDB -----------------------------------------------------------------
@@ -449,6 +462,7 @@ pg-pipe-op)
     case_pg_pipe
     ;;
 redis-pipe) case_redis_pipe ;;
+redis-pipe-tls) case_redis_pipe_tls ;;
 all)
     case_pg_select
     case_pg_connect
@@ -459,9 +473,10 @@ all)
     case_sysbench
     case_pg_pipe
     case_redis_pipe
+    case_redis_pipe_tls
     ;;
 *)
-    echo "usage: $0 [pg-select|pg-connect|pg-connect-tls|pg-tpcb|pg-select-only|mysql-select|sysbench|pg-pipe|redis-pipe|all] [SECONDS] [REPEATS]" >&2
+    echo "usage: $0 [pg-select|pg-connect|pg-connect-tls|pg-tpcb|pg-select-only|mysql-select|sysbench|pg-pipe|redis-pipe|redis-pipe-tls|all] [SECONDS] [REPEATS]" >&2
     exit 2
     ;;
 esac
