@@ -7,32 +7,12 @@ mod common;
 use common::Dir;
 use loadrig::result::workload::ParamValue;
 
-/// brianfrankcooper/YCSB 0.17.0, workloads/workloada, as YCSB ships it (its license header's
-/// lines end in spaces).
-const WORKLOADA: &str = r#"# Copyright (c) 2010 Yahoo! Inc. All rights reserved.                                                                                                                             
-#                                                                                                                                                                                 
-# Licensed under the Apache License, Version 2.0 (the "License"); you                                                                                                             
-# may not use this file except in compliance with the License. You                                                                                                                
-# may obtain a copy of the License at                                                                                                                                             
-#                                                                                                                                                                                 
-# http://www.apache.org/licenses/LICENSE-2.0                                                                                                                                      
-#                                                                                                                                                                                 
-# Unless required by applicable law or agreed to in writing, software                                                                                                             
-# distributed under the License is distributed on an "AS IS" BASIS,                                                                                                               
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or                                                                                                                 
-# implied. See the License for the specific language governing                                                                                                                    
-# permissions and limitations under the License. See accompanying                                                                                                                 
-# LICENSE file.                                                                                                                                                                   
+/// A header laid out as YCSB's files lay theirs out (comment lines ending in spaces, a
+/// blank line, a comment line that is only `#`).
+const HEADER: &str = "# A YCSB core workload property file, as YCSB 0.17 ships them.      \n#   \n# Its comments are lines starting with a hash.   \n\n";
 
-
-# Yahoo! Cloud System Benchmark
-# Workload A: Update heavy workload
-#   Application example: Session store recording recent actions
-#                        
-#   Read/update ratio: 50/50
-#   Default data size: 1 KB records (10 fields, 100 bytes each, plus key)
-#   Request distribution: zipfian
-
+/// The properties of YCSB 0.17.0's workloads/workloada, in its order and spacing.
+const WORKLOADA_PROPERTIES: &str = "
 recordcount=1000
 operationcount=1000
 workload=site.ycsb.workloads.CoreWorkload
@@ -46,37 +26,10 @@ insertproportion=0
 
 requestdistribution=zipfian
 
-"#;
+";
 
-/// brianfrankcooper/YCSB 0.17.0, workloads/workloade, as YCSB ships it.
-const WORKLOADE: &str = r#"# Copyright (c) 2010 Yahoo! Inc. All rights reserved.                                                                                                                             
-#                                                                                                                                                                                 
-# Licensed under the Apache License, Version 2.0 (the "License"); you                                                                                                             
-# may not use this file except in compliance with the License. You                                                                                                                
-# may obtain a copy of the License at                                                                                                                                             
-#                                                                                                                                                                                 
-# http://www.apache.org/licenses/LICENSE-2.0                                                                                                                                      
-#                                                                                                                                                                                 
-# Unless required by applicable law or agreed to in writing, software                                                                                                             
-# distributed under the License is distributed on an "AS IS" BASIS,                                                                                                               
-# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or                                                                                                                 
-# implied. See the License for the specific language governing                                                                                                                    
-# permissions and limitations under the License. See accompanying                                                                                                                 
-# LICENSE file.                                                                                                                                                                   
-
-# Yahoo! Cloud System Benchmark
-# Workload E: Short ranges
-#   Application example: threaded conversations, where each scan is for the posts in a given thread (assumed to be clustered by thread id)
-#                        
-#   Scan/insert ratio: 95/5
-#   Default data size: 1 KB records (10 fields, 100 bytes each, plus key)
-#   Request distribution: zipfian
-
-# The insert order is hashed, not ordered. Although the scans are ordered, it does not necessarily
-# follow that the data is inserted in order. For example, posts for thread 342 may not be inserted contiguously, but
-# instead interspersed with posts from lots of other threads. The way the YCSB client works is that it will pick a start
-# key, and then request a number of records; this works fine even for hashed insertion.
-
+/// The properties of YCSB 0.17.0's workloads/workloade, in its order and spacing.
+const WORKLOADE_PROPERTIES: &str = "
 recordcount=1000
 operationcount=1000
 workload=site.ycsb.workloads.CoreWorkload
@@ -95,7 +48,16 @@ maxscanlength=100
 scanlengthdistribution=uniform
 
 
-"#;
+";
+
+/// YCSB's workloada: the header, then its properties.
+fn workloada() -> String {
+    format!("{HEADER}{WORKLOADA_PROPERTIES}")
+}
+
+fn workloade() -> String {
+    format!("{HEADER}{WORKLOADE_PROPERTIES}")
+}
 
 /// The NAME=VALUE lines of a property file (YCSB's own use only `=`).
 fn properties(text: &str) -> Vec<(&str, &str)> {
@@ -144,13 +106,13 @@ fn param<'a>(params: &'a [(String, ParamValue)], name: &str) -> &'a ParamValue {
 #[test]
 fn ycsbs_workloada_and_workloade_carry_over() {
     for (builtin, file, text) in [
-        ("ycsb-a", "workloada", WORKLOADA),
-        ("ycsb-e", "workloade", WORKLOADE),
+        ("ycsb-a", "workloada", workloada()),
+        ("ycsb-e", "workloade", workloade()),
     ] {
         let d = Dir::new();
-        d.write(file, text);
+        d.write(file, &text);
         let (params, inserted) = run_params(&d, builtin, &["-P", file]);
-        for (name, value) in properties(text) {
+        for (name, value) in properties(&text) {
             let got = param(&params, name);
             assert!(
                 same(got, value),
@@ -169,7 +131,7 @@ fn ycsbs_workloada_and_workloade_carry_over() {
 #[test]
 fn later_files_and_then_set_win() {
     let d = Dir::new();
-    d.write("workloada", WORKLOADA);
+    d.write("workloada", &workloada());
     d.write(
         "mine",
         "recordcount: 100\nrequestdistribution uniform\nreadproportion=0.9\n",
