@@ -796,10 +796,10 @@ fn set_switch(
     setting: &Setting,
 ) -> Result<(), InputError> {
     let name = &setting.name;
-    let Some(value) = choices
-        .iter()
-        .find(|c| **c == setting.value || java_boolean(&setting.value) == Some(c.as_str()))
-    else {
+    let raw = setting.value.as_str();
+    let Some(value) = choices.iter().find(|c| {
+        *c == raw || java_boolean(raw) == Some(c.as_str()) || sysbench_flag(raw) == Some(c.as_str())
+    }) else {
         let e = setting.error(format!("switch '{name}' is one of {}", choices.join(", ")));
         return Err(match help {
             Some(help) => e.help(help.clone()),
@@ -822,6 +822,17 @@ fn java_boolean(raw: &str) -> Option<&'static str> {
         Some("false")
     } else {
         None
+    }
+}
+
+/// `on` or `off` for the other spellings sysbench takes of a flag (`--skip_trx=true`, `=1`;
+/// sysbench 1.0 takes on, off, true, false, 1 and 0), so an `["off", "on"]` switch copied
+/// from a sysbench option takes them too.
+fn sysbench_flag(raw: &str) -> Option<&'static str> {
+    match raw {
+        "true" | "1" => Some("on"),
+        "false" | "0" => Some("off"),
+        _ => None,
     }
 }
 

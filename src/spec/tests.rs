@@ -111,6 +111,46 @@ fn a_switch_may_say_why_it_has_only_its_values_and_takes_java_booleans() {
     );
 }
 
+/// sysbench 1.0 takes a flag as on, off, true, false, 1 or 0 (and nothing else, `On`
+/// included): an `["off", "on"]` switch such as the sysbench built-ins' `skip_trx` does too.
+#[test]
+fn an_on_off_switch_takes_sysbenchs_spellings() {
+    let text = r#"name = "t"
+[switches]
+skip_trx = ["off", "on"]
+[[op]]
+name = "a"
+nop = {}
+"#;
+    let with = |value: &str| {
+        compile(
+            &Source {
+                path: "w.toml",
+                text,
+            },
+            &[Setting::flag("skip_trx", value)],
+        )
+    };
+    for (given, kept) in [
+        ("true", "on"),
+        ("1", "on"),
+        ("false", "off"),
+        ("0", "off"),
+        ("on", "on"),
+    ] {
+        let w = with(given).unwrap();
+        assert_eq!(
+            w.params["skip_trx"],
+            toml::Value::String(kept.into()),
+            "{given}"
+        );
+    }
+    assert_eq!(
+        with("yes").unwrap_err().message,
+        "--set skip_trx=yes: switch 'skip_trx' is one of off, on"
+    );
+}
+
 #[test]
 fn a_name_is_a_parameter_or_a_switch() {
     let (message, at) = error("[params]\nmode = 1\n[[op]]\nname = \"a\"\nnop = {}\n", &[]);
