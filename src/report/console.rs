@@ -10,7 +10,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::engine::{IntervalData, LoadProgress, Observer};
 use crate::result::validity::Validity;
 use crate::result::{
-    ConnectRecord, FigureRecord, IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus,
+    ConnectRecord, ErrorsByClass, FigureRecord, IntervalOp, IntervalRecord, OpResult, RunResult,
+    RunStatus,
 };
 use crate::spec::duration::human_ns;
 use crate::stats::LatencySummary;
@@ -278,15 +279,10 @@ pub fn connect_rows(c: &ConnectRecord) -> Vec<(&'static str, String)> {
         ),
     )];
     if c.failed_clients > 0 {
-        let classes: Vec<String> = c
-            .errors_by_class
-            .iter()
-            .map(|(class, n)| format!("{} {}", class.name(), thousands(*n)))
-            .collect();
         let mut line = format!(
             "{} clients ({})",
             thousands(c.failed_clients as u64),
-            classes.join(", ")
+            by_class(&c.errors_by_class)
         );
         if let Some(first) = &c.first_error {
             let _ = write!(line, "; first: {first}");
@@ -415,12 +411,8 @@ fn summary_table(out: &mut String, rows: &[&OpResult]) {
 /// For each operation that failed: its errors by class and its first three messages.
 fn error_lines(out: &mut String, rows: &[&OpResult]) {
     for op in rows.iter().filter(|op| op.errors > 0) {
-        let classes: Vec<String> = op
-            .errors_by_class
-            .iter()
-            .map(|(c, n)| format!("{} {}", c.name(), thousands(*n)))
-            .collect();
-        let _ = writeln!(out, "errors in {}: {}", op.name, classes.join(", "));
+        let classes = by_class(&op.errors_by_class);
+        let _ = writeln!(out, "errors in {}: {classes}", op.name);
         for m in op.error_messages.iter().take(3) {
             let _ = writeln!(
                 out,
@@ -437,13 +429,18 @@ fn error_lines(out: &mut String, rows: &[&OpResult]) {
 /// (an operation that succeeded after a retry is in `ok`, so the table does not show them).
 fn retry_lines(out: &mut String, rows: &[&OpResult]) {
     for op in rows.iter().filter(|op| op.retries > 0) {
-        let classes: Vec<String> = op
-            .retries_by_class
-            .iter()
-            .map(|(c, n)| format!("{} {}", c.name(), thousands(*n)))
-            .collect();
-        let _ = writeln!(out, "retries in {}: {}", op.name, classes.join(", "));
+        let classes = by_class(&op.retries_by_class);
+        let _ = writeln!(out, "retries in {}: {classes}", op.name);
     }
+}
+
+/// Counts by class as the summary writes them: `deadlock 3, serialization 1`.
+fn by_class(counts: &ErrorsByClass) -> String {
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(class, n)| format!("{} {}", class.name(), thousands(*n)))
+        .collect();
+    parts.join(", ")
 }
 
 /// Statements sent, as sysbench prints its queries, when operations are more than one
