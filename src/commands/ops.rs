@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Result;
 
@@ -12,6 +13,7 @@ use crate::engine::Slots;
 use crate::error::InputError;
 use crate::plan;
 use crate::report::ops as view;
+use crate::spec::ycsb::InsertCounters;
 
 /// `loadrig ops WORKLOAD [--properties FILE …] [--set …] [--op …] [--clients N] [--count K] [--seed S] [--json]`.
 pub fn ops(args: &OpsArgs) -> Result<ExitCode> {
@@ -37,9 +39,19 @@ pub fn ops(args: &OpsArgs) -> Result<ExitCode> {
         capture: workload.capture_slots,
         seq_offset: 0,
     };
+    // Shared as in a run; the clients are shown one after another, so each takes its
+    // `{ycsb_counter}` keys after the clients before it.
+    let counters = Arc::new(InsertCounters::new(slots.seq, 0, 1));
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     for client in 0..clients {
-        let mut chooser = Chooser::new(&ops, load.seed, client, clients, slots);
+        let mut chooser = Chooser::new(
+            &ops,
+            load.seed,
+            client,
+            clients,
+            slots,
+            Arc::clone(&counters),
+        );
         for index in 0..args.count {
             let mut steps = Vec::new();
             let i = chooser.next_offline(&mut |op| steps.extend(view::step(op)));

@@ -11,6 +11,7 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::distr::weighted::WeightedIndex;
@@ -24,6 +25,7 @@ use super::timeline::Timeline;
 use super::turns::Turns;
 use super::{Arrivals, Connection, LoadPlan, Mode, Slots};
 use crate::clock::{self, Instant};
+use crate::spec::ycsb::InsertCounters;
 use crate::spec::{GenState, OpKind, OpSpec, Repeat, Step, When};
 use crate::stats::OpCounters;
 use crate::targets::peer::{PeerSession, PeerTarget};
@@ -43,6 +45,8 @@ pub struct ClientCtx<'a> {
     pub plan: &'a LoadPlan,
     pub timeline: Timeline,
     pub slots: Slots,
+    /// The `{ycsb_counter}` counters all clients of the process share.
+    pub counters: &'a Arc<InsertCounters>,
     pub stop: &'a AtomicBool,
     /// The start of the run, on the hot loop's clock.
     pub q0: Instant,
@@ -118,21 +122,27 @@ pub struct Chooser<'a> {
 }
 
 impl<'a> Chooser<'a> {
-    pub fn new(ops: &'a [OpSpec], seed: u64, client: u64, clients: u64, slots: Slots) -> Self {
+    pub fn new(
+        ops: &'a [OpSpec],
+        seed: u64,
+        client: u64,
+        clients: u64,
+        slots: Slots,
+        counters: Arc<InsertCounters>,
+    ) -> Self {
         let weights = if ops.len() > 1 {
             WeightedIndex::new(ops.iter().map(|o| o.weight)).ok()
         } else {
             None
         };
+        let mut gen = GenState::sharing(client, clients, slots.seq, counters);
+        gen.captures = vec![Vec::new(); slots.capture];
+        gen.offset = slots.seq_offset;
         Chooser {
             ops,
             weights,
             rng: SmallRng::seed_from_u64(mix_seed(seed, client)),
-            gen: GenState {
-                captures: vec![Vec::new(); slots.capture],
-                offset: slots.seq_offset,
-                ..GenState::new(client, clients, slots.seq)
-            },
+            gen,
             key: String::new(),
             value: Vec::new(),
             args: Vec::new(),
@@ -218,6 +228,8 @@ impl<'a> Chooser<'a> {
     /// from a server, so each capture slot holds [`CAPTURED`] instead. Returns the
     /// operation's index. The choices and draws are the ones [`run`] makes.
     pub fn next_offline(&mut self, send: &mut impl FnMut(&Op<'_>)) -> usize {
+        // The operation before has ended.
+        self.gen.acknowledge();
         let i = self.pick();
         self.draw_lets(i);
         let ops = self.ops;
@@ -658,7 +670,7 @@ macro_rules! perform {
     ($worker:expr, $i:expr, $ctx:expr) => {{
         let w = &mut *$worker;
         let spec = &w.chooser.ops[$i];
-        if w.session.is_some()
+        let result = if w.session.is_some()
             && spec.retry.is_none()
             && spec.kind.is_plain()
             && $ctx.plan.op_timeout.is_none()
@@ -689,7 +701,10 @@ macro_rules! perform {
             }
         } else {
             Box::pin(w.perform($i, $ctx)).await
-        }
+        };
+        // Its inserts have ended, failed or not (as YCSB acknowledges in a `finally`).
+        w.chooser.gen.acknowledge();
+        result
     }};
 }
 
@@ -702,7 +717,14 @@ pub async fn run<T: Target>(target: &T, session: Option<T::Session>, ctx: &Clien
         // Per-operation connections are opened inside each timed operation.
         session: if per_op { None } else { session },
         per_op,
-        chooser: Chooser::new(ctx.ops, ctx.plan.seed, ctx.stream(), clients, ctx.slots),
+        chooser: Chooser::new(
+            ctx.ops,
+            ctx.plan.seed,
+            ctx.stream(),
+            clients,
+            ctx.slots,
+            Arc::clone(ctx.counters),
+        ),
         retries: ErrorCounts::default(),
         statements: StatementCounts::default(),
         reconnects: 0,

@@ -32,6 +32,7 @@ use rand::SeedableRng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::spec::ycsb::InsertCounters;
 use crate::spec::{DataSpec, GenState, OpSpec, VerifySpec};
 use crate::stats::{new_hist, Hist, OpCounters};
 use crate::targets::peer::PeerTarget;
@@ -689,6 +690,8 @@ pub fn run<T: Target>(
     let timeline = plan.timeline();
     let start = StartLine::new(threads);
     let (tx, rx) = channel::<Msg>();
+    let (shard, shards) = plan.shard.map_or((0, 1), |s| (s.index, s.count));
+    let counters = Arc::new(InsertCounters::new(slots.seq, shard as u64, shards as u64));
     for t in 0..threads {
         let thread = ClientThread {
             thread: t,
@@ -698,6 +701,7 @@ pub fn run<T: Target>(
             ops: Arc::clone(&ops),
             plan: plan.clone(),
             slots,
+            counters: Arc::clone(&counters),
             timeline,
             start: start.clone(),
             tx: tx.clone(),
@@ -870,6 +874,7 @@ struct ClientThread<T: Target> {
     ops: Arc<Vec<OpSpec>>,
     plan: LoadPlan,
     slots: Slots,
+    counters: Arc<InsertCounters>,
     timeline: Timeline,
     start: StartLine,
     tx: Sender<Msg>,
@@ -962,6 +967,7 @@ impl<T: Target> ClientThread<T> {
                 plan: &self.plan,
                 timeline: self.timeline,
                 slots: self.slots,
+                counters: &self.counters,
                 stop: &self.start.stop,
                 q0,
                 exclusive,

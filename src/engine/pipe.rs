@@ -103,7 +103,14 @@ struct Stream<'a> {
 impl<'a> Stream<'a> {
     fn new(ctx: &'a ClientCtx<'a>) -> Self {
         let clients = ctx.plan.all_clients() as u64;
-        let chooser = Chooser::new(ctx.ops, ctx.plan.seed, ctx.stream(), clients, ctx.slots);
+        let chooser = Chooser::new(
+            ctx.ops,
+            ctx.plan.seed,
+            ctx.stream(),
+            clients,
+            ctx.slots,
+            Arc::clone(ctx.counters),
+        );
         Stream {
             ctx,
             chooser,
@@ -153,6 +160,7 @@ impl<'a> Stream<'a> {
     /// Record the outcome of its operation in flight, which ended at `now`.
     fn complete(&mut self, result: Result<Outcome, OpError>, now: Instant) {
         self.reply = None;
+        self.chooser.gen.acknowledge();
         let (Some((i, start)), Some(iv)) = (self.op.take(), self.iv.as_ref()) else {
             return;
         };

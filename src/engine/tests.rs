@@ -525,7 +525,9 @@ fn offline_binding_sends_what_a_run_sends() {
     };
     let mut offline: Vec<Vec<String>> = (0..clients)
         .map(|c| {
-            let mut chooser = client::Chooser::new(&w.ops, plan.seed, c, clients, slots);
+            let counters =
+                std::sync::Arc::new(crate::spec::ycsb::InsertCounters::new(w.seq_slots, 0, 1));
+            let mut chooser = client::Chooser::new(&w.ops, plan.seed, c, clients, slots, counters);
             let mut sent = Vec::new();
             for _ in 0..per_client {
                 chooser.next_offline(&mut |op| sent.push(logged(op)));

@@ -14,9 +14,11 @@
 //! | `ycsb_scrambled_keys N OPS I` | YCSB's `zipfian` key chooser: ycsb_scrambled over N +   |
 //! |                       | OPS·I·2 + 1 numbers, drawn again above the newest key         |
 //! | `ycsb_hotspot A..B H O` | a fraction O of draws on the first fraction H of the range  |
-//! | `ycsb_latest N`       | YCSB's SkewedLatestGenerator: the newest `seq` number (at     |
-//! |                       | least N - 1) minus a YCSB Zipfian number                      |
-//! | `ycsb_exponential N P F` | YCSB's ExponentialGenerator: the newest `seq` number minus an |
+//! | `ycsb_counter START`  | YCSB's insert key counter: START, START + 1, ... shared by    |
+//! |                       | the process's clients, acknowledged when the operation ends   |
+//! | `ycsb_latest N`       | YCSB's SkewedLatestGenerator: the newest acknowledged         |
+//! |                       | `ycsb_counter` key (at least N - 1) minus a Zipfian number    |
+//! | `ycsb_exponential N P F` | YCSB's ExponentialGenerator: that newest key minus an      |
 //! |                       | exponential draw, P % of draws within the newest N * F keys   |
 //! | `ycsb_sequential A..B` | YCSB's SequentialGenerator: A, A + 1, ... cycling; clients   |
 //! |                       | take interleaved turns                                        |
@@ -30,6 +32,7 @@
 //! | `NAME`                | the workload parameter NAME                                   |
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use rand::distr::{Alphanumeric, Distribution};
 use rand::{Rng, RngCore};
@@ -104,6 +107,11 @@ enum Part {
         cycle: ycsb::Sequential,
         slot: usize,
     },
+    /// The next key of the process's shared insert counter in `slot` (its `seq` slot).
+    YcsbCounter {
+        start: u64,
+        slot: usize,
+    },
     /// YCSB's hash of the number the inner generator draws.
     FnvHash(Box<Part>),
     Bytes(usize),
@@ -133,6 +141,11 @@ pub struct Template {
 /// Per-client generator state: its number, the client count, and one counter per `seq`.
 #[derive(Debug, Clone)]
 pub struct GenState {
+    /// The `{ycsb_counter}` counters, shared by the process's clients.
+    pub inserts: Arc<ycsb::InsertCounters>,
+    /// The `{ycsb_counter}` keys drawn for the operation running now, acknowledged when it
+    /// ends ([`GenState::acknowledge`]).
+    drawn: Vec<ycsb::Drawn>,
     pub client: u64,
     pub stride: u64,
     pub counters: Vec<u64>,
@@ -141,7 +154,7 @@ pub struct GenState {
     /// Values captured by transaction steps, by capture slot.
     pub captures: Vec<Vec<u8>>,
     /// The largest number this client's `seq` generators have handed out: the newest key
-    /// for `ycsb_latest`.
+    /// for `ycsb_latest` in a workload without `ycsb_counter`.
     pub newest: Option<u64>,
     /// `ycsb_latest`'s Zipfian for the current newest key.
     pub latest: Option<ycsb::LatestZipfian>,
@@ -150,8 +163,11 @@ pub struct GenState {
 }
 
 impl GenState {
+    /// A client's state with counters of its own (see [`GenState::sharing`]).
     pub fn new(client: u64, stride: u64, seq_slots: usize) -> Self {
         GenState {
+            inserts: Arc::new(ycsb::InsertCounters::new(seq_slots, 0, 1)),
+            drawn: Vec::new(),
             client,
             stride: stride.max(1),
             counters: vec![0; seq_slots],
@@ -160,6 +176,35 @@ impl GenState {
             newest: None,
             latest: None,
             iteration: 0,
+        }
+    }
+
+    /// The state of one of the clients that share `inserts`.
+    pub fn sharing(
+        client: u64,
+        stride: u64,
+        seq_slots: usize,
+        inserts: Arc<ycsb::InsertCounters>,
+    ) -> Self {
+        GenState {
+            inserts,
+            ..GenState::new(client, stride, seq_slots)
+        }
+    }
+
+    /// The newest key for the `latest`, `exponential` and `zipfian` key choosers: the
+    /// newest acknowledged `{ycsb_counter}` key, else the client's own newest `{seq}`.
+    fn newest_key(&self) -> Option<u64> {
+        self.inserts.newest().or(self.newest)
+    }
+
+    /// The operation that drew `{ycsb_counter}` keys has ended: acknowledge them.
+    #[inline]
+    pub fn acknowledge(&mut self) {
+        if !self.drawn.is_empty() {
+            for d in self.drawn.drain(..) {
+                self.inserts.acknowledge(d);
+            }
         }
     }
 }
@@ -417,10 +462,18 @@ fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
         }
         Part::YcsbZipfian(z) => z.sample(rng),
         Part::YcsbScrambled(z) => z.sample(rng),
-        Part::YcsbScrambledKeys(k) => k.sample(rng, st.newest, st.offset),
+        Part::YcsbScrambledKeys(k) => k.sample(rng, st.newest_key(), st.offset),
         Part::YcsbHotspot(h) => h.sample(rng),
-        Part::YcsbLatest(l) => l.sample(rng, st.newest, st.offset, &mut st.latest),
-        Part::YcsbExponential(e) => e.sample(rng, st.newest, st.offset),
+        Part::YcsbLatest(l) => {
+            let newest = st.newest_key();
+            l.sample(rng, newest, st.offset, &mut st.latest)
+        }
+        Part::YcsbExponential(e) => e.sample(rng, st.newest_key(), st.offset),
+        Part::YcsbCounter { start, slot } => {
+            let (key, drawn) = st.inserts.draw(*slot, start + st.offset);
+            st.drawn.push(drawn);
+            key
+        }
         Part::YcsbSequential { cycle, slot } => {
             let n = st.counters[*slot];
             st.counters[*slot] += 1;
@@ -465,13 +518,14 @@ fn is_number(part: &Part) -> bool {
             | Part::YcsbLatest(_)
             | Part::YcsbExponential(_)
             | Part::YcsbSequential { .. }
+            | Part::YcsbCounter { .. }
             | Part::FnvHash(_)
             | Part::Client
             | Part::Iteration
     )
 }
 
-const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, nurand, ycsb_zipfian, ycsb_scrambled, ycsb_scrambled_keys, ycsb_hotspot, ycsb_latest, ycsb_exponential, ycsb_sequential, fnvhash64, select, bytes, string, choice, client, iteration or sid";
+const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, nurand, ycsb_zipfian, ycsb_scrambled, ycsb_scrambled_keys, ycsb_hotspot, ycsb_latest, ycsb_exponential, ycsb_sequential, ycsb_counter, fnvhash64, select, bytes, string, choice, client, iteration or sid";
 
 fn compile_expr(
     expr: &str,
@@ -519,6 +573,7 @@ fn compile_words(
         "ycsb_latest" => call.ycsb_latest(),
         "ycsb_exponential" => call.ycsb_exponential(),
         "ycsb_sequential" => call.ycsb_sequential(seq_slots),
+        "ycsb_counter" => call.ycsb_counter(seq_slots),
         "fnvhash64" => {
             call.arity(
                 1..=usize::MAX,
@@ -589,6 +644,16 @@ impl Call<'_> {
         *seq_slots += 1;
         Ok(Part::Seq {
             start,
+            slot: *seq_slots - 1,
+        })
+    }
+
+    fn ycsb_counter(&self, seq_slots: &mut usize) -> Result<Part, TemplateError> {
+        self.arity(1..=1, "the first key it hands out: {ycsb_counter records}")?;
+        let (at, w) = self.args[0];
+        *seq_slots += 1;
+        Ok(Part::YcsbCounter {
+            start: integer(w, at, self.params)?,
             slot: *seq_slots - 1,
         })
     }
@@ -1293,6 +1358,11 @@ mod tests {
                 "{ycsb_latest}",
                 1,
                 "'ycsb_latest' takes the number of records loaded",
+            ),
+            (
+                "{ycsb_counter}",
+                1,
+                "'ycsb_counter' takes the first key it hands out",
             ),
             ("{ycsb_latest 1 2}", 1, "'ycsb_latest' takes the number"),
             ("{ycsb_latest 2}", 13, "at least 3 records loaded"),

@@ -175,7 +175,7 @@ impl ScrambledZipfian {
 /// `requestdistribution=zipfian`. YCSB makes its scrambled Zipfian over the loaded keys plus
 /// the inserts it expects, `ScrambledZipfianGenerator(0, N + E)` (max inclusive: N + E + 1
 /// numbers), so that inserts do not move the modulus, and `nextKeynum` draws again while the
-/// number is above the newest key. The newest key is the client's, as for `{ycsb_latest}`.
+/// number is above the newest key. The newest key is as for `{ycsb_latest}`.
 #[derive(Debug, Clone)]
 pub struct ScrambledKeys {
     records: u64,
@@ -213,9 +213,10 @@ pub fn expected_new_keys(operations: u64, insert_proportion: f64) -> u64 {
     (operations as f64 * insert_proportion * 2.0) as i32 as u64
 }
 
-/// The newest key number a client knows: N - 1 (plus a growth study's offset) until its
-/// `{seq}` hands out a larger number, then that number. YCSB's threads share one
-/// acknowledged insert counter; loadrig's clients share nothing while they run.
+/// The newest key number: N - 1 (plus a growth study's offset) until an insert moves it.
+/// `seq_newest` is the newest key the process's `{ycsb_counter}` acknowledged, as YCSB's
+/// threads share one; without that counter, the largest number the client's own `{seq}`
+/// handed out.
 fn newest_key(records: u64, seq_newest: Option<u64>, offset: u64) -> u64 {
     let first = records - 1 + offset;
     seq_newest.map_or(first, |n| n.max(first))
@@ -259,8 +260,9 @@ impl Hotspot {
 
 /// `{ycsb_latest N}`: YCSB's `SkewedLatestGenerator`: the newest key number minus a YCSB Zipfian
 /// number over that many. Keys 0..N are the loaded ones (a growth study adds its offset); the
-/// newest is N - 1 until the client's `{seq}` hands out a larger number, then that number. As
-/// in YCSB, key 0 is never chosen and the Zipfian's eta keeps the count it was made for.
+/// newest is N - 1 until an insert's `{ycsb_counter}` is acknowledged above it (without one,
+/// until the client's own `{seq}` hands out a larger number). As in YCSB, key 0 is never
+/// chosen and the Zipfian's eta keeps the count it was made for.
 #[derive(Debug, Clone)]
 pub struct SkewedLatest {
     records: u64,
@@ -280,7 +282,7 @@ impl SkewedLatest {
         SkewedLatest { records }
     }
 
-    /// `seq_newest`: the largest number the client's `{seq}` handed out; `offset`: where a
+    /// `seq_newest`: the newest acknowledged insert (see [`newest_key`]); `offset`: where a
     /// growth study's batch continues the sequences.
     pub fn sample<R: RngCore>(
         &self,
@@ -310,7 +312,7 @@ impl SkewedLatest {
 /// `{ycsb_exponential N PERCENTILE FRAC}`: YCSB's `ExponentialGenerator(PERCENTILE, N * FRAC)`
 /// as CoreWorkload uses it for `requestdistribution=exponential`: the newest key number minus
 /// an exponential draw whose rate puts PERCENTILE % of the draws within the newest N * FRAC
-/// keys, drawn again while the key would fall below 0. The newest key follows `{seq}` as for
+/// keys, drawn again while the key would fall below 0. The newest key is as for
 /// `{ycsb_latest}`.
 #[derive(Debug, Clone)]
 pub struct ExponentialLatest {
@@ -355,6 +357,9 @@ impl Sequential {
         self.lo + n % (self.hi - self.lo)
     }
 }
+
+mod counter;
+pub use counter::{Drawn, InsertCounters};
 
 #[cfg(test)]
 mod tests;

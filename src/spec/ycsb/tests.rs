@@ -490,3 +490,29 @@ fn sequential_cycles_the_range_with_clients_taking_turns() {
     assert_eq!(first, [3, 5, 7, 4, 6]);
     assert_eq!(second, [4, 6, 3, 5, 7]);
 }
+
+#[test]
+fn latest_follows_the_inserts_the_clients_acknowledged() {
+    let shared = std::sync::Arc::new(super::InsertCounters::new(1, 0, 1));
+    let mut a = GenState::sharing(0, 2, 1, std::sync::Arc::clone(&shared));
+    let mut b = GenState::sharing(1, 2, 1, shared);
+    // One counter: a takes 1000 and 1001, b 1002; no read sees them before they end.
+    assert_eq!(draws("{ycsb_counter records}", 2, 1, &mut a), [1000, 1001]);
+    assert_eq!(draws("{ycsb_counter records}", 1, 1, &mut b), [1002]);
+    let newest = |st: &mut GenState, seed| {
+        let values = draws("{ycsb_latest records}", 10_000, seed, st);
+        let c = counts(&values, 0, 1003);
+        (0..1003).max_by_key(|&k| c[k]).unwrap()
+    };
+    assert_eq!(newest(&mut b, 2), 999);
+    // b's insert has ended, a's two have not: 1002 is not the newest yet.
+    b.acknowledge();
+    assert_eq!(newest(&mut b, 3), 999);
+    a.acknowledge();
+    assert_eq!(newest(&mut a, 4), 1002);
+    assert_eq!(newest(&mut b, 5), 1002);
+    // The zipfian chooser draws again above the same newest key.
+    let keys = draws("{ycsb_scrambled_keys records 100 1}", 10_000, 6, &mut b);
+    assert!(keys.iter().all(|&k| k <= 1002));
+    assert!(keys.iter().any(|&k| k > 999));
+}
