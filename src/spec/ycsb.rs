@@ -357,4 +357,6 @@ impl Sequential {
 }
 
 #[cfg(test)]
+mod java_reference;
+#[cfg(test)]
 mod tests;
