@@ -362,4 +362,6 @@ mod counter;
 pub use counter::{Drawn, InsertCounters};
 
 #[cfg(test)]
+mod java_reference;
+#[cfg(test)]
 mod tests;
