@@ -117,6 +117,14 @@ fn the_pods_command_lines_run_as_shards_and_merge() {
         "3",
         "--ops",
         "300",
+        "--pipeline",
+        "2",
+        "--connect-rate",
+        "500/s",
+        "--label",
+        "pods",
+        "--load-timeout",
+        "30s",
         "--start-at",
         "+2s",
     ]);
@@ -161,6 +169,14 @@ fn the_pods_command_lines_run_as_shards_and_merge() {
     ]);
     let merged = d.result("run.json");
     assert_eq!(merged.total.ok, 300);
+    // Every flag of the run reaches the pods: 3 connections x 2 streams, 50 ops each.
+    assert_eq!(merged.load.clients(), 6);
+    assert_eq!(merged.load.pipeline, 2);
+    assert_eq!(merged.connect.as_ref().unwrap().rate_per_s, Some(1500.0));
+    assert_eq!(merged.label.as_deref(), Some("pods"));
+    for flag in ["--load-timeout", "30s"] {
+        assert!(args.iter().any(|a| a == flag), "{args:?}");
+    }
     assert_eq!(merged.target.url, "sleep://?latency=1ms");
     assert_eq!(merged.shards.expect("shards").merged, vec![0, 1, 2]);
 }

@@ -307,25 +307,6 @@ fn a_bad_pipeline_in_the_workload_is_reported_at_its_place() {
             "--target",
             "sleep://",
             "-c",
-            "4",
-            "--pipeline",
-            "2",
-            "--shard",
-            "0/2",
-        ],
-    );
-    assert!(
-        err.contains("--pipeline cannot be used with --shard"),
-        "{err}"
-    );
-    let (_, err) = d.code(
-        2,
-        &[
-            "run",
-            "noop",
-            "--target",
-            "sleep://",
-            "-c",
             "100",
             "--pipeline",
             "101",

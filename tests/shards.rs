@@ -585,3 +585,59 @@ fn a_follower_without_its_loader_times_out() {
     );
     assert!(stderr.contains("--load-timeout"), "{stderr}");
 }
+
+/// `--pipeline` with `--shard`: the shards split the connections, each with its P streams
+/// numbered as in the unsharded run, so the shards' pipelined puts store exactly the keys of
+/// the whole run's `--ops`, and the merge is the whole run (its connections, its streams).
+#[test]
+fn pipelined_shards_split_connections_and_store_the_whole_runs_keys() {
+    let Some(url) = common::redis_db(7) else {
+        return;
+    };
+    let mut c = common::redis_flushed(&url);
+    let d = Dir::new();
+    let w = d.write("puts.toml", PUT_ONLY);
+    let files = run_shards(
+        &d,
+        2,
+        &[
+            "run",
+            w.to_str().unwrap(),
+            "--target",
+            &url,
+            "--clients",
+            "3",
+            "--pipeline",
+            "8",
+            "--ops",
+            "2400",
+            "--seed",
+            "4",
+        ],
+    );
+    let shards: Vec<RunResult> = files.iter().map(|f| d.result(f)).collect();
+    // 3 connections over 2 shards: 2 and 1, with their 8 streams each.
+    let streams: Vec<usize> = shards.iter().map(|r| r.load.clients()).collect();
+    assert_eq!(streams, [16, 8]);
+    let opened: Vec<usize> = shards
+        .iter()
+        .map(|r| r.connect.as_ref().unwrap().clients)
+        .collect();
+    assert_eq!(opened, [2, 1]);
+    let merged = merge(&d, &files, &[]);
+    assert_eq!(merged.load.clients(), 24, "3 connections x 8 streams");
+    assert_eq!(merged.load.connections(), 3);
+    assert_eq!(merged.load.pipeline, 8);
+    assert_eq!(
+        merged.connect.as_ref().unwrap().clients,
+        3,
+        "every shard's connections"
+    );
+    assert_eq!((merged.total.ok, merged.total.errors), (2400, 0));
+    let mut names: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut c).unwrap();
+    names.sort();
+    let mut expected: Vec<String> = (0..2400).map(|i| format!("loadrig:r{i}")).collect();
+    expected.sort();
+    assert_eq!(names, expected, "every stream's seq numbers, once");
+    redis::cmd("FLUSHDB").exec(&mut c).unwrap();
+}

@@ -315,6 +315,9 @@ fn run_args(r: &RunArgs, sets: &[Setting], shards: usize, at: &str) -> Vec<Strin
     flag("--connection", r.connection.clone());
     flag("--op-timeout", r.op_timeout.clone());
     flag("--threads", r.threads.map(|n| n.to_string()));
+    flag("--connect-rate", r.connect_rate.clone());
+    flag("--pipeline", r.pipeline.map(|n| n.to_string()));
+    flag("--pipeline-refill", r.pipeline_refill.clone());
     flag("--duration", r.duration.clone());
     flag("--ops", r.ops.map(|n| n.to_string()));
     flag("--samples", r.samples.map(|n| n.to_string()));
@@ -327,6 +330,8 @@ fn run_args(r: &RunArgs, sets: &[Setting], shards: usize, at: &str) -> Vec<Strin
     for v in &r.validity {
         flag("--validity", Some(v.clone()));
     }
+    flag("--label", r.label.clone());
+    flag("--load-timeout", Some(r.load_timeout.clone()));
     flag("--shard", Some(format!("$(JOB_COMPLETION_INDEX)/{shards}")));
     flag("--start-at", Some(at.to_string()));
     flag("--metrics-addr", Some(format!("0.0.0.0:{METRICS_PORT}")));

@@ -183,9 +183,10 @@ pub struct Shard {
     /// From 0.
     pub index: usize,
     pub count: usize,
-    /// The number of this shard's first client among the whole run's.
+    /// The number of this shard's first client stream among the whole run's.
     pub first_client: usize,
-    /// The whole run's clients (open loop: workers in flight).
+    /// The whole run's client streams: connections (open loop: workers in flight) times
+    /// `--pipeline`.
     pub clients: usize,
     /// Open loop: the whole run's rate (`rate` in `load` is this shard's share).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -131,12 +131,6 @@ pub fn resolve_load(
         plan.pipeline_refill = pipeline_refill(g, plan.pipeline)?;
     }
     if let Some(text) = &args.shard {
-        if plan.pipeline > 1 {
-            return Err(InputError::new(
-                "--pipeline cannot be used with --shard yet: shards split connections, and a shard's share of the client streams is not worked out",
-            )
-            .help("run each shard without --pipeline, or run unsharded"));
-        }
         if warmup_is_auto(args) {
             return Err(InputError::new(
                 "--warmup auto cannot be used with --shard: each shard would cut a warm-up of its own",

@@ -29,9 +29,12 @@ pub fn parse_shard(text: &str) -> Result<(usize, usize), InputError> {
 }
 
 /// Give `load` (the whole run's) only share `index` of `count`: its clients (closed loop)
-/// or its workers and their part of the rate (open loop). Every share needs a client.
+/// or its workers and their part of the rate (open loop). Every share needs a client. With
+/// `--pipeline P` the shares are of connections, each with its P client streams, numbered
+/// as in the unsharded run.
 pub fn apply_shard(load: &mut LoadPlan, (index, count): (usize, usize)) -> Result<(), InputError> {
-    let all = load.clients();
+    let all = load.connections();
+    let p = load.pipeline.max(1);
     if all < count {
         let what = if load.is_open() {
             "--max-in-flight"
@@ -63,8 +66,8 @@ pub fn apply_shard(load: &mut LoadPlan, (index, count): (usize, usize)) -> Resul
     load.shard = Some(Shard {
         index,
         count,
-        first_client: first,
-        clients: all,
+        first_client: first * p,
+        clients: all * p,
         rate,
     });
     Ok(())

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use super::models::LatencyModes;
 use super::validity::{self, FairnessInterval, FairnessSummary, LittlesLaw, Validity, Verdict};
 use super::{
-    EncodedHistogram, ErrorMessage, IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus,
-    ShardsRecord, Statements,
+    ConnectPhasesRecord, ConnectRecord, EncodedHistogram, ErrorMessage, IntervalOp, IntervalRecord,
+    OpResult, RunResult, RunStatus, ShardsRecord, Statements,
 };
 use crate::engine::{LoadPlan, Mode, Shard};
 use crate::error::InputError;
@@ -113,6 +113,7 @@ pub fn merge(
         validity: None,
         warmup_auto: None,
         intervals: Vec::new(),
+        connect: merge_connect(&refs),
         ..first.clone()
     };
     let interval_s = merged.load.interval.as_secs_f64();
@@ -125,6 +126,41 @@ pub fn merge(
         .map(|f| figure(f, &merged.operations, measured_s))
         .collect();
     Ok(merged)
+}
+
+/// The connections every shard opened before its run: counted, their failures summed, the
+/// time the slowest shard took, and the phases bounded ([`summary_bound`]).
+fn merge_connect(refs: &[&RunResult]) -> Option<ConnectRecord> {
+    let parts: Vec<&ConnectRecord> = refs.iter().filter_map(|r| r.connect.as_ref()).collect();
+    if parts.is_empty() {
+        return None;
+    }
+    let phases: Vec<&ConnectPhasesRecord> =
+        parts.iter().filter_map(|c| c.phases.as_ref()).collect();
+    let phase = |f: fn(&ConnectPhasesRecord) -> Option<&LatencySummary>| {
+        let of: Vec<&LatencySummary> = phases.iter().filter_map(|p| f(p)).collect();
+        (!of.is_empty()).then(|| summary_bound(&of))
+    };
+    let mut errors_by_class = BTreeMap::new();
+    for c in &parts {
+        for (class, n) in &c.errors_by_class {
+            *errors_by_class.entry(*class).or_insert(0) += n;
+        }
+    }
+    Some(ConnectRecord {
+        clients: parts.iter().map(|c| c.clients).sum(),
+        seconds: parts.iter().map(|c| c.seconds).fold(0.0, f64::max),
+        // Each shard paced its own: together, the sum.
+        rate_per_s: parts.iter().map(|c| c.rate_per_s).sum(),
+        phases: phase(|p| Some(&p.tcp)).map(|tcp| ConnectPhasesRecord {
+            tcp,
+            tls: phase(|p| p.tls.as_ref()),
+            auth: phase(|p| p.auth.as_ref()),
+        }),
+        failed_clients: parts.iter().map(|c| c.failed_clients).sum(),
+        errors_by_class,
+        first_error: parts.iter().find_map(|c| c.first_error.clone()),
+    })
 }
 
 fn shards_record(
@@ -151,10 +187,12 @@ fn shards_record(
 fn whole_load(load: &LoadPlan) -> LoadPlan {
     let mut whole = load.clone();
     if let Some(shard) = load.shard {
+        // The shard counts client streams, the mode connections.
+        let connections = shard.clients / load.pipeline.max(1);
         match &mut whole.mode {
-            Mode::Closed { clients, .. } => *clients = shard.clients,
+            Mode::Closed { clients, .. } => *clients = connections,
             Mode::Open { rate, workers, .. } => {
-                *workers = shard.clients;
+                *workers = connections;
                 *rate = shard.rate.unwrap_or(*rate);
             }
         }
@@ -450,7 +488,8 @@ fn merge_op(
             open.then(|| EncodedHistogram::encode(&h)),
         )
     } else {
-        (lag_bound(ops), None)
+        let lags: Vec<&LatencySummary> = ops.iter().filter_map(|o| o.start_lag.as_ref()).collect();
+        (summary_bound(&lags), None)
     };
     let sum = |f: fn(&OpResult) -> u64| ops.iter().map(|o| f(o)).sum::<u64>();
     let ok = sum(|o| o.ok);
@@ -517,11 +556,10 @@ fn per_s(n: u64, measured_s: f64) -> f64 {
     }
 }
 
-/// The start lag over shards whose files hold its summary only (written before
-/// `start_lag_histogram`): count, mean, min and max are exact, each percentile is the
-/// highest of the shards' (an upper bound).
-fn lag_bound(ops: &[&OpResult]) -> LatencySummary {
-    let lags: Vec<&LatencySummary> = ops.iter().filter_map(|o| o.start_lag.as_ref()).collect();
+/// Summaries without their histograms (the start lag of files written before
+/// `start_lag_histogram`, the connect phases) over shards: count, mean, min and max are
+/// exact, each percentile is the highest of the shards' (an upper bound).
+fn summary_bound(lags: &[&LatencySummary]) -> LatencySummary {
     let count: u64 = lags.iter().map(|l| l.count).sum();
     let top = |f: fn(&LatencySummary) -> u64| lags.iter().map(|l| f(l)).max().unwrap_or(0);
     LatencySummary {
