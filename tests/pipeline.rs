@@ -285,6 +285,30 @@ fn a_bad_pipeline_in_the_workload_is_reported_at_its_place() {
     let (_, err) = d.code(2, &["run", "w.toml", "--target", "sleep://?latency=1ms"]);
     assert!(err.contains("w.toml:4:12"), "{err}");
     assert!(err.contains("[load] pipeline 0: expected 1 to"), "{err}");
+    // A depth the file gives that the target cannot take is named as the file's, at its place.
+    d.write(
+        "w4.toml",
+        "name = \"w\"\n[load]\npipeline = 4\n[[op]]\nname = \"n\"\nnop = {}\n",
+    );
+    let (_, err) = d.code(2, &["run", "w4.toml", "--target", "sqlite://t.db"]);
+    assert!(err.contains("w4.toml:3:12"), "{err}");
+    assert!(
+        err.contains("[load] pipeline 4: sqlite:// targets cannot pipeline"),
+        "{err}"
+    );
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "w4.toml",
+            "--target",
+            "sqlite://t.db",
+            "--pipeline",
+            "2",
+        ],
+    );
+    assert!(err.contains("--pipeline 2: sqlite://"), "{err}");
+    assert!(!d.join("t.db").exists(), "nothing was created");
     let (_, err) = d.code(
         2,
         &[

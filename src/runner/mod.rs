@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use crate::analysis::steady;
 use crate::engine::{self, LoadPlan, Mode, Prepared, Slots};
 use crate::error::InputError;
-use crate::plan::{LoadMarker, RunPlan};
+use crate::plan::{Given, LoadMarker, RunPlan};
 use crate::report::console::{self, Live, LoadBar};
 use crate::report::host;
 use crate::report::metrics::MetricsServer;
@@ -441,6 +441,8 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
         }
     }
     let scheme = plan.target.scheme();
+    let given = pipeline_given(plan);
+    let named = given.name();
     // A target whose sessions cannot share a connection may still pipeline through the
     // engine's batch driver, when this run can use it (http://).
     if let (Some(why), Err(no_driver)) = (target.cannot_pipeline(), &driver) {
@@ -449,10 +451,11 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
             Some(_) => format!(", and this run cannot use it: {no_driver}"),
             None => String::new(),
         };
-        return Err(InputError::new(format!(
-            "--pipeline {p}: {scheme}:// targets cannot pipeline this run: {why}{because}"
-        ))
-        .help("run with --pipeline 1, and more --clients for more operations in flight"));
+        return Err(given
+            .error(format!(
+                "{named} {p}: {scheme}:// targets cannot pipeline this run: {why}{because}"
+            ))
+            .help("run with --pipeline 1, and more --clients for more operations in flight"));
     }
     for op in plan.ops.iter() {
         let what = match &op.kind {
@@ -463,13 +466,26 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
             }
             _ => continue,
         };
-        return Err(InputError::new(format!(
-            "--pipeline {p}: operation '{}' {what} belongs to its connection, which --pipeline shares between {p} client streams",
-            op.name
-        ))
-        .help(format!("leave '{}' out (--op), or run it with --pipeline 1", op.name)));
+        return Err(given
+            .error(format!(
+                "{named} {p}: operation '{}' {what} belongs to its connection, which pipelining shares between {p} client streams",
+                op.name
+            ))
+            .help(format!("leave '{}' out (--op), or run it with --pipeline 1", op.name)));
     }
     Ok(())
+}
+
+/// The pipeline depth as the user gave it, for messages: `[load] pipeline` at its place in
+/// the workload file when the file says this depth, else the flag (which overrides the file).
+fn pipeline_given(plan: &RunPlan) -> Given<usize> {
+    let p = plan.load.pipeline;
+    match &plan.workload.load.pipeline {
+        Some(s) if *s.get_ref() == p as u64 => {
+            Given::file(p, "pipeline", s.span(), &plan.source.as_source())
+        }
+        _ => Given::flag(p, "--pipeline"),
+    }
 }
 
 /// An operation of a family the target runs that it still cannot do (a scan on files).
