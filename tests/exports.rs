@@ -477,7 +477,9 @@ fn ycsb_text_reads_back_as_the_run() {
         );
         let mean: f64 = value(name, "AverageLatency(us)").parse().unwrap();
         assert_eq!(mean, l.mean_ns / 1000.0);
-        assert!((200.0..=700.0).contains(&mean), "{mean}");
+        // In microseconds: at least the simulated server's 200 µs floor (no upper bound:
+        // a busy machine may take any time).
+        assert!(mean >= 200.0, "{mean}");
     }
 }
 
