@@ -575,8 +575,10 @@ fn an_open_loop_deals_its_rate_over_every_stream() {
     ]);
     let r = d.result("r.json");
     assert_eq!(r.load.clients(), 8);
-    // 400/s over 0.3 s: 120 arrivals scheduled, whatever the machine.
-    assert!((100..=121).contains(&r.total.ok), "{}", r.total.ok);
+    // 400/s over 0.3 s: 120 arrivals scheduled, whatever the machine: those a busy machine
+    // could not start by the end are counted as missed.
+    let scheduled = r.total.ok + r.missed_starts;
+    assert!((100..=121).contains(&scheduled), "{scheduled}");
     assert!(r.total.latency.min_ns >= 2_000_000);
 }
 
