@@ -754,19 +754,6 @@ fn session_store_and_a_growth_study_run_on_dbm() {
     assert_eq!(dbm_records(&d.join("g.redb")).len(), 61);
 }
 
-/// Run loadrig under `ulimit` settings (a shell sets them, then becomes loadrig).
-fn under_ulimit(d: &Dir, limits: &str, args: &[&str]) -> std::process::Output {
-    std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("{limits} && exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_loadrig"))
-        .args(args)
-        .current_dir(d.path())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run sh")
-}
-
 /// 40 SQLite clients hold about 3 × 40 files: under a soft limit of 100 the run raises it to
 /// the hard limit and completes; under a hard limit of 100 it exits 2 before anything runs,
 /// with the numbers and the fix, and writes no result.
@@ -787,14 +774,14 @@ fn a_too_low_open_files_limit_is_raised_or_reported_before_the_run() {
         "-o",
         "r.json",
     ];
-    let out = under_ulimit(&d, "ulimit -Sn 100", &args);
+    let out = common::under_ulimit(&d, "ulimit -Sn 100", &args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let r = d.result("r.json");
     assert_eq!((r.total.ok, r.total.errors), (200, 0));
 
     std::fs::remove_file(d.join("r.json")).unwrap();
-    let out = under_ulimit(&d, "ulimit -Sn 100 && ulimit -Hn 100", &args);
+    let out = common::under_ulimit(&d, "ulimit -Sn 100 && ulimit -Hn 100", &args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -821,7 +808,7 @@ fn a_too_low_open_files_limit_is_raised_or_reported_before_the_run() {
         "-o",
         "s.json",
     ];
-    let out = under_ulimit(&d, "ulimit -Sn 100 && ulimit -Hn 100", &sweep);
+    let out = common::under_ulimit(&d, "ulimit -Sn 100 && ulimit -Hn 100", &sweep);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(

@@ -201,3 +201,46 @@ fn a_bad_connect_rate_exits_2_at_its_place() {
     );
     assert_eq!(d.files(), ["bad.toml", "w.toml"]);
 }
+
+/// The open-files limit against a network target: 1,000 Redis clients under a soft limit of
+/// 256 raise it to the hard limit and all connect; under a hard limit of 256 the run exits 2
+/// before it connects, with the numbers and the fix, and writes no result.
+#[test]
+fn a_low_open_files_limit_is_raised_or_reported_before_connecting() {
+    let Some(url) = server_url("LOADRIG_REDIS_URL") else {
+        return;
+    };
+    let _t = turn();
+    let d = Dir::new();
+    d.write("w.toml", WORKLOAD);
+    let args = [
+        "run",
+        "w.toml",
+        "--target",
+        &url,
+        "--clients",
+        "1000",
+        "--ops",
+        "3000",
+        "-o",
+        "r.json",
+    ];
+    let out = common::under_ulimit(&d, "ulimit -Sn 256", &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let r = d.result("r.json");
+    assert_eq!((r.total.ok, r.total.errors), (3000, 0));
+    assert_eq!(r.connect.as_ref().unwrap().clients, 1000);
+    std::fs::remove_file(d.join("r.json")).unwrap();
+
+    let out = common::under_ulimit(&d, "ulimit -Sn 256 && ulimit -Hn 256", &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("1000 client sessions need about")
+            && err.contains("at most 256")
+            && err.contains("ulimit -n"),
+        "{err}"
+    );
+    assert!(!d.join("r.json").exists());
+}

@@ -241,3 +241,16 @@ kv.get = { key = "absent{seq}" }
     }
     text
 }
+
+/// Run loadrig under `ulimit` settings (a shell sets them, then becomes loadrig).
+pub fn under_ulimit(d: &Dir, limits: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{limits} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_loadrig"))
+        .args(args)
+        .current_dir(d.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run sh")
+}
