@@ -139,6 +139,30 @@ fn a_certificate_from_another_ca_is_refused_as_a_connect_error() {
     ) else {
         return;
     };
+    // The modes that do not name verification verify too (loadrig's default), so the
+    // wrong CA fails them the same way.
+    let mut urls = urls;
+    let weaker: Vec<(&str, String)> = urls
+        .iter()
+        .flat_map(|(name, url)| {
+            [
+                ("sslmode=verify-full", "sslmode=require"),
+                ("sslmode=verify-full", "sslmode=verify-ca"),
+                ("ssl-mode=VERIFY_IDENTITY", "ssl-mode=REQUIRED"),
+                ("ssl-mode=VERIFY_IDENTITY", "ssl-mode=VERIFY_CA"),
+            ]
+            .into_iter()
+            .filter(|(strict, _)| url.contains(strict))
+            .map(|(strict, mode)| (*name, url.replace(strict, mode)))
+            .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        weaker.len(),
+        6,
+        "postgres, mysql and mysql_async in two modes each"
+    );
+    urls.extend(weaker);
     for (name, url) in urls {
         let url = url.replace(&ca, &wrong);
         let d = Dir::new();
