@@ -41,7 +41,7 @@ impl Arg {
 /// One bound operation (or a transaction's step) as `loadrig ops` shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Shown {
-    /// `kv.get`, `sql`, `redis`, `ldap.search`, `http`, `tx`, `nop`, `connect`, ...
+    /// `kv.get`, `sql`, `redis`, `ldap.search`, `http`, `tx`, `steps`, `nop`, `connect`, ...
     pub kind: &'static str,
     /// kv operations: the key (also the first of `args`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -51,7 +51,7 @@ pub struct Shown {
     pub query: Option<String>,
     /// The bound arguments in the order a target receives them (kv: key, then value).
     pub args: Vec<Arg>,
-    /// A transaction's steps.
+    /// The steps of a transaction or of `steps`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Shown>,
     /// The operation as one line of text.
@@ -102,8 +102,17 @@ pub fn step(op: &Op<'_>) -> Option<Shown> {
 }
 
 /// Operation `kind` (its label) from the steps its session received: a transaction's
-/// between `BEGIN` and `COMMIT`, `connect` and `authenticate` with none.
+/// between `BEGIN` and `COMMIT`, `steps` without them (one after the other, each committed
+/// on its own), `connect` and `authenticate` with none.
 pub fn operation(kind: &'static str, mut steps: Vec<Shown>) -> Shown {
+    if kind == "steps" {
+        let inner: Vec<&str> = steps.iter().map(|s| s.text.as_str()).collect();
+        let text = inner.join("; ");
+        return Shown {
+            steps,
+            ..Shown::plain("steps", text, Vec::new())
+        };
+    }
     if kind == "tx" {
         if steps.first().is_some_and(|s| s.kind == "begin") {
             steps.remove(0);
