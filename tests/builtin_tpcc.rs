@@ -5,10 +5,12 @@
 //! fixed transaction count with a fixed seed: the loaded cardinalities exactly, the mix
 //! within binomial bounds, rolled-back New-Orders counted as such and matching the orders
 //! the database kept, the spec's consistency conditions 1-4, tpmC from the counts, and
-//! `loadrig ops` showing a New-Order with its lines.
+//! `loadrig ops` showing a New-Order with its lines and, with `keying=on`, each
+//! transaction's pauses.
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use common::sql::{mysql_row, pg_row, sqlite_row};
@@ -318,4 +320,48 @@ fn figures_in_csv() {
         !out.contains("figures.csv") && !d.join("ncsv/figures.csv").exists(),
         "{out}"
     );
+}
+
+/// `--set keying=on` gives every transaction the spec's keying time and mean think time
+/// (clause 5.2.5.7), as `loadrig ops` shows them from the workload a run compiles; by default
+/// no transaction pauses.
+#[test]
+fn keying_on_gives_each_transaction_its_keying_and_think_times() {
+    let expected: BTreeMap<&str, (f64, f64)> = [
+        ("new-order", (18.0, 12.0)),
+        ("payment", (3.0, 12.0)),
+        ("order-status", (2.0, 10.0)),
+        ("delivery", (2.0, 5.0)),
+        ("stock-level", (2.0, 5.0)),
+    ]
+    .into();
+    let d = Dir::new();
+    let ops = |keying: &str| {
+        let set = format!("keying={keying}");
+        let args = [
+            "ops", "tpcc", "--set", &set, "--count", "200", "--seed", "3",
+        ];
+        d.ok(&[&args[..], &["--json"]].concat())
+    };
+    let mut seen = BTreeMap::new();
+    for line in ops("on").lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let name = v["op"].as_str().unwrap();
+        let (keying, think) = expected[name];
+        assert_eq!(v["pause"]["keying_s"].as_f64(), Some(keying), "{name}");
+        assert_eq!(v["pause"]["think_s"].as_f64(), Some(think), "{name}");
+        let text = v["text"].as_str().unwrap();
+        let shown = format!("(keying {keying}s, think {think}s mean)");
+        assert!(
+            text.ends_with(&shown),
+            "{name}: {shown} not at the end of {text}"
+        );
+        *seen.entry(name.to_string()).or_insert(0) += 1;
+    }
+    assert_eq!(seen.len(), 5, "{seen:?}");
+    for line in ops("off").lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert!(v.get("pause").is_none(), "{line}");
+        assert!(!v["text"].as_str().unwrap().contains("(keying"), "{line}");
+    }
 }

@@ -5,6 +5,8 @@
 //! (`<512 bytes>`). JSON keeps every argument in full up to [`JSON_TEXT_MAX`] bytes of
 //! text, so keys and parameters can be counted. Bind passwords show as `***` in both.
 
+use std::time::Duration;
+
 use serde::Serialize;
 
 use crate::vocab::{NativeOp, Op, ValueKind};
@@ -56,6 +58,17 @@ pub struct Shown {
     pub steps: Vec<Shown>,
     /// The operation as one line of text.
     pub text: String,
+    /// An operation's `pause`: the keying time a closed-loop client waits before it and the
+    /// mean of the think time after it. Not sent, but part of what the client does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause: Option<ShownPause>,
+}
+
+/// Keying and mean think time, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ShownPause {
+    pub keying_s: f64,
+    pub think_s: f64,
 }
 
 impl Shown {
@@ -67,7 +80,28 @@ impl Shown {
             args,
             steps: Vec::new(),
             text,
+            pause: None,
         }
+    }
+
+    /// The operation with its `pause`, also written after its text: `(keying 18s, think
+    /// 12s mean)`.
+    pub fn with_pause(mut self, keying: Duration, think: Duration) -> Shown {
+        let mut parts = Vec::new();
+        if !keying.is_zero() {
+            parts.push(format!("keying {}", humantime::format_duration(keying)));
+        }
+        if !think.is_zero() {
+            parts.push(format!("think {} mean", humantime::format_duration(think)));
+        }
+        if !parts.is_empty() {
+            self.text = format!("{} ({})", self.text, parts.join(", "));
+        }
+        self.pause = Some(ShownPause {
+            keying_s: keying.as_secs_f64(),
+            think_s: think.as_secs_f64(),
+        });
+        self
     }
 
     fn kv(kind: &'static str, key: &str, value: Option<&[u8]>) -> Shown {
