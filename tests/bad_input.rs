@@ -421,6 +421,30 @@ fn cases() -> Vec<Case> {
             vec!["w.toml:9:8", "a rollback step follows a native step"],
         ),
         (
+            "commit point in steps (no transaction)",
+            with(
+                "kv.get = { key = \"k{uniform 0..records}\" }",
+                "steps = [ { sql = \"SELECT 1\" }, { commit = {} } ]",
+            ),
+            vec![],
+            vec![
+                "w.toml:9:33: a commit point needs a transaction",
+                "help: write tx = [ ... ] for one transaction",
+            ],
+        ),
+        (
+            "rollback step in a repeat group of steps",
+            with(
+                "kv.get = { key = \"k{uniform 0..records}\" }",
+                "steps = [ { repeat = \"2\", steps = [ { sql = \"SELECT 1\" }, { rollback = {} } ] } ]",
+            ),
+            vec![],
+            vec![
+                "w.toml:9:59: a rollback step needs a transaction",
+                "help: write tx = [ ... ] for one transaction",
+            ],
+        ),
+        (
             "figure of an unknown operation",
             with(
                 "kv.get = { key = \"k{uniform 0..records}\" }",

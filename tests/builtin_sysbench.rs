@@ -36,14 +36,21 @@ const TABLE_SIZE: i64 = 1000;
 const TABLE: &str = "SELECT COUNT(*), MIN(id), MAX(id), MIN(k), MAX(k), \
     MIN(LENGTH(c)), MAX(LENGTH(c)), MIN(LENGTH(pad)), MAX(LENGTH(pad)) FROM loadrig_sbtest1";
 
-/// Run every built-in for OPS transactions on `url` (table_size 1000) and check the table it
-/// left behind with `row` (one row of numbers from a query on the same database).
+/// Run every built-in for OPS transactions on `url` (table_size 1000), and the ones with a
+/// transaction again with skip_trx=on, and check the table each left behind with `row` (one
+/// row of numbers from a query on the same database).
 fn every_builtin(url: &str, clients: &str, row: &dyn Fn(&str) -> Vec<i64>) {
-    for &name in BUILTINS {
+    let with_skip_trx = ["oltp_read_only", "oltp_read_write", "oltp_write_only"]
+        .map(|name| (name, Some("skip_trx=on")));
+    let cases = BUILTINS
+        .iter()
+        .map(|&name| (name, None))
+        .chain(with_skip_trx);
+    for (name, set) in cases {
         let d = Dir::new();
         let ops = OPS.to_string();
         let size = format!("table_size={TABLE_SIZE}");
-        let out = d.ok(&[
+        let mut args = vec![
             "run",
             name,
             "--target",
@@ -58,11 +65,16 @@ fn every_builtin(url: &str, clients: &str, row: &dyn Fn(&str) -> Vec<i64>) {
             "5",
             "-o",
             "r.json",
-        ]);
+        ];
+        if let Some(set) = set {
+            args.extend(["--set", set]);
+        }
+        let out = d.ok(&args);
+        let label = format!("{name} {}", set.unwrap_or_default());
         let r = d.result("r.json");
-        assert_eq!(r.operations.len(), 1, "{name}");
+        assert_eq!(r.operations.len(), 1, "{label}");
         let op = &r.operations[0];
-        assert_eq!((op.ok, op.errors), (OPS, 0), "{name}: {out}");
+        assert_eq!((op.ok, op.errors), (OPS, 0), "{label}: {out}");
         // sysbench prepare: drop, create, 1000 rows, the index on k.
         assert_eq!(r.setup.as_ref().expect("setup record").statements, 4);
         let table = row(TABLE);
@@ -72,8 +84,8 @@ fn every_builtin(url: &str, clients: &str, row: &dyn Fn(&str) -> Vec<i64>) {
             "oltp_read_write" | "oltp_write_only" | "oltp_update_index" => TABLE_SIZE + OPS as i64,
             _ => TABLE_SIZE,
         };
-        assert!(table[3] >= 1 && table[4] <= k_max, "{name}: {table:?}");
-        assert_eq!(&table[5..], &[119, 119, 59, 59], "{name}: {table:?}");
+        assert!(table[3] >= 1 && table[4] <= k_max, "{label}: {table:?}");
+        assert_eq!(&table[5..], &[119, 119, 59, 59], "{label}: {table:?}");
         let rows = match name {
             // One new row per transaction.
             "oltp_insert" => TABLE_SIZE + OPS as i64,
@@ -82,42 +94,46 @@ fn every_builtin(url: &str, clients: &str, row: &dyn Fn(&str) -> Vec<i64>) {
             // Delete + insert of the same id keeps table_size rows; the others write none.
             _ => TABLE_SIZE,
         };
-        assert_eq!(table[0], rows, "{name}: {table:?}");
+        assert_eq!(table[0], rows, "{label}: {table:?}");
         if name != "oltp_delete" {
-            assert_eq!(table[1], 1, "{name}: {table:?}");
+            assert_eq!(table[1], 1, "{label}: {table:?}");
         }
         if !matches!(name, "oltp_insert" | "oltp_delete") {
-            assert_eq!(table[2], TABLE_SIZE, "{name}: {table:?}");
+            assert_eq!(table[2], TABLE_SIZE, "{label}: {table:?}");
         }
         // Every id a single-row statement names exists: one row each.
         if matches!(
             name,
             "oltp_point_select" | "oltp_update_index" | "oltp_update_non_index" | "oltp_insert"
         ) {
-            assert_eq!(op.rows, OPS, "{name}");
+            assert_eq!(op.rows, OPS, "{label}");
         }
         if name == "oltp_delete" {
-            assert!(op.rows > 0 && op.rows <= OPS, "{name}: {}", op.rows);
+            assert!(op.rows > 0 && op.rows <= OPS, "{label}: {}", op.rows);
         }
         // sysbench's queries performed, per transaction: read, write, other (BEGIN, COMMIT).
+        // With skip_trx=on there is no BEGIN or COMMIT: every statement in autocommit.
         let (read, write, other) = match name {
             "oltp_point_select" => (1, 0, 0),
             "oltp_read_only" => (14, 0, 2),
             "oltp_read_write" => (14, 4, 2),
             "oltp_write_only" => (0, 4, 2),
-            "oltp_update_index" | "oltp_update_non_index" => (0, 1, 2),
             _ => (0, 1, 0),
         };
+        let other = if set.is_some() { 0 } else { other };
         let s = &op.statements;
         let per_tx = [read, write, other].map(|n| n * OPS);
         if op.retries == 0 {
-            assert_eq!([s.read, s.write, s.other], per_tx, "{name}");
+            assert_eq!([s.read, s.write, s.other], per_tx, "{label}");
         } else {
             // A retried transaction sent some statements twice.
-            assert!(s.read >= per_tx[0] && s.write >= per_tx[1], "{name}: {s:?}");
+            assert!(
+                s.read >= per_tx[0] && s.write >= per_tx[1],
+                "{label}: {s:?}"
+            );
         }
-        assert_eq!(s.total, s.read + s.write + s.other, "{name}");
-        assert_eq!(r.total.statements.total, s.total, "{name}");
+        assert_eq!(s.total, s.read + s.write + s.other, "{label}");
+        assert_eq!(r.total.statements.total, s.total, "{label}");
     }
 }
 
@@ -164,6 +180,132 @@ fn builtins_on_mariadb() {
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     every_builtin(&url, "4", &|sql| ints(mysql_row(&url, sql)));
+}
+
+/// The rows of loadrig_sbtest1 whose c is no longer the one the load gave them (the load's
+/// hash of the id, as the built-ins' setup computes it).
+fn c_changed() -> String {
+    let groups: Vec<String> = [3, 7, 11, 13, 17, 19, 23, 29, 31, 37]
+        .iter()
+        .map(|m| format!("x * {m} % 89999999999 + 10000000000"))
+        .collect();
+    format!(
+        "SELECT COUNT(*) FROM (SELECT c, id * 2654435761 % 89999999999 + 10000000000 AS x \
+         FROM loadrig_sbtest1) t WHERE c <> CONCAT({})",
+        groups.join(", '-', ")
+    )
+}
+
+/// sysbench's oltp_update_index and oltp_update_non_index send their UPDATEs alone, each in
+/// autocommit: with index_updates=3 (non_index_updates=2) each transaction is exactly 3 (2)
+/// statements, all writes, no BEGIN or COMMIT ("other"), each finding its row; the sum of k
+/// rises by exactly the number of index updates, and the rows whose c changed are exactly
+/// the ids the non-index updates named (from `loadrig ops` with the same seed and clients).
+/// Single-row autocommit UPDATEs cannot deadlock, so nothing is retried.
+fn updates_in_autocommit(url: &str, clients: u64, row: &dyn Fn(&str) -> Vec<i64>) {
+    let d = Dir::new();
+    let size = format!("table_size={TABLE_SIZE}");
+    let (ops, n) = (OPS.to_string(), clients.to_string());
+    // sysbench prepare: a point-select run loads the table and changes nothing.
+    d.ok(&[
+        "run",
+        "oltp_point_select",
+        "--target",
+        url,
+        "--set",
+        &size,
+        "--ops",
+        "1",
+    ]);
+    let k_loaded = row("SELECT SUM(k) FROM loadrig_sbtest1")[0];
+    assert_eq!(row(&c_changed())[0], 0, "the load's c");
+    for (name, set, per_tx) in [
+        ("oltp_update_index", "index_updates=3", 3),
+        ("oltp_update_non_index", "non_index_updates=2", 2),
+    ] {
+        let args = ["run", name, "--target", url, "--set", &size, "--set", set];
+        let more = [
+            "--skip-load",
+            "--ops",
+            &ops,
+            "--clients",
+            &n,
+            "--seed",
+            "5",
+            "-o",
+            "r.json",
+        ];
+        let out = d.ok(&[&args[..], &more].concat());
+        let r = d.result("r.json");
+        let op = &r.operations[0];
+        assert_eq!((op.ok, op.errors, op.retries), (OPS, 0, 0), "{name}: {out}");
+        let s = &op.statements;
+        let updates = per_tx * OPS;
+        assert_eq!(
+            [s.read, s.write, s.other, s.total],
+            [0, updates, 0, updates],
+            "{name}"
+        );
+        assert_eq!(op.rows, updates, "{name}");
+        assert!(
+            out.contains(&format!("other 0; {per_tx}.0 per operation")),
+            "{name}: {out}"
+        );
+    }
+    let k_now = row("SELECT SUM(k) FROM loadrig_sbtest1")[0];
+    assert_eq!(k_now - k_loaded, 3 * OPS as i64);
+    // The ids the non-index updates named, client by client as the run split the OPS.
+    let count = (OPS / clients).to_string();
+    let sent = d.ok(&[
+        "ops",
+        "oltp_update_non_index",
+        "--set",
+        &size,
+        "--set",
+        "non_index_updates=2",
+        "--clients",
+        &n,
+        "--count",
+        &count,
+        "--seed",
+        "5",
+        "--json",
+    ]);
+    let mut ids = std::collections::BTreeSet::new();
+    for line in sent.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["kind"], "steps", "{line}");
+        for step in v["steps"].as_array().unwrap() {
+            ids.insert(step["args"][1].as_i64().unwrap());
+        }
+    }
+    assert_eq!(row(&c_changed())[0], ids.len() as i64);
+}
+
+#[test]
+fn updates_in_autocommit_on_sqlite() {
+    let d = Dir::new();
+    let db = d.join("sysbench.db");
+    let url = format!("sqlite://{}", db.display());
+    updates_in_autocommit(&url, 1, &|sql| ints(sqlite_row(&db, sql)));
+}
+
+#[test]
+fn updates_in_autocommit_on_postgres() {
+    let Some(url) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    updates_in_autocommit(&url, 4, &|sql| ints(pg_row(&url, sql)));
+}
+
+#[test]
+fn updates_in_autocommit_on_mariadb() {
+    let Some(url) = server_url("LOADRIG_MYSQL_URL") else {
+        return;
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    updates_in_autocommit(&url, 4, &|sql| ints(mysql_row(&url, sql)));
 }
 
 /// The statements of the first transaction `loadrig ops` shows, by the first word that tells
@@ -342,10 +484,20 @@ fn values_follow_sysbench() {
     }
 }
 
-/// skip_trx=on commits each group of statements by itself; the default runs one
-/// transaction.
+/// skip_trx=on is sysbench's --skip_trx: the same statements with no BEGIN or COMMIT at
+/// all, each in autocommit (`steps`); the default runs one transaction. oltp_update_index
+/// and oltp_update_non_index send their updates alone either way, as sysbench does.
 #[test]
 fn skip_trx() {
+    let kind = |name: &str, sets: &[&str]| {
+        let d = Dir::new();
+        let mut args = vec!["ops", name, "--count", "1", "--json"];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let v: Value = serde_json::from_str(d.ok(&args).lines().next().unwrap()).unwrap();
+        v["kind"].as_str().unwrap().to_string()
+    };
     let (kinds, text) = statement_kinds("oltp_read_write", &[]);
     assert_eq!(kinds.len(), 18);
     assert!(
@@ -353,12 +505,31 @@ fn skip_trx() {
         "{text}"
     );
     assert_eq!(text.matches("COMMIT; BEGIN").count(), 0, "{text}");
-    let (kinds, text) = statement_kinds("oltp_read_write", &["skip_trx=on"]);
-    assert_eq!(kinds.len(), 18);
-    // Eight groups: point selects, four ranges, index and non-index updates, delete + insert.
-    assert_eq!(text.matches("COMMIT; BEGIN").count(), 7, "{text}");
-    let (_, text) = statement_kinds("oltp_write_only", &["skip_trx=on"]);
-    assert_eq!(text.matches("COMMIT; BEGIN").count(), 2, "{text}");
+    for name in ["oltp_read_only", "oltp_read_write", "oltp_write_only"] {
+        assert_eq!(kind(name, &[]), "tx", "{name}");
+        for on in ["skip_trx=on", "skip_trx=true", "skip_trx=1"] {
+            assert_eq!(kind(name, &[on]), "steps", "{name} {on}");
+        }
+        let (with, _) = statement_kinds(name, &[]);
+        let (without, text) = statement_kinds(name, &["skip_trx=on"]);
+        assert_eq!(with, without, "{name}");
+        assert!(
+            !text.contains("BEGIN") && !text.contains("COMMIT"),
+            "{text}"
+        );
+    }
+    for name in ["oltp_update_index", "oltp_update_non_index"] {
+        let three = ["index_updates=3", "non_index_updates=3"];
+        for (sets, updates) in [(&[][..], 1), (&["skip_trx=on"], 1), (&three, 3)] {
+            let (kinds, text) = statement_kinds(name, sets);
+            assert_eq!(kind(name, sets), "steps", "{name} {sets:?}");
+            assert!(
+                !text.contains("BEGIN") && !text.contains("COMMIT"),
+                "{text}"
+            );
+            assert_eq!(kinds.len(), updates, "{name} {sets:?}");
+        }
+    }
 }
 
 /// The number of the table (`loadrig_sbtestN`) a statement names.

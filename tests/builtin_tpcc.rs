@@ -4,11 +4,13 @@
 //! (2 warehouses, 1,000 items, 100 customers per district, the last 30 orders new) for a
 //! fixed transaction count with a fixed seed: the loaded cardinalities exactly, the mix
 //! within binomial bounds, rolled-back New-Orders counted as such and matching the orders
-//! the database kept, the spec's consistency conditions 1-4, tpmC from the counts, and
-//! `loadrig ops` showing a New-Order with its lines.
+//! the database kept, the spec's consistency conditions 1-4 (passing, and each failing on a
+//! copy of the database tampered to break it), tpmC from the counts, and `loadrig ops`
+//! showing a New-Order with its lines and, with `keying=on`, each transaction's pauses.
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use common::sql::{mysql_row, pg_row, sqlite_row};
@@ -318,4 +320,126 @@ fn figures_in_csv() {
         !out.contains("figures.csv") && !d.join("ncsv/figures.csv").exists(),
         "{out}"
     );
+}
+
+/// Each of the spec's consistency conditions 1-4 fails on a database that breaks it: a copy
+/// of a freshly loaded database is tampered in one place (w_ytd + 1 in one warehouse;
+/// d_next_o_id + 1 in one district; a new-order row from the middle of one district's
+/// undelivered orders deleted; one order line deleted), and a read-only Stock-Level run on
+/// it exits 1 with `verify condition N …: FAILED`, one violating warehouse or district
+/// counted, and the other three conditions passed.
+#[test]
+fn each_condition_fails_on_a_database_that_breaks_it() {
+    let d = Dir::new();
+    let db = d.join("tpcc.db");
+    let url = format!("sqlite://{}", db.display());
+    let loaded = run(&d, &url, 1, "1", Some("stock-level"));
+    assert!(
+        loaded.verify.iter().all(|v| v.passed),
+        "{:?}",
+        loaded.verify
+    );
+    let tampers = [
+        "UPDATE loadrig_warehouse SET w_ytd = w_ytd + 1 WHERE w_id = 2",
+        "UPDATE loadrig_district SET d_next_o_id = d_next_o_id + 1 WHERE d_w_id = 1 AND d_id = 3",
+        // The undelivered orders are 71..100 in every district.
+        "DELETE FROM loadrig_new_order WHERE no_w_id = 2 AND no_d_id = 7 AND no_o_id = 85",
+        "DELETE FROM loadrig_order_line WHERE ol_w_id = 1 AND ol_d_id = 4 AND ol_o_id = 10 AND ol_number = 2",
+    ];
+    for (i, tamper) in tampers.iter().enumerate() {
+        let broken = i + 1;
+        let copy = d.join(&format!("broken{broken}.db"));
+        // A consistent copy whatever the WAL holds.
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute("VACUUM INTO ?1", [copy.to_str().unwrap()])
+            .unwrap();
+        let conn = rusqlite::Connection::open(&copy).unwrap();
+        assert_eq!(conn.execute(tamper, []).unwrap(), 1, "{tamper}");
+        drop(conn);
+        let target = format!("sqlite://{}", copy.display());
+        let out = format!("r{broken}.json");
+        let mut args = vec![
+            "run",
+            "tpcc",
+            "--target",
+            &target,
+            "--skip-load",
+            "--op",
+            "stock-level",
+            "--ops",
+            "1",
+            "--seed",
+            "7",
+            "-o",
+            &out,
+        ];
+        args.extend_from_slice(SCALE);
+        let (stdout, _) = d.code(1, &args);
+        let r = d.result(&out);
+        assert_eq!(r.verify.len(), 4);
+        for (k, v) in r.verify.iter().enumerate() {
+            let n = k + 1;
+            assert!(
+                v.name.starts_with(&format!("condition {n}: ")),
+                "{}",
+                v.name
+            );
+            let (verdict, values) = if n == broken {
+                ("FAILED", ["1", "0"])
+            } else {
+                ("passed", ["0", "0"])
+            };
+            assert_eq!(v.passed, n != broken, "{tamper}: {v:?}");
+            assert_eq!(v.values, values, "{tamper}: {}", v.name);
+            let line = format!(
+                "verify {}: {verdict} ({} / {})",
+                v.name, values[0], values[1]
+            );
+            assert!(stdout.contains(&line), "{tamper}: no {line:?} in\n{stdout}");
+        }
+    }
+}
+
+/// `--set keying=on` gives every transaction the spec's keying time and mean think time
+/// (clause 5.2.5.7), as `loadrig ops` shows them from the workload a run compiles; by default
+/// no transaction pauses.
+#[test]
+fn keying_on_gives_each_transaction_its_keying_and_think_times() {
+    let expected: BTreeMap<&str, (f64, f64)> = [
+        ("new-order", (18.0, 12.0)),
+        ("payment", (3.0, 12.0)),
+        ("order-status", (2.0, 10.0)),
+        ("delivery", (2.0, 5.0)),
+        ("stock-level", (2.0, 5.0)),
+    ]
+    .into();
+    let d = Dir::new();
+    let ops = |keying: &str| {
+        let set = format!("keying={keying}");
+        let args = [
+            "ops", "tpcc", "--set", &set, "--count", "200", "--seed", "3",
+        ];
+        d.ok(&[&args[..], &["--json"]].concat())
+    };
+    let mut seen = BTreeMap::new();
+    for line in ops("on").lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let name = v["op"].as_str().unwrap();
+        let (keying, think) = expected[name];
+        assert_eq!(v["pause"]["keying_s"].as_f64(), Some(keying), "{name}");
+        assert_eq!(v["pause"]["think_s"].as_f64(), Some(think), "{name}");
+        let text = v["text"].as_str().unwrap();
+        let shown = format!("(keying {keying}s, think {think}s mean)");
+        assert!(
+            text.ends_with(&shown),
+            "{name}: {shown} not at the end of {text}"
+        );
+        *seen.entry(name.to_string()).or_insert(0) += 1;
+    }
+    assert_eq!(seen.len(), 5, "{seen:?}");
+    for line in ops("off").lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert!(v.get("pause").is_none(), "{line}");
+        assert!(!v["text"].as_str().unwrap().contains("(keying"), "{line}");
+    }
 }

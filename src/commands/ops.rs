@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use crate::cli::{OpsArgs, RunArgs};
 use crate::engine::client::Chooser;
-use crate::engine::Slots;
+use crate::engine::{Mode, Slots};
 use crate::error::InputError;
 use crate::plan;
 use crate::report::ops as view;
@@ -56,7 +56,11 @@ pub fn ops(args: &OpsArgs) -> Result<ExitCode> {
             let mut steps = Vec::new();
             let i = chooser.next_offline(&mut |op| steps.extend(view::step(op)));
             let (name, kind) = (&ops[i].name, ops[i].kind.label());
-            let shown = view::operation(kind, steps);
+            let mut shown = view::operation(kind, steps);
+            // Only a closed loop pauses: an open loop's arrivals are its schedule.
+            if let (Some(p), Mode::Closed { .. }) = (ops[i].pause, &load.mode) {
+                shown = shown.with_pause(p.keying, p.think);
+            }
             let line = if args.json {
                 view::json_line(client, index, name, &shown)?
             } else {

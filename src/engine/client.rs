@@ -223,8 +223,8 @@ impl<'a> Chooser<'a> {
 
     /// Choose and bind the next operation without a target (`loadrig ops`): `send` gets
     /// every [`Op`] the client's session would receive for it, in order (a transaction's
-    /// `Begin`, steps and `Commit`; nothing for `connect` and `authenticate`, which send no
-    /// `Op`), as if every step succeeded at its first attempt. Values a step captures come
+    /// `Begin`, steps and `Commit`, `steps` without them; nothing for `connect` and
+    /// `authenticate`, which send no `Op`), as if every step succeeded at its first attempt. Values a step captures come
     /// from a server, so each capture slot holds [`CAPTURED`] instead. Returns the
     /// operation's index. The choices and draws are the ones [`run`] makes.
     pub fn next_offline(&mut self, send: &mut impl FnMut(&Op<'_>)) -> usize {
@@ -236,8 +236,11 @@ impl<'a> Chooser<'a> {
         match &ops[i].kind {
             OpKind::Connect | OpKind::Authenticate => {}
             OpKind::Native(step) => self.step_offline(step, send),
-            OpKind::Tx(steps) => {
-                send(&Op::Begin);
+            OpKind::Tx(steps) | OpKind::Steps(steps) => {
+                let transaction = matches!(ops[i].kind, OpKind::Tx(_));
+                if transaction {
+                    send(&Op::Begin);
+                }
                 let mut k = 0;
                 while k < steps.len() {
                     if steps[k].commit_before {
@@ -257,7 +260,9 @@ impl<'a> Chooser<'a> {
                     }
                     k += len;
                 }
-                send(&Op::Commit);
+                if transaction {
+                    send(&Op::Commit);
+                }
             }
             _ => send(&self.bind(i)),
         }
@@ -291,7 +296,11 @@ impl<'a> Chooser<'a> {
         self.key.clear();
         self.value.clear();
         match kind {
-            OpKind::Nop | OpKind::Connect | OpKind::Authenticate | OpKind::Tx(_) => return Op::Nop,
+            OpKind::Nop
+            | OpKind::Connect
+            | OpKind::Authenticate
+            | OpKind::Tx(_)
+            | OpKind::Steps(_) => return Op::Nop,
             OpKind::Native(step) => return self.bind_step(step),
             OpKind::Put { key, value } | OpKind::Update { key, value } => {
                 key.render_str(&mut self.rng, &mut self.gen, &mut self.key);
@@ -476,7 +485,8 @@ impl<'a, T: Target> Worker<'a, T> {
             self.chooser.draw_lets(i);
         }
         match &ops[i].kind {
-            OpKind::Tx(steps) => return self.tx(steps).await,
+            OpKind::Tx(steps) => return self.tx(steps, true).await,
+            OpKind::Steps(steps) => return self.tx(steps, false).await,
             OpKind::Native(step) if step.peer.is_some() => {
                 let out = self.step(step).await?.unwrap_or_default();
                 return Ok(self.kept(step, out));
@@ -530,9 +540,13 @@ impl<'a, T: Target> Worker<'a, T> {
 
     /// Run a transaction's steps from `self.resume`: at a commit point commit and begin
     /// again, so a failure after it rolls back only the part since, and a retry resumes there.
-    async fn tx(&mut self, steps: &'a [Step]) -> Result<Outcome, OpError> {
+    /// Without a `transaction` (`steps`) the same walk sends no BEGIN, COMMIT or ROLLBACK:
+    /// each statement commits on its own, and a retry starts over (no commit points).
+    async fn tx(&mut self, steps: &'a [Step], transaction: bool) -> Result<Outcome, OpError> {
         let (from, mut rows) = self.resume;
-        self.primary(&Op::Begin).await?;
+        if transaction {
+            self.primary(&Op::Begin).await?;
+        }
         let mut k = from;
         while k < steps.len() {
             if steps[k].commit_before && k > from {
@@ -548,7 +562,9 @@ impl<'a, T: Target> Worker<'a, T> {
                         Ok(Some(out)) => rows += self.kept(step, out).rows,
                         Ok(None) => {}
                         Err(e) => {
-                            let _ = self.primary(&Op::Rollback).await;
+                            if transaction {
+                                let _ = self.primary(&Op::Rollback).await;
+                            }
                             return Err(e);
                         }
                     }
@@ -565,7 +581,9 @@ impl<'a, T: Target> Worker<'a, T> {
             }
             k += len;
         }
-        self.commit().await?;
+        if transaction {
+            self.commit().await?;
+        }
         Ok(Outcome::rows(rows))
     }
 

@@ -484,7 +484,7 @@ fn the_same_seed_gives_the_same_operations() {
 
 /// Each client's operations as a run on [`Log`] received them, against what
 /// `Chooser::next_offline` (`loadrig ops`) says the clients send: the same, for kv, native
-/// and transaction operations, with several clients sharing `seq` generators.
+/// transaction and `steps` operations, with several clients sharing `seq` generators.
 #[test]
 fn offline_binding_sends_what_a_run_sends() {
     let w = workload(
@@ -502,6 +502,9 @@ fn offline_binding_sends_what_a_run_sends() {
            { sql = { query = \"UPDATE loadrig_a SET n = 0 WHERE id = ?\", params = [\"{uniform 0..50}\"] } },\n\
            { commit = {} },\n\
            { sql = { query = \"UPDATE loadrig_b SET n = ? WHERE id = 1\", params = [\"{go}\"] }, when = \"go\" },\n\
+         ]\n\
+         [[op]]\nname = \"autocommit\"\nsteps = [\n\
+           { repeat = \"{uniform 1..4}\", steps = [ { sql = { query = \"UPDATE loadrig_c SET n = ? WHERE id = ?\", params = [\"{iteration}\", \"{uniform 0..50}\"] } } ] },\n\
          ]\n",
     );
     let (clients, per_client) = (3, 40);
@@ -540,6 +543,50 @@ fn offline_binding_sends_what_a_run_sends() {
     let all = offline.concat();
     for kind in ["put k", "get k", "Nop", "Redis", "Begin", "Sql", "Commit"] {
         assert!(all.iter().any(|l| l.contains(kind)), "no {kind} in {all:?}");
+    }
+}
+
+/// `steps` runs a tx's walk without the transaction: the session receives the statements
+/// alone (a repeat group's passes included), never BEGIN, COMMIT or ROLLBACK, and the
+/// statement counts have no "other". The same steps as a `tx` add BEGIN and COMMIT.
+#[test]
+fn steps_send_their_statements_without_a_transaction() {
+    let op = |form: &str| {
+        format!(
+            "name = \"s\"\n[[op]]\nname = \"u\"\n{form} = [\n\
+               {{ sql = {{ query = \"SELECT n FROM loadrig_a WHERE id = 1\" }}, capture = [\"n\"] }},\n\
+               {{ repeat = \"3\", steps = [ {{ sql = {{ query = \"UPDATE loadrig_a SET n = ? WHERE id = ?\", params = [\"{{n}}\", \"{{iteration}}\"] }} }} ] }},\n\
+             ]\n"
+        )
+    };
+    let plan = LoadPlan {
+        ops: Some(10),
+        ..closed(1)
+    };
+    for (form, other) in [("steps", 0), ("tx", 2)] {
+        let w = workload(&op(form));
+        let target = Log::default();
+        let sessions = Arc::clone(&target.sessions);
+        let (data, _) = drive(target, &w, &plan);
+        let sent = sessions.lock().unwrap().concat();
+        let (begins, commits) = (
+            sent.iter().filter(|l| *l == "Begin").count(),
+            sent.iter().filter(|l| *l == "Commit").count(),
+        );
+        assert_eq!(
+            (begins, commits),
+            (10 * other / 2, 10 * other / 2),
+            "{form}"
+        );
+        assert!(sent.iter().all(|l| l != "Rollback"), "{form}");
+        assert_eq!(sent.len() - begins - commits, 10 * 4, "{form}");
+        let s = &data.totals[0].statements;
+        assert_eq!(
+            (s.read, s.write, s.other),
+            (10, 30, 10 * other as u64),
+            "{form}"
+        );
+        assert_eq!(data.totals[0].ok, 10, "{form}");
     }
 }
 

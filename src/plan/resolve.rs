@@ -12,7 +12,7 @@ use crate::cli::RunArgs;
 use crate::engine::LoadPlan;
 use crate::error::InputError;
 use crate::result::validity::{Thresholds, THRESHOLD_NAMES};
-use crate::spec::{builtin, properties, OpKind, OpSpec, Setting, Workload};
+use crate::spec::{builtin, properties, OpSpec, Setting, Workload};
 use crate::targets::peer::PeerTarget;
 
 /// Compile the workload and resolve the flags against it: everything is checked here,
@@ -180,12 +180,9 @@ fn check_peers(workload: &Workload) -> Result<(), InputError> {
             .map_err(|e| e.at(peer.location.clone()))?
             .family();
         for op in &workload.ops {
-            let steps = match &op.kind {
-                OpKind::Native(step) => std::slice::from_ref(step),
-                OpKind::Tx(steps) => steps.as_slice(),
-                _ => &[],
-            };
-            if let Some(s) = steps
+            if let Some(s) = op
+                .kind
+                .native_steps()
                 .iter()
                 .find(|s| s.peer == Some(i) && s.op.family() != family)
             {

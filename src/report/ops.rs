@@ -5,6 +5,8 @@
 //! (`<512 bytes>`). JSON keeps every argument in full up to [`JSON_TEXT_MAX`] bytes of
 //! text, so keys and parameters can be counted. Bind passwords show as `***` in both.
 
+use std::time::Duration;
+
 use serde::Serialize;
 
 use crate::vocab::{NativeOp, Op, ValueKind};
@@ -41,7 +43,7 @@ impl Arg {
 /// One bound operation (or a transaction's step) as `loadrig ops` shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Shown {
-    /// `kv.get`, `sql`, `redis`, `ldap.search`, `http`, `tx`, `nop`, `connect`, ...
+    /// `kv.get`, `sql`, `redis`, `ldap.search`, `http`, `tx`, `steps`, `nop`, `connect`, ...
     pub kind: &'static str,
     /// kv operations: the key (also the first of `args`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -51,11 +53,22 @@ pub struct Shown {
     pub query: Option<String>,
     /// The bound arguments in the order a target receives them (kv: key, then value).
     pub args: Vec<Arg>,
-    /// A transaction's steps.
+    /// The steps of a transaction or of `steps`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Shown>,
     /// The operation as one line of text.
     pub text: String,
+    /// An operation's `pause`: the keying time a closed-loop client waits before it and the
+    /// mean of the think time after it. Not sent, but part of what the client does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause: Option<ShownPause>,
+}
+
+/// Keying and mean think time, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ShownPause {
+    pub keying_s: f64,
+    pub think_s: f64,
 }
 
 impl Shown {
@@ -67,7 +80,28 @@ impl Shown {
             args,
             steps: Vec::new(),
             text,
+            pause: None,
         }
+    }
+
+    /// The operation with its `pause`, also written after its text: `(keying 18s, think
+    /// 12s mean)`.
+    pub fn with_pause(mut self, keying: Duration, think: Duration) -> Shown {
+        let mut parts = Vec::new();
+        if !keying.is_zero() {
+            parts.push(format!("keying {}", humantime::format_duration(keying)));
+        }
+        if !think.is_zero() {
+            parts.push(format!("think {} mean", humantime::format_duration(think)));
+        }
+        if !parts.is_empty() {
+            self.text = format!("{} ({})", self.text, parts.join(", "));
+        }
+        self.pause = Some(ShownPause {
+            keying_s: keying.as_secs_f64(),
+            think_s: think.as_secs_f64(),
+        });
+        self
     }
 
     fn kv(kind: &'static str, key: &str, value: Option<&[u8]>) -> Shown {
@@ -102,8 +136,17 @@ pub fn step(op: &Op<'_>) -> Option<Shown> {
 }
 
 /// Operation `kind` (its label) from the steps its session received: a transaction's
-/// between `BEGIN` and `COMMIT`, `connect` and `authenticate` with none.
+/// between `BEGIN` and `COMMIT`, `steps` without them (one after the other, each committed
+/// on its own), `connect` and `authenticate` with none.
 pub fn operation(kind: &'static str, mut steps: Vec<Shown>) -> Shown {
+    if kind == "steps" {
+        let inner: Vec<&str> = steps.iter().map(|s| s.text.as_str()).collect();
+        let text = inner.join("; ");
+        return Shown {
+            steps,
+            ..Shown::plain("steps", text, Vec::new())
+        };
+    }
     if kind == "tx" {
         if steps.first().is_some_and(|s| s.kind == "begin") {
             steps.remove(0);

@@ -51,7 +51,7 @@ pub struct DataRecord {
 pub struct OpRecord {
     pub name: String,
     pub weight: f64,
-    /// `nop`, `kv.get`, `sql`, `tx`, …
+    /// `nop`, `kv.get`, `sql`, `tx`, `steps`, …
     pub kind: String,
     pub args: OpArgs,
     pub retry: Option<RetryRecord>,
@@ -70,7 +70,7 @@ pub enum OpArgs {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         value: Option<String>,
     },
-    /// A transaction's steps.
+    /// The steps of a transaction (`tx`) or of `steps` (no transaction).
     Tx {
         steps: Vec<NativeRecord>,
     },
@@ -152,7 +152,7 @@ impl OpRecord {
                 value: None,
             },
             OpKind::Native(step) => OpArgs::Native(NativeRecord::step(step)),
-            OpKind::Tx(steps) => OpArgs::Tx {
+            OpKind::Tx(steps) | OpKind::Steps(steps) => OpArgs::Tx {
                 steps: steps.iter().map(NativeRecord::step).collect(),
             },
         };

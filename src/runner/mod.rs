@@ -491,12 +491,9 @@ fn pipeline_given(plan: &RunPlan) -> Given<usize> {
 /// An operation of a family the target runs that it still cannot do (a scan on files).
 fn check_refused<T: Target>(ops: &[OpSpec], target: &T, scheme: &str) -> Result<(), InputError> {
     for op in ops {
-        let steps = match &op.kind {
-            crate::spec::OpKind::Native(step) => std::slice::from_ref(step),
-            crate::spec::OpKind::Tx(steps) => steps.as_slice(),
-            _ => &[],
-        };
-        if let Some(step) = steps
+        if let Some(step) = op
+            .kind
+            .native_steps()
             .iter()
             .find(|s| s.peer.is_none() && target.refuses(&s.op))
         {

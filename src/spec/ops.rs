@@ -3,7 +3,8 @@
 //! `kv.*` and `nop` run on every target; `sql`, `redis`, `ldap.*` and `http` are native to
 //! one kind of system; `connect` and `authenticate` measure the handshake itself; `tx`
 //! runs several native steps as one transaction, passing captured values between them,
-//! retried as a whole under `retry`.
+//! retried as a whole under `retry`; `steps` runs them the same way without a transaction,
+//! each statement committed on its own.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -34,6 +35,8 @@ pub(super) struct OpSection {
     ldap: Option<LdapSection>,
     http: Option<Spanned<HttpArgs>>,
     tx: Option<Spanned<Vec<Spanned<StepSection>>>>,
+    /// `tx`'s steps without the transaction: each statement in autocommit.
+    steps: Option<Spanned<Vec<Spanned<StepSection>>>>,
     capture: Option<Spanned<Vec<String>>>,
     retry: Option<Spanned<RetrySection>>,
     /// Values drawn once per attempt of the operation, which all its templates share.
@@ -423,6 +426,9 @@ pub enum OpKind {
     Authenticate,
     Native(Step),
     Tx(Vec<Step>),
+    /// A tx's steps run without BEGIN and COMMIT (sysbench's autocommit statements): no
+    /// commit points or rollback steps.
+    Steps(Vec<Step>),
 }
 
 impl OpKind {
@@ -437,11 +443,13 @@ impl OpKind {
             OpKind::Authenticate => "authenticate",
             OpKind::Native(step) => step.op.label(),
             OpKind::Tx(_) => "tx",
+            OpKind::Steps(_) => "steps",
         }
     }
 
     /// What one attempt of a single operation sends to the target: nothing for `nop`,
-    /// `connect` (a handshake, not a statement) and peer steps; a tx counts its steps.
+    /// `connect` (a handshake, not a statement) and peer steps; a tx or steps counts its
+    /// steps.
     #[inline]
     pub fn statement_kind(&self) -> Option<StatementKind> {
         match self {
@@ -451,7 +459,11 @@ impl OpKind {
             }
             OpKind::Authenticate => Some(StatementKind::Other),
             OpKind::Native(step) if step.peer.is_none() => Some(step.statement),
-            OpKind::Nop | OpKind::Connect | OpKind::Native(_) | OpKind::Tx(_) => None,
+            OpKind::Nop
+            | OpKind::Connect
+            | OpKind::Native(_)
+            | OpKind::Tx(_)
+            | OpKind::Steps(_) => None,
         }
     }
 
@@ -459,20 +471,24 @@ impl OpKind {
     #[inline]
     pub fn is_plain(&self) -> bool {
         match self {
-            OpKind::Connect | OpKind::Authenticate | OpKind::Tx(_) => false,
+            OpKind::Connect | OpKind::Authenticate | OpKind::Tx(_) | OpKind::Steps(_) => false,
             OpKind::Native(step) => step.peer.is_none(),
             _ => true,
         }
     }
 
+    /// Its native steps: a native op's one, a tx's or steps' all; none for the others.
+    pub fn native_steps(&self) -> &[Step] {
+        match self {
+            OpKind::Native(step) => std::slice::from_ref(step),
+            OpKind::Tx(steps) | OpKind::Steps(steps) => steps.as_slice(),
+            _ => &[],
+        }
+    }
+
     /// The native families the op needs from its target (peer steps run elsewhere).
     pub fn families(&self) -> Vec<Family> {
-        let steps = match self {
-            OpKind::Native(step) => std::slice::from_ref(step),
-            OpKind::Tx(steps) => steps.as_slice(),
-            _ => &[],
-        };
-        steps
+        self.native_steps()
             .iter()
             .filter(|s| s.peer.is_none())
             .map(|s| s.op.family())
@@ -665,14 +681,17 @@ impl OpCompiler<'_> {
             ));
         }
         if let Some(tx) = &op.tx {
-            kinds.push(self.tx(tx, visible)?);
+            kinds.push(self.tx(tx, visible.clone(), true)?);
+        }
+        if let Some(steps) = &op.steps {
+            kinds.push(self.tx(steps, visible, false)?);
         }
         let mut kind = match kinds.len() {
             1 => kinds.remove(0),
             0 => {
                 return Err(self.source.error(
                     span,
-                    format!("operation '{name}' says nothing to do: add one of kv.put, kv.get, kv.update, kv.delete, record.*, sql, redis, ldap.*, http, tx, connect, authenticate or nop = {{}}"),
+                    format!("operation '{name}' says nothing to do: add one of kv.put, kv.get, kv.update, kv.delete, record.*, sql, redis, ldap.*, http, tx, steps, connect, authenticate or nop = {{}}"),
                 ))
             }
             n => return Err(self.source.error(span, format!("operation '{name}' has {n} operations: give each its own [[op]]"))),
@@ -1309,15 +1328,19 @@ impl OpCompiler<'_> {
         Ok(out)
     }
 
+    /// `tx = [...]` (`transaction`) or `steps = [...]`: the same steps, compiled alike; only
+    /// a transaction has commit points and rollback steps.
     fn tx(
         &mut self,
         tx: &Spanned<Vec<Spanned<StepSection>>>,
         mut visible: Vec<(String, usize)>,
+        transaction: bool,
     ) -> Result<OpKind, InputError> {
+        let form = if transaction { "tx" } else { "steps" };
         if tx.get_ref().is_empty() {
             return Err(self.source.error(
                 tx.span(),
-                "tx has no steps: tx = [ { sql = { query = \"...\" } }, ... ]",
+                format!("{form} has no steps: {form} = [ {{ sql = {{ query = \"...\" }} }}, ... ]"),
             ));
         }
         let mut steps: Vec<Step> = Vec::new();
@@ -1327,6 +1350,9 @@ impl OpCompiler<'_> {
         for step in tx.get_ref() {
             if !self.keeps(&step.get_ref().only)? {
                 continue;
+            }
+            if !transaction {
+                self.check_no_transaction(step)?;
             }
             if step.get_ref().commit.is_some() {
                 self.check_commit_point(step)?;
@@ -1345,7 +1371,7 @@ impl OpCompiler<'_> {
             }
             after_group = step.get_ref().repeat.is_some();
             let mut compiled = match &step.get_ref().repeat {
-                Some(count) => self.repeat_group(step, count, &mut visible)?,
+                Some(count) => self.repeat_group(step, count, &mut visible, transaction)?,
                 None => vec![self.tx_step(step, &mut visible)?],
             };
             if let Some(first) = compiled.first_mut() {
@@ -1356,7 +1382,7 @@ impl OpCompiler<'_> {
         if steps.is_empty() {
             return Err(self.source.error(
                 tx.span(),
-                "`only` leaves out every step of this tx for these switch values",
+                format!("`only` leaves out every step of this {form} for these switch values"),
             ));
         }
         let families: Vec<_> = steps
@@ -1367,10 +1393,32 @@ impl OpCompiler<'_> {
         if families.windows(2).any(|w| w[0] != w[1]) {
             return Err(self.source.error(
                 tx.span(),
-                "a tx runs on one system: its steps are all sql, all record, all redis or all ldap (steps with on = \"PEER\" aside)",
+                format!("a {form} runs on one system: its steps are all sql, all record, all redis or all ldap (steps with on = \"PEER\" aside)"),
             ));
         }
-        Ok(OpKind::Tx(steps))
+        Ok(if transaction {
+            OpKind::Tx(steps)
+        } else {
+            OpKind::Steps(steps)
+        })
+    }
+
+    /// `steps = [...]` sends each statement on its own: a commit point or a rollback step
+    /// (in it or in one of its groups) would need a transaction to act on.
+    fn check_no_transaction(&self, step: &Spanned<StepSection>) -> Result<(), InputError> {
+        let s = step.get_ref();
+        let what = match (&s.commit, &s.rollback) {
+            (Some(_), _) => "a commit point",
+            (_, Some(_)) => "a rollback step",
+            _ => return Ok(()),
+        };
+        Err(self
+            .source
+            .error(
+                step.span(),
+                format!("{what} needs a transaction: the steps of steps = [...] run without one, each statement committed on its own"),
+            )
+            .help("write tx = [ ... ] for one transaction, or leave it out"))
     }
 
     /// `{ repeat = "COUNT", steps = [...] }`: the group's steps, the first carrying the
@@ -1380,6 +1428,7 @@ impl OpCompiler<'_> {
         group: &Spanned<StepSection>,
         count: &Spanned<String>,
         visible: &mut Vec<(String, usize)>,
+        transaction: bool,
     ) -> Result<Vec<Step>, InputError> {
         let g = group.get_ref();
         let alone = g.sql.is_none()
@@ -1415,6 +1464,12 @@ impl OpCompiler<'_> {
                 continue;
             }
             let s = step.get_ref();
+            if !transaction {
+                if let Err(e) = self.check_no_transaction(step) {
+                    self.in_repeat = outer;
+                    return Err(e);
+                }
+            }
             if s.rollback.is_some() {
                 if let Err(e) = self.rollback_step(step, steps.last_mut(), visible) {
                     self.in_repeat = outer;

@@ -500,6 +500,56 @@ tx = [
     }
 }
 
+/// `steps = [...]` compiles as a tx's steps do (groups, captures, `when`, `only`) into
+/// `OpKind::Steps`; a commit point or a rollback step in it, or in one of its groups, has
+/// no transaction to act on and is refused at its place with a help line; one left out by
+/// `only` is not there to refuse.
+#[test]
+fn steps_are_a_tx_without_the_transaction() {
+    let body = r#"[[op]]
+name = "a"
+steps = [
+  { sql = { query = "SELECT 1" }, capture = ["one"] },
+  { repeat = "2", steps = [ { sql = { query = "SELECT {iteration}" }, when = "one" } ] },
+  { commit = {}, only = { chopping = "on" } },
+]
+"#;
+    let w = compiled(body, &[]).unwrap();
+    let OpKind::Steps(steps) = &w.ops[0].kind else {
+        panic!("not steps: {:?}", w.ops[0].kind)
+    };
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[1].repeat.as_ref().map(|r| r.len), Some(1));
+    assert_eq!(w.ops[0].kind.label(), "steps");
+    assert!(!w.ops[0].kind.is_plain());
+    let (message, at) = error(body, &[("chopping", "on")]);
+    assert!(
+        message.starts_with("a commit point needs a transaction"),
+        "{message}"
+    );
+    assert_eq!(at, "w.toml:13:3");
+    for (bad, expect, at) in [
+        (
+            "steps = [ { sql = \"SELECT 1\" }, { rollback = {} } ]",
+            "a rollback step needs a transaction",
+            "w.toml:10:33",
+        ),
+        (
+            "steps = [ { repeat = \"2\", steps = [ { sql = \"SELECT 1\" }, { commit = {} } ] } ]",
+            "a commit point needs a transaction",
+            "w.toml:10:59",
+        ),
+        ("steps = []", "steps has no steps", "w.toml:10:9"),
+    ] {
+        let e = compiled(&format!("[[op]]\nname = \"a\"\n{bad}\n"), &[]).unwrap_err();
+        assert!(e.message.contains(expect), "{bad}: {}", e.message);
+        assert_eq!(e.location.as_deref(), Some(at), "{bad}");
+        if !bad.ends_with("[]") {
+            assert!(e.help.unwrap().contains("tx = [ ... ]"), "{bad}");
+        }
+    }
+}
+
 #[test]
 fn figures_and_pauses_compile_with_their_parameters_and_switches() {
     let body = r#"[params]
