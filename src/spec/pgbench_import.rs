@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::error::InputError;
 
-const SUPPORTED: &str = "supported: \\set NAME with random(a, b), random_zipfian(a, b, s), random_gaussian(a, b, p), random_exponential(a, b, p) or integer arithmetic (+ - * and constant / %) on numbers, :scale and earlier \\set constants; :NAME in SQL (:scale, :client_id, \\set names); SELECT … \\gset [prefix] or \\aset; \\if/\\elif :NAME (or NOT :NAME, !:NAME), \\else, \\endif around statements of a transaction; BEGIN; … END; (or COMMIT;) around the statements, or one statement alone; \\startpipeline … \\endpipeline around statements without BEGIN (loadrig's `pipeline`); \\sleep N [us|ms|s] as the script's last command";
+const SUPPORTED: &str = "supported: \\set NAME with random(a, b), random_zipfian(a, b, s), random_gaussian(a, b, p), random_exponential(a, b, p) or integer arithmetic (+ - * and constant / %) on numbers, :scale and earlier \\set constants; :NAME in SQL (:scale, :client_id, \\set names); SELECT … \\gset [prefix] or \\aset; \\if/\\elif :NAME (or NOT :NAME, !:NAME), \\else, \\endif around statements of a transaction; BEGIN; … END; (or COMMIT;) around the statements, or statements without it (each commits on its own); \\startpipeline … \\endpipeline around statements without BEGIN (loadrig's `pipeline`); \\sleep N [us|ms|s] as the script's last command";
 
 /// An integer polynomial: a sum of coefficient × product of parameters, which is what a
 /// generator's bounds accept (`100000*scale+1`).
@@ -821,10 +821,6 @@ pub fn translate(script: &str, name: &str, text: &str) -> Result<String, InputEr
         }
         .error(b.col, "\\if without \\endif"));
     }
-    if let (None, Some(st)) = (s.tx, s.statements.iter().find(|st| !st.when.is_empty())) {
-        let (line, col) = st.at;
-        return Err(Place { script, line }.error(col, "a statement inside \\if without BEGIN … END: loadrig runs a conditional statement as a step of a transaction; wrap the script in BEGIN; … END;"));
-    }
     match s.tx {
         _ if s.pipelined.is_some() && !s.outside.is_empty() => {
             let (line, col) = s.outside[0];
@@ -836,10 +832,6 @@ pub fn translate(script: &str, name: &str, text: &str) -> Result<String, InputEr
         Some(_) if !s.outside.is_empty() => {
             let (line, col) = s.outside[0];
             return Err(Place { script, line }.error(col, "a statement outside BEGIN … END beside a transaction: pgbench runs it in its own transaction, which one loadrig operation cannot"));
-        }
-        None if s.outside.len() > 1 => {
-            let (line, col) = s.outside[1];
-            return Err(Place { script, line }.error(col, "several statements without BEGIN: pgbench commits each on its own (autocommit), which one loadrig operation cannot; wrap them in BEGIN; … END; to run them as one transaction"));
         }
         _ => {}
     }
@@ -966,8 +958,15 @@ fn render(script: &str, name: &str, s: &Script) -> String {
     }
     out += &format!("\n[[op]]\nname = {}\n", quote(name));
     out += &lets;
-    if s.tx.is_some() {
-        out += "tx = [\n";
+    // Several statements, or one under \if, without BEGIN: each commits on its own, as
+    // pgbench runs them (autocommit), in `steps`.
+    let group = match s.tx {
+        Some(_) => Some("tx"),
+        None if s.statements.len() > 1 || !s.statements[0].when.is_empty() => Some("steps"),
+        None => None,
+    };
+    if let Some(group) = group {
+        out += &format!("{group} = [\n");
         for st in &s.statements {
             out += &format!("  {{ {} }},\n", step(st));
         }
