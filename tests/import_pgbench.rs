@@ -47,6 +47,26 @@ fn tpcb_setup() -> String {
     builtin[start..end].to_string()
 }
 
+/// Run w.toml for `ops` operations on t.db (SQLite), into r.json; it must succeed.
+fn run_on_sqlite(dir: &Dir, ops: u64) {
+    let ops = ops.to_string();
+    let run = dir.loadrig(&[
+        "run",
+        "w.toml",
+        "--ops",
+        &ops,
+        "-o",
+        "r.json",
+        "--target",
+        "sqlite://./t.db",
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
 #[test]
 fn tpcb_like_translates_and_runs_on_sqlite() {
     let dir = Dir::new();
@@ -77,21 +97,7 @@ fn tpcb_like_translates_and_runs_on_sqlite() {
         assert_eq!(steps[0]["args"][1], steps[4]["args"][2], "{op}");
     }
 
-    let run = dir.loadrig(&[
-        "run",
-        "w.toml",
-        "--ops",
-        "50",
-        "-o",
-        "r.json",
-        "--target",
-        "sqlite://./t.db",
-    ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    run_on_sqlite(&dir, 50);
     let conn = rusqlite::Connection::open(dir.join("t.db")).unwrap();
     let (n, sa, sh): (i64, i64, i64) = conn
         .query_row(
@@ -124,21 +130,7 @@ SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
     );
     assert!(toml.contains(r#"when = "aid""#), "{toml}");
     dir.write("w.toml", &format!("{}\n{toml}", tpcb_setup()));
-    let run = dir.loadrig(&[
-        "run",
-        "w.toml",
-        "--ops",
-        "40",
-        "-o",
-        "r.json",
-        "--target",
-        "sqlite://./t.db",
-    ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    run_on_sqlite(&dir, 40);
     let r = dir.result("r.json");
     let s = &r.operations[0].statements;
     assert_eq!(
@@ -444,21 +436,7 @@ END;
     );
     assert!(!toml.contains("acc_abalance = "), "not a let value: {toml}");
     dir.write("w.toml", &format!("{}\n{toml}", tpcb_setup()));
-    let run = dir.loadrig(&[
-        "run",
-        "w.toml",
-        "--ops",
-        "300",
-        "-o",
-        "r.json",
-        "--target",
-        "sqlite://./t.db",
-    ]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    run_on_sqlite(&dir, 300);
     let conn = rusqlite::Connection::open(dir.join("t.db")).unwrap();
     let (touched, expected): (i64, i64) = conn
         .query_row(

@@ -149,6 +149,18 @@ impl<'a> Chooser<'a> {
         }
     }
 
+    /// The chooser of the client (or client stream) `ctx` runs.
+    pub fn of(ctx: &ClientCtx<'a>) -> Self {
+        Chooser::new(
+            ctx.ops,
+            ctx.plan.seed,
+            ctx.stream(),
+            ctx.plan.all_clients() as u64,
+            ctx.slots,
+            Arc::clone(ctx.counters),
+        )
+    }
+
     #[inline]
     pub fn pick(&mut self) -> usize {
         match &self.weights {
@@ -728,21 +740,13 @@ macro_rules! perform {
 
 /// Run one client to the end of the run.
 pub async fn run<T: Target>(target: &T, session: Option<T::Session>, ctx: &ClientCtx<'_>) {
-    let clients = ctx.plan.all_clients() as u64;
     let per_op = ctx.plan.connection == Connection::PerOp;
     let mut worker = Worker {
         target,
         // Per-operation connections are opened inside each timed operation.
         session: if per_op { None } else { session },
         per_op,
-        chooser: Chooser::new(
-            ctx.ops,
-            ctx.plan.seed,
-            ctx.stream(),
-            clients,
-            ctx.slots,
-            Arc::clone(ctx.counters),
-        ),
+        chooser: Chooser::of(ctx),
         retries: ErrorCounts::default(),
         statements: StatementCounts::default(),
         reconnects: 0,

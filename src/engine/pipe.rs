@@ -102,15 +102,7 @@ struct Stream<'a> {
 
 impl<'a> Stream<'a> {
     fn new(ctx: &'a ClientCtx<'a>) -> Self {
-        let clients = ctx.plan.all_clients() as u64;
-        let chooser = Chooser::new(
-            ctx.ops,
-            ctx.plan.seed,
-            ctx.stream(),
-            clients,
-            ctx.slots,
-            Arc::clone(ctx.counters),
-        );
+        let chooser = Chooser::of(ctx);
         Stream {
             ctx,
             chooser,

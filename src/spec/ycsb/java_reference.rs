@@ -87,23 +87,8 @@ fn homogeneity(a: &[u64], b: &[u64]) -> (f64, f64) {
     assert_eq!(a.len(), b.len());
     let (na, nb) = (a.iter().sum::<u64>() as f64, b.iter().sum::<u64>() as f64);
     let smaller = na.min(nb) / (na + nb);
-    let mut bins: Vec<(f64, f64)> = Vec::new();
-    let (mut x, mut y) = (0.0, 0.0);
-    for (&ca, &cb) in a.iter().zip(b) {
-        x += ca as f64;
-        y += cb as f64;
-        if (x + y) * smaller >= 5.0 {
-            bins.push((x, y));
-            (x, y) = (0.0, 0.0);
-        }
-    }
-    match bins.last_mut() {
-        Some(last) => {
-            last.0 += x;
-            last.1 += y;
-        }
-        None => bins.push((x, y)),
-    }
+    let pairs = a.iter().zip(b).map(|(&x, &y)| (x as f64, y as f64));
+    let bins = super::tests::merged(pairs, |x, y| (x + y) * smaller >= 5.0);
     let statistic: f64 = bins
         .iter()
         .map(|&(x, y)| {

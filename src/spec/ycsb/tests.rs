@@ -13,28 +13,39 @@ use crate::spec::template::{GenState, Template};
 
 const ALPHA: f64 = 0.001;
 
+/// Pairs of counts summed over adjacent bins until `enough` holds for the sums; what is left
+/// at the end joins the last bin.
+pub(super) fn merged(
+    pairs: impl Iterator<Item = (f64, f64)>,
+    enough: impl Fn(f64, f64) -> bool,
+) -> Vec<(f64, f64)> {
+    let mut bins: Vec<(f64, f64)> = Vec::new();
+    let (mut x, mut y) = (0.0, 0.0);
+    for (a, b) in pairs {
+        x += a;
+        y += b;
+        if enough(x, y) {
+            bins.push((x, y));
+            (x, y) = (0.0, 0.0);
+        }
+    }
+    match bins.last_mut() {
+        Some(last) => {
+            last.0 += x;
+            last.1 += y;
+        }
+        None => bins.push((x, y)),
+    }
+    bins
+}
+
 /// The p-value of Pearson's chi-square test of `observed` counts against the probabilities
 /// `expected` (summing to 1), adjacent bins merged until each expects at least 5.
 fn chi_square_p(observed: &[u64], expected: &[f64]) -> f64 {
     assert_eq!(observed.len(), expected.len());
     let total = observed.iter().sum::<u64>() as f64;
-    let mut bins: Vec<(f64, f64)> = Vec::new();
-    let (mut o, mut e) = (0.0, 0.0);
-    for (&ob, &p) in observed.iter().zip(expected) {
-        o += ob as f64;
-        e += p * total;
-        if e >= 5.0 {
-            bins.push((o, e));
-            (o, e) = (0.0, 0.0);
-        }
-    }
-    match bins.last_mut() {
-        Some(last) => {
-            last.0 += o;
-            last.1 += e;
-        }
-        None => bins.push((o, e)),
-    }
+    let pairs = observed.iter().zip(expected);
+    let bins = merged(pairs.map(|(&o, &p)| (o as f64, p * total)), |_, e| e >= 5.0);
     let statistic: f64 = bins.iter().map(|(o, e)| (o - e) * (o - e) / e).sum();
     let df = (bins.len() - 1) as f64;
     ChiSquared::new(df).unwrap().sf(statistic)
