@@ -47,6 +47,17 @@ fn tpcb_setup() -> String {
     builtin[start..end].to_string()
 }
 
+/// In t.db: the history rows, the sum of the account balances and of the history deltas.
+fn history_and_balances(dir: &Dir) -> (i64, i64, i64) {
+    let conn = rusqlite::Connection::open(dir.join("t.db")).unwrap();
+    conn.query_row(
+        "SELECT (SELECT COUNT(*) FROM loadrig_pgbench_history), (SELECT SUM(abalance) FROM loadrig_pgbench_accounts), (SELECT SUM(delta) FROM loadrig_pgbench_history)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+    .unwrap()
+}
+
 /// Run w.toml for `ops` operations on t.db (SQLite), into r.json; it must succeed.
 fn run_on_sqlite(dir: &Dir, ops: u64) {
     let ops = ops.to_string();
@@ -98,14 +109,7 @@ fn tpcb_like_translates_and_runs_on_sqlite() {
     }
 
     run_on_sqlite(&dir, 50);
-    let conn = rusqlite::Connection::open(dir.join("t.db")).unwrap();
-    let (n, sa, sh): (i64, i64, i64) = conn
-        .query_row(
-            "SELECT (SELECT COUNT(*) FROM loadrig_pgbench_history), (SELECT SUM(abalance) FROM loadrig_pgbench_accounts), (SELECT SUM(delta) FROM loadrig_pgbench_history)",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .unwrap();
+    let (n, sa, sh) = history_and_balances(&dir);
     assert_eq!(n, 50);
     assert_eq!(sa, sh);
 }
@@ -138,14 +142,7 @@ SELECT abalance FROM pgbench_accounts WHERE aid = :aid;
         (40, 80, 0),
         "no BEGIN or COMMIT"
     );
-    let conn = rusqlite::Connection::open(dir.join("t.db")).unwrap();
-    let (n, sa, sh): (i64, i64, i64) = conn
-        .query_row(
-            "SELECT (SELECT COUNT(*) FROM loadrig_pgbench_history), (SELECT SUM(abalance) FROM loadrig_pgbench_accounts), (SELECT SUM(delta) FROM loadrig_pgbench_history)",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .unwrap();
+    let (n, sa, sh) = history_and_balances(&dir);
     assert_eq!((n, sa), (40, sh), "one draw of aid and delta per pass");
 }
 
