@@ -647,14 +647,15 @@ fn tables_are_drawn_per_statement_group() {
     );
 }
 
-/// `tables` below 1 exits 2 at the place in the workload file that uses it; a number of
-/// tables above what a statement can be written for exits 2 too.
+/// `tables` below 1 exits 2: `--set` by the parameter's floor, a file without the floor at
+/// the place that uses it; a number of tables above what a statement can be written for
+/// exits 2 too.
 #[test]
 fn tables_below_one_are_refused() {
     let d = Dir::new();
     let text = d
         .ok(&["init", "oltp_insert"])
-        .replace("tables = 1 ", "tables = 0 ");
+        .replace("tables = { value = 1, min = 1 }", "tables = 0");
     let path = d.write("w.toml", &text);
     let (_, stderr) = d.code(2, &["ops", path.to_str().unwrap()]);
     let (line, col) = text
@@ -671,7 +672,8 @@ fn tables_below_one_are_refused() {
     for name in BUILTINS {
         let (_, stderr) = d.code(2, &["ops", name, "--set", "tables=0"]);
         assert!(
-            stderr.contains("is 0: a setup group runs at least once"),
+            stderr.contains("--set tables=0: the workload")
+                && stderr.contains("needs tables of 1 or more"),
             "{name}: {stderr}"
         );
         let (_, stderr) = d.code(2, &["ops", name, "--set", "tables=1001"]);

@@ -434,12 +434,12 @@ pub fn compile(source: &Source<'_>, overrides: &[Setting]) -> Result<Workload, I
             .error(span, e.message().trim().to_string())
             .help("see `loadrig init session-store` for a complete example")
     })?;
-    let mut params = declared_params(source, &file.params)?;
+    let (mut params, floors) = declared_params(source, &file.params)?;
     let (switches, helps) = declared_switches(source, &file.switches, &mut params)?;
     for setting in overrides {
         match switches.get(&setting.name) {
             Some(choices) => set_switch(&mut params, choices, helps.get(&setting.name), setting)?,
-            None => set_param(&mut params, &file.name, setting)?,
+            None => set_param(&mut params, &file.name, setting, floors.get(&setting.name))?,
         }
     }
     let peers = peers::compile(source, &params, &file.peers)?;
@@ -560,25 +560,72 @@ fn check_sources(source: &Source<'_>, checks: &[Spanned<String>]) -> Vec<CheckSo
         .collect()
 }
 
-/// The `[params]` as declared: numbers, strings and booleans only.
+/// Parameter values by name.
+type Params = BTreeMap<String, toml::Value>;
+
+/// A numeric parameter's least value (`{ value = 1, min = 1, help = "..." }` in `[params]`),
+/// so that `--set scale=0` is refused by name instead of failing in a template that uses it.
+#[derive(Debug, Clone)]
+struct Floor {
+    min: f64,
+    help: Option<String>,
+}
+
+/// The `[params]` as declared: numbers, strings and booleans, or a table of `value` and an
+/// optional `min` (and `help`, said when a value is below it); and the floors.
 fn declared_params(
     source: &Source<'_>,
     declared: &BTreeMap<String, Spanned<toml::Value>>,
-) -> Result<BTreeMap<String, toml::Value>, InputError> {
+) -> Result<(Params, BTreeMap<String, Floor>), InputError> {
     let mut params = BTreeMap::new();
+    let mut floors = BTreeMap::new();
     for (name, value) in declared {
-        if matches!(
-            value.get_ref(),
-            toml::Value::Array(_) | toml::Value::Table(_) | toml::Value::Datetime(_)
-        ) {
-            return Err(source.error(
-                value.span(),
-                format!("parameter '{name}' must be a number, string or boolean"),
-            ));
-        }
-        params.insert(name.clone(), value.get_ref().clone());
+        let bad = |what: &str| source.error(value.span(), format!("parameter '{name}' {what}"));
+        let scalar = |v: &toml::Value| {
+            !matches!(
+                v,
+                toml::Value::Array(_) | toml::Value::Table(_) | toml::Value::Datetime(_)
+            )
+        };
+        let v = match value.get_ref() {
+            toml::Value::Table(t) => {
+                if let Some(key) = t
+                    .keys()
+                    .find(|k| !["value", "min", "help"].contains(&k.as_str()))
+                {
+                    return Err(bad(&format!("has '{key}': expected value, min and help")));
+                }
+                let v = t.get("value").filter(|v| scalar(v)).ok_or_else(|| {
+                    bad("needs a value = NUMBER, STRING or BOOLEAN (its default)")
+                })?;
+                if let Some(min) = t.get("min") {
+                    let (Some(min), Some(default)) = (number(min), number(v)) else {
+                        return Err(bad(
+                            "has a min, which needs a number for both value and min",
+                        ));
+                    };
+                    if default < min {
+                        return Err(bad(&format!("defaults to {v}, below its min {min}")));
+                    }
+                    let help = t.get("help").and_then(|h| h.as_str()).map(str::to_string);
+                    floors.insert(name.clone(), Floor { min, help });
+                }
+                v.clone()
+            }
+            v if scalar(v) => v.clone(),
+            _ => return Err(bad("must be a number, string or boolean")),
+        };
+        params.insert(name.clone(), v);
     }
-    Ok(params)
+    Ok((params, floors))
+}
+
+fn number(v: &toml::Value) -> Option<f64> {
+    match v {
+        toml::Value::Integer(i) => Some(*i as f64),
+        toml::Value::Float(f) => Some(*f),
+        _ => None,
+    }
 }
 
 /// Apply a setting to a declared parameter, converted to the type of its default.
@@ -586,6 +633,7 @@ fn set_param(
     params: &mut BTreeMap<String, toml::Value>,
     workload: &str,
     setting: &Setting,
+    floor: Option<&Floor>,
 ) -> Result<(), InputError> {
     let name = &setting.name;
     let Some(declared) = params.get(name) else {
@@ -606,6 +654,18 @@ fn set_param(
             type_name(declared)
         ))
     })?;
+    if let Some(f) = floor.filter(|f| number(&value).is_some_and(|n| n < f.min)) {
+        return Err(setting
+            .error(format!(
+                "the workload '{workload}' needs {name} of {} or more",
+                f.min
+            ))
+            .help(
+                f.help
+                    .clone()
+                    .unwrap_or(format!("set {name} to {} or more", f.min)),
+            ));
+    }
     params.insert(name.to_string(), value);
     Ok(())
 }

@@ -605,3 +605,40 @@ unit = "%"
         assert!(location.starts_with("w.toml:1"), "{bad}: {location}");
     }
 }
+
+/// A parameter's floor: `--set` below it exits naming the parameter and the floor, with the
+/// workload's help; a declared default below it, or a key the table does not take, at its
+/// place in the file.
+#[test]
+fn a_parameter_below_its_floor_is_refused_by_name() {
+    let body = |params: &str| format!("[params]\n{params}\n[[op]]\nname = \"n\"\nnop = {{}}\n");
+    let ok = body(r#"scale = { value = 1, min = 1, help = "pgbench takes 1 or more" }"#);
+    let w = compiled(&ok, &[("scale", "3")]).unwrap();
+    assert_eq!(w.params["scale"], toml::Value::Integer(3));
+    let e = compiled(&ok, &[("scale", "0")]).unwrap_err();
+    assert_eq!(
+        e.message,
+        "--set scale=0: the workload 't' needs scale of 1 or more"
+    );
+    assert_eq!(e.help.as_deref(), Some("pgbench takes 1 or more"));
+    let floats = body("ratio = { value = 0.5, min = 0.1 }");
+    assert!(compiled(&floats, &[("ratio", "0.05")]).is_err());
+    assert!(compiled(&floats, &[("ratio", "0.1")]).is_ok());
+    for (params, message) in [
+        (
+            "n = { value = 0, min = 1 }",
+            "defaults to 0, below its min 1",
+        ),
+        (
+            "n = { value = 2, mn = 1 }",
+            "has 'mn': expected value, min and help",
+        ),
+        ("n = { min = 1 }", "needs a value"),
+        ("n = { value = \"a\", min = 1 }", "needs a number for both"),
+    ] {
+        let text = body(params);
+        let (got, at) = error(&text, &[]);
+        assert!(got.contains(message), "{params}: {got}");
+        assert_eq!(at, "w.toml:9:5", "{params}");
+    }
+}
