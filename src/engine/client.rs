@@ -337,6 +337,11 @@ impl<'a> Intervals<'a> {
         f(self.ctx.shelf.borrow_mut().record(self.ctx.local, i))
     }
 
+    /// The end of the current interval.
+    pub(super) fn next_boundary(&self) -> Instant {
+        self.next_boundary
+    }
+
     pub(super) fn measuring(&self) -> bool {
         !self.ctx.timeline.is_warmup(self.current)
     }
