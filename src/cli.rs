@@ -506,14 +506,16 @@ pub struct RunArgs {
 
     /// Up to P operations in flight on each connection, each from a client stream of its
     /// own (Redis pipelining, PostgreSQL pipeline mode, HTTP/1.1 pipelining, LDAP message
-    /// ids): --clients C opens C connections and runs C x P streams. Default 1.
+    /// ids): --clients C opens C connections and runs C x P streams; in an open loop
+    /// --max-in-flight M opens M, and the rate is dealt over the M x P streams. Default 1.
     #[arg(long, value_name = "P")]
     pub pipeline: Option<u64>,
 
     /// When a pipelined connection writes again: `each` (default) sends a stream's next
     /// operation as soon as its reply is read; `all` waits until all P are answered, as
     /// redis-benchmark -P, wrk's pipeline.lua and pgbench's \endpipeline do; N waits until N
-    /// are. Each operation is still timed from its own send.
+    /// are. Each operation is still timed from its own send. Closed loop only: an open loop
+    /// writes each arrival when it comes.
     #[arg(long, value_name = "each|all|N")]
     pub pipeline_refill: Option<String>,
 

@@ -144,6 +144,34 @@ fn a_failing_statement_fails_its_whole_batch_and_keeps_no_row_of_it() {
     pg_row(&url, "DROP TABLE loadrig_pipe");
 }
 
+/// An open loop (`--rate`) goes through the batch driver too, a Sync per batch or per
+/// operation: each stream's arrivals, every one stored once.
+#[test]
+fn an_open_loop_stores_exactly_the_operations_counted() {
+    let _serial = one_at_a_time();
+    let Some(url) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    let d = Dir::new();
+    d.write("w.toml", &inserts(&[]));
+    for target in [batch_url(&url), url.clone()] {
+        let args = "--rate 4000 --max-in-flight 2 --pipeline 8 --ops 800 -o r.json";
+        let mut run = vec!["run", "w.toml", "--target", &target];
+        run.extend(args.split(' '));
+        d.ok(&run);
+        let r = d.result("r.json");
+        assert!(r.load.is_open(), "{target}");
+        assert_eq!((r.total.ok, r.total.errors, r.total.rows), (800, 0, 800));
+        assert!(r.total.service.is_some(), "timed as an open loop");
+        let row = ints(pg_row(
+            &url,
+            "SELECT count(*), count(DISTINCT k) FROM loadrig_pipe",
+        ));
+        assert_eq!(row, vec![800, 800], "{target}: one row per operation");
+    }
+    pg_row(&url, "DROP TABLE loadrig_pipe");
+}
+
 #[test]
 fn a_bad_value_exits_2_with_the_values_allowed() {
     let d = Dir::new();
@@ -179,7 +207,19 @@ tx = [{ sql = { query = "SELECT 1" } }, { sql = { query = "SELECT 2" } }]
     let cases: [(&str, &str, &[&str], &str); 6] = [
         ("w.toml", url, &["--op-timeout", "1s"], "--op-timeout"),
         ("w.toml", url, &["--think-time", "1ms"], "a think time"),
-        ("w.toml", url, &["--rate", "100"], "an open loop"),
+        (
+            "w.toml",
+            url,
+            &[
+                "--rate",
+                "100",
+                "--pipeline",
+                "2",
+                "--pipeline-refill",
+                "all",
+            ],
+            "an open loop (--rate) writes each arrival when it comes",
+        ),
         (
             "tx.toml",
             url,

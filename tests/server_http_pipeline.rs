@@ -7,6 +7,7 @@
 mod common;
 
 use common::{server_url, Dir};
+use loadrig::engine::Mode;
 use loadrig::result::{OpResult, RunResult};
 use loadrig::vocab::ErrorClass;
 
@@ -200,4 +201,115 @@ fn refill_all_writes_each_connections_requests_p_at_a_time() {
             assert_eq!(*pipe, expected, "request {n}: {requests:?}");
         }
     }
+}
+
+/// The run was an open loop at `rate` over `workers` connections of `pipeline` streams, and
+/// each operation's latency counted from its intended start: no shorter than the time from
+/// its actual write (service) or its lateness against the schedule (start lag).
+fn assert_open_loop(r: &RunResult, rate: f64, workers: usize, pipeline: usize) {
+    assert_eq!(r.load.pipeline, pipeline);
+    assert!(
+        matches!(r.load.mode, Mode::Open { rate: x, workers: w, .. } if x == rate && w == workers),
+        "{:?}",
+        r.load.mode
+    );
+    let t = &r.total;
+    let service = t.service.as_ref().expect("an open loop keeps service time");
+    let lag = t.start_lag.as_ref().expect("an open loop keeps start lag");
+    assert!(t.late_starts.is_some());
+    assert!(t.latency.min_ns >= service.min_ns);
+    assert!(t.latency.max_ns >= service.max_ns);
+    assert!(t.latency.max_ns >= lag.max_ns);
+}
+
+/// `--rate` with `--pipeline`: the batch driver writes each arrival on its stream of a
+/// connection, and nginx answers exactly the operations counted, over TLS too.
+#[test]
+fn an_open_loop_pipelines_each_arrival_and_counts_it_exactly_once() {
+    let Some((url, log)) = nginx() else { return };
+    let tls = server_url("LOADRIG_HTTPS_URL").expect("LOADRIG_HTTPS_URL beside LOADRIG_HTTP_URL");
+    for (scheme, url) in [("http", url), ("https", tls)] {
+        let t = tag(&format!("open-{scheme}"));
+        let workload = format!(
+            "name = \"open\"\n[[op]]\nname = \"get\"\nhttp = {{ path = \"/counted/hello.txt?{t}\", expect = 200 }}\n"
+        );
+        let d = Dir::new();
+        let args = "--rate 4000 --max-in-flight 3 --pipeline 8 --ops 1200";
+        let args: Vec<&str> = args.split(' ').collect();
+        let r = run(&d, &url, &workload, &args);
+        let get = op(&r, "get");
+        assert_eq!((get.ok, get.errors), (1200, 0), "{:?}", get.error_messages);
+        assert_eq!(
+            answered(&log, &t),
+            1200,
+            "{scheme}: every arrival answered once"
+        );
+        assert_eq!(r.missed_starts, 0);
+        assert_open_loop(&r, 4000.0, 3, 8);
+    }
+}
+
+/// In an open loop too, the requests nginx left unread behind its `Connection: close` go
+/// again on the next connection, and each is answered exactly once.
+#[test]
+fn an_open_loop_writes_again_what_a_closing_server_left_unread() {
+    let Some((url, log)) = nginx() else { return };
+    let t = tag("open-close");
+    let workload = format!(
+        "name = \"closing\"\n[[op]]\nname = \"get\"\nhttp = {{ path = \"/close/hello.txt?{t}\", expect = 200 }}\n"
+    );
+    let d = Dir::new();
+    let args: Vec<&str> = "--rate 4000 --max-in-flight 2 --pipeline 4 --ops 400"
+        .split(' ')
+        .collect();
+    let r = run(&d, &url, &workload, &args);
+    let get = op(&r, "get");
+    assert_eq!((get.ok, get.errors), (400, 0), "{:?}", get.error_messages);
+    assert_eq!(answered(&log, &t), 400, "answered once each");
+    assert!(get.reconnects > 0);
+    assert_open_loop(&r, 4000.0, 2, 4);
+}
+
+/// Far more arrivals than one connection can answer: every arrival of the constant
+/// schedule (200,000/s for 0.5 s) is either answered, exactly as often as nginx logged, or
+/// counted as never started, and the waiting of those that started late is in their
+/// latency, which counts from their intended start (no coordinated omission).
+#[test]
+fn an_overloaded_open_loop_counts_every_arrival_and_times_the_wait() {
+    let Some((url, log)) = nginx() else { return };
+    let t = tag("open-overload");
+    let workload = format!(
+        "name = \"overload\"\n[[op]]\nname = \"get\"\nhttp = {{ path = \"/counted/hello.txt?{t}\", expect = 200 }}\n"
+    );
+    let d = Dir::new();
+    let args: Vec<&str> = "--rate 200000 --max-in-flight 1 --pipeline 2 --duration 500ms"
+        .split(' ')
+        .collect();
+    let r = run(&d, &url, &workload, &args);
+    let get = op(&r, "get");
+    assert_eq!(get.errors, 0, "{:?}", get.error_messages);
+    assert_eq!(answered(&log, &t), get.ok);
+    assert_eq!(get.ok + r.missed_starts, 100_000);
+    // Two requests in flight cannot be answered every 10 µs on any machine.
+    assert!(r.missed_starts > 0);
+    assert!(get.late_starts.unwrap() > 0);
+    assert_open_loop(&r, 200_000.0, 1, 2);
+}
+
+/// `--pipeline-refill` holds arrivals back, which an open loop does not do: exit 2 before
+/// connecting, saying why.
+#[test]
+fn refill_in_an_open_loop_exits_2_before_connecting() {
+    let d = Dir::new();
+    let get = "name = \"g\"\n[[op]]\nname = \"get\"\nhttp = { path = \"/\" }\n";
+    d.write("w.toml", get);
+    // Nothing listens on port 1: a connection attempt would fail with another message.
+    let args = "run w.toml --target http://127.0.0.1:1 --rate 100 --pipeline 4 --pipeline-refill all -o r.json";
+    let args: Vec<&str> = args.split(' ').collect();
+    let (_, err) = d.code(2, &args);
+    assert!(
+        err.contains("--pipeline-refill all: only the batch driver waits for several replies before writing, and this run cannot use it: an open loop (--rate) writes each arrival when it comes"),
+        "{err}"
+    );
+    assert!(!d.join("r.json").exists(), "nothing written");
 }

@@ -370,6 +370,11 @@ impl<'a> Intervals<'a> {
         f(self.ctx.shelf.borrow_mut().record(self.ctx.local, i))
     }
 
+    /// The end of the current interval.
+    pub(super) fn next_boundary(&self) -> Instant {
+        self.next_boundary
+    }
+
     pub(super) fn measuring(&self) -> bool {
         !self.ctx.timeline.is_warmup(self.current)
     }
@@ -886,10 +891,66 @@ impl Schedule {
     }
 }
 
+/// An open-loop worker's place in the run's schedule: the ordinary client (`open`) and each
+/// stream of the batch driver (`engine::pipe`) take their arrivals from here, so both
+/// follow the same rate law and seeds.
+pub(super) struct Due {
+    schedule: Schedule,
+    /// The intended start of the next arrival.
+    pub(super) intended: Instant,
+    /// An operation that starts later than this after its intended start is late.
+    pub(super) late_after: Duration,
+}
+
+impl Due {
+    /// The worker's schedule; `None` in a closed loop.
+    pub(super) fn of(ctx: &ClientCtx<'_>) -> Option<Due> {
+        let Mode::Open {
+            rate,
+            arrivals,
+            late_after,
+            ..
+        } = ctx.plan.mode
+        else {
+            return None;
+        };
+        let poisson = arrivals == Arrivals::Poisson;
+        // A shard's workers take their places in the whole run's schedule; with `--pipeline`
+        // every stream of a connection is a worker.
+        let (rate, workers) = match ctx.plan.shard {
+            Some(shard) => (shard.rate.unwrap_or(rate), shard.clients),
+            None => (rate, ctx.plan.clients()),
+        };
+        let mut schedule = Schedule::new(ctx, rate, poisson, workers);
+        let intended = ctx.q0 + schedule.first(ctx.stream(), rate);
+        Some(Due {
+            schedule,
+            intended,
+            late_after,
+        })
+    }
+
+    /// Move on to the next arrival.
+    pub(super) fn next(&mut self) {
+        self.intended += self.schedule.gap();
+    }
+
+    /// The arrivals from the next one up to `deadline` (when the worker is behind schedule
+    /// at the end): they never started, and are counted as missed.
+    pub(super) fn missed_before(&mut self, deadline: Instant) -> u64 {
+        let mut missed = 0;
+        while self.intended < deadline {
+            missed += 1;
+            self.next();
+        }
+        missed
+    }
+}
+
 /// Record an open-loop operation: response time from the intended start, service time from
 /// the actual one, and how late it started.
 #[inline]
-fn record_open(
+pub(super) fn record_open(
     c: &mut OpCounters,
     result: Result<Outcome, OpError>,
     intended: Instant,
@@ -914,24 +975,9 @@ async fn open<T: Target>(
     mut quota: Option<u64>,
     deadline: Option<Instant>,
 ) {
-    let Mode::Open {
-        rate,
-        arrivals,
-        late_after,
-        ..
-    } = ctx.plan.mode
-    else {
+    let Some(mut due) = Due::of(ctx) else {
         return;
     };
-    let poisson = arrivals == Arrivals::Poisson;
-    // A shard's workers take their places in the whole run's schedule; with `--pipeline`
-    // every stream of a connection is a worker.
-    let (rate, workers) = match ctx.plan.shard {
-        Some(shard) => (shard.rate.unwrap_or(rate), shard.clients),
-        None => (rate, ctx.plan.clients()),
-    };
-    let mut schedule = Schedule::new(ctx, rate, poisson, workers);
-    let mut intended = ctx.q0 + schedule.first(ctx.stream(), rate);
     let mut iv = Intervals::new(ctx);
     let mut now = Instant::now();
     let mut missed = 0;
@@ -939,16 +985,14 @@ async fn open<T: Target>(
         if ctx.stop.load(Ordering::Relaxed) || quota == Some(0) {
             break;
         }
+        let intended = due.intended;
         if let Some(d) = deadline {
             if intended >= d {
                 break;
             }
             if now >= d {
                 // Behind schedule at the end: count the arrivals that never started.
-                while intended < d {
-                    missed += 1;
-                    intended += schedule.gap();
-                }
+                missed += due.missed_before(d);
                 break;
             }
         }
@@ -964,7 +1008,7 @@ async fn open<T: Target>(
         now = Instant::now();
         iv.roll(now);
         iv.record(i, |c| {
-            record_open(c, result, intended, start, now, late_after);
+            record_open(c, result, intended, start, now, due.late_after);
             worker.settle(c);
         });
         if let Some(q) = quota.as_mut() {
@@ -973,7 +1017,7 @@ async fn open<T: Target>(
             }
         }
         ctx.take_turns().await;
-        intended += schedule.gap();
+        due.next();
     }
     iv.finish(now, missed);
 }

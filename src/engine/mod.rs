@@ -949,7 +949,13 @@ impl<T: Target> ClientThread<T> {
         };
         // The start on the hot loop's clock, as the rig monitor places it.
         let q0 = crate::clock::from_std(t0);
-        let exclusive = self.ids.len() == 1;
+        // A client alone on its thread may wait with a blocking sleep; so may the batch
+        // driver's connection (its streams run as one future) when it is alone there.
+        let alone = match &opened {
+            Opened::Batched(..) => self.plan.pipeline.max(1),
+            Opened::Sessions(_) => 1,
+        };
+        let exclusive = self.ids.len() == alone;
         let ids: Arc<[usize]> = self.ids.as_slice().into();
         let shelf = RefCell::new(Shelf::new(
             self.thread,

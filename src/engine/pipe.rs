@@ -1,31 +1,43 @@
 //! The batch driver: the P client streams of one `--pipeline` connection run as ONE future,
-//! for targets whose replies come back in request order ([`Codec`]: Redis, PostgreSQL). Each turn,
-//! every stream without an operation in flight chooses and encodes its next one into one
-//! buffer, the buffer goes out in one write, and every reply of one read is decoded in
-//! place and recorded on the stream that sent the request, all with one clock read: no
-//! session, task wake-up, channel or copy per operation (what `redis-benchmark -P` saves
-//! by batching), while each operation is still timed on its own, from its own send (the
-//! previous reply of its stream, as in the closed loop) to the read that delivered its
-//! reply. Each stream keeps its own random generator, `{seq}` numbers and share of
-//! `--ops`, exactly as when it runs on a shared session (`client::run`). With
+//! for targets whose replies come back in request order ([`Codec`]: Redis, PostgreSQL,
+//! HTTP/1.1). Each turn, every stream without an operation in flight chooses and encodes
+//! its next one into one buffer, the buffer goes out in one write, and every reply of one
+//! read is decoded in place and recorded on the stream that sent the request, all with one
+//! clock read: no session, task wake-up, channel or copy per operation (what
+//! `redis-benchmark -P` saves by batching), while each operation is still timed on its own,
+//! from its own send (the previous reply of its stream, as in the closed loop) to the read
+//! that delivered its reply. Each stream keeps its own random generator, `{seq}` numbers
+//! and share of `--ops`, exactly as when it runs on a shared session (`client::run`). With
 //! `--pipeline-refill N` a turn writes only once N streams are free, so a server that
 //! answers a few replies per read (nginx) still gets its requests N at a time, and the
 //! client makes one write per N operations, as `redis-benchmark -P` and wrk's pipeline.lua
 //! do; a free stream's next operation starts when it is written.
 //!
-//! Used only in the closed loop without think times or time limits, and only when every
-//! operation of the workload is one the codec accepts; otherwise the streams run on shared
-//! sessions (`targets::pipelined::Shared`). With one stream per connection (`--pipeline
-//! 1`) only for codecs that say it is cheaper there (`Codec::one_in_flight`). A reply the
-//! codec says ends the connection (`Codec::closes`) makes the driver reconnect at once and
-//! write again the requests the server left unread behind it.
+//! In an open loop (`--rate`) each stream takes its arrivals from the schedule an ordinary
+//! client would have (`client::Due`: the same rate law, seeds and share of the rate), so a
+//! connection has at most P arrivals in flight, one per stream; an arrival whose stream is
+//! still busy waits for it and starts late, and every operation is timed from its intended
+//! start (no coordinated omission), with its service time from its first write and its
+//! lag counted as an ordinary client's. A turn then writes the streams whose arrival has
+//! come, and waits for replies or the next arrival, whichever is first.
+//!
+//! Not used with think times, time limits, or `--pipeline-refill` in an open loop, and
+//! only when every operation of the workload is one the codec accepts; otherwise the
+//! streams run on shared sessions (`targets::pipelined::Shared`). With one stream per
+//! connection (`--pipeline 1`) only for codecs that say it is cheaper there
+//! (`Codec::one_in_flight`). A reply the codec says ends the connection (`Codec::closes`)
+//! makes the driver reconnect at once and write again the requests the server left unread
+//! behind it, each still timed from its first write (closed loop) or its intended start
+//! (open loop).
 
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::client::{record, Chooser, ClientCtx, Intervals, RECONNECT_FIRST, RECONNECT_MAX};
+use super::client::{
+    record, record_open, Chooser, ClientCtx, Due, Intervals, RECONNECT_FIRST, RECONNECT_MAX,
+};
 use super::{Connection, LoadPlan, Mode};
 use crate::clock::Instant;
 use crate::spec::OpSpec;
@@ -55,8 +67,10 @@ pub fn batch_driver<T: Target>(
     }
     match plan.mode {
         Mode::Closed { think, .. } if !think.is_zero() => return Err("a think time".into()),
-        Mode::Open { .. } => return Err("an open loop (--rate)".into()),
-        Mode::Closed { .. } => {}
+        Mode::Open { .. } if plan.pipeline_refill > 1 => {
+            return Err("an open loop (--rate) writes each arrival when it comes".into())
+        }
+        Mode::Closed { .. } | Mode::Open { .. } => {}
     }
     if plan.op_timeout.is_some() {
         return Err("an operation time limit (--op-timeout)".into());
@@ -88,8 +102,13 @@ struct Stream<'a> {
     /// `None` once the stream has ended.
     iv: Option<Intervals<'a>>,
     quota: Option<u64>,
-    /// The operation in flight, and when it started.
+    /// The operation in flight, and when its latency began: its send in a closed loop, its
+    /// intended start in an open loop.
     op: Option<(usize, Instant)>,
+    /// Open loop: the stream's arrivals, as an ordinary client's (`client::open`).
+    due: Option<Due>,
+    /// When the operation in flight was first written.
+    sent: Instant,
     /// In a batch closed by one message (`Codec::batch`): its operation's reply and when it
     /// was read, kept until the batch ends.
     reply: Option<(Result<Outcome, OpError>, Instant)>,
@@ -109,27 +128,71 @@ impl<'a> Stream<'a> {
             iv: Some(Intervals::new(ctx)),
             quota: ctx.ops_share(),
             op: None,
+            due: Due::of(ctx),
+            sent: ctx.q0,
             reply: None,
             request: Vec::new(),
             reconnected: false,
         }
     }
 
-    /// Whether it ends here (Ctrl-C, its share of `--ops` done, the deadline passed);
-    /// ending closes its intervals at `now`.
+    /// Whether it ends here (Ctrl-C, its share of `--ops` done, the deadline passed, in an
+    /// open loop its next arrival at or after the deadline); ending closes its intervals
+    /// at `now`. An open-loop stream still behind schedule at the deadline counts the
+    /// arrivals left before it as missed, as an ordinary client does.
     fn ends(&mut self, now: Instant, deadline: Option<Instant>) -> bool {
+        if self.iv.is_none() {
+            return true;
+        }
+        let mut missed = 0;
         let end = self.ctx.stop.load(Ordering::Relaxed)
             || self.quota == Some(0)
-            || deadline.is_some_and(|d| now >= d);
+            || match (deadline, self.due.as_mut()) {
+                (None, _) => false,
+                (Some(d), None) => now >= d,
+                (Some(d), Some(due)) if due.intended >= d => true,
+                (Some(d), Some(due)) => {
+                    let behind = now >= d;
+                    if behind {
+                        missed = due.missed_before(d);
+                    }
+                    behind
+                }
+            };
         if end {
             if let Some(iv) = self.iv.take() {
-                iv.finish(now, 0);
+                iv.finish(now, missed);
             }
         }
-        end || self.iv.is_none()
+        end
     }
 
-    /// Choose its next operation and append its request to `out`: it starts at `now`.
+    /// Open loop: when its next arrival comes, if not by `now`.
+    fn waits(&self, now: Instant) -> Option<Instant> {
+        self.due
+            .as_ref()
+            .map(|due| due.intended)
+            .filter(|&at| at > now)
+    }
+
+    /// Choose its next operation, written at `now`: its latency counts from `now` in a
+    /// closed loop, from the arrival's intended start in an open loop.
+    fn start(&mut self, now: Instant) -> usize {
+        let i = self.chooser.pick();
+        let from = match self.due.as_mut() {
+            Some(due) => {
+                let intended = due.intended;
+                due.next();
+                intended
+            }
+            None => now,
+        };
+        self.op = Some((i, from));
+        self.sent = now;
+        i
+    }
+
+    /// Choose its next operation and append its request to `out` ([`Stream::start`]).
     fn issue(
         &mut self,
         now: Instant,
@@ -137,8 +200,7 @@ impl<'a> Stream<'a> {
         context: Option<&Context>,
         out: &mut Vec<u8>,
     ) -> Result<(), OpError> {
-        let i = self.chooser.pick();
-        self.op = Some((i, now));
+        let i = self.start(now);
         let op = self.chooser.bind(i);
         let at = out.len();
         (codec.encode)(&op, context, out)?;
@@ -153,13 +215,17 @@ impl<'a> Stream<'a> {
     fn complete(&mut self, result: Result<Outcome, OpError>, now: Instant) {
         self.reply = None;
         self.chooser.gen.acknowledge();
-        let (Some((i, start)), Some(iv)) = (self.op.take(), self.iv.as_ref()) else {
+        let (Some((i, from)), Some(iv)) = (self.op.take(), self.iv.as_ref()) else {
             return;
         };
         let kind = self.ctx.ops[i].kind.statement_kind();
         let reconnected = std::mem::take(&mut self.reconnected);
+        let (due, sent) = (self.due.as_ref(), self.sent);
         iv.record(i, |c| {
-            record(c, result, now - start);
+            match due {
+                Some(due) => record_open(c, result, from, sent, now, due.late_after),
+                None => record(c, result, now - from),
+            }
             c.reconnects += u64::from(reconnected);
             if let Some(kind) = kind {
                 c.statements.add(kind);
@@ -195,17 +261,33 @@ impl Wire {
         OpError::new(ErrorClass::Connect, format!("{}: {e}", self.shown))
     }
 
-    /// Write all of `out`, then read what has arrived (waiting for at least one byte).
-    async fn exchange(&mut self, out: &mut Vec<u8>) -> Result<(), OpError> {
+    /// Write all of `out`, then read what has arrived (waiting for at least one byte), or
+    /// stop waiting at `until` (open loop: a stream's next arrival): whether it read.
+    async fn exchange(
+        &mut self,
+        out: &mut Vec<u8>,
+        until: Option<Instant>,
+    ) -> Result<bool, OpError> {
         let written = self.stream.send_all(out).await;
         out.clear();
         written.map_err(|e| self.fail(e))?;
-        match self.stream.fill(&mut self.inbuf).await {
+        let read = match until {
+            None => self.stream.fill(&mut self.inbuf).await,
+            // `fill` reads nothing until it returns, so the wait may end it.
+            Some(t) => tokio::select! {
+                biased;
+                read = self.stream.fill(&mut self.inbuf) => read,
+                () = tokio::time::sleep(t.saturating_duration_since(Instant::now())) => {
+                    return Ok(false)
+                }
+            },
+        };
+        match read {
             Ok(0) => {
                 let closed = format!("{} closed the connection", self.shown);
                 Err(OpError::new(ErrorClass::Connect, closed))
             }
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(true),
             Err(e) => Err(self.fail(e)),
         }
     }
@@ -272,30 +354,50 @@ pub async fn drive<T: Target>(
         };
         let mut result = Ok(());
         let mut issued = 0;
+        // Open loop: the first arrival still to come of a free stream.
+        let mut next: Option<Instant> = None;
         // `--pipeline-refill`: write again only once enough streams are free. Ended streams
         // count as free, so the last replies of a run never wait for streams that are gone.
         let refill = streams.len() - fifo.len() >= refill_at;
         for (k, s) in streams.iter_mut().enumerate() {
-            if refill && s.op.is_none() && !s.ends(now, deadline) {
-                fifo.push_back(k);
-                issued += 1;
-                if let Err(e) = s.issue(now, codec, w.context.as_deref(), &mut out) {
-                    result = Err(e);
-                }
+            if !refill || s.op.is_some() || s.ends(now, deadline) {
+                continue;
+            }
+            if let Some(at) = s.waits(now) {
+                next = Some(next.map_or(at, |n| n.min(at)));
+                continue;
+            }
+            fifo.push_back(k);
+            issued += 1;
+            if let Err(e) = s.issue(now, codec, w.context.as_deref(), &mut out) {
+                result = Err(e);
             }
         }
         if fifo.is_empty() {
-            return;
+            let Some(at) = next else { return };
+            // Nothing in flight: wait for the next arrival, waking at each interval's end
+            // to hand it over, as an ordinary open-loop client does.
+            let boundary = streams.iter().filter_map(|s| s.iv.as_ref());
+            let boundary = boundary.map(Intervals::next_boundary).min();
+            first.wait_until(boundary.map_or(at, |b| at.min(b))).await;
+            now = Instant::now();
+            roll(&mut streams, now);
+            continue;
         }
         if let (Some(end), true) = (&codec.batch, issued > 0) {
             out.extend_from_slice(end.trailer);
             batches.push_back(Batch::of(issued));
         }
+        let mut replied = true;
         if result.is_ok() {
-            result = w.exchange(&mut out).await;
+            result = w.exchange(&mut out, next).await.map(|r| replied = r);
         }
         // One clock read for every reply of this read.
         now = Instant::now();
+        if !replied {
+            // A free stream's arrival came before any reply: write it now.
+            continue;
+        }
         let mut closed = false;
         if result.is_ok() {
             roll(&mut streams, now);
@@ -484,9 +586,13 @@ async fn reconnect<T: Target>(
                 for s in streams.iter_mut() {
                     let Some(iv) = s.iv.as_mut() else { continue };
                     iv.roll(now);
-                    // A request waiting to go again fails here; the others fail a new one.
+                    // A request waiting to go again fails here; the others fail a new one
+                    // (in an open loop, only once its arrival has come).
                     if s.op.is_none() {
-                        s.op = Some((s.chooser.pick(), now));
+                        if s.waits(now).is_some() {
+                            continue;
+                        }
+                        s.start(now);
                     }
                     s.complete(Err(e.clone()), now);
                 }

@@ -419,7 +419,7 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
             return Err(InputError::new(format!(
                 "{option}: only the batch driver can run it, and this run cannot use the driver: {why}"
             ))
-            .help(format!("leave out {option}, or run a closed loop of plain operations (docs/targets.md, PostgreSQL's own client)")));
+            .help(format!("leave out {option}, or run plain operations without think times or time limits (docs/targets.md, PostgreSQL's own client)")));
         }
     }
     let p = plan.load.pipeline;

@@ -80,7 +80,8 @@ pub trait Target: Send + Sync + 'static {
         }
     }
     /// The protocol the engine's batch driver can speak on its connections (`--pipeline`,
-    /// closed loop, plain operations), or `None`: then every stream runs on a shared session.
+    /// plain operations, closed or open loop), or `None`: then every stream runs on a shared
+    /// session.
     fn batch_codec(&self) -> Option<&'static pipelined::Codec> {
         None
     }
