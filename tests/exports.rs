@@ -443,8 +443,13 @@ fn ycsb_text_reads_back_as_the_run() {
         ("TOTAL_GC_TIME", "Time(ms)"),
         ("TOTAL_GC_TIME_%", "Time(%)"),
     ];
-    for name in ["READ", "READ-MODIFY-WRITE"] {
+    for (name, failed) in [
+        ("READ", "READ-FAILED"),
+        ("READ-MODIFY-WRITE", "READ-MODIFY-WRITE-FAILED"),
+    ] {
         expected.extend(per_op.iter().map(|m| (name, *m)));
+        // YCSB's failures: the latency lines, no return codes.
+        expected.extend(per_op[..6].iter().map(|m| (failed, *m)));
     }
     let got: Vec<(&str, &str)> = lines
         .iter()
@@ -480,7 +485,20 @@ fn ycsb_text_reads_back_as_the_run() {
         // In microseconds: at least the simulated server's 200 µs floor (no upper bound:
         // a busy machine may take any time).
         assert!(mean >= 200.0, "{mean}");
+
+        // The failures' own latencies, which sleep:// draws as it draws the successes'.
+        let failed = &format!("{name}-FAILED");
+        assert_eq!(int(failed, "Operations"), o.errors);
+        let l = o.failed_latency.as_ref().expect("failures' latencies kept");
+        assert_eq!(l.count, o.errors);
+        assert_eq!(int(failed, "MinLatency(us)"), l.min_ns / 1000);
+        assert_eq!(int(failed, "MaxLatency(us)"), l.max_ns / 1000);
+        assert_eq!(int(failed, "99thPercentileLatency(us)"), l.p99_ns / 1000);
+        let mean: f64 = value(failed, "AverageLatency(us)").parse().unwrap();
+        assert_eq!(mean, l.mean_ns / 1000.0);
+        assert!(l.min_ns >= 200_000, "{l:?}");
     }
+    assert!(never.failed_latency.is_none() && never.failed_histogram.is_none());
 }
 
 /// Reads of keys half of which were never stored: YCSB's `NOT_FOUND` for the misses, out of
@@ -531,6 +549,31 @@ kv.get = { key = "k{uniform 0..100}" }
     assert_eq!(int("Operations"), read.rows);
     assert_eq!(int("Return=OK"), read.rows);
     assert_eq!(int("Return=NOT_FOUND"), read.empty);
+    // The misses' latencies are YCSB's [READ-FAILED], and out of [READ]'s.
+    let missing = read
+        .missing_histogram
+        .as_ref()
+        .expect("misses' latencies kept");
+    let missing = missing.decode().unwrap();
+    assert_eq!(missing.len(), read.empty);
+    let failed: Vec<_> = lines
+        .iter()
+        .filter(|(m, _, _)| m == "READ-FAILED")
+        .collect();
+    assert_eq!(failed[0].1, "Operations");
+    assert_eq!(failed[0].2, read.empty.to_string());
+    assert_eq!(failed[2].1, "MinLatency(us)");
+    assert_eq!(failed[2].2, (missing.min() / 1000).to_string());
+    assert_eq!(failed.len(), 6, "latency lines only: {failed:?}");
+    let mut hits = read.histogram.decode().unwrap();
+    hits.subtract(&missing).unwrap();
+    assert_eq!(hits.len(), read.rows);
+    assert_eq!(
+        int("MaxLatency(us)"),
+        hits.max() / 1000,
+        "the hits' latencies"
+    );
+    assert!(read.failed_histogram.is_none(), "no read failed");
 }
 
 #[test]
@@ -548,6 +591,20 @@ fn ycsb_export_refuses_names_that_would_clash() {
         err.contains("[READ_IT]") && err.contains("'read it'"),
         "{err}"
     );
+    // An operation's failures are `[NAME-FAILED]`: no operation may take that name.
+    d.write(
+        "f.toml",
+        "name = \"clash\"\n[[op]]\nname = \"read\"\nnop = {}\n[[op]]\nname = \"read-failed\"\nnop = {}\n",
+    );
+    d.ok(&[
+        "run", "f.toml", "--target", "noop://", "--ops", "20", "-o", "f.json",
+    ]);
+    let (_, err) = d.code(2, &["export", "f.json", "--ycsb", "f.ycsb"]);
+    assert!(
+        err.contains("[READ-FAILED]") && err.contains("'read'") && err.contains("-FAILED"),
+        "{err}"
+    );
+    assert!(!d.join("f.ycsb").exists());
     let (_, err) = d.code(2, &["export", "r.json", "--ycsb", "r.json"]);
     assert!(err.contains("the result file itself"), "{err}");
     assert!(

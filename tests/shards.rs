@@ -113,6 +113,43 @@ fn closed_loop_shards_merge_exactly() {
     d.ok(&["compare", "single.json", "merged.json"]);
 }
 
+/// Failed operations' latencies (YCSB's `[READ-FAILED]`) merge as the successes' do: the
+/// merged histogram is the union of the shards'.
+#[test]
+fn failures_latencies_merge_exactly() {
+    let d = Dir::new();
+    let args = [
+        "run",
+        "noop",
+        "-t",
+        "sleep://?latency=1ms&errors=0.3",
+        "-c",
+        "4",
+        "--ops",
+        "400",
+        "--seed",
+        "3",
+    ];
+    let files = run_shards(&d, 2, &args);
+    let shards: Vec<RunResult> = files.iter().map(|f| d.result(f)).collect();
+    let merged = merge(&d, &files, &[]);
+    let op = &merged.operations[0];
+    let mut union = new_hist();
+    for s in &shards {
+        let h = s.operations[0].failed_histogram.as_ref().expect("failures");
+        union.add(h.decode().unwrap()).unwrap();
+    }
+    let errors: u64 = shards.iter().map(|s| s.operations[0].errors).sum();
+    assert_eq!((op.errors, union.len()), (errors, errors));
+    assert_eq!(op.ok + op.errors, 400);
+    let h = op.failed_histogram.as_ref().expect("merged failures");
+    assert_eq!(h.decode().unwrap(), union);
+    let l = op.failed_latency.as_ref().expect("merged summary");
+    assert_eq!((l.count, l.max_ns), (errors, union.max()));
+    // Ground truth: a failure takes its 1 ms sleep too.
+    assert!(l.min_ns >= 998_000, "{l:?}");
+}
+
 /// The same closed loop as one process and as 4 shards on a target of known latency: the
 /// merged median equals the single run's within a few of HdrHistogram's buckets. A 50 ms
 /// sleep is long beside its overshoot (the precise sleep spins its last stretch), so both

@@ -680,17 +680,28 @@ fn not_connected() -> OpError {
     OpError::new(ErrorClass::Connect, "not connected")
 }
 
+/// Record an operation that took `latency`; `lookup`: it reads a record by its key
+/// ([`OpKind::is_lookup`]), so no row read means no record found.
 #[inline]
-pub(super) fn record(c: &mut OpCounters, result: Result<Outcome, OpError>, latency: Duration) {
+pub(super) fn record(
+    c: &mut OpCounters,
+    result: Result<Outcome, OpError>,
+    latency: Duration,
+    lookup: bool,
+) {
+    let ns = latency.as_nanos() as u64;
     match result {
         Ok(outcome) => {
             c.ok += 1;
             c.rolled_back += u64::from(outcome.rolled_back);
             c.rows += outcome.rows;
             c.empty += u64::from(outcome.rows == 0);
-            let _ = c.latency.record(latency.as_nanos() as u64);
+            let _ = c.latency.record(ns);
+            if lookup && outcome.rows == 0 {
+                c.record_missing(ns);
+            }
         }
-        Err(e) => c.record_error(&e),
+        Err(e) => c.record_failure(&e, ns),
     }
 }
 
@@ -802,8 +813,9 @@ async fn closed<T: Target>(
         let result = perform!(worker, i, ctx);
         now = Instant::now();
         iv.roll(now);
+        let lookup = worker.chooser.ops[i].kind.is_lookup();
         iv.record(i, |c| {
-            record(c, result, now - start);
+            record(c, result, now - start, lookup);
             worker.settle(c);
         });
         if let Some(q) = quota.as_mut() {
@@ -957,11 +969,12 @@ pub(super) fn record_open(
     start: Instant,
     end: Instant,
     late_after: Duration,
+    lookup: bool,
 ) {
     if result.is_ok() {
         let _ = c.service.record((end - start).as_nanos() as u64);
     }
-    record(c, result, end - intended);
+    record(c, result, end - intended, lookup);
     let lag = start.saturating_duration_since(intended);
     let _ = c.lag.record(lag.as_nanos() as u64);
     if lag > late_after {
@@ -1007,8 +1020,9 @@ async fn open<T: Target>(
         let result = perform!(worker, i, ctx);
         now = Instant::now();
         iv.roll(now);
+        let lookup = worker.chooser.ops[i].kind.is_lookup();
         iv.record(i, |c| {
-            record_open(c, result, intended, start, now, due.late_after);
+            record_open(c, result, intended, start, now, due.late_after, lookup);
             worker.settle(c);
         });
         if let Some(q) = quota.as_mut() {

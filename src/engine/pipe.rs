@@ -219,12 +219,13 @@ impl<'a> Stream<'a> {
             return;
         };
         let kind = self.ctx.ops[i].kind.statement_kind();
+        let lookup = self.ctx.ops[i].kind.is_lookup();
         let reconnected = std::mem::take(&mut self.reconnected);
         let (due, sent) = (self.due.as_ref(), self.sent);
         iv.record(i, |c| {
             match due {
-                Some(due) => record_open(c, result, from, sent, now, due.late_after),
-                None => record(c, result, now - from),
+                Some(due) => record_open(c, result, from, sent, now, due.late_after, lookup),
+                None => record(c, result, now - from, lookup),
             }
             c.reconnects += u64::from(reconnected);
             if let Some(kind) = kind {

@@ -246,6 +246,11 @@ fn encode(h: &Hist) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
+/// A histogram made on demand ([`OpCounters::failed`]), if it was.
+fn boxed(text: Option<String>) -> io::Result<Option<Box<Hist>>> {
+    text.map(|t| decode(&t).map(Box::new)).transpose()
+}
+
 fn decode(text: &str) -> io::Result<Hist> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text)
@@ -271,6 +276,8 @@ struct Counters {
     statements: [u64; 3],
     rolled_back: u64,
     messages: Vec<(ErrorClass, String, u64)>,
+    failed: Option<String>,
+    missing: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -299,6 +306,8 @@ impl Spilled {
                     statements: [c.statements.read, c.statements.write, c.statements.other],
                     rolled_back: c.rolled_back,
                     messages: c.messages.clone(),
+                    failed: c.failed.as_deref().map(encode),
+                    missing: c.missing.as_deref().map(encode),
                 })
                 .collect(),
             hiccups: h.hiccups.as_ref().map(encode),
@@ -336,6 +345,8 @@ impl Spilled {
                     },
                     rolled_back: c.rolled_back,
                     messages: c.messages,
+                    failed: boxed(c.failed)?,
+                    missing: boxed(c.missing)?,
                 })
             })
             .collect::<io::Result<_>>()?;
@@ -368,7 +379,11 @@ mod tests {
         }
         c.lag.record(17).unwrap();
         c.ok = 4;
-        c.record_error(&OpError::new(ErrorClass::Timeout, "no answer in 1s"));
+        c.record_failure(
+            &OpError::new(ErrorClass::Timeout, "no answer in 1s"),
+            1_000_000_000,
+        );
+        c.record_missing(800 + k);
         c.rows = 9;
         c.statements.write = 3;
         let mut hiccups = new_hist();
@@ -409,6 +424,9 @@ mod tests {
             assert_eq!(bytes(&a.latency), bytes(&b.latency));
             assert_eq!(bytes(&a.service), bytes(&b.service));
             assert_eq!(bytes(&a.lag), bytes(&b.lag));
+            let made = |h: &Option<Box<Hist>>| h.as_deref().map(bytes);
+            assert_eq!(made(&a.failed), made(&b.failed));
+            assert_eq!(made(&a.missing), made(&b.missing));
             assert_eq!((a.ok, a.errors, a.rows), (b.ok, b.errors, b.rows));
             assert_eq!((a.statements, &a.messages), (b.statements, &b.messages));
         }

@@ -21,19 +21,22 @@
 //!
 //! Lines and their order follow YCSB's `Client.exportMeasurements` and
 //! `OneMeasurementHdrHistogram.exportMeasurements`; numbers are written as Java writes a
-//! `long` or a `double`. Like YCSB, an operation's latency lines cover its successful
-//! operations (YCSB puts failed ones under `[READ-FAILED]`, whose latencies loadrig does
-//! not keep) and its `Return=` lines count every outcome. A lookup (`record.read`, `kv.get`)
-//! that found no record is YCSB's `NOT_FOUND` (its bindings' answer to a missing key),
-//! counted apart from `OK` and out of `Operations`; its latency stays in the latency lines
-//! (YCSB moves it to `[READ-FAILED]`). See docs/results.md.
+//! `long` or a `double`. As YCSB's `DBWrapper.measure` does, an operation's latency lines
+//! cover its successful operations, and `[READ-FAILED]` (after `[READ]`; YCSB's own order
+//! is its hash map's) has the latencies of the failed ones, with no `Return=` lines of its
+//! own; `[READ]`'s `Return=` lines count every outcome. A lookup (`record.read`, `kv.get`)
+//! that found no record is YCSB's `NOT_FOUND` (its bindings' answer to a missing key):
+//! counted apart from `OK` and out of `Operations`, its latency under `[READ-FAILED]`.
+//! Files from before failed latencies were kept have no `-FAILED` lines, and their
+//! not-found reads' latencies stay in `[READ]`'s lines. See docs/results.md.
 
 use std::fmt::Write as _;
 
 use anyhow::{anyhow, Result};
 
 use crate::error::InputError;
-use crate::result::{OpResult, RunResult};
+use crate::result::{EncodedHistogram, OpResult, RunResult};
+use crate::stats::{Hist, LatencySummary};
 use crate::vocab::ErrorClass;
 
 /// YCSB's return codes that loadrig's outcomes map to, in the order they are written
@@ -82,25 +85,26 @@ pub fn measurement_name(name: &str) -> String {
 /// Names YCSB's output uses for itself, which no operation may take.
 const RESERVED: [&str; 3] = ["OVERALL", "TOTAL_GCS", "TOTAL_GC_TIME"];
 
-/// The measurement name of every operation, refusing two that would share one.
+/// The measurement name of every operation, refusing two that would share one (an
+/// operation's failures take its name and `-FAILED`).
 fn measurement_names(r: &RunResult) -> Result<Vec<String>, InputError> {
     let mut names: Vec<String> = Vec::new();
+    let taken = |names: &[String], name: &str| {
+        r.operations.iter().zip(names).find_map(|(earlier, n)| {
+            (n == name || failed_name(n) == name || *n == failed_name(name))
+                .then(|| format!("operation '{}'", earlier.name))
+        })
+    };
     for o in &r.operations {
         let name = measurement_name(&o.name);
-        let clash = r
-            .operations
-            .iter()
-            .zip(&names)
-            .find(|(_, n)| **n == name)
-            .map(|(earlier, _)| format!("operation '{}'", earlier.name))
-            .or_else(|| {
-                RESERVED
-                    .contains(&name.as_str())
-                    .then(|| "YCSB's own".into())
-            });
+        let clash = taken(&names, &name).or_else(|| {
+            RESERVED
+                .contains(&name.as_str())
+                .then(|| "YCSB's own".into())
+        });
         if let Some(other) = clash {
             return Err(InputError::new(format!(
-                "operation '{}' becomes [{name}] in YCSB's format, the same name as {other}",
+                "operation '{}' becomes [{name}] in YCSB's format, which clashes with {other} (failures add -FAILED)",
                 o.name
             ))
             .help("YCSB names measurements by upper-cased operation names; export --csv keeps loadrig's names"));
@@ -108,6 +112,11 @@ fn measurement_names(r: &RunResult) -> Result<Vec<String>, InputError> {
         names.push(name);
     }
     Ok(names)
+}
+
+/// The measurement YCSB keeps an operation's failures under.
+fn failed_name(name: &str) -> String {
+    format!("{name}-FAILED")
 }
 
 /// YCSB's text output of a run's measured part.
@@ -146,33 +155,32 @@ fn looks_up(r: &RunResult, op: &str) -> bool {
     kinds.peek().is_some() && kinds.all(|o| o.kind == "record.read" || o.kind == "kv.get")
 }
 
-/// One operation's lines: counts, latencies in whole microseconds (as YCSB records them,
-/// nanoseconds / 1000 rounded down; the average unrounded), return codes; `not_found` of
-/// its successful operations as YCSB's `NOT_FOUND`.
+/// One operation's measurements: its successes' counts and latencies and its return
+/// codes, then its failures' latencies (`not_found` of its successes are YCSB's
+/// `NOT_FOUND`, which YCSB counts as failures).
 fn measurement(out: &mut String, name: &str, o: &OpResult, not_found: u64) -> Result<()> {
-    let l = &o.latency;
-    let us = |ns: u64| ns / 1000;
-    let p95 = if o.ok > 0 {
-        let h = o
-            .histogram
-            .decode()
-            .map_err(|e| anyhow!("the histogram of '{}': {e}", o.name))?;
-        h.value_at_quantile(0.95)
-    } else {
-        0
+    let decode = |h: &EncodedHistogram| {
+        h.decode()
+            .map_err(|e| anyhow!("the histogram of '{}': {e}", o.name))
     };
+    let mut ok = decode(&o.histogram)?;
+    // Files from before not-found latencies were kept have them among the successes.
+    let missing = match (&o.missing_histogram, not_found) {
+        (Some(h), 1..) => Some(decode(h)?),
+        _ => None,
+    };
+    if let Some(m) = &missing {
+        ok.subtract(m)
+            .map_err(|e| anyhow!("the histograms of '{}' disagree: {e:?}", o.name))?;
+    }
     // YCSB's reads of a missing key return NOT_FOUND, which is not OK.
-    line(out, name, "Operations", o.ok - not_found);
-    line(
-        out,
-        name,
-        "AverageLatency(us)",
-        java_double(l.mean_ns / 1000.0),
-    );
-    line(out, name, "MinLatency(us)", us(l.min_ns));
-    line(out, name, "MaxLatency(us)", us(l.max_ns));
-    line(out, name, "95thPercentileLatency(us)", us(p95));
-    line(out, name, "99thPercentileLatency(us)", us(l.p99_ns));
+    let summary = match missing {
+        Some(_) => LatencySummary::of(&ok),
+        // The run file's own figures (a mean recomputed from the decoded histogram may
+        // differ in its last bit).
+        None => o.latency.clone(),
+    };
+    latency_lines(out, name, o.ok - not_found, &summary, &ok);
     for status in STATUSES {
         let n = if status == "OK" {
             o.ok - not_found
@@ -189,7 +197,52 @@ fn measurement(out: &mut String, name: &str, o: &OpResult, not_found: u64) -> Re
             line(out, name, &format!("Return={status}"), n);
         }
     }
+    let mut failed = match &o.failed_histogram {
+        Some(h) => Some(decode(h)?),
+        None => None,
+    };
+    if let Some(m) = missing {
+        match failed.as_mut() {
+            Some(f) => {
+                let _ = f.add(&m);
+            }
+            None => failed = Some(m),
+        }
+    }
+    if let Some(f) = failed {
+        let summary = match (
+            &o.failed_latency,
+            o.missing_histogram.is_some() && not_found > 0,
+        ) {
+            (Some(l), false) => l.clone(),
+            _ => LatencySummary::of(&f),
+        };
+        latency_lines(out, &failed_name(name), f.len(), &summary, &f);
+    }
     Ok(())
+}
+
+/// `Operations` and the latency lines of `l`, histogram `h` summarised (for its 95th
+/// percentile), in whole microseconds (as YCSB records them, nanoseconds / 1000 rounded
+/// down; the average unrounded), zeros for none.
+fn latency_lines(out: &mut String, name: &str, operations: u64, l: &LatencySummary, h: &Hist) {
+    let us = |ns: u64| ns / 1000;
+    let p95 = if h.is_empty() {
+        0
+    } else {
+        h.value_at_quantile(0.95)
+    };
+    line(out, name, "Operations", operations);
+    line(
+        out,
+        name,
+        "AverageLatency(us)",
+        java_double(l.mean_ns / 1000.0),
+    );
+    line(out, name, "MinLatency(us)", us(l.min_ns));
+    line(out, name, "MaxLatency(us)", us(l.max_ns));
+    line(out, name, "95thPercentileLatency(us)", us(p95));
+    line(out, name, "99thPercentileLatency(us)", us(l.p99_ns));
 }
 
 /// `[METRIC], MEASUREMENT, VALUE` and a line end, as `TextMeasurementsExporter.write`.

@@ -480,6 +480,17 @@ fn merge_op(
     };
     let latency = add(|o| Some(&o.histogram))?;
     let service = add(|o| o.service_histogram.as_ref())?;
+    // Histograms made on demand: summed where every shard that counted such operations
+    // kept one (files from before they were kept did not: then none, rather than a part).
+    let on_demand = |pick: fn(&OpResult) -> Option<&EncodedHistogram>,
+                     counted: fn(&OpResult) -> u64|
+     -> Result<Option<Hist>, InputError> {
+        let kept = ops.iter().any(|o| pick(o).is_some())
+            && ops.iter().all(|o| counted(o) == 0 || pick(o).is_some());
+        kept.then(|| add(pick)).transpose()
+    };
+    let failed = on_demand(|o| o.failed_histogram.as_ref(), |o| o.errors)?;
+    let missing = on_demand(|o| o.missing_histogram.as_ref(), |o| o.empty)?;
     // The start lag exactly where every shard kept its histogram (older files did not).
     let (lag, lag_histogram) = if ops.iter().all(|o| o.start_lag_histogram.is_some()) {
         let h = add(|o| o.start_lag_histogram.as_ref())?;
@@ -532,6 +543,9 @@ fn merge_op(
         throughput_per_s: per_s(ok, measured_s),
         latency: LatencySummary::of(&latency),
         histogram: EncodedHistogram::encode(&latency),
+        failed_latency: failed.as_ref().map(LatencySummary::of),
+        failed_histogram: failed.as_ref().map(EncodedHistogram::encode),
+        missing_histogram: missing.as_ref().map(EncodedHistogram::encode),
         service: open.then(|| LatencySummary::of(&service)),
         service_histogram: open.then(|| EncodedHistogram::encode(&service)),
         start_lag: open.then_some(lag),

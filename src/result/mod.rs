@@ -349,6 +349,18 @@ pub struct OpResult {
     pub latency: LatencySummary,
     /// `latency` as a histogram.
     pub histogram: EncodedHistogram,
+    /// Response time of the failed operations (counted in `errors`), measured as `latency`
+    /// is (YCSB's `[READ-FAILED]`); left out when none failed, absent from older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_latency: Option<LatencySummary>,
+    /// `failed_latency` as a histogram.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_histogram: Option<EncodedHistogram>,
+    /// Response times of the lookups (`kv.get`, `record.read`) that found no record,
+    /// counted in `empty` and also in `histogram` (YCSB's `NOT_FOUND`, which YCSB keeps
+    /// under `[READ-FAILED]`); left out when there were none, absent from older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing_histogram: Option<EncodedHistogram>,
     /// Open loop only: time from the actual send.
     pub service: Option<LatencySummary>,
     pub service_histogram: Option<EncodedHistogram>,

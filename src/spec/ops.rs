@@ -467,6 +467,17 @@ impl OpKind {
         }
     }
 
+    /// A read of one record by its key (`kv.get`, `record.read`): one that reads no row
+    /// found none (YCSB's `NOT_FOUND`).
+    #[inline]
+    pub fn is_lookup(&self) -> bool {
+        match self {
+            OpKind::Get { .. } => true,
+            OpKind::Native(step) => matches!(step.op, NativeOp::RecordRead { .. }),
+            _ => false,
+        }
+    }
+
     /// A single operation on the client's session: no transaction, no new connection.
     #[inline]
     pub fn is_plain(&self) -> bool {

@@ -51,6 +51,12 @@ pub struct OpCounters {
     /// Successful operations (counted in `ok`) that ended at a rollback step of their `tx`.
     pub rolled_back: u64,
     pub messages: Vec<(ErrorClass, String, u64)>,
+    /// Response times of the failed operations (as YCSB keeps them under `[READ-FAILED]`);
+    /// made at the first failure, so a run without failures holds none.
+    pub failed: Option<Box<Hist>>,
+    /// Response times of the lookups (`kv.get`, `record.read`) that found no record, also
+    /// in `latency` (YCSB's `NOT_FOUND` moves them to `[READ-FAILED]`); made at the first.
+    pub missing: Option<Box<Hist>>,
 }
 
 impl Default for OpCounters {
@@ -69,6 +75,8 @@ impl Default for OpCounters {
             reconnects: 0,
             statements: StatementCounts::default(),
             messages: Vec::new(),
+            failed: None,
+            missing: None,
         }
     }
 }
@@ -82,6 +90,19 @@ impl OpCounters {
     pub fn record_error(&mut self, e: &OpError) {
         self.errors[e.class] += 1;
         self.count_message(e.class, &e.message, 1);
+    }
+
+    /// Count a failure of `e`'s class that took `ns` nanoseconds.
+    #[inline]
+    pub fn record_failure(&mut self, e: &OpError, ns: u64) {
+        self.record_error(e);
+        let _ = self.failed.get_or_insert_with(boxed_hist).record(ns);
+    }
+
+    /// A lookup that found no record took `ns` nanoseconds (it is also in `latency`).
+    #[inline]
+    pub fn record_missing(&mut self, ns: u64) {
+        let _ = self.missing.get_or_insert_with(boxed_hist).record(ns);
     }
 
     fn count_message(&mut self, class: ErrorClass, message: &str, n: u64) {
@@ -114,6 +135,19 @@ impl OpCounters {
         for (class, text, n) in &other.messages {
             self.count_message(*class, text, *n);
         }
+        add_boxed(&mut self.failed, &other.failed);
+        add_boxed(&mut self.missing, &other.missing);
+    }
+}
+
+fn boxed_hist() -> Box<Hist> {
+    Box::new(new_hist())
+}
+
+/// Add a histogram made on demand into another, making it if need be.
+fn add_boxed(into: &mut Option<Box<Hist>>, other: &Option<Box<Hist>>) {
+    if let Some(o) = other {
+        let _ = into.get_or_insert_with(boxed_hist).add(&**o);
     }
 }
 
@@ -207,11 +241,16 @@ mod tests {
         a.latency.record(10).unwrap();
         b.ok = 3;
         b.latency.record(20).unwrap();
-        b.record_error(&OpError::new(ErrorClass::Timeout, "slow"));
-        b.record_error(&OpError::new(ErrorClass::Timeout, "slow"));
+        b.record_failure(&OpError::new(ErrorClass::Timeout, "slow"), 1_000);
+        b.record_failure(&OpError::new(ErrorClass::Timeout, "slow"), 3_000);
+        b.record_missing(7);
         a.merge(&b);
         assert_eq!(a.ok, 5);
         assert_eq!(a.latency.len(), 2);
+        let failed = a.failed.as_deref().expect("made by b's failures");
+        assert_eq!(failed.len(), 2);
+        assert!(failed.equivalent(failed.max(), 3_000));
+        assert_eq!(a.missing.as_deref().map(|h| h.len()), Some(1));
         assert_eq!(a.errors[ErrorClass::Timeout], 2);
         assert_eq!(
             a.messages,
