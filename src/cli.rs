@@ -599,8 +599,8 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub run: RunArgs,
 
-    /// What to vary: clients, rate, or a workload parameter, over a list (clients=1,2,4,8)
-    /// or a range (records=0..50000:5000; rate=100..2000 with --find-max).
+    /// What to vary: clients, rate, pipeline, threads, or a workload parameter, over a list
+    /// (clients=1,2,4,8) or a range (records=0..50000:5000; rate=100..2000 with --find-max).
     #[arg(long, value_name = "NAME=VALUES")]
     pub vary: Option<String>,
 

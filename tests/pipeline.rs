@@ -711,3 +711,115 @@ fn redis_pipelined_streams_reconnect_after_the_server_drops_them() {
     assert!(put.ok > 0);
     redis::cmd("FLUSHDB").exec(&mut c).unwrap();
 }
+
+/// `sweep --vary pipeline`: each point runs at its depth on the simulated server (2 ms an
+/// operation), so one connection with 4 in flight completes several times what it does
+/// with 1, and each point's file says its depth and streams.
+#[test]
+fn a_sweep_varies_the_pipeline_depth() {
+    let d = Dir::new();
+    d.ok(&[
+        "sweep",
+        "noop",
+        "--target",
+        "sleep://?latency=2ms",
+        "--clients",
+        "1",
+        "--vary",
+        "pipeline=1,4",
+        "--samples",
+        "4",
+        "--interval",
+        "100ms",
+        "--seed",
+        "1",
+        "-o",
+        "s.json",
+    ]);
+    let s = loadrig::result::sweep::read(&d.join("s.json")).unwrap();
+    assert_eq!(
+        (s.vary.name.as_str(), s.vary.kind.as_str()),
+        ("pipeline", "pipeline")
+    );
+    let depths: Vec<_> = s
+        .points
+        .iter()
+        .map(|p| (p.x, p.result.load.pipeline, p.result.load.clients()))
+        .collect();
+    assert_eq!(depths, [(Some(1.0), 1, 1), (Some(4.0), 4, 4)]);
+    let ratio = s.points[1].ok as f64 / s.points[0].ok as f64;
+    assert!((1.8..=4.3).contains(&ratio), "4 in flight / 1: {ratio}");
+    assert!(s.points[1].latency.min_ns >= 2_000_000, "still 2 ms each");
+}
+
+/// A depth the target cannot run, threads on a target that has a thread per client, or the
+/// setting given twice: exit 2 before the first point, no sweep file, no password shown.
+#[test]
+fn a_sweep_refuses_points_the_target_cannot_run_before_the_first() {
+    let d = Dir::new();
+    let sweep = |target: &str, vary: &str, extra: &[&str]| {
+        let mut args = vec!["sweep", "noop", "--target", target, "--vary", vary];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--ops", "10", "-o", "s.json"]);
+        let (_, err) = d.code(2, &args);
+        assert!(!d.join("s.json").exists(), "no sweep file: {err}");
+        err
+    };
+    let err = sweep("mysql://u:secret@127.0.0.1:1/db", "pipeline=1,4", &[]);
+    assert!(err.contains("--vary pipeline=4"), "{err}");
+    assert!(err.contains("mysql:// targets cannot pipeline"), "{err}");
+    assert!(!err.contains("secret"), "{err}");
+    let err = sweep("sqlite://./t.db", "threads=1,2", &[]);
+    assert!(
+        err.contains("--vary threads") && err.contains("thread of its own"),
+        "{err}"
+    );
+    assert!(!d.join("t.db").exists(), "nothing was created");
+    let err = sweep("sleep://?latency=1ms", "pipeline=1,2", &["--pipeline", "2"]);
+    assert!(err.contains("both set it"), "{err}");
+    let err = sweep("sleep://?latency=1ms", "pipeline=1,0", &[]);
+    assert!(err.contains("'0' is not a whole number"), "{err}");
+}
+
+/// On Redis, a sweep over the depth and one over the rig's threads: every point runs its
+/// exact --ops on its own depth or threads.
+#[test]
+fn redis_sweeps_over_pipeline_and_threads_run_every_point_exactly() {
+    let Some(url) = redis_db(13) else { return };
+    let mut c = redis_flushed(&url);
+    let d = Dir::new();
+    d.write("w.toml", PUTS);
+    for (vary, field) in [("pipeline=1,8", "pipeline"), ("threads=1,2", "threads")] {
+        d.ok(&[
+            "sweep",
+            "w.toml",
+            "--target",
+            &url,
+            "--clients",
+            "2",
+            "--vary",
+            vary,
+            "--ops",
+            "800",
+            "--seed",
+            "3",
+            "-o",
+            "s.json",
+        ]);
+        let s = loadrig::result::sweep::read(&d.join("s.json")).unwrap();
+        assert_eq!(s.vary.name, field);
+        for p in &s.points {
+            let load = &p.result.load;
+            let got = if field == "pipeline" {
+                load.pipeline
+            } else {
+                load.threads
+            };
+            assert_eq!(Some(got as f64), p.x, "{vary}");
+            assert_eq!((p.ok, p.errors), (800, 0), "{vary} at {}", p.value);
+            assert_eq!(p.result.operations[0].rows, 800);
+        }
+        assert_eq!(s.points.len(), 2);
+    }
+    assert_only_puts_stored(&mut c, 800);
+}

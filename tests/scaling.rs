@@ -276,7 +276,7 @@ fn varying_a_parameter_the_workload_lacks_is_an_input_error() {
     assert!(err.contains("--vary bogus"), "{err}");
     assert!(
         err.contains(
-            "clients, rate, or one of the workload's parameters: records, shards, value_size"
+            "clients, rate, pipeline, threads, or one of the workload's parameters: records, shards, value_size"
         ),
         "{err}"
     );

@@ -37,6 +37,10 @@ const MAX_POINTS: usize = 1000;
 enum Setting {
     Clients,
     Rate,
+    /// Operations in flight per connection, as with `--pipeline`.
+    Pipeline,
+    /// The rig's client threads, as with `--threads`.
+    Threads,
     /// A workload parameter, as with `--set`.
     Param(String),
 }
@@ -46,6 +50,8 @@ impl Setting {
         match self {
             Setting::Clients => "clients",
             Setting::Rate => "rate",
+            Setting::Pipeline => "pipeline",
+            Setting::Threads => "threads",
             Setting::Param(p) => p,
         }
     }
@@ -173,10 +179,39 @@ fn fmt_num(x: f64) -> String {
     }
 }
 
-/// The plan of a grid point: the base plan with the varied setting at `value`. Errors name
-/// the point.
-fn point_plan(base: &RunPlan, setting: &Setting, value: &str) -> Result<RunPlan, InputError> {
+/// The plan of a grid point: the base plan with the varied setting at `value` (resolved
+/// again from the flags `args` with that setting's flag at `value`, for the pipeline and the
+/// threads, whose checks and derived settings depend on the rest). Errors name the point.
+fn point_plan(
+    base: &RunPlan,
+    args: &RunArgs,
+    setting: &Setting,
+    value: &str,
+) -> Result<RunPlan, InputError> {
     let what = format!("--vary {}={value}", setting.name());
+    if matches!(setting, Setting::Pipeline | Setting::Threads) {
+        let n = value
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| {
+                InputError::new(format!(
+                    "--vary {}: '{value}' is not a whole number of at least 1",
+                    setting.name()
+                ))
+            })?;
+        let mut a = args.clone();
+        a.report = None;
+        match setting {
+            Setting::Pipeline => a.pipeline = Some(n),
+            _ => a.threads = Some(n),
+        }
+        let mut plan = plan::resolve(&a).map_err(|e| InputError::new(format!("{what}: {e}")))?;
+        // The same seeds and outputs as every other point.
+        plan.load.seed = base.load.seed;
+        plan.outputs = base.outputs.clone();
+        return Ok(plan);
+    }
     let number = || {
         value.parse::<f64>().ok().ok_or_else(|| {
             InputError::new(format!(
@@ -201,7 +236,7 @@ fn point_plan(base: &RunPlan, setting: &Setting, value: &str) -> Result<RunPlan,
             plan.set_clients(n as u64)
         }
         Setting::Rate => plan.set_rate(number()?),
-        Setting::Param(_) => Ok(()),
+        Setting::Param(_) | Setting::Pipeline | Setting::Threads => Ok(()),
     }
     .map_err(|e| InputError::new(format!("{what}: {e}")))?;
     Ok(plan)
@@ -274,7 +309,7 @@ impl<'a> Plan<'a> {
         // Every point is checked before the first runs.
         let mut widest = first.load.connections();
         let mut check = |setting: &Setting, value: &str| -> Result<(), InputError> {
-            widest = widest.max(point_plan(&first, setting, value)?.load.connections());
+            widest = widest.max(point_plan(&first, base, setting, value)?.load.connections());
             Ok(())
         };
         match &course {
@@ -318,11 +353,31 @@ impl<'a> Plan<'a> {
     /// Run every point on targets of type `T`: one target for a growth study, whose batches
     /// must meet the same store; otherwise a fresh one for every point, like separate runs.
     fn run<T: Target>(self) -> Result<ExitCode> {
-        // Too few file descriptors for the widest point fail the sweep before its first
-        // point, not after the points below it have run.
-        let files =
-            T::from_url(&self.base.target.parsed, &self.base.workload.params)?.files_per_client();
-        crate::runner::fd_limit::ensure(self.widest, files + self.base.workload.peers.len())?;
+        // Too few file descriptors for the widest point, or a point the target cannot run
+        // (a pipeline on MySQL's protocol), fail the sweep before its first point, not after
+        // the points below it have run.
+        let target = T::from_url(&self.base.target.parsed, &self.base.workload.params)?;
+        crate::runner::fd_limit::ensure(
+            self.widest,
+            target.files_per_client() + self.base.workload.peers.len(),
+        )?;
+        if let Course::Grid { setting, values } = &self.course {
+            if *setting == Setting::Threads && target.blocking() {
+                return Err(InputError::new(format!(
+                    "--vary threads: {}:// targets run every client on a thread of its own, so --threads does not change them",
+                    self.base.target.scheme()
+                ))
+                .help("vary clients instead, or sweep the threads on a network target")
+                .into());
+            }
+            for value in values {
+                let plan = point_plan(&self.base, &self.args.run, setting, value)?;
+                runner::check_target(&plan, &target).map_err(|mut e| {
+                    e.message = format!("--vary {}={value}: {}", setting.name(), e.message);
+                    e
+                })?;
+            }
+        }
         let shared = match self.course {
             Course::Growth { .. } => Some(Arc::new(T::from_url(
                 &self.base.target.parsed,
@@ -331,6 +386,7 @@ impl<'a> Plan<'a> {
             _ => None,
         };
         let mut s = Sweeper {
+            args: self.args.run.clone(),
             record: self.record,
             out: self.out,
             slo: self.slo,
@@ -432,6 +488,8 @@ fn grid_course(args: &SweepArgs, workload: &Workload, has_slo: bool) -> Result<C
     let flag_given = match &setting {
         Setting::Clients => base.clients.is_some(),
         Setting::Rate => base.rate.is_some(),
+        Setting::Pipeline => base.pipeline.is_some(),
+        Setting::Threads => base.threads.is_some(),
         Setting::Param(p) => base.set.iter().any(|(n, _)| n == p),
     };
     if flag_given {
@@ -473,6 +531,8 @@ fn setting(name: &str, workload: &Workload) -> Result<Setting, InputError> {
     Ok(match name {
         "clients" => Setting::Clients,
         "rate" => Setting::Rate,
+        "pipeline" => Setting::Pipeline,
+        "threads" => Setting::Threads,
         p if workload.params.contains_key(p) => Setting::Param(p.to_string()),
         other => {
             let params: Vec<&str> = workload.params.keys().map(String::as_str).collect();
@@ -481,10 +541,11 @@ fn setting(name: &str, workload: &Workload) -> Result<Setting, InputError> {
                 workload.name
             ))
             .help(if params.is_empty() {
-                "vary clients or rate (this workload declares no [params])".to_string()
+                "vary clients, rate, pipeline or threads (this workload declares no [params])"
+                    .to_string()
             } else {
                 format!(
-                    "vary clients, rate, or one of the workload's parameters: {}",
+                    "vary clients, rate, pipeline, threads, or one of the workload's parameters: {}",
                     params.join(", ")
                 )
             }));
@@ -500,6 +561,8 @@ fn record(args: &SweepArgs, course: &Course, slo: &Option<Slo>, first: &RunPlan)
             match setting {
                 Setting::Clients => VaryKind::Clients,
                 Setting::Rate => VaryKind::Rate,
+                Setting::Pipeline => VaryKind::Pipeline,
+                Setting::Threads => VaryKind::Threads,
                 Setting::Param(_) => VaryKind::Param,
             },
             args.vary.clone().unwrap_or_default(),
@@ -584,6 +647,8 @@ fn runs_each(repeat: u32) -> String {
 
 /// The running sweep: its record so far and, for a growth study, its one target.
 struct Sweeper<T> {
+    /// The flags every point starts from.
+    args: RunArgs,
     record: SweepResult,
     out: PathBuf,
     slo: Option<Slo>,
@@ -602,7 +667,7 @@ impl<T: Target> Sweeper<T> {
         for value in values {
             let x = value.parse::<f64>().ok();
             for rep in 1..=repeat {
-                let plan = point_plan(base, setting, value)?;
+                let plan = point_plan(base, &self.args, setting, value)?;
                 if !self.point(&plan, value, x, rep, None)? {
                     return Ok(false);
                 }
@@ -620,7 +685,7 @@ impl<T: Target> Sweeper<T> {
             let value = fmt_num(rate);
             let mut passed = true;
             for rep in 1..=repeat {
-                let plan = point_plan(base, &Setting::Rate, &value)?;
+                let plan = point_plan(base, &self.args, &Setting::Rate, &value)?;
                 if !self.point(&plan, &value, Some(rate), rep, None)? {
                     complete = false;
                     break 'search;
@@ -755,7 +820,7 @@ impl<T: Target> Sweeper<T> {
                 "add --slo 'p99 < 50ms' (your objective) to find the knee of this rate sweep"
                     .to_string(),
             ),
-            Setting::Param(_) => {}
+            Setting::Param(_) | Setting::Pipeline | Setting::Threads => {}
         }
     }
 

@@ -74,6 +74,10 @@ impl SweepStatus {
 pub enum VaryKind {
     Clients,
     Rate,
+    /// Operations in flight per connection (`--pipeline`).
+    Pipeline,
+    /// The rig's client threads (`--threads`).
+    Threads,
     /// A workload parameter.
     Param,
     /// A growth study: the records stored.
@@ -85,6 +89,8 @@ impl VaryKind {
         match self {
             VaryKind::Clients => "clients",
             VaryKind::Rate => "rate",
+            VaryKind::Pipeline => "pipeline",
+            VaryKind::Threads => "threads",
             VaryKind::Param => "param",
             VaryKind::Growth => "growth",
         }

@@ -62,22 +62,15 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
         None => None,
     };
     let started_at = SystemTime::now();
-    check_families(
-        &plan.ops,
-        &plan.workload.setup,
-        target.families(),
-        plan.target.scheme(),
-    )?;
+    check_target(plan, &*target)?;
     if live {
         writable_outputs(plan)?;
     }
     // Each client holds the target's files and one session per peer it uses.
-    check_pipeline(plan, &*target)?;
     fd_limit::ensure(
         plan.load.connections(),
         target.files_per_client() + plan.workload.peers.len(),
     )?;
-    check_refused(&plan.ops, &*target, plan.target.scheme())?;
     let prepared = prepare(&*target, plan).with_context(|| format!("target {shown_url}"))?;
     if let Some(marker) = &plan.data.marker {
         settle_shards(&*target, marker, live).with_context(|| format!("target {shown_url}"))?;
@@ -407,6 +400,20 @@ fn peers(plan: &RunPlan) -> Result<Vec<PeerTarget>, InputError> {
         .iter()
         .map(|p| PeerTarget::open(&p.url).map_err(|e| e.at(p.location.clone())))
         .collect()
+}
+
+/// Whether `target` can run `plan` at all: the operations' families, the pipeline depth,
+/// operations it refuses. Nothing is connected; a sweep checks every point with it before
+/// the first runs.
+pub fn check_target<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputError> {
+    check_families(
+        &plan.ops,
+        &plan.workload.setup,
+        target.families(),
+        plan.target.scheme(),
+    )?;
+    check_pipeline(plan, target)?;
+    check_refused(&plan.ops, target, plan.target.scheme())
 }
 
 /// `--pipeline P` above 1 needs a target whose connections carry several operations at

@@ -56,6 +56,8 @@ fn x_desc(s: &SweepResult) -> String {
     match s.vary.kind {
         VaryKind::Clients => "clients".into(),
         VaryKind::Rate => "offered rate (ops/s)".into(),
+        VaryKind::Pipeline => "operations in flight per connection (--pipeline)".into(),
+        VaryKind::Threads => "client threads (--threads)".into(),
         VaryKind::Growth => "records stored".into(),
         VaryKind::Param => s.vary.name.clone(),
     }
