@@ -264,12 +264,24 @@ fn operations_over_the_op_timeout_fail_as_timeout_and_the_flag_wins() {
             "r.json",
         ];
         args.extend(extra);
-        d.ok(&args);
-        d.result("r.json")
+        let out = d.ok(&args);
+        (d.result("r.json"), out)
     };
-    let r = run(&[]);
+    let (r, out) = run(&[]);
+    assert!(
+        out.contains("errors in nap: timeout 3 (failed after p50 "),
+        "{out}"
+    );
     assert_eq!((r.total.ok, r.total.errors), (0, 3));
     assert_eq!(r.total.errors_by_class[&ErrorClass::Timeout], 3);
+    // A timed-out operation failed no sooner than its limit.
+    let failed = r
+        .total
+        .failed_latency
+        .as_ref()
+        .expect("failures' latencies");
+    assert_eq!(failed.count, 3);
+    assert!(failed.min_ns >= 99_000_000, "{failed:?}");
     assert_eq!(
         r.total.error_messages[0].message,
         "no answer within 100ms (op timeout)"
@@ -277,7 +289,7 @@ fn operations_over_the_op_timeout_fail_as_timeout_and_the_flag_wins() {
     // Each timed-out session is replaced before the next operation.
     assert_eq!(r.total.reconnects, 2);
     assert_eq!(r.load.op_timeout.map(|t| t.as_secs_f64()), Some(0.1));
-    let r = run(&["--op-timeout", "2s"]);
+    let (r, _) = run(&["--op-timeout", "2s"]);
     assert_eq!((r.total.ok, r.total.errors), (3, 0));
     assert_eq!(r.load.op_timeout.map(|t| t.as_secs_f64()), Some(2.0));
 }

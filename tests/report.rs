@@ -136,6 +136,16 @@ fn report_is_self_contained_with_one_svg_per_plot() {
     }
     let html = std::fs::read_to_string(&rw).unwrap();
     assert!(html.contains("injected error"), "error messages are listed");
+    // The read's failures (about 2 % of some 1,000) and how long they took.
+    let r = d.result("rw.json");
+    let failed = r.operations[0]
+        .failed_latency
+        .as_ref()
+        .expect("reads failed");
+    assert!(html.contains("How long failures took"));
+    let row = format!("<td class=\"text\">read</td><td>{}</td>", failed.count);
+    assert!(html.contains(&row), "{row}");
+    assert!(failed.min_ns >= 1_000_000, "sleep's 1 ms floor: {failed:?}");
     assert!(html.contains("Latency over time: read") && html.contains("Latency over time: write"));
     let html = std::fs::read_to_string(&both).unwrap();
     assert!(

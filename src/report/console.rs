@@ -412,7 +412,16 @@ fn summary_table(out: &mut String, rows: &[&OpResult]) {
 fn error_lines(out: &mut String, rows: &[&OpResult]) {
     for op in rows.iter().filter(|op| op.errors > 0) {
         let classes = by_class(&op.errors_by_class);
-        let _ = writeln!(out, "errors in {}: {classes}", op.name);
+        // How long failures took tells a refused connection from a timeout.
+        let took = op.failed_latency.as_ref().map_or_else(String::new, |l| {
+            format!(
+                " (failed after p50 {}, p99 {}, max {})",
+                human_ns(l.p50_ns as f64),
+                human_ns(l.p99_ns as f64),
+                human_ns(l.max_ns as f64)
+            )
+        });
+        let _ = writeln!(out, "errors in {}: {classes}{took}", op.name);
         for m in op.error_messages.iter().take(3) {
             let _ = writeln!(
                 out,

@@ -301,6 +301,36 @@ fn errors_table(h: &mut String, runs: &[(String, RunResult)]) {
         }
     }
     h.push_str("</tbody></table></div>\n");
+    failure_times_table(h, runs, several);
+}
+
+/// How long the failed operations took, per operation: a refused connection fails at once,
+/// a timeout at its limit.
+fn failure_times_table(h: &mut String, runs: &[(String, RunResult)], several: bool) {
+    h.push_str("<h4>How long failures took</h4>\n<div class=\"table-wrap\"><table>\n<thead><tr>");
+    if several {
+        h.push_str("<th class=\"text\">run</th>");
+    }
+    h.push_str("<th class=\"text\">operation</th><th>failures</th><th>p50</th><th>p99</th><th>max</th></tr></thead>\n<tbody>\n");
+    for (label, r) in runs {
+        for o in &r.operations {
+            let Some(l) = &o.failed_latency else { continue };
+            h.push_str("<tr>");
+            if several {
+                let _ = write!(h, "<td class=\"text\">{}</td>", esc(label));
+            }
+            let _ = writeln!(
+                h,
+                "<td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&o.name),
+                thousands(l.count),
+                esc(&human_ns(l.p50_ns as f64)),
+                esc(&human_ns(l.p99_ns as f64)),
+                esc(&human_ns(l.max_ns as f64))
+            );
+        }
+    }
+    h.push_str("</tbody></table></div>\n");
 }
 
 /// Attempts repeated under the operations' retry policies, by the class retried.
