@@ -64,6 +64,18 @@ fn every_builtin(url: &str, clients: &str, row: &dyn Fn(&str) -> Vec<i64>) {
         // pgbench -i: 11 statements generate 1 + 10 + 100,000 rows.
         let setup = r.setup.as_ref().expect("setup record");
         assert_eq!((setup.statements, setup.rows), (11, 100_011), "{name}");
+        // As pgbench -i, on PostgreSQL only: the loaded tables vacuumed and analyzed.
+        let on_postgres = url.starts_with("postgres");
+        assert_eq!(
+            out.contains("vacuumed and analyzed"),
+            on_postgres,
+            "{name}: {out}"
+        );
+        assert_eq!(
+            r.settled.as_ref().map(|s| s.tables >= 4),
+            on_postgres.then_some(true),
+            "{name}: the four tables at least"
+        );
         let sums = row(SUMS);
         // pgbench -i at scale 1: 100,000 accounts, 10 tellers, 1 branch.
         assert_eq!(&sums[5..], &[100_000, 10, 1], "{name}");
@@ -165,6 +177,13 @@ fn builtins_on_postgres() {
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     every_builtin(&url, "4", &|sql| ints(pg_row(&url, sql)));
+    // The load was vacuumed and analyzed before the measured run, as pgbench -i does.
+    let settled = ints(pg_row(
+        &url,
+        "SELECT COUNT(*) FROM pg_stat_user_tables WHERE relname LIKE 'loadrig|_pgbench|_%' ESCAPE '|' \
+         AND last_vacuum IS NOT NULL AND last_analyze IS NOT NULL",
+    ));
+    assert_eq!(settled, [4]);
     check_fails(&url);
 }
 

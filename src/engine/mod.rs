@@ -475,6 +475,9 @@ pub struct Prepared {
     pub loaded: Option<(u64, Duration)>,
     /// The setup statements: how many, the rows they changed, and their time.
     pub setup: Option<(usize, u64, Duration)>,
+    /// After the setup or load: the tables the target settled ([`Session::settle`]), and
+    /// the time it took.
+    pub settled: Option<(u64, Duration)>,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -591,10 +594,21 @@ pub fn prepare<T: Target>(
                 }
                 None => None,
             };
+        let settled = if setup.is_some() || loaded.is_some() {
+            let started = Instant::now();
+            let n = session
+                .settle()
+                .await
+                .map_err(|e| anyhow!("settling the loaded tables: {}", e.message))?;
+            (n > 0).then(|| (n, started.elapsed()))
+        } else {
+            None
+        };
         Ok(Prepared {
             server_version,
             loaded,
             setup,
+            settled,
         })
     })
 }

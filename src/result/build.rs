@@ -8,7 +8,8 @@ use super::validity::{self, Context, FairnessInterval, RigInterval, Validity};
 use super::{
     ConnectPhasesRecord, ConnectRecord, DataLoadRecord, EncodedHistogram, ErrorMessage,
     ErrorsByClass, FigureRecord, HostRecord, IntervalOp, IntervalRecord, OpResult, RunResult,
-    RunStatus, SetupRecord, Statements, TargetRecord, WorkloadRecord, SCHEMA_VERSION,
+    RunStatus, SettledRecord, SetupRecord, Statements, TargetRecord, WorkloadRecord,
+    SCHEMA_VERSION,
 };
 use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
 use crate::spec::{FigureSpec, OpSpec, Workload};
@@ -96,6 +97,7 @@ impl RunResult {
             measured_s,
             data_load: DataLoadRecord::of(workload, prepared.loaded),
             setup: prepared.setup.map(SetupRecord::of),
+            settled: prepared.settled.map(SettledRecord::of),
             connect: Some(ConnectRecord {
                 clients: plan.connections(),
                 seconds: run.connect.time.as_secs_f64(),

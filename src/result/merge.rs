@@ -100,6 +100,7 @@ pub fn merge(
         measured_s,
         data_load: loader.data_load.clone(),
         setup: loader.setup.clone(),
+        settled: loader.settled.clone(),
         missed_starts: refs.iter().map(|r| r.missed_starts).sum(),
         abandoned_clients: refs.iter().map(|r| r.abandoned_clients).sum(),
         operations,

@@ -59,6 +59,10 @@ pub struct RunResult {
     /// tables there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup: Option<SetupRecord>,
+    /// After the setup or the data load, before the measured run: the `loadrig_` tables the
+    /// target vacuumed and analyzed (PostgreSQL, as `pgbench -i` does); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled: Option<SettledRecord>,
     /// How the clients connected before the run; absent from files written before it was
     /// recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -285,6 +289,22 @@ impl ConnectPhasesRecord {
             tcp: LatencySummary::of(&p.tcp),
             tls: some(&p.tls),
             auth: some(&p.auth),
+        }
+    }
+}
+
+/// The tables settled after a run's setup or load, and the time it took.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SettledRecord {
+    pub tables: u64,
+    pub seconds: f64,
+}
+
+impl SettledRecord {
+    pub fn of((tables, t): (u64, std::time::Duration)) -> SettledRecord {
+        SettledRecord {
+            tables,
+            seconds: t.as_secs_f64(),
         }
     }
 }

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::build::RunFacts;
 use super::models::LatencyModes;
 use super::{
-    DataLoadRecord, HostRecord, IntervalRecord, OpResult, RunResult, RunStatus, SetupRecord,
-    TargetRecord, WorkloadRecord, SCHEMA_VERSION,
+    DataLoadRecord, HostRecord, IntervalRecord, OpResult, RunResult, RunStatus, SettledRecord,
+    SetupRecord, TargetRecord, WorkloadRecord, SCHEMA_VERSION,
 };
 use crate::engine::LoadPlan;
 use crate::error::InputError;
@@ -39,6 +39,8 @@ pub struct StreamHeader {
     pub data_load: Option<DataLoadRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup: Option<SetupRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled: Option<SettledRecord>,
     /// `run --label`, so that a recovered run keeps its place in a history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
@@ -63,6 +65,7 @@ impl StreamHeader {
             started_at: humantime::format_rfc3339_millis(facts.started_at).to_string(),
             data_load: DataLoadRecord::of(facts.workload, facts.prepared.loaded),
             setup: facts.prepared.setup.map(SetupRecord::of),
+            settled: facts.prepared.settled.map(SettledRecord::of),
             label: None,
         }
     }
@@ -218,6 +221,7 @@ impl RunResult {
             measured_s,
             data_load: h.data_load.clone(),
             setup: h.setup.clone(),
+            settled: h.settled.clone(),
             missed_starts: 0,
             abandoned_clients: 0,
             operations,

@@ -250,6 +250,12 @@ fn print_header(plan: &RunPlan, prepared: &Prepared) {
             console::thousands((n as f64 / t.as_secs_f64().max(1e-9)) as u64)
         );
     }
+    if let Some((n, t)) = prepared.settled {
+        println!(
+            "vacuumed and analyzed {n} loadrig_ table(s) in {:.2}s, as pgbench -i does",
+            t.as_secs_f64()
+        );
+    }
 }
 
 /// Find an output that cannot be written before the setup and the load: make its folder
@@ -311,6 +317,7 @@ fn live_view(plan: &RunPlan, prepared: &Prepared, started_at: SystemTime) -> Res
             server_version: prepared.server_version.clone(),
             loaded: prepared.loaded,
             setup: prepared.setup,
+            settled: prepared.settled,
         },
         host: host::facts(),
         started_at,

@@ -133,6 +133,13 @@ pub trait Session {
             ))
         }
     }
+    /// After a run's setup or data load, before anything is measured: leave what was just
+    /// written as a server keeps it settled (PostgreSQL vacuums and analyzes loadrig's
+    /// tables, as `pgbench -i` does, so autovacuum's first pass over the fresh rows does not
+    /// land in the measured run); returns the tables settled.
+    fn settle(&mut self) -> impl Future<Output = Result<u64, OpError>> {
+        async { Ok(0) }
+    }
     /// Remove everything loadrig created (its namespace) and nothing else; returns the
     /// number of objects removed (tables, keys, entries, files).
     fn cleanup(&mut self) -> impl Future<Output = Result<u64, OpError>> {

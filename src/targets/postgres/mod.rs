@@ -905,17 +905,21 @@ impl TokioSession {
         result
     }
 
-    async fn drop_namespace(&mut self) -> Result<u64, OpError> {
+    /// loadrig's tables in the current schema.
+    async fn namespace_tables(&mut self) -> Result<Vec<String>, OpError> {
         let rows = self
             .client
             .query(Dialect::Postgres.list_tables(), &[])
             .await
             .map_err(|e| classify(&e))?;
-        let names: Vec<String> = rows
-            .iter()
+        rows.iter()
             .map(|r| r.try_get::<_, String>(0))
             .collect::<Result<_, _>>()
-            .map_err(|e| classify(&e))?;
+            .map_err(|e| classify(&e))
+    }
+
+    async fn drop_namespace(&mut self) -> Result<u64, OpError> {
+        let names = self.namespace_tables().await?;
         if names.is_empty() {
             return Ok(0);
         }
@@ -1004,6 +1008,22 @@ impl Session for PgSession {
         ))
     }
 
+    async fn settle(&mut self) -> Result<u64, OpError> {
+        let names = match self {
+            PgSession::Tokio(s) => s.namespace_tables().await?,
+            PgSession::Wire(s) => s.namespace_tables().await?,
+        };
+        if names.is_empty() {
+            return Ok(0);
+        }
+        let vacuum = vacuum_analyze(&names);
+        match self {
+            PgSession::Tokio(s) => drop(s.batch(&vacuum).await?),
+            PgSession::Wire(s) => s.batch(&vacuum).await?,
+        }
+        Ok(names.len() as u64)
+    }
+
     async fn cleanup(&mut self) -> Result<u64, OpError> {
         match self {
             PgSession::Tokio(s) => s.drop_namespace().await,
@@ -1037,9 +1057,27 @@ impl Session for PgSession {
     }
 }
 
+/// One `VACUUM (ANALYZE)` of the named tables (quoted as `drop_tables` quotes them).
+fn vacuum_analyze(names: &[String]) -> String {
+    let drop = Dialect::Postgres.drop_tables(names);
+    format!(
+        "VACUUM (ANALYZE) {}",
+        drop.trim_start_matches("DROP TABLE ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vacuum_names_every_table_quoted() {
+        let names = ["loadrig_a".to_string(), "loadrig_\"b".to_string()];
+        assert_eq!(
+            vacuum_analyze(&names),
+            r#"VACUUM (ANALYZE) "loadrig_a", "loadrig_""b""#
+        );
+    }
 
     #[test]
     fn arguments_convert_to_declared_types() {

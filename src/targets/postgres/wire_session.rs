@@ -285,16 +285,21 @@ impl WireSession {
         Some(format!("PostgreSQL {}", String::from_utf8_lossy(v)))
     }
 
-    pub(super) async fn cleanup(&mut self) -> Result<u64, OpError> {
+    /// loadrig's tables in the current schema.
+    pub(super) async fn namespace_tables(&mut self) -> Result<Vec<String>, OpError> {
         let reply = self
             .conn
             .simple(Dialect::Postgres.list_tables(), usize::MAX)
             .await?;
-        let names: Vec<String> = reply
+        Ok(reply
             .rows
             .iter()
             .map(|r| String::from_utf8_lossy(r.first().map_or(&[][..], |v| v)).into_owned())
-            .collect();
+            .collect())
+    }
+
+    pub(super) async fn cleanup(&mut self) -> Result<u64, OpError> {
+        let names = self.namespace_tables().await?;
         if names.is_empty() {
             return Ok(0);
         }
