@@ -189,8 +189,9 @@ fn point_plan(
     value: &str,
 ) -> Result<RunPlan, InputError> {
     let what = format!("--vary {}={value}", setting.name());
-    if matches!(setting, Setting::Pipeline | Setting::Threads) {
-        let n = value
+    // Clients, pipeline depths and threads are counts.
+    let count = || {
+        value
             .parse::<u64>()
             .ok()
             .filter(|n| *n >= 1)
@@ -199,7 +200,10 @@ fn point_plan(
                     "--vary {}: '{value}' is not a whole number of at least 1",
                     setting.name()
                 ))
-            })?;
+            })
+    };
+    if matches!(setting, Setting::Pipeline | Setting::Threads) {
+        let n = count()?;
         let mut a = args.clone();
         a.report = None;
         match setting {
@@ -226,15 +230,7 @@ fn point_plan(
     }
     .map_err(|e| InputError::new(format!("{what}: {e}")))?;
     match setting {
-        Setting::Clients => {
-            let n = number()?;
-            if n.fract() != 0.0 || n < 1.0 {
-                return Err(InputError::new(format!(
-                    "--vary clients: '{value}' is not a whole number of clients"
-                )));
-            }
-            plan.set_clients(n as u64)
-        }
+        Setting::Clients => plan.set_clients(count()?),
         Setting::Rate => plan.set_rate(number()?),
         Setting::Param(_) | Setting::Pipeline | Setting::Threads => Ok(()),
     }
