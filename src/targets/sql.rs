@@ -126,6 +126,11 @@ impl Dialect {
     /// One `DROP TABLE` of all the tables named (SQLite takes one at a time), each name
     /// quoted as an identifier.
     pub fn drop_tables(self, names: &[String]) -> String {
+        format!("DROP TABLE {}", self.table_list(names))
+    }
+
+    /// Table names quoted as identifiers, separated by commas.
+    pub fn table_list(self, names: &[String]) -> String {
         let list: Vec<String> = names
             .iter()
             .map(|n| match self {
@@ -133,7 +138,7 @@ impl Dialect {
                 Dialect::Postgres | Dialect::Sqlite => format!("\"{}\"", n.replace('"', "\"\"")),
             })
             .collect();
-        format!("DROP TABLE {}", list.join(", "))
+        list.join(", ")
     }
 }
 

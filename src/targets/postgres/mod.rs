@@ -1057,13 +1057,9 @@ impl Session for PgSession {
     }
 }
 
-/// One `VACUUM (ANALYZE)` of the named tables (quoted as `drop_tables` quotes them).
+/// One `VACUUM (ANALYZE)` of the named tables.
 fn vacuum_analyze(names: &[String]) -> String {
-    let drop = Dialect::Postgres.drop_tables(names);
-    format!(
-        "VACUUM (ANALYZE) {}",
-        drop.trim_start_matches("DROP TABLE ")
-    )
+    format!("VACUUM (ANALYZE) {}", Dialect::Postgres.table_list(names))
 }
 
 #[cfg(test)]
