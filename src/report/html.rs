@@ -307,6 +307,13 @@ fn errors_table(h: &mut String, runs: &[(String, RunResult)]) {
 /// How long the failed operations took, per operation: a refused connection fails at once,
 /// a timeout at its limit.
 fn failure_times_table(h: &mut String, runs: &[(String, RunResult)], several: bool) {
+    // Files from before failures' times were kept have none to show.
+    if !runs
+        .iter()
+        .any(|(_, r)| r.operations.iter().any(|o| o.failed_latency.is_some()))
+    {
+        return;
+    }
     h.push_str("<h4>How long failures took</h4>\n<div class=\"table-wrap\"><table>\n<thead><tr>");
     if several {
         h.push_str("<th class=\"text\">run</th>");
