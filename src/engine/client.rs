@@ -813,7 +813,7 @@ async fn closed<T: Target>(
         let result = perform!(worker, i, ctx);
         now = Instant::now();
         iv.roll(now);
-        let lookup = worker.chooser.ops[i].kind.is_lookup();
+        let lookup = worker.chooser.ops[i].lookup;
         iv.record(i, |c| {
             record(c, result, now - start, lookup);
             worker.settle(c);
@@ -1020,7 +1020,7 @@ async fn open<T: Target>(
         let result = perform!(worker, i, ctx);
         now = Instant::now();
         iv.roll(now);
-        let lookup = worker.chooser.ops[i].kind.is_lookup();
+        let lookup = worker.chooser.ops[i].lookup;
         iv.record(i, |c| {
             record_open(c, result, intended, start, now, due.late_after, lookup);
             worker.settle(c);

@@ -219,7 +219,7 @@ impl<'a> Stream<'a> {
             return;
         };
         let kind = self.ctx.ops[i].kind.statement_kind();
-        let lookup = self.ctx.ops[i].kind.is_lookup();
+        let lookup = self.ctx.ops[i].lookup;
         let reconnected = std::mem::take(&mut self.reconnected);
         let (due, sent) = (self.due.as_ref(), self.sent);
         iv.record(i, |c| {

@@ -513,6 +513,8 @@ pub struct OpSpec {
     pub name: String,
     pub weight: f64,
     pub kind: OpKind,
+    /// `kind.is_lookup()`, kept as a flag for the client loop, which reads it per operation.
+    pub lookup: bool,
     pub retry: Option<Retry>,
     /// `let`: drawn at the start of every attempt, in name order.
     pub lets: Vec<Let>,
@@ -727,6 +729,7 @@ impl OpCompiler<'_> {
         Ok(OpSpec {
             name,
             weight,
+            lookup: kind.is_lookup(),
             kind,
             retry,
             lets,
