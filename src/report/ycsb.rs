@@ -197,26 +197,19 @@ fn measurement(out: &mut String, name: &str, o: &OpResult, not_found: u64) -> Re
             line(out, name, &format!("Return={status}"), n);
         }
     }
-    let mut failed = match &o.failed_histogram {
-        Some(h) => Some(decode(h)?),
-        None => None,
-    };
-    if let Some(m) = missing {
-        match failed.as_mut() {
-            Some(f) => {
-                let _ = f.add(&m);
-            }
-            None => failed = Some(m),
+    let failed = o.failed_histogram.as_ref().map(decode).transpose()?;
+    // The run file's own figures unless the not-found reads join the failures.
+    let (failed, summary) = match (failed, missing) {
+        (Some(mut f), Some(m)) => {
+            let _ = f.add(&m);
+            let l = LatencySummary::of(&f);
+            (Some(f), Some(l))
         }
-    }
+        (Some(f), None) => (Some(f), o.failed_latency.clone()),
+        (None, m) => (m, None),
+    };
     if let Some(f) = failed {
-        let summary = match (
-            &o.failed_latency,
-            o.missing_histogram.is_some() && not_found > 0,
-        ) {
-            (Some(l), false) => l.clone(),
-            _ => LatencySummary::of(&f),
-        };
+        let summary = summary.unwrap_or_else(|| LatencySummary::of(&f));
         latency_lines(out, &failed_name(name), f.len(), &summary, &f);
     }
     Ok(())
