@@ -82,8 +82,9 @@ struct Plan<'a> {
     slo: Option<Slo>,
     /// The plan of the first point; every other point is this plan with one field changed.
     base: RunPlan,
-    /// The most connections any point opens, for the descriptor check before the first.
-    widest: usize,
+    /// Every value's plan, named as `--vary NAME=VALUE` (a search: its two ends), checked
+    /// against the target and the descriptor limit before the first point runs.
+    checked: Vec<(String, RunPlan)>,
     out: PathBuf,
     record: SweepResult,
 }
@@ -303,9 +304,10 @@ impl<'a> Plan<'a> {
         };
         let first = resolve_base(base, &course)?;
         // Every point is checked before the first runs.
-        let mut widest = first.load.connections();
+        let mut checked = Vec::new();
         let mut check = |setting: &Setting, value: &str| -> Result<(), InputError> {
-            widest = widest.max(point_plan(&first, base, setting, value)?.load.connections());
+            let plan = point_plan(&first, base, setting, value)?;
+            checked.push((format!("--vary {}={value}", setting.name()), plan));
             Ok(())
         };
         match &course {
@@ -340,7 +342,7 @@ impl<'a> Plan<'a> {
             course,
             slo,
             base: first,
-            widest,
+            checked,
             out,
             record,
         })
@@ -353,12 +355,21 @@ impl<'a> Plan<'a> {
         // (a pipeline on MySQL's protocol), fail the sweep before its first point, not after
         // the points below it have run.
         let target = T::from_url(&self.base.target.parsed, &self.base.workload.params)?;
+        let widest = self
+            .checked
+            .iter()
+            .map(|(_, p)| p.load.connections())
+            .fold(self.base.load.connections(), usize::max);
         crate::runner::fd_limit::ensure(
-            self.widest,
+            widest,
             target.files_per_client() + self.base.workload.peers.len(),
         )?;
-        if let Course::Grid { setting, values } = &self.course {
-            if *setting == Setting::Threads && target.blocking() {
+        if let Course::Grid {
+            setting: Setting::Threads,
+            ..
+        } = &self.course
+        {
+            if target.blocking() {
                 return Err(InputError::new(format!(
                     "--vary threads: {}:// targets run every client on a thread of its own, so --threads does not change them",
                     self.base.target.scheme()
@@ -366,13 +377,12 @@ impl<'a> Plan<'a> {
                 .help("vary clients instead, or sweep the threads on a network target")
                 .into());
             }
-            for value in values {
-                let plan = point_plan(&self.base, &self.args.run, setting, value)?;
-                runner::check_target(&plan, &target).map_err(|mut e| {
-                    e.message = format!("--vary {}={value}: {}", setting.name(), e.message);
-                    e
-                })?;
-            }
+        }
+        for (point, plan) in &self.checked {
+            runner::check_target(plan, &target).map_err(|mut e| {
+                e.message = format!("{point}: {}", e.message);
+                e
+            })?;
         }
         let shared = match self.course {
             Course::Growth { .. } => Some(Arc::new(T::from_url(
