@@ -11,7 +11,7 @@
 #
 # Usage: scripts/bench-placement.sh [sysbench|pgbench] [ROUNDS] [SECONDS]
 # THREADS_LIST="2 4" (default 2): loadrig's --threads for its runs, each a side of its own.
-# LOADRIG_BIN=PATH (default target/release/loadrig), servers from scripts/services.sh in
+# LOADRIG_BIN=PATH runs that binary and builds none (default: cargo build --release), servers from scripts/services.sh in
 # LOADRIG_BENCH_SERVICES_DIR (default /tmp/loadrig-bench-services), stopped at the end unless
 # KEEP_SERVICES=1. SECONDS must be at least 4 (the samples are at 1 s and 3 s).
 set -euo pipefail
@@ -32,7 +32,7 @@ esac
 }
 read -r -a thread_counts <<<"${THREADS_LIST:-2}"
 loadrig_bin=${LOADRIG_BIN:-${CARGO_TARGET_DIR:-target}/release/loadrig}
-[[ -x $loadrig_bin ]] || cargo build --release
+if [[ -z ${LOADRIG_BIN:-} ]]; then cargo build --release --quiet; fi
 export LOADRIG_SERVICES_DIR=${LOADRIG_BENCH_SERVICES_DIR:-/tmp/loadrig-bench-services}
 export PGSSLMODE=disable # as bench-peers.sh: loadrig's postgres:// URLs do not encrypt either
 work=$(mktemp -d)
@@ -78,7 +78,9 @@ cpus() { # pid: the CPU each client thread last ran on, then each backend's
         esac
     done
     s+=/
-    for t in $(pgrep -f '^postgres: loadrig loadrig' || true); do s+=$(awk '{print $39}' "/proc/$t/stat"); done
+    for t in $(pgrep -f '^postgres: loadrig loadrig' || true); do
+        s+=$(awk '{print $39}' "/proc/$t/stat" 2>/dev/null || true)
+    done
     echo "$s"
 }
 
@@ -93,7 +95,7 @@ run() { # side: one run, printed as "side rate client-us/tx server-us/tx cpus"
     esac
     /usr/bin/time -f '%U %S' -o "$work/cpu" "${cmd[@]}" >"$work/out" 2>&1 &
     local timer=$! pid=""
-    while [[ -z $pid ]]; do pid=$(pgrep -P "$timer" || true); done
+    while [[ -z $pid ]]; do pid=$(pgrep -P "$timer" || true); done # the client under time
     sleep 1
     local t0 t1 placed
     t0=$(backend_ticks)
