@@ -190,6 +190,44 @@ SELECT :k, :z, :n, :half, :client_id, :scale
     assert_eq!(std::fs::read_to_string(dir.join("x.toml")).unwrap(), toml);
 }
 
+/// pgbench's draws are their minimum plus an offset that depends only on the range's width,
+/// so `random(a, b) + c` is the draw over `[a + c, b + c]`: the bounds move, the law stays.
+#[test]
+fn constants_after_a_draw_move_its_bounds() {
+    let dir = Dir::new();
+    let script = "\\set n random(1, 10) + 1
+\\set d random(-5000, 5000) - 1
+\\set m random_zipfian(1, 100, 1.5) - 1 + :scale
+\\set g RANDOM_GAUSSIAN(1, 100, 2.5) + 10 * 2
+SELECT :n, :d, :m, :g;
+";
+    let toml = stdout(&import(&dir, script));
+    for want in [
+        r#"n = "{uniform 2..12}""#,
+        r#"d = "{uniform -5001..5000}""#,
+        r#"m = "{zipf scale..scale+100 1.5}""#,
+        r#"g = "{gaussian 21..121 2.5}""#,
+    ] {
+        assert!(toml.contains(want), "{want} in {toml}");
+    }
+    dir.write("w.toml", &toml);
+    let ops = dir.loadrig(&["ops", "w.toml", "--json", "--count", "400"]);
+    let (mut lo, mut hi) = ([i64::MAX; 4], [i64::MIN; 4]);
+    for line in stdout(&ops).lines() {
+        let op: Value = serde_json::from_str(line).unwrap();
+        for (i, v) in op["args"].as_array().unwrap().iter().enumerate() {
+            let v = v.as_i64().unwrap();
+            (lo[i], hi[i]) = (lo[i].min(v), hi[i].max(v));
+        }
+    }
+    // Every draw inside the moved bounds (scale = 1), and the uniform one reaches both ends
+    // (each is missed by 400 draws with probability 0.9^400).
+    assert_eq!((lo[0], hi[0]), (2, 11));
+    assert!(lo[1] >= -5001 && hi[1] <= 4999, "{lo:?} {hi:?}");
+    assert!(lo[2] == 1 && hi[2] <= 100, "{lo:?} {hi:?}"); // rank 1 is about 40 % of zipf 1.5's draws
+    assert!(lo[3] >= 21 && hi[3] <= 120, "{lo:?} {hi:?}");
+}
+
 #[test]
 fn unsupported_constructs_exit_2_with_line_and_column() {
     let cases: &[(&str, &str, &str)] = &[
@@ -202,6 +240,11 @@ fn unsupported_constructs_exit_2_with_line_and_column() {
             "\\set e random_exponential(1, 10, 0)\nSELECT 1;\n",
             "script.sql:1:34",
             "random_exponential's parameter 0 is out of range",
+        ),
+        (
+            "\\set n random(1, 10) * 2\nSELECT :n;\n",
+            "script.sql:1:22",
+            "'*' on random()'s draw",
         ),
         (
             "\\set x 1\n  \\syncpipeline\nSELECT 1;\n",

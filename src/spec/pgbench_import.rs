@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::error::InputError;
 
-const SUPPORTED: &str = "supported: \\set NAME with random(a, b), random_zipfian(a, b, s), random_gaussian(a, b, p), random_exponential(a, b, p) or integer arithmetic (+ - * and constant / %) on numbers, :scale and earlier \\set constants; :NAME in SQL (:scale, :client_id, \\set names); SELECT … \\gset [prefix] or \\aset; \\if/\\elif :NAME (or NOT :NAME, !:NAME), \\else, \\endif around statements of a transaction; BEGIN; … END; (or COMMIT;) around the statements, or statements without it (each commits on its own); \\startpipeline … \\endpipeline around statements without BEGIN (loadrig's `pipeline`); \\sleep N [us|ms|s] as the script's last command";
+const SUPPORTED: &str = "supported: \\set NAME with random(a, b), random_zipfian(a, b, s), random_gaussian(a, b, p), random_exponential(a, b, p) (plus or minus constants after the call) or integer arithmetic (+ - * and constant / %) on numbers, :scale and earlier \\set constants; :NAME in SQL (:scale, :client_id, \\set names); SELECT … \\gset [prefix] or \\aset; \\if/\\elif :NAME (or NOT :NAME, !:NAME), \\else, \\endif around statements of a transaction; BEGIN; … END; (or COMMIT;) around the statements, or statements without it (each commits on its own); \\startpipeline … \\endpipeline around statements without BEGIN (loadrig's `pipeline`); \\sleep N [us|ms|s] as the script's last command";
 
 /// An integer polynomial: a sum of coefficient × product of parameters, which is what a
 /// generator's bounds accept (`100000*scale+1`).
@@ -169,7 +169,11 @@ impl Expr<'_> {
         }
     }
     fn sum(&mut self) -> Result<Poly, InputError> {
-        let mut acc = self.product()?;
+        let first = self.product()?;
+        self.more_terms(first)
+    }
+    /// `acc` followed by the `+ term` and `- term` that come next.
+    fn more_terms(&mut self, mut acc: Poly) -> Result<Poly, InputError> {
         while let Some(Tok::Sym(c @ ('+' | '-'))) = self.peek().cloned() {
             self.pos += 1;
             let rhs = self.product()?;
@@ -260,9 +264,8 @@ fn set_value(expr: &mut Expr) -> Result<Var, InputError> {
     let lo = expr.sum()?;
     expr.expect(',')?;
     let hi = expr.sum()?.add(&Poly::constant(1), 1);
-    let range = format!("{}..{}", lo.render(), hi.render());
-    let template = if generator == "uniform" {
-        format!("{{uniform {range}}}")
+    let param = if generator == "uniform" {
+        None
     } else {
         expr.expect(',')?;
         let s = match expr.peek().cloned() {
@@ -290,11 +293,35 @@ fn set_value(expr: &mut Expr) -> Result<Var, InputError> {
             ));
         }
         expr.pos += 1;
-        format!("{{{generator} {range} {s}}}")
+        Some(s)
     };
     expr.expect(')')?;
-    expr.done()?;
-    Ok(Var::Random(template))
+    // `random(1, 10) + 1`: each of pgbench's draws is its minimum plus an offset that
+    // depends only on the range's width, so a constant added after the call moves both
+    // bounds and is the same draw (`random(2, 11)`).
+    let offset = drawn_offset(expr, &func)?;
+    let (lo, hi) = (lo.add(&offset, 1), hi.add(&offset, 1));
+    let range = format!("{}..{}", lo.render(), hi.render());
+    Ok(Var::Random(match param {
+        None => format!("{{uniform {range}}}"),
+        Some(s) => format!("{{{generator} {range} {s}}}"),
+    }))
+}
+
+/// The constant terms added to or taken from a random draw after its call (`+ 1`,
+/// `- :scale`), up to the end of the expression.
+fn drawn_offset(expr: &mut Expr, func: &str) -> Result<Poly, InputError> {
+    let offset = expr.more_terms(Poly::constant(0))?;
+    match expr.peek() {
+        Some(Tok::Sym(c @ ('*' | '/' | '%'))) => Err(expr.at.error(
+            expr.col(),
+            format!(
+                "'{c}' on {func}()'s draw: the values it makes are not a range a generator \
+                 draws from; do the arithmetic in the SQL that uses the variable (:NAME {c} ...)"
+            ),
+        )),
+        _ => expr.done().map(|()| offset),
+    }
 }
 
 /// One SQL statement with `:name` as `$n`, the parameters' templates and where each
