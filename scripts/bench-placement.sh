@@ -11,9 +11,10 @@
 #
 # Usage: scripts/bench-placement.sh [sysbench|pgbench] [ROUNDS] [SECONDS]
 # THREADS_LIST="2 4" (default 2): loadrig's --threads for its runs, each a side of its own.
-# LOADRIG_BIN=PATH runs that binary and builds none (default: cargo build --release), servers from scripts/services.sh in
-# LOADRIG_BENCH_SERVICES_DIR (default /tmp/loadrig-bench-services), stopped at the end unless
-# KEEP_SERVICES=1. SECONDS must be at least 4 (the samples are at 1 s and 3 s).
+# LOADRIG_BIN=PATH runs that binary and builds none (default: cargo build --release). The
+# servers come from scripts/services.sh in LOADRIG_BENCH_SERVICES_DIR (default
+# /tmp/loadrig-bench-services) and are stopped at the end unless KEEP_SERVICES=1. SECONDS
+# must be at least 4 (the samples are at 1 s and 3 s).
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
