@@ -15,9 +15,44 @@
 # kernel floor's). PAIRS_LOG=FILE appends every pair to FILE; `scripts/bench_pairs.py pool
 # FILE...` counts the pairs of several sittings together (a script that sets $compare_setup,
 # e.g. its thread count, has it added to each title, so only like runs are pooled).
+#
+# PLACEMENT=split puts every server process on the last CPU and every client (the peer and
+# loadrig alike) on the others, as a server and its load generator on separate machines are
+# placed; the default (shared) leaves both to the scheduler. On two shared cores a run's rate
+# is two cores over the sum of the client's and the server's CPU per operation, and which
+# core each of the server's processes lands on moves the server's share by a fifth from run
+# to run (docs/performance.md, "Where a slow run's CPU goes"); split takes that lottery out.
+placement=${PLACEMENT:-shared}
+case $placement in shared | split) ;; *)
+    echo "PLACEMENT=$placement: expected shared or split" >&2
+    exit 2
+    ;;
+esac
+client_on=() # the clients' command prefix: taskset under split, nothing otherwise
+
+# place_servers SVC...: under split, pin the services' processes (and their threads and
+# children, so PostgreSQL's later backends too) to the last CPU, and the clients to the rest.
+place_servers() {
+    [[ $placement == split ]] || return 0
+    local last=$(($(nproc) - 1)) svc pid p
+    ((last >= 1)) || {
+        echo "PLACEMENT=split needs two CPUs or more; this machine has $(nproc)" >&2
+        exit 2
+    }
+    for svc in "$@"; do
+        pid=$(scripts/services.sh pid "$svc")
+        for p in $pid $(pgrep -P "$pid" || true); do
+            taskset -a -p -c "$last" "$p" >/dev/null
+        done
+    done
+    client_on=(taskset -c "0-$((last - 1))")
+}
+
 compare() {
     local title=$1 lr_fn=$4 i k ran line rate cpu
-    [[ -n ${compare_setup:-} ]] && title+=" [$compare_setup]"
+    local setup=${compare_setup:-}
+    [[ $placement == split ]] && setup+="${setup:+, }servers on the last CPU, clients on the rest"
+    [[ -n $setup ]] && title+=" [$setup]"
     local names=("$2") fns=("$3")
     shift 4
     while (($# >= 2)); do

@@ -61,6 +61,7 @@ out=$(mktemp -d)
 trap 'scripts/services.sh down >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
 scripts/services.sh up "${need[@]}"
 eval "$(scripts/services.sh env)"
+place_servers "${need[@]}"
 
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 cpu() { awk '{printf "%.3f", $1 + $2}' "$1"; } # user + sys seconds from /usr/bin/time -f '%U %S'
@@ -68,7 +69,7 @@ cpu() { awk '{printf "%.3f", $1 + $2}' "$1"; } # user + sys seconds from /usr/bi
 # Each case function prints "OPS_PER_S CPU_US_PER_OP" for one run.
 peer_redis() {
     local n=$((secs * 20000))
-    /usr/bin/time -f '%U %S' -o "$out/time" \
+    /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
         redis-benchmark -h 127.0.0.1 -p "$LOADRIG_REDIS_PORT" -a "$LOADRIG_REDIS_PASSWORD" \
         -t set,get -c "$clients" -n "$n" -r 100000 -d 3 --csv >"$out/rb.csv" 2>/dev/null
     # One line per test: "SET","rps",...; both tests ran n requests.
@@ -84,7 +85,7 @@ EOF
 # memtier: the same shape, half SETs and half GETs of 3-byte values on key:1 .. key:100000,
 # 2 threads of 25 connections, one request in flight on each; it counts every reply.
 peer_memtier_redis() {
-    /usr/bin/time -f '%U %S' -o "$out/time" \
+    /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
         "$MEMTIER" --server 127.0.0.1 --port "$LOADRIG_REDIS_PORT" \
         --authenticate "$LOADRIG_REDIS_PASSWORD" --protocol redis \
         --threads 2 --clients $((clients / 2)) --pipeline 1 --ratio 1:1 --key-pattern R:R \
@@ -110,7 +111,7 @@ EOF
 }
 
 peer_http() { # [wrk options...] [-- script arguments...]
-    /usr/bin/time -f '%U %S' -o "$out/time" \
+    /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
         wrk -t2 -c"$clients" -d"${secs}s" "$LOADRIG_HTTP_URL/static/hello.txt" "$@" >"$out/wrk.txt"
     local n
     n=$(awk '/requests in/ {print $1}' "$out/wrk.txt")
@@ -151,7 +152,7 @@ loadrig_http_pipe_each() { loadrig_http_pipe each; }
 loadrig_case() { # workload target [loadrig options...]
     local workload=$1 target=$2
     shift 2
-    /usr/bin/time -f '%U %S' -o "$out/time" \
+    /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
         "$bin" run "$out/$workload" --target "$target" --clients "$clients" --threads 2 \
         --duration "${secs}s" -o "$out/r.json" "$@" >/dev/null
     local ok errors

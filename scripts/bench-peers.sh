@@ -98,11 +98,12 @@ need() { # svc...
     }
     started+=("$@")
     eval "$(scripts/services.sh env)"
+    place_servers "$@"
 }
 
 # Run a command under /usr/bin/time: its output in $work/out, its CPU seconds on stdout.
 timed() {
-    /usr/bin/time -f '%U %S' -o "$work/cpu" "$@" >"$work/out" 2>&1 || {
+    /usr/bin/time -f '%U %S' -o "$work/cpu" "${client_on[@]}" "$@" >"$work/out" 2>&1 || {
         say "failed: $1 (output below)"
         tail -n 20 "$work/out" >&2
         exit 2
