@@ -22,6 +22,8 @@
 # is two cores over the sum of the client's and the server's CPU per operation, and which
 # core each of the server's processes lands on moves the server's share by a fifth from run
 # to run (docs/performance.md, "Where a slow run's CPU goes"); split takes that lottery out.
+# A script honours it by calling place_servers once its servers are up and running its
+# clients behind "${client_on[@]}".
 placement=${PLACEMENT:-shared}
 case $placement in shared | split) ;; *)
     echo "PLACEMENT=$placement: expected shared or split" >&2
@@ -51,7 +53,8 @@ place_servers() {
 compare() {
     local title=$1 lr_fn=$4 i k ran line rate cpu
     local setup=${compare_setup:-}
-    [[ $placement == split ]] && setup+="${setup:+, }servers on the last CPU, clients on the rest"
+    # Said only once place_servers has pinned them, so a title never claims a layout.
+    ((${#client_on[@]})) && setup+="${setup:+, }servers on the last CPU, clients on the rest"
     [[ -n $setup ]] && title+=" [$setup]"
     local names=("$2") fns=("$3")
     shift 4

@@ -14,6 +14,8 @@
 # /tmp/loadrig-bench-floor), stopped at the end. Needs root (packages), gcc, libpq-dev,
 # liburing-dev (installed when missing). LOADRIG_BIN=PATH runs that loadrig binary and builds
 # none (default: cargo build --release), as in bench-peers.sh and bench-net.sh.
+# PLACEMENT=split runs the servers on the last CPU and both clients on the others
+# (scripts/bench-compare.sh).
 # shellcheck disable=SC2016
 set -euo pipefail
 shopt -s inherit_errexit
@@ -51,21 +53,22 @@ scripts/services.sh up "${need[@]}" >"$work/services.log" 2>&1 || {
     exit 2
 }
 eval "$(scripts/services.sh env)"
+place_servers "${need[@]}"
 
 field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 # A floor's line "... N ops, R ops/s, user U sys S us/op, total T us/op" as "R T".
 floor_run() {
-    "$@" | sed -n 's/.* ops, \([0-9.]*\) ops\/s, .*total \([0-9.]*\) us\/op.*/\1 \2/p'
+    "${client_on[@]}" "$@" | sed -n 's/.* ops, \([0-9.]*\) ops\/s, .*total \([0-9.]*\) us\/op.*/\1 \2/p'
 }
 # redis-floor.c prints "... R ops/s, user U sys S us/op, total T us/op, ...".
 redis_floor_run() {
-    "$@" | sed -n 's/.*: \([0-9.]*\) ops\/s, .*total \([0-9.]*\) us\/op.*/\1 \2/p'
+    "${client_on[@]}" "$@" | sed -n 's/.*: \([0-9.]*\) ops\/s, .*total \([0-9.]*\) us\/op.*/\1 \2/p'
 }
 
 # One loadrig run (workload file, connections, target): "OPS_PER_S CPU_US_PER_OP".
 loadrig_run() {
-    /usr/bin/time -f '%U %S' -o "$work/cpu" "$bin" run "$1" --clients "$2" --threads 1 \
+    /usr/bin/time -f '%U %S' -o "$work/cpu" "${client_on[@]}" "$bin" run "$1" --clients "$2" --threads 1 \
         --duration "${secs}s" --target "$3" -o "$work/r.json" >"$work/out" 2>&1 || {
         tail -n 20 "$work/out" >&2
         exit 2

@@ -17,6 +17,8 @@
 # Servers come from scripts/services.sh in ${LOADRIG_SERVICES_DIR:-/tmp/loadrig-bench-net}
 # and are stopped at the end. Needs root (packages); installs wrk if it is missing.
 # LOADRIG_BIN=PATH runs that loadrig binary and builds none (default: cargo build --release).
+# PLACEMENT=split runs the servers on the last CPU and every client on the others
+# (scripts/bench-compare.sh).
 # MEMTIER=PATH adds memtier_benchmark as a second Redis peer; Debian does not package it and
 # loadrig ships none of its code: build it outside this repository as scripts/bench-peers.sh's
 # header shows (github.com/RedisLabs/memtier_benchmark; autoreconf -ivf && ./configure && make).

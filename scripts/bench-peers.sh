@@ -40,6 +40,8 @@
 #
 # LOADRIG_BIN=PATH runs that loadrig binary and builds none (default: cargo build --release,
 # then target/release/loadrig).
+# PLACEMENT=split runs the servers on the last CPU and every client on the others
+# (scripts/bench-compare.sh).
 # MEMTIER=PATH adds memtier_benchmark (Redis Labs) as a second Redis peer. Debian does not
 # package it and loadrig ships none of its code: build it outside this repository, e.g.
 #   apt-get install -y build-essential autoconf automake libtool pkg-config libevent-dev \
