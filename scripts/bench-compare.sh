@@ -32,9 +32,45 @@ case $placement in shared | split) ;; *)
 esac
 client_on=() # the clients' command prefix: taskset under split, nothing otherwise
 
-# place_servers SVC...: under split, pin the services' processes (and their threads and
+# IDLE=poll makes an idle CPU poll for up to 2 ms before it halts, for the sitting: the
+# guest's counterpart of limiting C-states for a benchmark (tuned's latency-performance). On
+# this VM an idle vCPU halts at once (haltpoll, guest_halt_poll_ns=0), and each wake-up of a
+# thread on a halted vCPU goes through the hypervisor at the waker's expense
+# (docs/performance.md, "The minimal C client beside them"). Both clients of a comparison run
+# under the same setting. The default (host) leaves the machine as it is. A script honours
+# it by calling place_servers after setting an EXIT trap that calls idle_restore.
+idle=${IDLE:-host}
+case $idle in host | poll) ;; *)
+    echo "IDLE=$idle: expected host or poll" >&2
+    exit 2
+    ;;
+esac
+haltpoll=/sys/module/haltpoll/parameters
+idle_saved=() # the machine's guest_halt_poll_ns and grow_start while IDLE=poll holds them
+
+poll_idle() {
+    [[ $idle == poll ]] && ((${#idle_saved[@]} == 0)) || return 0
+    [[ -w $haltpoll/guest_halt_poll_ns ]] || {
+        echo "IDLE=poll needs the haltpoll idle driver and root ($haltpoll is not writable)" >&2
+        exit 2
+    }
+    idle_saved=("$(<"$haltpoll/guest_halt_poll_ns")" "$(<"$haltpoll/guest_halt_poll_grow_start")")
+    echo 2000000 >"$haltpoll/guest_halt_poll_ns"
+    echo 2000000 >"$haltpoll/guest_halt_poll_grow_start"
+}
+
+# Put the machine's idle setting back (in every script's EXIT trap; nothing if unchanged).
+idle_restore() {
+    ((${#idle_saved[@]})) || return 0
+    echo "${idle_saved[0]}" >"$haltpoll/guest_halt_poll_ns"
+    echo "${idle_saved[1]}" >"$haltpoll/guest_halt_poll_grow_start"
+    idle_saved=()
+}
+
+# place_servers SVC...: IDLE=poll's setting (once), and under split, pin the services' processes (and their threads and
 # children, so PostgreSQL's later backends too) to the last CPU, and the clients to the rest.
 place_servers() {
+    poll_idle
     [[ $placement == split ]] || return 0
     local last=$(($(nproc) - 1)) svc pid p
     ((last >= 1)) || {
@@ -55,6 +91,7 @@ compare() {
     local setup=${compare_setup:-}
     # Said only once place_servers has pinned them, so a title never claims a layout.
     ((${#client_on[@]})) && setup+="${setup:+, }servers on the last CPU, clients on the rest"
+    ((${#idle_saved[@]})) && setup+="${setup:+, }idle CPUs poll"
     [[ -n $setup ]] && title+=" [$setup]"
     local names=("$2") fns=("$3")
     shift 4

@@ -16,6 +16,7 @@
 # none (default: cargo build --release), as in bench-peers.sh and bench-net.sh.
 # PLACEMENT=split runs the servers on the last CPU and both clients on the others
 # (scripts/bench-compare.sh).
+# IDLE=poll makes idle CPUs poll before they halt, for the sitting (scripts/bench-compare.sh).
 # shellcheck disable=SC2016
 set -euo pipefail
 shopt -s inherit_errexit
@@ -33,7 +34,7 @@ case $which_case in redis | pg | http | all) ;; *)
 esac
 export LOADRIG_SERVICES_DIR=${LOADRIG_BENCH_SERVICES_DIR:-/tmp/loadrig-bench-floor}
 work=$(mktemp -d)
-trap 'scripts/services.sh down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+trap 'idle_restore; scripts/services.sh down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 
 for pkg in gcc libpq-dev liburing-dev time; do
     dpkg -s "$pkg" >/dev/null 2>&1 || apt-get install -y "$pkg" >/dev/null

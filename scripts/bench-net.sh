@@ -19,6 +19,7 @@
 # LOADRIG_BIN=PATH runs that loadrig binary and builds none (default: cargo build --release).
 # PLACEMENT=split runs the servers on the last CPU and every client on the others
 # (scripts/bench-compare.sh).
+# IDLE=poll makes idle CPUs poll before they halt, for the sitting (scripts/bench-compare.sh).
 # MEMTIER=PATH adds memtier_benchmark as a second Redis peer; Debian does not package it and
 # loadrig ships none of its code: build it outside this repository as scripts/bench-peers.sh's
 # header shows (github.com/RedisLabs/memtier_benchmark; autoreconf -ivf && ./configure && make).
@@ -60,7 +61,7 @@ fi
 if [[ -z ${LOADRIG_BIN:-} ]]; then cargo build --release --quiet; fi
 bin=${LOADRIG_BIN:-${CARGO_TARGET_DIR:-target}/release/loadrig}
 out=$(mktemp -d)
-trap 'scripts/services.sh down >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
+trap 'idle_restore; scripts/services.sh down >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
 scripts/services.sh up "${need[@]}"
 eval "$(scripts/services.sh env)"
 place_servers "${need[@]}"

@@ -42,6 +42,7 @@
 # then target/release/loadrig).
 # PLACEMENT=split runs the servers on the last CPU and every client on the others
 # (scripts/bench-compare.sh).
+# IDLE=poll makes idle CPUs poll before they halt, for the sitting (scripts/bench-compare.sh).
 # MEMTIER=PATH adds memtier_benchmark (Redis Labs) as a second Redis peer. Debian does not
 # package it and loadrig ships none of its code: build it outside this repository, e.g.
 #   apt-get install -y build-essential autoconf automake libtool pkg-config libevent-dev \
@@ -82,6 +83,7 @@ work=$(mktemp -d)
 started=()
 
 finish() {
+    idle_restore
     rm -rf "$work"
     if ((${#started[@]})) && [[ ${KEEP_SERVICES:-0} != 1 ]]; then
         scripts/services.sh down >/dev/null 2>&1 || true
