@@ -14,6 +14,8 @@
 //! | `ycsb_scrambled_keys N OPS I` | YCSB's `zipfian` key chooser: ycsb_scrambled over N +   |
 //! |                       | OPS·I·2 + 1 numbers, drawn again above the newest key         |
 //! | `ycsb_hotspot A..B H O` | a fraction O of draws on the first fraction H of the range  |
+//! | `sysbench_special A..B` | sysbench 1.0's default `--rand-type=special`: 3 draws in 4 on |
+//! |                       | 1 % of the range in its middle, the rest a bell over it       |
 //! | `ycsb_counter START`  | YCSB's insert key counter: START, START + 1, ... shared by    |
 //! |                       | the process's clients, acknowledged when the operation ends   |
 //! | `ycsb_latest N`       | YCSB's SkewedLatestGenerator: the newest acknowledged         |
@@ -96,6 +98,12 @@ enum Part {
         lo: u64,
         hi: u64,
         c: u64,
+    },
+    /// sysbench 1.0's `special` distribution over `lo..hi` (its `a` and `b` are `lo` and
+    /// `hi - 1`), with its default `--rand-spec-iter=12`, `-pct=1`, `-res=75`.
+    SysbenchSpecial {
+        lo: u64,
+        hi: u64,
     },
     YcsbZipfian(ycsb::RangeZipfian),
     YcsbScrambled(ycsb::ScrambledZipfian),
@@ -460,6 +468,7 @@ fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
             let x = rng.random_range(0..=*a) | rng.random_range(*lo..*hi);
             (x + c) % (hi - lo) + lo
         }
+        Part::SysbenchSpecial { lo, hi } => (lo + sysbench_special((hi - 1 - lo) as f64, rng)).min(hi - 1),
         Part::YcsbZipfian(z) => z.sample(rng),
         Part::YcsbScrambled(z) => z.sample(rng),
         Part::YcsbScrambledKeys(k) => k.sample(rng, st.newest_key(), st.offset),
@@ -495,6 +504,23 @@ fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
     }
 }
 
+/// A draw of sysbench 1.0's `sb_rand_special` over `0..=t`, from its description: the range
+/// is stretched to 4t (`res` = 75 %); a draw below t (a quarter of them) is the mean of 12
+/// uniforms (`iter`) times t, any other maps the same uniform onto the 1 % (`pct`) of the
+/// range that starts 0.5 % below its middle. Both are rounded down, as its C casts do.
+fn sysbench_special<R: RngCore>(t: f64, rng: &mut R) -> u64 {
+    const ITER: u32 = 12;
+    const PCT: f64 = 0.01;
+    const RES_STRETCH: f64 = 100.0 / (100.0 - 75.0);
+    let u: f64 = rng.random();
+    if u * t * RES_STRETCH < t {
+        let sum: f64 = (0..ITER).map(|_| rng.random::<f64>()).sum();
+        (sum * t / f64::from(ITER)) as u64
+    } else {
+        (u * (t * PCT + 1.0) + t / 2.0 - t * PCT / 2.0) as u64
+    }
+}
+
 /// `lo` plus the share `x` (in [0, 1)) of `lo..hi`, rounded down as pgbench does.
 fn spread(lo: u64, hi: u64, x: f64) -> u64 {
     (lo + ((hi - lo) as f64 * x) as u64).min(hi - 1)
@@ -511,6 +537,7 @@ fn is_number(part: &Part) -> bool {
             | Part::Gaussian { .. }
             | Part::Exponential { .. }
             | Part::NuRand { .. }
+            | Part::SysbenchSpecial { .. }
             | Part::YcsbZipfian(_)
             | Part::YcsbScrambled(_)
             | Part::YcsbScrambledKeys(_)
@@ -525,7 +552,7 @@ fn is_number(part: &Part) -> bool {
     )
 }
 
-const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, nurand, ycsb_zipfian, ycsb_scrambled, ycsb_scrambled_keys, ycsb_hotspot, ycsb_latest, ycsb_exponential, ycsb_sequential, ycsb_counter, fnvhash64, select, bytes, string, choice, client, iteration or sid";
+const GENERATORS: &str = "seq, uniform, zipf, gaussian, exponential, nurand, sysbench_special, ycsb_zipfian, ycsb_scrambled, ycsb_scrambled_keys, ycsb_hotspot, ycsb_latest, ycsb_exponential, ycsb_sequential, ycsb_counter, fnvhash64, select, bytes, string, choice, client, iteration or sid";
 
 fn compile_expr(
     expr: &str,
@@ -567,6 +594,11 @@ fn compile_words(
         "zipf" => call.zipf(),
         "gaussian" | "exponential" => call.pgbench_skewed(),
         "nurand" => call.nurand(),
+        "sysbench_special" => {
+            call.arity(1..=1, "a range: {sysbench_special 1..table_size+1}")?;
+            let (at, word) = call.args[0];
+            range(word, at, params).map(|(lo, hi)| Part::SysbenchSpecial { lo, hi })
+        }
         "ycsb_zipfian" | "ycsb_scrambled" => call.ycsb_zipfian(),
         "ycsb_scrambled_keys" => call.ycsb_scrambled_keys(),
         "ycsb_hotspot" => call.ycsb_hotspot(),

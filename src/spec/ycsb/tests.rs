@@ -214,6 +214,67 @@ fn exact_zipf_matches_the_zipf_law() {
     }
 }
 
+/// The CDF of the mean of 12 uniforms on [0, 1) times 12 (Irwin and Hall's distribution),
+/// exactly: (1/12!) Σ_{k ≤ x} (-1)^k C(12, k) (x - k)^12.
+fn irwin_hall_12(x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 12.0 {
+        return 1.0;
+    }
+    let mut c = 1.0; // C(12, k)
+    let mut sum = 0.0;
+    for k in 0..=(x.floor() as i32) {
+        let sign = if k % 2 == 0 { 1.0 } else { -1.0 };
+        sum += sign * c * (x - f64::from(k)).powi(12);
+        c = c * f64::from(12 - k) / f64::from(k + 1);
+    }
+    sum / (1..=12).map(f64::from).product::<f64>()
+}
+
+/// sysbench 1.0's `special` ids over 1..=100,000, against the two parts its C describes,
+/// computed without drawing: a quarter of the draws are ⌊t · S / 12⌋ with S the sum of 12
+/// uniforms (t = 99,999), three quarters ⌊u · (t / 100 + 1) + 0.495 t⌋ with u uniform on
+/// [0.25, 1) (the uniform that chose the part). Bins every 1,000 ids, and every 25 over the
+/// hot band.
+#[test]
+fn sysbench_special_matches_sysbenchs_two_parts() {
+    let (lo, t) = (1u64, 99_999.0_f64);
+    let values = draws(
+        "{sysbench_special 1..100001}",
+        200_000,
+        5,
+        &mut GenState::new(0, 1, 0),
+    );
+    let band = |u: f64| u * (t / 100.0 + 1.0) + 0.495 * t;
+    let mut edges: Vec<u64> = (0..=100).map(|i| lo + i * 1000).collect();
+    let (b0, b1) = (band(0.25).floor() as u64, band(1.0).ceil() as u64);
+    edges.extend((b0..=b1).step_by(25).map(|e| lo + e));
+    edges.sort_unstable();
+    edges.dedup();
+    // P(lo + ⌊y⌋ in [x0, x1)) = P(y in [x0 - lo, x1 - lo)) for either part's y.
+    let mass = |y0: f64, y1: f64| {
+        let gauss = irwin_hall_12(12.0 * y1 / t) - irwin_hall_12(12.0 * y0 / t);
+        let u = |y: f64| ((y - 0.495 * t) / (t / 100.0 + 1.0)).clamp(0.25, 1.0);
+        0.25 * gauss + (u(y1) - u(y0))
+    };
+    let mut observed = vec![0u64; edges.len() - 1];
+    for &v in &values {
+        assert!((lo..lo + 100_000).contains(&v), "{v}");
+        observed[edges.partition_point(|&e| e <= v) - 1] += 1;
+    }
+    let expected: Vec<f64> = (edges.windows(2))
+        .map(|w| mass((w[0] - lo) as f64, (w[1] - lo) as f64))
+        .collect();
+    assert!((expected.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+    let p = chi_square_p(&observed, &expected);
+    assert!(p >= ALPHA, "p = {p}");
+    // And it is not the uniform draw it replaces: three in four ids in 1 % of the range.
+    let hot = values.iter().filter(|&&v| (lo + b0..=lo + b1).contains(&v)).count();
+    assert!(hot as f64 > 0.75 * values.len() as f64, "{hot}");
+}
+
 /// The distribution of `gen`'s keys, from its first: the exact masses of the first million
 /// Zipfian numbers, each put on its key through the hash; the rest (42 % of the mass, spread
 /// over ten thousand million numbers) evenly over the keys: how unevenly the hash spreads it
