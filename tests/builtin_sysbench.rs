@@ -446,21 +446,41 @@ fn rand_type_special_is_sysbench_1_0s_default_draw() {
     let d = Dir::new();
     let hot_share = |rand_type: &str| {
         let set = format!("rand_type={rand_type}");
-        let args = ["ops", "oltp_point_select", "--set", "table_size=100000", "--set", &set];
+        let args = [
+            "ops",
+            "oltp_point_select",
+            "--set",
+            "table_size=100000",
+            "--set",
+            &set,
+        ];
         let out = d.ok(&[&args[..], &["--count", "2000", "--json"]].concat());
         let ids: Vec<u64> = (out.lines())
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()["args"][0].as_u64().unwrap())
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["args"][0]
+                    .as_u64()
+                    .unwrap()
+            })
             .collect();
         assert_eq!(ids.len(), 2000);
         assert!(ids.iter().all(|id| (1..=100_000).contains(id)), "{ids:?}");
-        ids.iter().filter(|id| (49_750..=50_501).contains(*id)).count() as f64 / 2000.0
+        ids.iter()
+            .filter(|id| (49_750..=50_501).contains(*id))
+            .count() as f64
+            / 2000.0
     };
     let special = hot_share("special");
     assert!((0.70..0.82).contains(&special), "{special}");
     let uniform = hot_share("uniform");
     assert!(uniform < 0.03, "{uniform}");
-    let (_, err) = d.code(2, &["ops", "oltp_point_select", "--set", "rand_type=pareto"]);
-    assert!(err.contains("rand_type") && err.contains("special"), "{err}");
+    let (_, err) = d.code(
+        2,
+        &["ops", "oltp_point_select", "--set", "rand_type=pareto"],
+    );
+    assert!(
+        err.contains("rand_type") && err.contains("special"),
+        "{err}"
+    );
 }
 
 /// Ids in 1..table_size; a range reads range_size ids from its start; the delete and the

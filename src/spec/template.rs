@@ -468,7 +468,9 @@ fn number<R: RngCore>(part: &Part, rng: &mut R, st: &mut GenState) -> u64 {
             let x = rng.random_range(0..=*a) | rng.random_range(*lo..*hi);
             (x + c) % (hi - lo) + lo
         }
-        Part::SysbenchSpecial { lo, hi } => (lo + sysbench_special((hi - 1 - lo) as f64, rng)).min(hi - 1),
+        Part::SysbenchSpecial { lo, hi } => {
+            (lo + sysbench_special((hi - 1 - lo) as f64, rng)).min(hi - 1)
+        }
         Part::YcsbZipfian(z) => z.sample(rng),
         Part::YcsbScrambled(z) => z.sample(rng),
         Part::YcsbScrambledKeys(k) => k.sample(rng, st.newest_key(), st.offset),

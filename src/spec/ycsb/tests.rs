@@ -271,7 +271,10 @@ fn sysbench_special_matches_sysbenchs_two_parts() {
     let p = chi_square_p(&observed, &expected);
     assert!(p >= ALPHA, "p = {p}");
     // And it is not the uniform draw it replaces: three in four ids in 1 % of the range.
-    let hot = values.iter().filter(|&&v| (lo + b0..=lo + b1).contains(&v)).count();
+    let hot = values
+        .iter()
+        .filter(|&&v| (lo + b0..=lo + b1).contains(&v))
+        .count();
     assert!(hot as f64 > 0.75 * values.len() as f64, "{hot}");
 }
 
