@@ -67,8 +67,9 @@ idle_restore() {
     idle_saved=()
 }
 
-# place_servers SVC...: IDLE=poll's setting (once), and under split, pin the services' processes (and their threads and
-# children, so PostgreSQL's later backends too) to the last CPU, and the clients to the rest.
+# place_servers SVC...: IDLE=poll's setting (once), and under split, pin the services'
+# processes (and their threads and children, so PostgreSQL's later backends too) to the last
+# CPU, and the clients to the rest.
 place_servers() {
     poll_idle
     [[ $placement == split ]] || return 0

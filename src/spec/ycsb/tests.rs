@@ -214,8 +214,8 @@ fn exact_zipf_matches_the_zipf_law() {
     }
 }
 
-/// The CDF of the mean of 12 uniforms on [0, 1) times 12 (Irwin and Hall's distribution),
-/// exactly: (1/12!) Σ_{k ≤ x} (-1)^k C(12, k) (x - k)^12.
+/// The CDF of the sum of 12 uniforms on [0, 1) (Irwin and Hall's distribution), exactly:
+/// (1/12!) Σ_{k ≤ x} (-1)^k C(12, k) (x - k)^12.
 fn irwin_hall_12(x: f64) -> f64 {
     if x <= 0.0 {
         return 0.0;
