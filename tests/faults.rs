@@ -202,8 +202,7 @@ fn assert_counted_once(r: &RunResult, s: &Server, ops: u64, classes: &[ErrorClas
         .sum();
     assert_eq!(by_class, r.total.errors);
     assert!(r.total.reconnects > 0, "sessions were replaced");
-    // The run went on after the fault: the last full intervals have successes again.
-    assert!(r.intervals.last().unwrap().ok > 0);
+    assert_recovered(r);
     let stored = s.stored();
     assert!(
         stored >= r.total.ok,
@@ -215,6 +214,23 @@ fn assert_counted_once(r: &RunResult, s: &Server, ops: u64, classes: &[ErrorClas
         "stored {stored}, ok {}, errors {}",
         r.total.ok,
         r.total.errors
+    );
+}
+
+/// The run went on after the fault: an interval from the last one with errors on has
+/// successes. Not "the last interval has": a run ends where its last client finishes, and the
+/// interval that holds that moment may be a sliver that completed nothing (one CI run in
+/// some forty).
+fn assert_recovered(r: &RunResult) {
+    let last_fault = (r.intervals.iter())
+        .rposition(|i| i.errors > 0)
+        .expect("the fault shows in the intervals");
+    assert!(
+        r.intervals[last_fault..].iter().any(|i| i.ok > 0),
+        "no success from the fault's last interval on: {:?}",
+        (r.intervals.iter())
+            .map(|i| (i.start_s, i.end_s, i.ok, i.errors))
+            .collect::<Vec<_>>()
     );
 }
 
@@ -263,7 +279,7 @@ fn a_stopped_server_times_out_and_the_run_recovers() {
     assert!(r.total.errors_by_class[&ErrorClass::Timeout] >= CLIENTS);
     assert_eq!(r.total.ok + r.total.errors, ops);
     assert!(r.total.reconnects > 0);
-    assert!(r.intervals.last().unwrap().ok > 0);
+    assert_recovered(&r);
     // A timed-out write may still be applied when the server resumes.
     let stored = s.stored();
     assert!(stored >= r.total.ok && stored <= r.total.ok + r.total.errors);
