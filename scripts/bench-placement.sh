@@ -32,22 +32,8 @@ esac
     exit 2
 }
 read -r -a thread_counts <<<"${THREADS_LIST:-2}"
-loadrig_bin=${LOADRIG_BIN:-${CARGO_TARGET_DIR:-target}/release/loadrig}
-if [[ -z ${LOADRIG_BIN:-} ]]; then cargo build --release --quiet; fi
-export LOADRIG_SERVICES_DIR=${LOADRIG_BENCH_SERVICES_DIR:-/tmp/loadrig-bench-services}
-export PGSSLMODE=disable # as bench-peers.sh: loadrig's postgres:// URLs do not encrypt either
-work=$(mktemp -d)
-finish() {
-    rm -rf "$work"
-    [[ ${KEEP_SERVICES:-0} == 1 ]] || scripts/services.sh down >/dev/null 2>&1 || true
-}
-trap finish EXIT
-scripts/services.sh up postgres >"$work/services.log" 2>&1 || {
-    cat "$work/services.log" >&2
-    exit 2
-}
-eval "$(scripts/services.sh env)"
-export PGPASSWORD=$LOADRIG_PG_PASSWORD
+# shellcheck source=scripts/bench-pg.sh
+source scripts/bench-pg.sh
 
 # Uniform ids, as loadrig's built-in draws them (sysbench 1.0's default is its skewed
 # `special`; scripts/bench-peers.sh says why that matters).

@@ -30,22 +30,8 @@ command -v tcpdump >/dev/null || {
         exit 2
     }
 }
-loadrig_bin=${LOADRIG_BIN:-${CARGO_TARGET_DIR:-target}/release/loadrig}
-if [[ -z ${LOADRIG_BIN:-} ]]; then cargo build --release --quiet; fi
-export LOADRIG_SERVICES_DIR=${LOADRIG_BENCH_SERVICES_DIR:-/tmp/loadrig-bench-services}
-export PGSSLMODE=disable # as bench-peers.sh: loadrig's postgres:// URLs do not encrypt either
-work=$(mktemp -d)
-finish() {
-    rm -rf "$work"
-    [[ ${KEEP_SERVICES:-0} == 1 ]] || scripts/services.sh down >/dev/null 2>&1 || true
-}
-trap finish EXIT
-scripts/services.sh up postgres >"$work/services.log" 2>&1 || {
-    cat "$work/services.log" >&2
-    exit 2
-}
-eval "$(scripts/services.sh env)"
-export PGPASSWORD=$LOADRIG_PG_PASSWORD
+# shellcheck source=scripts/bench-pg.sh
+source scripts/bench-pg.sh
 pgbench -i -s 10 -q -h 127.0.0.1 -p "$LOADRIG_PG_PORT" -U loadrig loadrig >"$work/init.log" 2>&1
 "$loadrig_bin" run pgbench-tpcb --target '${LOADRIG_PG_URL}' --set scale=10 --clients 1 --ops 1 \
     -o "$work/load.json" >"$work/load.log" 2>&1
