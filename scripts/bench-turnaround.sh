@@ -32,9 +32,16 @@ command -v tcpdump >/dev/null || {
 }
 # shellcheck source=scripts/bench-pg.sh
 source scripts/bench-pg.sh
-pgbench -i -s 10 -q -h 127.0.0.1 -p "$LOADRIG_PG_PORT" -U loadrig loadrig >"$work/init.log" 2>&1
+pgbench -i -s 10 -q -h 127.0.0.1 -p "$LOADRIG_PG_PORT" -U loadrig loadrig >"$work/init.log" 2>&1 || {
+    cat "$work/init.log" >&2
+    exit 1
+}
 "$loadrig_bin" run pgbench-tpcb --target '${LOADRIG_PG_URL}' --set scale=10 --clients 1 --ops 1 \
-    -o "$work/load.json" >"$work/load.log" 2>&1
+    -o "$work/load.json" >"$work/load.log" 2>&1 || {
+    echo "bench-turnaround: loading pgbench-tpcb's tables failed:" >&2
+    cat "$work/load.log" >&2
+    exit 1
+}
 
 run() { # side: one run with its capture, printed as a JSON line
     local side=$1
@@ -42,19 +49,31 @@ run() { # side: one run with its capture, printed as a JSON line
     tcpdump -i lo -n -s 1024 -U -w "$work/cap.pcap" \
         "tcp port $LOADRIG_PG_PORT and (tcp[tcpflags] & tcp-push != 0)" 2>"$work/tcpdump.log" &
     local dump=$!
-    until grep -q listening "$work/tcpdump.log"; do sleep 0.05; done
-    local rate
+    until grep -q listening "$work/tcpdump.log"; do
+        kill -0 "$dump" 2>/dev/null || {
+            cat "$work/tcpdump.log" >&2
+            exit 2
+        }
+        sleep 0.05
+    done
+    local rate ran=0
     if [[ $side == pgbench ]]; then
         pgbench -M prepared -c 4 -j "$threads" -T "$secs" -h 127.0.0.1 -p "$LOADRIG_PG_PORT" \
-            -U loadrig loadrig >"$work/out" 2>&1
+            -U loadrig loadrig >"$work/out" 2>&1 || ran=$?
         rate=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$work/out" | head -n1)
     else
         "$loadrig_bin" run pgbench-tpcb --target '${LOADRIG_PG_URL}' --set scale=10 --skip-load \
-            --clients 4 --threads "$threads" --duration "${secs}s" -o "$work/r.json" >"$work/out" 2>&1
-        rate=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['total']['throughput_per_s'])" "$work/r.json")
+            --clients 4 --threads "$threads" --duration "${secs}s" -o "$work/r.json" >"$work/out" 2>&1 || ran=$?
     fi
     kill -INT "$dump"
     wait "$dump" || true
+    if ((ran != 0)); then
+        echo "bench-turnaround: the $side run failed (exit $ran):" >&2
+        cat "$work/out" >&2
+        exit 1
+    fi
+    [[ $side == pgbench ]] ||
+        rate=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['total']['throughput_per_s'])" "$work/r.json")
     python3 scripts/turnaround.py "$work/cap.pcap" "$LOADRIG_PG_PORT" 2 2 |
         python3 -c "import json,sys; d=json.load(sys.stdin); d.update(side=sys.argv[1], rate=float(sys.argv[2])); print(json.dumps(d))" "$side" "$rate"
 }

@@ -39,7 +39,7 @@ def packets(path):
                 return
             sec, frac, incl, _ = struct.unpack(endian + "IIII", rec)
             data = f.read(incl)
-            if len(data) < 34 or data[12:14] != b"\x08\x00":  # IPv4 only: loadrig's URLs are
+            if len(data) < 34 or data[12:14] != b"\x08\x00":  # IPv4: the script uses 127.0.0.1
                 continue
             ihl = (data[14] & 0x0F) * 4
             if data[23] != 6:  # TCP
