@@ -28,8 +28,8 @@
 //! the client and its socket (`aio::MultiplexedConnection` costs a channel hop, a oneshot and
 //! an owned reply per command).
 //!
-//! Errors: refused, reset or closed connections and I/O failures → `connect` (the engine
-//! reconnects); `NOAUTH`, `WRONGPASS`, `NOPERM` → `auth`; an `EXEC` aborted by `WATCH` →
+//! Errors: refused, reset or closed connections, I/O failures and `LOADING` (a restarted
+//! server still reading its data) → `connect` (the engine reconnects); `NOAUTH`, `WRONGPASS`, `NOPERM` → `auth`; an `EXEC` aborted by `WATCH` →
 //! `serialization`; a reply that is not RESP → `protocol`; every other server error
 //! (`WRONGTYPE`, `OOM`, `ERR …`) → `other`, with the server's text. Connecting (TCP, `AUTH`,
 //! `SELECT`) must finish within 5 s.
@@ -218,6 +218,8 @@ fn server_error(line: &[u8]) -> OpError {
         "NOAUTH" | "WRONGPASS" | "NOPERM" => ErrorClass::Auth,
         // Sent on accept, then the server closes: the connection was refused.
         "ERR" if text.starts_with("ERR max number of clients reached") => ErrorClass::Connect,
+        // A restarted server reading its AOF or RDB: up, but not serving yet.
+        "LOADING" => ErrorClass::Connect,
         _ => ErrorClass::Other,
     };
     let message = if class == ErrorClass::Auth {
@@ -1092,6 +1094,9 @@ mod tests {
         assert_eq!(head(b"-ERR x\r\n").unwrap_err().class, ErrorClass::Other);
         let full = head(b"-ERR max number of clients reached\r\n").unwrap_err();
         assert_eq!(full.class, ErrorClass::Connect);
+        let loading = head(b"-LOADING Redis is loading the dataset in memory\r\n").unwrap_err();
+        assert_eq!(loading.class, ErrorClass::Connect);
+        assert!(loading.message.starts_with("LOADING"));
     }
 
     #[test]
