@@ -29,10 +29,10 @@
 //! an owned reply per command).
 //!
 //! Errors: refused, reset or closed connections, I/O failures and `LOADING` (a restarted
-//! server still reading its data) → `connect` (the engine reconnects); `NOAUTH`, `WRONGPASS`, `NOPERM` → `auth`; an `EXEC` aborted by `WATCH` →
-//! `serialization`; a reply that is not RESP → `protocol`; every other server error
-//! (`WRONGTYPE`, `OOM`, `ERR …`) → `other`, with the server's text. Connecting (TCP, `AUTH`,
-//! `SELECT`) must finish within 5 s.
+//! server still reading its data) → `connect` (the engine reconnects); `NOAUTH`,
+//! `WRONGPASS`, `NOPERM` → `auth`; an `EXEC` aborted by `WATCH` → `serialization`; a reply
+//! that is not RESP → `protocol`; every other server error (`WRONGTYPE`, `OOM`, `ERR …`) →
+//! `other`, with the server's text. Connecting (TCP, `AUTH`, `SELECT`) must finish within 5 s.
 
 use std::future::Future;
 use std::net::SocketAddr;
