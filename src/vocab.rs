@@ -380,6 +380,28 @@ pub enum ValueKind {
     Bytes,
 }
 
+/// A step a workload takes before every measured run (`before_run`), as pgbench vacuums
+/// its branches and tellers and empties its history before each run (unless `-n`). Each
+/// names a `loadrig_` table; SQL targets carry them out in their own dialect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunStep {
+    /// Reclaim the dead rows of a table (PostgreSQL's VACUUM; nothing where the server
+    /// purges them by itself).
+    Vacuum(String),
+    /// Delete every row of a table (TRUNCATE; DELETE on SQLite).
+    Empty(String),
+}
+
+impl RunStep {
+    /// What the step does, for messages: "vacuuming loadrig_x".
+    pub fn describe(&self) -> String {
+        match self {
+            RunStep::Vacuum(t) => format!("vacuuming {t}"),
+            RunStep::Empty(t) => format!("emptying {t}"),
+        }
+    }
+}
+
 /// LDAP search scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {

@@ -544,6 +544,51 @@ fn native_operations_need_a_target_that_runs_them() {
     );
 }
 
+/// `before_run` steps vacuum and empty tables: a target without tables refuses the workload
+/// before it touches anything, and on SQLite `empty` leaves the table there, empty.
+#[test]
+fn before_run_empties_on_sqlite_and_is_refused_where_there_are_no_tables() {
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        "name = \"w\"\nbefore_run = [{ vacuum = \"loadrig_kv\" }, { empty = \"loadrig_kv\" }]\n\
+         [[op]]\nname = \"put\"\nkv.put = { key = \"k{seq}\", value = \"v\" }\n",
+    );
+    let (_, stderr) = d.code(
+        2,
+        &["run", "w.toml", "--target", "fs://./files", "--ops", "3"],
+    );
+    assert!(
+        stderr.contains("operation 'before_run' uses sql, which fs:// targets do not run"),
+        "{stderr}"
+    );
+    assert!(!d.join("files").exists(), "nothing made");
+    for ops in ["7", "4"] {
+        let out = d.ok(&[
+            "run",
+            "w.toml",
+            "--target",
+            "sqlite://./t.db",
+            "--ops",
+            ops,
+            "-o",
+            "r.json",
+        ]);
+        // SQLite has no dead rows to vacuum: only the table emptied counts.
+        assert!(
+            out.contains("before the run: emptied 1 table(s) in "),
+            "{out}"
+        );
+        assert_eq!(
+            d.sqlite_count("SELECT COUNT(*) FROM loadrig_kv"),
+            ops.parse::<i64>().unwrap()
+        );
+    }
+    let r = d.result("r.json");
+    let steps = r.before_run.expect("before_run record");
+    assert_eq!((steps.vacuumed, steps.emptied), (0, 1));
+}
+
 /// Every record in `loadrig_kv` of a redb file, read with the crate directly: key → value length.
 fn dbm_records(file: &Path) -> std::collections::BTreeMap<String, usize> {
     use redb::{ReadableDatabase, ReadableTable};

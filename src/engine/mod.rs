@@ -38,7 +38,7 @@ use crate::stats::{new_hist, Hist, OpCounters};
 use crate::targets::peer::PeerTarget;
 use crate::targets::pipelined::{Batched, Codec};
 use crate::targets::{Session, Target};
-use crate::vocab::{ErrorCounts, NativeOp, Op, OpError, ValueKind};
+use crate::vocab::{ErrorCounts, NativeOp, Op, OpError, RunStep, ValueKind};
 use client::ClientCtx;
 use shelf::Shelf;
 use spill::{IntervalBrief, IntervalStore};
@@ -478,6 +478,17 @@ pub struct Prepared {
     /// After the setup or load: the tables the target settled ([`Session::settle`]), and
     /// the time it took.
     pub settled: Option<(u64, Duration)>,
+    /// The workload's `before_run` steps: the tables vacuumed and emptied, and the time.
+    pub before_run: Option<BeforeRun>,
+}
+
+/// The `before_run` steps of a run, as carried out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BeforeRun {
+    /// Tables vacuumed (steps the server had nothing to do for are not counted).
+    pub vacuumed: u64,
+    pub emptied: u64,
+    pub took: Duration,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -499,6 +510,7 @@ pub enum LoadProgress {
 pub fn prepare<T: Target>(
     target: &T,
     setup: &[NativeOp<ValueKind>],
+    before_run: &[RunStep],
     data: Option<&DataSpec>,
     seed: u64,
     progress: &mut dyn FnMut(LoadProgress),
@@ -604,11 +616,33 @@ pub fn prepare<T: Target>(
         } else {
             None
         };
+        let before_run = if before_run.is_empty() {
+            None
+        } else {
+            let started = Instant::now();
+            let (mut vacuumed, mut emptied) = (0, 0);
+            for step in before_run {
+                let done = session
+                    .before_run(step)
+                    .await
+                    .map_err(|e| anyhow!("before the run, {}: {}", step.describe(), e.message))?;
+                match step {
+                    RunStep::Vacuum(_) => vacuumed += u64::from(done),
+                    RunStep::Empty(_) => emptied += u64::from(done),
+                }
+            }
+            Some(BeforeRun {
+                vacuumed,
+                emptied,
+                took: started.elapsed(),
+            })
+        };
         Ok(Prepared {
             server_version,
             loaded,
             setup,
             settled,
+            before_run,
         })
     })
 }

@@ -108,7 +108,15 @@ impl Observer for Recorder {
 
 /// Prepare and run `w` on `target` as `loadrig run` does; the observer's view alongside.
 fn drive<T: Target>(target: T, w: &Workload, plan: &LoadPlan) -> (RunData, Vec<Seen>) {
-    prepare(&target, &w.setup, w.data.as_ref(), plan.seed, &mut |_| {}).unwrap();
+    prepare(
+        &target,
+        &w.setup,
+        &w.before_run,
+        w.data.as_ref(),
+        plan.seed,
+        &mut |_| {},
+    )
+    .unwrap();
     let slots = Slots {
         seq: w.seq_slots,
         capture: w.capture_slots,
@@ -613,7 +621,15 @@ kv.get = { key = "k1" }
 "#,
     );
     let mut seen = Vec::new();
-    let prepared = prepare(&target, &w.setup, w.data.as_ref(), 1, &mut |p| seen.push(p)).unwrap();
+    let prepared = prepare(
+        &target,
+        &w.setup,
+        &w.before_run,
+        w.data.as_ref(),
+        1,
+        &mut |p| seen.push(p),
+    )
+    .unwrap();
     assert_eq!(
         seen,
         [

@@ -6,9 +6,9 @@ use std::time::SystemTime;
 use super::models::LatencyModes;
 use super::validity::{self, Context, FairnessInterval, RigInterval, Validity};
 use super::{
-    ConnectPhasesRecord, ConnectRecord, DataLoadRecord, EncodedHistogram, ErrorMessage,
-    ErrorsByClass, FigureRecord, HostRecord, IntervalOp, IntervalRecord, OpResult, RunResult,
-    RunStatus, SettledRecord, SetupRecord, Statements, TargetRecord, WorkloadRecord,
+    BeforeRunRecord, ConnectPhasesRecord, ConnectRecord, DataLoadRecord, EncodedHistogram,
+    ErrorMessage, ErrorsByClass, FigureRecord, HostRecord, IntervalOp, IntervalRecord, OpResult,
+    RunResult, RunStatus, SettledRecord, SetupRecord, Statements, TargetRecord, WorkloadRecord,
     SCHEMA_VERSION,
 };
 use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
@@ -98,6 +98,7 @@ impl RunResult {
             data_load: DataLoadRecord::of(workload, prepared.loaded),
             setup: prepared.setup.map(SetupRecord::of),
             settled: prepared.settled.map(SettledRecord::of),
+            before_run: prepared.before_run.map(BeforeRunRecord::of),
             connect: Some(ConnectRecord {
                 clients: plan.connections(),
                 seconds: run.connect.time.as_secs_f64(),

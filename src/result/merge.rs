@@ -101,6 +101,7 @@ pub fn merge(
         data_load: loader.data_load.clone(),
         setup: loader.setup.clone(),
         settled: loader.settled.clone(),
+        before_run: loader.before_run.clone(),
         missed_starts: refs.iter().map(|r| r.missed_starts).sum(),
         abandoned_clients: refs.iter().map(|r| r.abandoned_clients).sum(),
         operations,

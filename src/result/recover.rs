@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::build::RunFacts;
 use super::models::LatencyModes;
 use super::{
-    DataLoadRecord, HostRecord, IntervalRecord, OpResult, RunResult, RunStatus, SettledRecord,
-    SetupRecord, TargetRecord, WorkloadRecord, SCHEMA_VERSION,
+    BeforeRunRecord, DataLoadRecord, HostRecord, IntervalRecord, OpResult, RunResult, RunStatus,
+    SettledRecord, SetupRecord, TargetRecord, WorkloadRecord, SCHEMA_VERSION,
 };
 use crate::engine::LoadPlan;
 use crate::error::InputError;
@@ -41,6 +41,8 @@ pub struct StreamHeader {
     pub setup: Option<SetupRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settled: Option<SettledRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_run: Option<BeforeRunRecord>,
     /// `run --label`, so that a recovered run keeps its place in a history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
@@ -66,6 +68,7 @@ impl StreamHeader {
             data_load: DataLoadRecord::of(facts.workload, facts.prepared.loaded),
             setup: facts.prepared.setup.map(SetupRecord::of),
             settled: facts.prepared.settled.map(SettledRecord::of),
+            before_run: facts.prepared.before_run.map(BeforeRunRecord::of),
             label: None,
         }
     }
@@ -222,6 +225,7 @@ impl RunResult {
             data_load: h.data_load.clone(),
             setup: h.setup.clone(),
             settled: h.settled.clone(),
+            before_run: h.before_run.clone(),
             missed_starts: 0,
             abandoned_clients: 0,
             operations,

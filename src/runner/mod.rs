@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Once};
 use std::time::SystemTime;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 
 use crate::analysis::steady;
 use crate::engine::{self, LoadPlan, Mode, Prepared, Slots};
@@ -22,10 +22,10 @@ use crate::report::host;
 use crate::report::metrics::MetricsServer;
 use crate::result::recover::StreamHeader;
 use crate::result::{RunFacts, RunResult, VerifyRecord, WarmupAuto};
-use crate::spec::{OpKind, OpSpec};
+use crate::spec::{OpKind, OpSpec, VerifySpec};
 use crate::targets::peer::PeerTarget;
 use crate::targets::{with_target_type, Target};
-use crate::vocab::{Family, NativeOp, ValueKind};
+use crate::vocab::{Family, NativeOp, RunStep, ValueKind};
 use observe::Observers;
 
 /// How a run shows itself while it goes.
@@ -75,6 +75,14 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     if let Some(marker) = &plan.data.marker {
         settle_shards(&*target, marker, live).with_context(|| format!("target {shown_url}"))?;
     }
+    // `changes = true` checks compare against their values now, after the `before_run` steps.
+    let change_checks: Vec<VerifySpec> = (plan.workload.verify.iter())
+        .filter(|v| v.changes)
+        .cloned()
+        .collect();
+    let mut baselines = engine::verify(&*target, &change_checks)
+        .with_context(|| format!("target {shown_url}"))?
+        .into_iter();
     if live {
         print_header(plan, &prepared);
     }
@@ -125,7 +133,12 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     }
     result.label = plan.label.clone();
     for (check, values) in plan.workload.verify.iter().zip(verified) {
-        let record = VerifyRecord::of(&check.name, values);
+        let record = if check.changes {
+            let before = baselines.next().unwrap_or_default();
+            VerifyRecord::of_changes(&check.name, before, values).map_err(|e| anyhow!(e))?
+        } else {
+            VerifyRecord::of(&check.name, values)
+        };
         result.notes.extend(record.note());
         result.verify.push(record);
     }
@@ -219,9 +232,22 @@ fn prepare<T: Target>(target: &T, plan: &RunPlan) -> Result<Prepared> {
     } else {
         &plan.workload.setup[..]
     };
-    let prepared = engine::prepare(target, setup, data, plan.load.seed, &mut |progress| {
-        bar.show(progress)
-    });
+    // Shards after the first leave the tables to shard 0, which readies them before it
+    // tells the others to start.
+    let follower = plan.data.marker.is_some_and(|m| !m.writes);
+    let before_run = if follower {
+        &[][..]
+    } else {
+        &plan.workload.before_run[..]
+    };
+    let prepared = engine::prepare(
+        target,
+        setup,
+        before_run,
+        data,
+        plan.load.seed,
+        &mut |progress| bar.show(progress),
+    );
     bar.finish();
     prepared
 }
@@ -255,6 +281,19 @@ fn print_header(plan: &RunPlan, prepared: &Prepared) {
             "vacuumed and analyzed {n} loadrig_ table(s) in {:.2}s, as pgbench -i does",
             t.as_secs_f64()
         );
+    }
+    if let Some(b) = prepared.before_run {
+        let done: Vec<String> = [("vacuumed", b.vacuumed), ("emptied", b.emptied)]
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(what, n)| format!("{what} {n} table(s)"))
+            .collect();
+        let done = if done.is_empty() {
+            "nothing for this target to do".to_string()
+        } else {
+            done.join(", ")
+        };
+        println!("before the run: {done} in {:.2}s", b.took.as_secs_f64());
     }
 }
 
@@ -318,6 +357,7 @@ fn live_view(plan: &RunPlan, prepared: &Prepared, started_at: SystemTime) -> Res
             loaded: prepared.loaded,
             setup: prepared.setup,
             settled: prepared.settled,
+            before_run: prepared.before_run,
         },
         host: host::facts(),
         started_at,
@@ -416,6 +456,7 @@ pub fn check_target<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputEr
     check_families(
         &plan.ops,
         &plan.workload.setup,
+        &plan.workload.before_run,
         target.families(),
         plan.target.scheme(),
     )?;
@@ -527,6 +568,7 @@ fn check_refused<T: Target>(ops: &[OpSpec], target: &T, scheme: &str) -> Result<
 fn check_families(
     ops: &[OpSpec],
     setup: &[NativeOp<ValueKind>],
+    before_run: &[RunStep],
     families: &[Family],
     scheme: &str,
 ) -> Result<(), InputError> {
@@ -538,7 +580,9 @@ fn check_families(
                 .into_iter()
                 .map(move |f| (o.name.as_str(), f))
         })
-        .chain(setup.iter().map(|s| ("setup", s.family())));
+        .chain(setup.iter().map(|s| ("setup", s.family())))
+        // Vacuuming and emptying tables is SQL.
+        .chain((!before_run.is_empty()).then_some(("before_run", Family::Sql)));
     for (name, family) in needs {
         if !families.contains(&family) {
             let family = family.name();

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::error::{line_col, InputError};
-use crate::vocab::{NativeOp, ValueKind};
+use crate::vocab::{NativeOp, RunStep, ValueKind};
 pub use figures::FigureSpec;
 pub use ops::{OpKind, OpSpec, Pause, Repeat, Retry, Step, When};
 pub use peers::Peer;
@@ -56,6 +56,10 @@ struct WorkloadFile {
     /// SQL run once before the data load; may only create `loadrig_` objects.
     #[serde(default)]
     setup: Vec<Spanned<SetupEntry>>,
+    /// Steps before every measured run, `--skip-load` or not (pgbench's vacuum and emptied
+    /// history before each run).
+    #[serde(default)]
+    before_run: Vec<Spanned<RunStepEntry>>,
     #[serde(default, rename = "op")]
     ops: Vec<Spanned<ops::OpSection>>,
     /// Thresholds checked at the end of a run, like `--check` (see analysis::checks).
@@ -90,6 +94,15 @@ impl<'de> Deserialize<'de> for SetupEntry {
             "a statement, or a group { repeat = \"{tables}\", sql = [\"...{iteration}...\"] }";
         string_or_table(d, expecting, SetupEntry::Statement, SetupEntry::Repeat)
     }
+}
+
+/// One entry of `before_run = [...]`: `{ vacuum = "loadrig_..." }` or
+/// `{ empty = "loadrig_..." }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunStepEntry {
+    vacuum: Option<Spanned<String>>,
+    empty: Option<Spanned<String>>,
 }
 
 /// A switch as declared: `["a", "b"]`, or `{ values = ["a", "b"], help = "why only these" }`,
@@ -257,6 +270,9 @@ where
 struct VerifySection {
     name: Spanned<String>,
     sql: Vec<Spanned<String>>,
+    /// Compare what each query's value changed by over the run, not the values.
+    #[serde(default)]
+    changes: bool,
 }
 
 /// A compiled `[[verify]]`: its name and its queries (parameters substituted).
@@ -264,6 +280,9 @@ struct VerifySection {
 pub struct VerifySpec {
     pub name: String,
     pub queries: Vec<NativeOp<ValueKind>>,
+    /// `changes = true`: the queries also run before the measured run (after `before_run`),
+    /// and their whole-number changes over the run must be equal.
+    pub changes: bool,
 }
 
 /// `[load]`: defaults for the load flags of `loadrig run`.
@@ -386,6 +405,8 @@ pub struct Workload {
     pub ops: Vec<OpSpec>,
     /// SQL statements to run once before the data load.
     pub setup: Vec<NativeOp<ValueKind>>,
+    /// `before_run`: steps before every measured run, after the setup and load.
+    pub before_run: Vec<RunStep>,
     /// How many `seq` generators the ops use (one counter each per client).
     pub seq_slots: usize,
     /// How many values transaction steps capture (one slot each per client).
@@ -470,6 +491,7 @@ pub fn compile(source: &Source<'_>, overrides: &[Setting]) -> Result<Workload, I
     compiler.peers = &peers;
     compiler.records = records;
     let setup = compile_setup(&mut compiler, &file.setup)?;
+    let before_run = compile_before_run(source, &file.before_run)?;
     let ops = compile_ops(&mut compiler, &file.ops)?;
     let verify = compile_verify(&mut compiler, &file.verify)?;
     let op_names: Vec<&str> = ops.iter().map(|o| o.name.as_str()).collect();
@@ -506,6 +528,7 @@ pub fn compile(source: &Source<'_>, overrides: &[Setting]) -> Result<Workload, I
         records,
         ops,
         setup,
+        before_run,
         seq_slots,
         capture_slots,
         statements,
@@ -537,6 +560,7 @@ fn compile_verify(
         out.push(VerifySpec {
             name: v.name.get_ref().clone(),
             queries,
+            changes: v.changes,
         });
     }
     Ok(out)
@@ -720,6 +744,38 @@ fn compile_setup(
         }
     }
     Ok(setup)
+}
+
+/// The `before_run = [...]` steps: each names one `loadrig_` table, as a plain name.
+fn compile_before_run(
+    source: &Source<'_>,
+    entries: &[Spanned<RunStepEntry>],
+) -> Result<Vec<RunStep>, InputError> {
+    let mut steps = Vec::new();
+    for entry in entries {
+        let e = entry.get_ref();
+        let (table, step): (&Spanned<String>, fn(String) -> RunStep) = match (&e.vacuum, &e.empty)
+        {
+            (Some(t), None) => (t, RunStep::Vacuum),
+            (None, Some(t)) => (t, RunStep::Empty),
+            _ => {
+                return Err(source
+                    .error(entry.span(), "a before_run step is { vacuum = \"TABLE\" } or { empty = \"TABLE\" }, one key each")
+                    .help("write one step per table, in the order they should run"))
+            }
+        };
+        let name = table.get_ref();
+        let plain = name.strip_prefix("loadrig_").is_some_and(|rest| {
+            !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        if !plain {
+            return Err(source
+                .error(table.span(), format!("before_run names '{name}': it must be a table of loadrig's own, named loadrig_ and letters, digits or _"))
+                .help("loadrig only changes, and `loadrig cleanup` only drops, objects in its own namespace"));
+        }
+        steps.push(step(name.clone()));
+    }
+    Ok(steps)
 }
 
 /// A setup statement names only `loadrig_` objects.

@@ -642,3 +642,58 @@ fn a_parameter_below_its_floor_is_refused_by_name() {
         assert_eq!(at, "w.toml:9:5", "{params}");
     }
 }
+
+/// A workload with `before_run` (top-level, before the tables) and a `changes` check.
+fn with_before_run(steps: &str) -> Result<Workload, InputError> {
+    let text = format!(
+        "name = \"t\"\nbefore_run = [\n{steps}\n]\n[[op]]\nname = \"s\"\nsql = \"SELECT 1\"\n\
+         [[verify]]\nname = \"v\"\nchanges = true\nsql = [\"SELECT 1\", \"SELECT 1\"]\n"
+    );
+    compile(
+        &Source {
+            path: "w.toml",
+            text: &text,
+        },
+        &[],
+    )
+}
+
+#[test]
+fn before_run_steps_keep_their_order_and_name_loadrig_tables_only() {
+    let w = with_before_run(
+        "  { vacuum = \"loadrig_b\" },\n  { empty = \"loadrig_h\" },\n  { vacuum = \"loadrig_t\" },",
+    )
+    .unwrap();
+    assert_eq!(
+        w.before_run,
+        [
+            RunStep::Vacuum("loadrig_b".into()),
+            RunStep::Empty("loadrig_h".into()),
+            RunStep::Vacuum("loadrig_t".into()),
+        ]
+    );
+    assert!(w.verify[0].changes);
+
+    // Outside the namespace, or more than a plain name: refused where the name is.
+    for (name, column) in [
+        ("accounts", 13),
+        ("loadrig_", 13),
+        ("loadrig_h; DROP TABLE x", 13),
+    ] {
+        let e = with_before_run(&format!("  {{ empty = \"{name}\" }},")).unwrap_err();
+        assert!(
+            e.message.contains(&format!("before_run names '{name}'")),
+            "{}",
+            e.message
+        );
+        assert_eq!(e.location.as_deref(), Some(&*format!("w.toml:3:{column}")));
+    }
+    // One key a step, and only the two known ones.
+    for step in ["{ vacuum = \"loadrig_a\", empty = \"loadrig_a\" }", "{}"] {
+        let e = with_before_run(&format!("  {step},")).unwrap_err();
+        assert!(e.message.contains("one key each"), "{step}: {}", e.message);
+        assert_eq!(e.location.as_deref(), Some("w.toml:3:3"), "{step}");
+    }
+    let e = with_before_run("  { analyze = \"loadrig_a\" },").unwrap_err();
+    assert!(e.message.contains("analyze"), "{}", e.message);
+}

@@ -28,7 +28,9 @@ use std::future::Future;
 
 pub use crate::error::redact;
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, RecordLayout, ValueKind};
+use crate::vocab::{
+    ErrorClass, Family, NativeOp, Op, OpError, Outcome, RecordLayout, RunStep, ValueKind,
+};
 
 /// A configured system under test. Shared by all clients; each client opens its own session.
 pub trait Target: Send + Sync + 'static {
@@ -139,6 +141,18 @@ pub trait Session {
     /// land in the measured run); returns the tables settled.
     fn settle(&mut self) -> impl Future<Output = Result<u64, OpError>> {
         async { Ok(0) }
+    }
+    /// Carry out a `before_run` step ([`RunStep`]) before the measured run; returns whether
+    /// the server had anything to do. Only SQL targets have tables: a workload with steps
+    /// is refused on the others before anything runs.
+    fn before_run(&mut self, step: &RunStep) -> impl Future<Output = Result<bool, OpError>> {
+        let _ = step;
+        async {
+            Err(OpError::new(
+                ErrorClass::Other,
+                "this target has no tables to vacuum or empty",
+            ))
+        }
     }
     /// Remove everything loadrig created (its namespace) and nothing else; returns the
     /// number of objects removed (tables, keys, entries, files).

@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use super::{Params, TargetUrl};
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, NativeOp, OpError, Outcome, ValueKind, RECORD_TABLE};
+use crate::vocab::{ErrorClass, NativeOp, OpError, Outcome, RunStep, ValueKind, RECORD_TABLE};
 
 /// The kv table's name, as a literal for `concat!`: the one place that names it.
 macro_rules! kv_table {
@@ -120,6 +120,28 @@ impl Dialect {
             Dialect::Sqlite => {
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'loadrig\\_%' ESCAPE '\\'"
             }
+        }
+    }
+
+    /// The statement that carries out a `before_run` step, or `None` where the server has
+    /// nothing to do: MariaDB's InnoDB purges old row versions by itself, and an SQLite
+    /// update leaves no dead rows behind.
+    pub fn run_step(self, step: &RunStep) -> Option<String> {
+        match (self, step) {
+            (Dialect::Postgres, RunStep::Vacuum(t)) => Some(format!(
+                "VACUUM {}",
+                self.table_list(std::slice::from_ref(t))
+            )),
+            (Dialect::Mysql | Dialect::Sqlite, RunStep::Vacuum(_)) => None,
+            (Dialect::Postgres | Dialect::Mysql, RunStep::Empty(t)) => Some(format!(
+                "TRUNCATE TABLE {}",
+                self.table_list(std::slice::from_ref(t))
+            )),
+            // SQLite has no TRUNCATE; a DELETE without WHERE empties the table at once.
+            (Dialect::Sqlite, RunStep::Empty(t)) => Some(format!(
+                "DELETE FROM {}",
+                self.table_list(std::slice::from_ref(t))
+            )),
         }
     }
 

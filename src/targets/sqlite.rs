@@ -20,7 +20,7 @@ use super::attachment::{self, Attachment};
 use super::sql::{self, Dialect, Isolation, Kv};
 use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, RunStep};
 
 pub struct Sqlite {
     path: PathBuf,
@@ -369,6 +369,14 @@ impl Session for SqliteSession {
             result = result.and_then(|()| self.conn.execute_batch(CREATE_ATTACHMENT));
         }
         ready(result.map_err(classify))
+    }
+
+    fn before_run(&mut self, step: &RunStep) -> impl Future<Output = Result<bool, OpError>> {
+        let done = match Dialect::Sqlite.run_step(step) {
+            Some(sql) => self.conn.execute_batch(&sql).map(|()| true),
+            None => Ok(false),
+        };
+        ready(done.map_err(classify))
     }
 
     fn cleanup(&mut self) -> impl Future<Output = Result<u64, OpError>> {

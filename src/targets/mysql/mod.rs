@@ -59,7 +59,7 @@ use super::tls::{Tls, TlsMode};
 use super::{unsupported, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::stats::connect_phases::{ConnectPhases, PhaseClock};
-use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, RunStep, ValueKind};
 
 /// SQL text per data-loading statement: well under the server's max_allowed_packet.
 const LOAD_CHUNK_BYTES: usize = 1 << 20;
@@ -836,6 +836,14 @@ impl Session for MysqlSession {
 
     async fn authenticate(&mut self) -> Result<Outcome, OpError> {
         on_link!(self, l => authenticate(l).await)
+    }
+
+    async fn before_run(&mut self, step: &RunStep) -> Result<bool, OpError> {
+        let Some(sql) = Dialect::Mysql.run_step(step) else {
+            return Ok(false);
+        };
+        on_link!(self, l => l.query_drop(&sql).await)?;
+        Ok(true)
     }
 
     async fn cleanup(&mut self) -> Result<u64, OpError> {

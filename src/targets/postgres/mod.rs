@@ -89,7 +89,7 @@ use super::tls::Tls;
 use super::{unsupported, Params, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::stats::connect_phases::{ConnectPhases, PhaseClock, PhaseTimes};
-use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, RunStep};
 
 /// A PostgreSQL server and how to log in to it.
 pub struct Postgres {
@@ -1022,6 +1022,17 @@ impl Session for PgSession {
             PgSession::Wire(s) => s.batch(&vacuum).await?,
         }
         Ok(names.len() as u64)
+    }
+
+    async fn before_run(&mut self, step: &RunStep) -> Result<bool, OpError> {
+        let Some(sql) = Dialect::Postgres.run_step(step) else {
+            return Ok(false);
+        };
+        match self {
+            PgSession::Tokio(s) => drop(s.batch(&sql).await?),
+            PgSession::Wire(s) => s.batch(&sql).await?,
+        }
+        Ok(true)
     }
 
     async fn cleanup(&mut self) -> Result<u64, OpError> {
