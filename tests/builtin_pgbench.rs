@@ -41,20 +41,7 @@ fn every_builtin(url: &str, clients: &str, row: &dyn Fn(&str) -> Vec<i64>) {
     for &(name, statements) in BUILTINS {
         let d = Dir::new();
         let ops = OPS.to_string();
-        let out = d.ok(&[
-            "run",
-            name,
-            "--target",
-            url,
-            "--ops",
-            &ops,
-            "--clients",
-            clients,
-            "--seed",
-            "5",
-            "-o",
-            "r.json",
-        ]);
+        let out = d.run_ops(name, url, &ops, clients, &["--seed", "5", "-o", "r.json"]);
         let r = d.result("r.json");
         assert_eq!(r.operations.len(), 1, "{name}");
         let op = &r.operations[0];
@@ -121,22 +108,8 @@ fn again_on_the_same_tables(
     before: &[i64],
 ) {
     const AGAIN: i64 = 80;
-    let ops = AGAIN.to_string();
-    let out = d.ok(&[
-        "run",
-        name,
-        "--target",
-        url,
-        "--ops",
-        &ops,
-        "--clients",
-        clients,
-        "--seed",
-        "6",
-        "--skip-load",
-        "-o",
-        "s.json",
-    ]);
+    let more = ["--seed", "6", "--skip-load", "-o", "s.json"];
+    let out = d.run_ops(name, url, &AGAIN.to_string(), clients, &more);
     let r = d.result("s.json");
     assert!(r.setup.is_none(), "{name}: --skip-load sets nothing up");
     let steps = r.before_run.as_ref().expect("before_run record");

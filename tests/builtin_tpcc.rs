@@ -55,28 +55,12 @@ fn count(row: Row<'_>, sql: &str) -> i64 {
 }
 
 fn run(d: &Dir, url: &str, ops: u64, clients: &str, only: Option<&str>) -> RunResult {
-    let ops = ops.to_string();
-    let mut args = vec![
-        "run",
-        "tpcc",
-        "--target",
-        url,
-        "--ops",
-        &ops,
-        "--clients",
-        clients,
-        "--seed",
-        "7",
-        "-o",
-        "r.json",
-        "--report",
-        "r.html",
-    ];
-    args.extend_from_slice(SCALE);
+    let mut more = vec!["--seed", "7", "-o", "r.json", "--report", "r.html"];
+    more.extend_from_slice(SCALE);
     if let Some(op) = only {
-        args.extend(["--op", op]);
+        more.extend(["--op", op]);
     }
-    d.ok(&args);
+    d.run_ops("tpcc", url, &ops.to_string(), clients, &more);
     d.result("r.json")
 }
 

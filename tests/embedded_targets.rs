@@ -564,16 +564,7 @@ fn before_run_empties_on_sqlite_and_is_refused_where_there_are_no_tables() {
     );
     assert!(!d.join("files").exists(), "nothing made");
     for ops in ["7", "4"] {
-        let out = d.ok(&[
-            "run",
-            "w.toml",
-            "--target",
-            "sqlite://./t.db",
-            "--ops",
-            ops,
-            "-o",
-            "r.json",
-        ]);
+        let out = d.run_ops("w.toml", "sqlite://./t.db", ops, "1", &["-o", "r.json"]);
         // SQLite has no dead rows to vacuum: only the table emptied counts.
         assert!(
             out.contains("before the run: emptied 1 table(s) in "),

@@ -12,24 +12,11 @@ use common::{server_url, Dir};
 use loadrig::result::RunResult;
 
 fn run(d: &Dir, ops: &str, clients: &str, sets: &[&str]) -> RunResult {
-    let mut args = vec![
-        "run",
-        "w.toml",
-        "--target",
-        "sqlite://./t.db",
-        "--ops",
-        ops,
-        "--clients",
-        clients,
-        "--seed",
-        "7",
-        "-o",
-        "r.json",
-    ];
+    let mut more = vec!["--seed", "7", "-o", "r.json"];
     for s in sets {
-        args.extend(["--set", s]);
+        more.extend(["--set", s]);
     }
-    d.ok(&args);
+    d.run_ops("w.toml", "sqlite://./t.db", ops, clients, &more);
     d.result("r.json")
 }
 

@@ -7,20 +7,9 @@ use common::Dir;
 use loadrig::vocab::ErrorClass;
 
 fn run(d: &Dir, ops: &str, extra: &[&str]) -> loadrig::result::RunResult {
-    let mut args = vec![
-        "run",
-        "w.toml",
-        "--target",
-        "sqlite://./t.db",
-        "--ops",
-        ops,
-        "--clients",
-        "1",
-        "-o",
-        "r.json",
-    ];
-    args.extend_from_slice(extra);
-    d.ok(&args);
+    let mut more = vec!["-o", "r.json"];
+    more.extend_from_slice(extra);
+    d.run_ops("w.toml", "sqlite://./t.db", ops, "1", &more);
     d.result("r.json")
 }
 

@@ -73,6 +73,30 @@ impl Dir {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// `loadrig run WORKLOAD --target TARGET --ops OPS --clients CLIENTS` and `more`,
+    /// insisting on success; returns stdout.
+    pub fn run_ops(
+        &self,
+        workload: &str,
+        target: &str,
+        ops: &str,
+        clients: &str,
+        more: &[&str],
+    ) -> String {
+        let mut args = vec![
+            "run",
+            workload,
+            "--target",
+            target,
+            "--ops",
+            ops,
+            "--clients",
+            clients,
+        ];
+        args.extend_from_slice(more);
+        self.ok(&args)
+    }
+
     /// Start `loadrig ARGS` in this folder without waiting, stdout piped.
     pub fn spawn(&self, args: &[&str]) -> std::process::Child {
         std::process::Command::new(env!("CARGO_BIN_EXE_loadrig"))
