@@ -328,7 +328,15 @@ impl SqliteSession {
             }
         }
         if st.column_count() == 0 {
+            // SQLite's count of changed rows is the last INSERT, UPDATE or DELETE's: after
+            // a CREATE or DROP it is stale. Only a statement that changed rows has its own.
+            let before = self.conn.total_changes();
             let changed = st.raw_execute()?;
+            let changed = if self.conn.total_changes() == before {
+                0
+            } else {
+                changed
+            };
             return Ok(sql::affected(changed as u64, capture));
         }
         let columns = st.column_count();
