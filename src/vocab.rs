@@ -390,6 +390,8 @@ pub enum RunStep {
     Vacuum(String),
     /// Delete every row of a table (TRUNCATE; DELETE on SQLite).
     Empty(String),
+    /// One SQL statement on `loadrig_` tables, as written (parameters substituted).
+    Sql(String),
 }
 
 impl RunStep {
@@ -398,6 +400,7 @@ impl RunStep {
         match self {
             RunStep::Vacuum(t) => format!("vacuuming {t}"),
             RunStep::Empty(t) => format!("emptying {t}"),
+            RunStep::Sql(s) => format!("running \"{s}\""),
         }
     }
 }

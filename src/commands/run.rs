@@ -46,7 +46,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     print!("{}", console::summary(&result));
     for v in &result.verify {
         let verdict = if v.passed { "passed" } else { "FAILED" };
-        println!("verify {}: {verdict} ({})", v.name, v.shown());
+        println!("verify {}: {verdict} ({})", v.name, v.values.join(" / "));
     }
     println!("result: {}", out.display());
     let checks_passed = after_run(out, plan.outputs.report.as_deref(), checks)?;

@@ -488,6 +488,8 @@ pub struct BeforeRun {
     /// Tables vacuumed (steps the server had nothing to do for are not counted).
     pub vacuumed: u64,
     pub emptied: u64,
+    /// `{ sql = "..." }` steps run.
+    pub statements: u64,
     pub took: Duration,
 }
 
@@ -620,7 +622,7 @@ pub fn prepare<T: Target>(
             None
         } else {
             let started = Instant::now();
-            let (mut vacuumed, mut emptied) = (0, 0);
+            let (mut vacuumed, mut emptied, mut statements) = (0, 0, 0);
             for step in before_run {
                 let done = session
                     .before_run(step)
@@ -629,11 +631,13 @@ pub fn prepare<T: Target>(
                 match step {
                     RunStep::Vacuum(_) => vacuumed += u64::from(done),
                     RunStep::Empty(_) => emptied += u64::from(done),
+                    RunStep::Sql(_) => statements += u64::from(done),
                 }
             }
             Some(BeforeRun {
                 vacuumed,
                 emptied,
+                statements,
                 took: started.elapsed(),
             })
         };

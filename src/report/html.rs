@@ -159,7 +159,7 @@ fn run_notes(h: &mut String, runs: &[(String, RunResult)]) {
                 h,
                 "<p class=\"{class}\">{prefix}verify {}: {verdict} ({})</p>",
                 esc(&v.name),
-                esc(&v.shown())
+                esc(&v.values.join(" / "))
             );
         }
         let modes = r.latency_modes.as_ref();

@@ -167,15 +167,11 @@ pub struct FigureRecord {
 }
 
 /// One `[[verify]]` check: each query's first row as text, and whether they were all equal.
-/// A `changes = true` check holds what each value changed by over the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct VerifyRecord {
     pub name: String,
     pub values: Vec<String>,
     pub passed: bool,
-    /// `changes = true`: each query's value before the run; `values` are then the changes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub before: Option<Vec<String>>,
 }
 
 impl VerifyRecord {
@@ -185,43 +181,7 @@ impl VerifyRecord {
             name: name.to_string(),
             values,
             passed,
-            before: None,
         }
-    }
-
-    /// A `changes = true` check: the queries' values before and after the run, each a
-    /// whole number (an empty SUM counts as 0). Any other value is an error of the run.
-    pub fn of_changes(
-        name: &str,
-        before: Vec<String>,
-        after: Vec<String>,
-    ) -> Result<VerifyRecord, String> {
-        let number = |v: &str, when: &str, i: usize| -> Result<i128, String> {
-            if v.is_empty() {
-                return Ok(0);
-            }
-            v.parse().map_err(|_| {
-                format!("verify '{name}' compares changes, but its query {} gave '{v}' {when}, which is not a whole number", i + 1)
-            })
-        };
-        let mut changes = Vec::with_capacity(after.len());
-        for (i, (b, a)) in before.iter().zip(&after).enumerate() {
-            let change = number(a, "after the run", i)? - number(b, "before the run", i)?;
-            changes.push(change.to_string());
-        }
-        let mut record = VerifyRecord::of(name, changes);
-        record.before = Some(before);
-        Ok(record)
-    }
-
-    /// The values as printed: "5 / 5", or "changes 5 / 5" for a `changes = true` check.
-    pub fn shown(&self) -> String {
-        let changes = if self.before.is_some() {
-            "changes "
-        } else {
-            ""
-        };
-        format!("{changes}{}", self.values.join(" / "))
     }
 
     /// The note a failed check leaves in the result.
@@ -230,7 +190,7 @@ impl VerifyRecord {
             format!(
                 "verify '{}' failed: its queries gave {} where all must be equal",
                 self.name,
-                self.shown()
+                self.values.join(" / ")
             )
         })
     }
@@ -358,6 +318,9 @@ impl SettledRecord {
 pub struct BeforeRunRecord {
     pub vacuumed: u64,
     pub emptied: u64,
+    /// `{ sql = "..." }` steps run.
+    #[serde(default)]
+    pub statements: u64,
     pub seconds: f64,
 }
 
@@ -366,6 +329,7 @@ impl BeforeRunRecord {
         BeforeRunRecord {
             vacuumed: b.vacuumed,
             emptied: b.emptied,
+            statements: b.statements,
             seconds: b.took.as_secs_f64(),
         }
     }
@@ -637,46 +601,6 @@ mod tests {
 
     fn json<T: Serialize>(v: &T) -> String {
         serde_json::to_string(v).unwrap()
-    }
-
-    #[test]
-    fn a_changes_check_compares_what_each_value_gained() {
-        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        // The accounts gained 7 and the history, emptied before the run, holds 7.
-        let r = VerifyRecord::of_changes(
-            "b",
-            strings(&["-100", "-100", "0"]),
-            strings(&["-93", "-93", "7"]),
-        )
-        .unwrap();
-        assert_eq!(r.values, strings(&["7", "7", "7"]));
-        assert!(r.passed);
-        assert_eq!(
-            r.before.as_deref(),
-            Some(&strings(&["-100", "-100", "0"])[..])
-        );
-        assert_eq!(r.shown(), "changes 7 / 7 / 7");
-        assert!(r.note().is_none());
-        // A SUM over no rows (NULL, read as empty) counts as 0; a skewed value fails.
-        let r = VerifyRecord::of_changes("b", strings(&["", "5"]), strings(&["3", "9"])).unwrap();
-        assert_eq!(r.values, strings(&["3", "4"]));
-        assert!(!r.passed);
-        assert_eq!(
-            r.note().unwrap(),
-            "verify 'b' failed: its queries gave changes 3 / 4 where all must be equal"
-        );
-        // Beyond i64: a SUM of bigints is numeric on PostgreSQL.
-        let big = "92233720368547758070";
-        let r = VerifyRecord::of_changes(
-            "b",
-            strings(&[big, "0"]),
-            strings(&["92233720368547758077", "7"]),
-        )
-        .unwrap();
-        assert!(r.passed, "{:?}", r.values);
-        let e =
-            VerifyRecord::of_changes("b", strings(&["1", "x"]), strings(&["1", "2"])).unwrap_err();
-        assert_eq!(e, "verify 'b' compares changes, but its query 2 gave 'x' before the run, which is not a whole number");
     }
 
     #[test]

@@ -96,13 +96,14 @@ impl<'de> Deserialize<'de> for SetupEntry {
     }
 }
 
-/// One entry of `before_run = [...]`: `{ vacuum = "loadrig_..." }` or
-/// `{ empty = "loadrig_..." }`.
+/// One entry of `before_run = [...]`: `{ vacuum = "loadrig_..." }`,
+/// `{ empty = "loadrig_..." }` or `{ sql = "..." }`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RunStepEntry {
     vacuum: Option<Spanned<String>>,
     empty: Option<Spanned<String>>,
+    sql: Option<Spanned<String>>,
 }
 
 /// A switch as declared: `["a", "b"]`, or `{ values = ["a", "b"], help = "why only these" }`,
@@ -270,9 +271,6 @@ where
 struct VerifySection {
     name: Spanned<String>,
     sql: Vec<Spanned<String>>,
-    /// Compare what each query's value changed by over the run, not the values.
-    #[serde(default)]
-    changes: bool,
 }
 
 /// A compiled `[[verify]]`: its name and its queries (parameters substituted).
@@ -280,9 +278,6 @@ struct VerifySection {
 pub struct VerifySpec {
     pub name: String,
     pub queries: Vec<NativeOp<ValueKind>>,
-    /// `changes = true`: the queries also run before the measured run (after `before_run`),
-    /// and their whole-number changes over the run must be equal.
-    pub changes: bool,
 }
 
 /// `[load]`: defaults for the load flags of `loadrig run`.
@@ -491,7 +486,7 @@ pub fn compile(source: &Source<'_>, overrides: &[Setting]) -> Result<Workload, I
     compiler.peers = &peers;
     compiler.records = records;
     let setup = compile_setup(&mut compiler, &file.setup)?;
-    let before_run = compile_before_run(source, &file.before_run)?;
+    let before_run = compile_before_run(&mut compiler, &file.before_run)?;
     let ops = compile_ops(&mut compiler, &file.ops)?;
     let verify = compile_verify(&mut compiler, &file.verify)?;
     let op_names: Vec<&str> = ops.iter().map(|o| o.name.as_str()).collect();
@@ -560,7 +555,6 @@ fn compile_verify(
         out.push(VerifySpec {
             name: v.name.get_ref().clone(),
             queries,
-            changes: v.changes,
         });
     }
     Ok(out)
@@ -726,13 +720,13 @@ fn compile_setup(
         match entry.get_ref() {
             SetupEntry::Statement(text) => {
                 let statement = Spanned::new(entry.span(), text.clone());
-                check_setup_namespace(compiler, &statement)?;
+                check_setup_namespace(compiler, &statement, "setup")?;
                 setup.push(compiler.setup_sql(&ops::SqlArgsRef { query: &statement }, None)?);
             }
             SetupEntry::Repeat(group) => {
                 let passes = setup_passes(compiler, &group.repeat)?;
                 for statement in &group.sql {
-                    check_setup_namespace(compiler, statement)?;
+                    check_setup_namespace(compiler, statement, "setup")?;
                 }
                 for pass in 1..=passes {
                     for statement in &group.sql {
@@ -746,24 +740,34 @@ fn compile_setup(
     Ok(setup)
 }
 
-/// The `before_run = [...]` steps: each names one `loadrig_` table, as a plain name.
+/// The `before_run = [...]` steps: a vacuum or an emptying names one `loadrig_` table, as
+/// a plain name; a statement, as in `setup`, names only `loadrig_` objects.
 fn compile_before_run(
-    source: &Source<'_>,
+    compiler: &mut ops::OpCompiler<'_>,
     entries: &[Spanned<RunStepEntry>],
 ) -> Result<Vec<RunStep>, InputError> {
+    let source = compiler.source;
     let mut steps = Vec::new();
     for entry in entries {
         let e = entry.get_ref();
-        let (table, step): (&Spanned<String>, fn(String) -> RunStep) = match (&e.vacuum, &e.empty)
-        {
-            (Some(t), None) => (t, RunStep::Vacuum),
-            (None, Some(t)) => (t, RunStep::Empty),
-            _ => {
-                return Err(source
-                    .error(entry.span(), "a before_run step is { vacuum = \"TABLE\" } or { empty = \"TABLE\" }, one key each")
-                    .help("write one step per table, in the order they should run"))
-            }
-        };
+        let (table, step): (&Spanned<String>, fn(String) -> RunStep) =
+            match (&e.vacuum, &e.empty, &e.sql) {
+                (Some(t), None, None) => (t, RunStep::Vacuum),
+                (None, Some(t), None) => (t, RunStep::Empty),
+                (None, None, Some(statement)) => {
+                    check_setup_namespace(compiler, statement, "before_run")?;
+                    let sql = ops::SqlArgsRef { query: statement };
+                    if let NativeOp::Sql { query, .. } = compiler.setup_sql(&sql, None)? {
+                        steps.push(RunStep::Sql(query));
+                    }
+                    continue;
+                }
+                _ => {
+                    return Err(source
+                        .error(entry.span(), "a before_run step is { vacuum = \"TABLE\" }, { empty = \"TABLE\" } or { sql = \"STATEMENT\" }, one key each")
+                        .help("write one step per table or statement, in the order they should run"))
+                }
+            };
         let name = table.get_ref();
         let plain = name.strip_prefix("loadrig_").is_some_and(|rest| {
             !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -778,16 +782,17 @@ fn compile_before_run(
     Ok(steps)
 }
 
-/// A setup statement names only `loadrig_` objects.
+/// A setup or before_run statement (`what`) names only `loadrig_` objects.
 fn check_setup_namespace(
     compiler: &ops::OpCompiler<'_>,
     statement: &Spanned<String>,
+    what: &str,
 ) -> Result<(), InputError> {
     let outside = namespace::outside_namespace(statement.get_ref());
     if outside.is_some() || !statement.get_ref().contains("loadrig_") {
         let found = outside.map_or(String::new(), |name| format!(" ('{name}' is not)"));
         return Err(compiler.source
-            .error(statement.span(), format!("setup statements may only create objects named loadrig_...{found}"))
+            .error(statement.span(), format!("{what} statements may only create objects named loadrig_...{found}"))
             .help("loadrig only creates, and `loadrig cleanup` only drops, objects in its own namespace"));
     }
     Ok(())

@@ -643,11 +643,11 @@ fn a_parameter_below_its_floor_is_refused_by_name() {
     }
 }
 
-/// A workload with `before_run` (top-level, before the tables) and a `changes` check.
+/// A workload with `before_run` (top-level, before the tables).
 fn with_before_run(steps: &str) -> Result<Workload, InputError> {
     let text = format!(
-        "name = \"t\"\nbefore_run = [\n{steps}\n]\n[[op]]\nname = \"s\"\nsql = \"SELECT 1\"\n\
-         [[verify]]\nname = \"v\"\nchanges = true\nsql = [\"SELECT 1\", \"SELECT 1\"]\n"
+        "name = \"t\"\nbefore_run = [\n{steps}\n]\n[params]\nn = 3\n\
+         [[op]]\nname = \"s\"\nsql = \"SELECT 1\"\n"
     );
     compile(
         &Source {
@@ -661,18 +661,30 @@ fn with_before_run(steps: &str) -> Result<Workload, InputError> {
 #[test]
 fn before_run_steps_keep_their_order_and_name_loadrig_tables_only() {
     let w = with_before_run(
-        "  { vacuum = \"loadrig_b\" },\n  { empty = \"loadrig_h\" },\n  { vacuum = \"loadrig_t\" },",
+        "  { vacuum = \"loadrig_b\" },\n  { sql = \"UPDATE loadrig_s SET n = {n}\" },\n  { empty = \"loadrig_h\" },\n  { vacuum = \"loadrig_t\" },",
     )
     .unwrap();
     assert_eq!(
         w.before_run,
         [
             RunStep::Vacuum("loadrig_b".into()),
+            RunStep::Sql("UPDATE loadrig_s SET n = 3".into()),
             RunStep::Empty("loadrig_h".into()),
             RunStep::Vacuum("loadrig_t".into()),
         ]
     );
-    assert!(w.verify[0].changes);
+    // A statement names only loadrig's objects, and draws nothing.
+    let e = with_before_run("  { sql = \"DELETE FROM accounts\" },").unwrap_err();
+    assert!(
+        e.message
+            .contains("before_run statements may only create objects named loadrig_"),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.location.as_deref(), Some("w.toml:3:11"));
+    let e = with_before_run("  { sql = \"DELETE FROM loadrig_h WHERE k = {uniform 1..9}\" },")
+        .unwrap_err();
+    assert!(e.message.contains("no generators"), "{}", e.message);
 
     // Outside the namespace, or more than a plain name: refused where the name is.
     for (name, column) in [

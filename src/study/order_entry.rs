@@ -633,7 +633,6 @@ fn first_values<T: Target>(target: &T, queries: &[String]) -> Result<Vec<String>
                 params: Vec::new(),
             })
             .collect(),
-        changes: false,
     };
     Ok(engine::verify(target, &[check])?.pop().unwrap_or_default())
 }

@@ -142,6 +142,7 @@ impl Dialect {
                 "DELETE FROM {}",
                 self.table_list(std::slice::from_ref(t))
             )),
+            (_, RunStep::Sql(statement)) => Some(statement.clone()),
         }
     }
 
