@@ -382,7 +382,7 @@ pub enum ValueKind {
 
 /// A step a workload takes before every measured run (`before_run`), as pgbench vacuums
 /// its branches and tellers and empties its history before each run (unless `-n`). Each
-/// names a `loadrig_` table; SQL targets carry them out in their own dialect.
+/// touches only `loadrig_` tables; SQL targets carry them out in their own dialect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunStep {
     /// Reclaim the dead rows of a table (PostgreSQL's VACUUM; nothing where the server

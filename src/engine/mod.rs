@@ -478,7 +478,7 @@ pub struct Prepared {
     /// After the setup or load: the tables the target settled ([`Session::settle`]), and
     /// the time it took.
     pub settled: Option<(u64, Duration)>,
-    /// The workload's `before_run` steps: the tables vacuumed and emptied, and the time.
+    /// The workload's `before_run` steps: what they did, and the time.
     pub before_run: Option<BeforeRun>,
 }
 

@@ -572,7 +572,7 @@ fn check_families(
                 .map(move |f| (o.name.as_str(), f))
         })
         .chain(setup.iter().map(|s| ("setup", s.family())))
-        // Vacuuming and emptying tables is SQL.
+        // Vacuuming, emptying tables and statements are SQL.
         .chain((!before_run.is_empty()).then_some(("before_run", Family::Sql)));
     for (name, family) in needs {
         if !families.contains(&family) {
