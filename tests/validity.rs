@@ -190,8 +190,17 @@ fn a_stopped_rig_shows_its_stall_as_a_hiccup() {
         "stopped.json",
     ]);
     let pid = child.id() as libc::pid_t;
-    // Mid-run (connecting takes a moment first): stop the whole process for 300 ms.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Mid-run: once the first interval is streamed (a fixed wait lost the race on a busy
+    // machine), stop the whole process for 300 ms.
+    let stream = d.join("stopped.jsonl");
+    let waited = std::time::Instant::now();
+    while std::fs::read_to_string(&stream).map_or(0, |t| t.lines().count()) < 2 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(30),
+            "no interval streamed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     // SAFETY: signalling our own child process by its id.
     unsafe {
         assert_eq!(libc::kill(pid, libc::SIGSTOP), 0);
