@@ -1,9 +1,9 @@
 //! PostgreSQL sessions on loadrig's own extended-protocol client (what the engine's client
 //! loop runs `tx` steps, captures and conditions on over plain TCP), on the throwaway server:
 //! the same captured values and conditions as on tokio-postgres (`client=tokio-postgres`),
-//! a server error inside a transaction rolled back without a cascade, and terminated
-//! connections replaced. tests/builtin_pgbench.rs runs pgbench's tpcb-like (balances and
-//! transaction counts) through it.
+//! a server error inside a transaction rolled back without a cascade, terminated connections
+//! replaced, and BEGIN and COMMIT prepared. tests/builtin_pgbench.rs runs pgbench's
+//! tpcb-like (balances and transaction counts) through it.
 
 mod common;
 
@@ -116,6 +116,60 @@ fn captures_and_conditions_match_tokio_postgres() {
     assert_eq!(branches[0], 2, "both branches taken");
     assert!(branches[1] > 0, "a NULL captured");
     pg_row(&url, "DROP TABLE loadrig_sess_src, loadrig_sess_log");
+}
+
+#[test]
+fn begin_and_commit_are_prepared_statements_as_pgbench_m_prepared_sends_them() {
+    let _serial = one_at_a_time();
+    let Some(url) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    pg_row(&url, "DROP TABLE IF EXISTS loadrig_sess_prep");
+    pg_row(&url, "CREATE TABLE loadrig_sess_prep (statement TEXT)");
+    let d = Dir::new();
+    // Each transaction logs what its own session has prepared of BEGIN and COMMIT: BEGIN
+    // from the first one on (prepared before it runs), COMMIT from the second.
+    d.write(
+        "w.toml",
+        r#"
+name = "prep"
+[[op]]
+name = "prep"
+tx = [
+  { sql = { query = "INSERT INTO loadrig_sess_prep SELECT statement FROM pg_prepared_statements WHERE statement IN ('BEGIN', 'COMMIT', 'BEGIN ISOLATION LEVEL SERIALIZABLE')" } },
+]
+"#,
+    );
+    for (target, begin) in [
+        (url.clone(), "BEGIN"),
+        (
+            with_option(&url, "isolation=serializable"),
+            "BEGIN ISOLATION LEVEL SERIALIZABLE",
+        ),
+    ] {
+        pg_row(&url, "TRUNCATE loadrig_sess_prep");
+        d.ok(&[
+            "run",
+            "w.toml",
+            "--target",
+            &target,
+            "--clients",
+            "1",
+            "--ops",
+            "3",
+            "-o",
+            "r.json",
+        ]);
+        let r = d.result("r.json");
+        assert_eq!((r.total.ok, r.total.errors), (3, 0));
+        let seen = pg_row(
+            &url,
+            "SELECT string_agg(statement || ':' || n, ',' ORDER BY statement) FROM \
+             (SELECT statement, count(*) AS n FROM loadrig_sess_prep GROUP BY statement) s",
+        );
+        assert_eq!(seen, vec![format!("{begin}:3,COMMIT:2")], "{begin}");
+    }
+    pg_row(&url, "DROP TABLE loadrig_sess_prep");
 }
 
 #[test]

@@ -10,8 +10,10 @@
 //!   result columns come in binary where the type is known, so `capture` renders them with
 //!   the same text functions (`text.rs`), NULL as empty; an unknown type comes as the
 //!   server's text.
-//! - BEGIN / COMMIT / ROLLBACK, setup and cleanup statements are simple Query messages (a
-//!   BEGIN's message is built once); data loading is the same binary COPY as tokio-postgres's.
+//! - BEGIN and COMMIT are prepared on first use too, as pgbench -M prepared prepares every
+//!   command of its script: the server then binds them instead of parsing them each time.
+//!   ROLLBACK (rare), setup and cleanup statements are simple Query messages; data loading is
+//!   the same binary COPY as tokio-postgres's.
 //! - A reply is always read to its ReadyForQuery; an operation dropped before its reply
 //!   (an op timeout) leaves the connection unusable, and the next one fails as `connect` so
 //!   the engine reconnects.
@@ -44,6 +46,13 @@ pub struct WireSession {
     prepared: Prepared<Rc<Statement>>,
 }
 
+/// The two transaction commands a session prepares.
+#[derive(Clone, Copy)]
+enum Tx {
+    Begin = 0,
+    Commit = 1,
+}
+
 /// The socket, its buffers and what the connection holds.
 struct Conn {
     tcp: TcpStream,
@@ -53,8 +62,10 @@ struct Conn {
     named: usize,
     /// The session's DateStyle, IntervalStyle and TimeZone, asked on the first capture.
     styles: Option<text::Styles>,
-    /// The Query message for `Begin`.
-    begin: Vec<u8>,
+    /// The text of `Begin` (the URL's isolation level in it).
+    begin: &'static str,
+    /// `Begin` and `Commit` once prepared.
+    tx: [Option<Rc<Statement>>; 2],
     /// A request was written and its reply not read to the end.
     pending: bool,
 }
@@ -68,18 +79,12 @@ pub(super) async fn connect(pg: &Postgres) -> Result<WireSession, OpError> {
             inbuf: ReadBuf::new(8192),
             named: 0,
             styles: None,
-            begin: query_message(pg.begin),
+            begin: pg.begin,
+            tx: [None, None],
             pending: false,
         },
         prepared: Prepared::new(Dialect::Postgres),
     })
-}
-
-fn query_message(sql: &str) -> Vec<u8> {
-    let mut buf = BytesMut::new();
-    // Fails only on a NUL, which none of loadrig's own statements has.
-    let _ = frontend::query(sql, &mut buf);
-    buf.to_vec()
 }
 
 fn lost(why: &str) -> OpError {
@@ -145,11 +150,21 @@ impl Conn {
         simple_reply(frame, keep)
     }
 
-    async fn begin(&mut self) -> Result<Outcome, OpError> {
-        self.out.extend_from_slice(&self.begin);
-        let at = self.round_trip(wire::frame_len).await?;
-        let frame = &self.inbuf[at];
-        simple_reply(frame, 0).map(|_| Outcome::default())
+    /// BEGIN (`Tx::Begin`) or COMMIT (`Tx::Commit`), prepared on first use.
+    async fn tx(&mut self, which: Tx) -> Result<Outcome, OpError> {
+        let st = match &self.tx[which as usize] {
+            Some(st) => Rc::clone(st),
+            None => {
+                let sql = match which {
+                    Tx::Begin => self.begin,
+                    Tx::Commit => "COMMIT",
+                };
+                let st = self.prepare(sql).await?;
+                self.tx[which as usize] = Some(Rc::clone(&st));
+                st
+            }
+        };
+        self.exec(&st, std::iter::empty(), false).await
     }
 
     async fn styles(&mut self) -> Result<text::Styles, OpError> {
@@ -269,8 +284,8 @@ impl WireSession {
                     .await
             }
             Op::Native { .. } => Err(crate::targets::unsupported(op, "postgres://")),
-            Op::Begin => self.conn.begin().await,
-            Op::Commit => self.batch("COMMIT").await.map(|()| Outcome::default()),
+            Op::Begin => self.conn.tx(Tx::Begin).await,
+            Op::Commit => self.conn.tx(Tx::Commit).await,
             Op::Rollback => self.batch("ROLLBACK").await.map(|()| Outcome::default()),
         }
     }
