@@ -148,18 +148,7 @@ tx = [
         ),
     ] {
         pg_row(&url, "TRUNCATE loadrig_sess_prep");
-        d.ok(&[
-            "run",
-            "w.toml",
-            "--target",
-            &target,
-            "--clients",
-            "1",
-            "--ops",
-            "3",
-            "-o",
-            "r.json",
-        ]);
+        d.run_ops("w.toml", &target, "3", "1", &["-o", "r.json"]);
         let r = d.result("r.json");
         assert_eq!((r.total.ok, r.total.errors), (3, 0));
         let seen = pg_row(
