@@ -2,8 +2,9 @@
 //! loop runs `tx` steps, captures and conditions on over plain TCP), on the throwaway server:
 //! the same captured values and conditions as on tokio-postgres (`client=tokio-postgres`),
 //! a server error inside a transaction rolled back without a cascade, terminated connections
-//! replaced, and BEGIN and COMMIT prepared. tests/builtin_pgbench.rs runs pgbench's
-//! tpcb-like (balances and transaction counts) through it.
+//! replaced, BEGIN and COMMIT prepared, and rigs started together all set up.
+//! tests/builtin_pgbench.rs runs pgbench's tpcb-like (balances and transaction counts)
+//! through it.
 
 mod common;
 
@@ -11,8 +12,8 @@ use common::sql::{ints, pg_row, terminate_run_backends};
 use common::{server_url, Dir};
 use loadrig::vocab::ErrorClass;
 
-// One test at a time: each drops and creates its own tables, and every run's setup
-// creates `loadrig_kv` if it is missing (which can race between sessions).
+// One test at a time: each drops and creates its own tables, and one drops `loadrig_kv`,
+// which every run's setup creates where it is missing.
 use common::one_at_a_time;
 
 fn with_option(url: &str, option: &str) -> String {
@@ -159,6 +160,51 @@ tx = [
         assert_eq!(seen, vec![format!("{begin}:3,COMMIT:2")], "{begin}");
     }
     pg_row(&url, "DROP TABLE loadrig_sess_prep");
+}
+
+#[test]
+fn rigs_started_together_on_a_database_without_loadrig_kv_all_set_up() {
+    let _serial = one_at_a_time();
+    let Some(url) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        "name = \"one\"\n[[op]]\nname = \"one\"\nsql = \"SELECT 1\"\n",
+    );
+    // Each round, four runs whose setups all create loadrig_kv at once: without the
+    // setup's lock, two of them missed the table together about half the time and one
+    // failed on the catalog's unique index.
+    for round in 0..5 {
+        pg_row(&url, "DROP TABLE IF EXISTS loadrig_kv");
+        let runs: Vec<_> = (0..4)
+            .map(|k| {
+                let out = format!("r{k}.json");
+                d.spawn(&[
+                    "run",
+                    "w.toml",
+                    "--target",
+                    &url,
+                    "--ops",
+                    "2",
+                    "--clients",
+                    "1",
+                    "-o",
+                    &out,
+                ])
+            })
+            .collect();
+        for (k, run) in runs.into_iter().enumerate() {
+            let done = run.wait_with_output().unwrap();
+            assert!(
+                done.status.success(),
+                "round {round}, run {k}: {}",
+                String::from_utf8_lossy(&done.stderr)
+            );
+            assert_eq!(d.result(&format!("r{k}.json")).total.ok, 2);
+        }
+    }
 }
 
 #[test]

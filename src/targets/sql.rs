@@ -13,6 +13,13 @@ use super::{Params, TargetUrl};
 use crate::error::InputError;
 use crate::vocab::{ErrorClass, NativeOp, OpError, Outcome, RunStep, ValueKind, RECORD_TABLE};
 
+/// The key of the advisory lock loadrig's PostgreSQL setup takes ("load" in ASCII).
+macro_rules! pg_setup_lock {
+    () => {
+        "1819238756"
+    };
+}
+
 /// The kv table's name, as a literal for `concat!`: the one place that names it.
 macro_rules! kv_table {
     () => {
@@ -40,11 +47,17 @@ pub enum Kv {
 
 impl Dialect {
     /// Create the kv table where it is missing (setup): a key of up to 255 characters
-    /// and a value of bytes.
+    /// and a value of bytes. On PostgreSQL, two sessions running `CREATE TABLE IF NOT
+    /// EXISTS` at once can both miss the table and one then fails on the catalog's unique
+    /// index (two rigs started together on a fresh database), so the statement first takes
+    /// a transaction-level advisory lock of loadrig's own; both go as one simple query, one
+    /// implicit transaction, which releases it.
     pub const fn create_kv(self) -> &'static str {
         match self {
             Dialect::Postgres => concat!(
-                "CREATE TABLE IF NOT EXISTS ",
+                "SELECT pg_advisory_xact_lock(",
+                pg_setup_lock!(),
+                "); CREATE TABLE IF NOT EXISTS ",
                 kv_table!(),
                 " (k VARCHAR(255) PRIMARY KEY, v BYTEA NOT NULL)"
             ),
