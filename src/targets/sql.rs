@@ -13,13 +13,6 @@ use super::{Params, TargetUrl};
 use crate::error::InputError;
 use crate::vocab::{ErrorClass, NativeOp, OpError, Outcome, RunStep, ValueKind, RECORD_TABLE};
 
-/// The key of the advisory lock loadrig's PostgreSQL setup takes ("load" in ASCII).
-macro_rules! pg_setup_lock {
-    () => {
-        "1819238756"
-    };
-}
-
 /// The kv table's name, as a literal for `concat!`: the one place that names it.
 macro_rules! kv_table {
     () => {
@@ -55,9 +48,8 @@ impl Dialect {
     pub const fn create_kv(self) -> &'static str {
         match self {
             Dialect::Postgres => concat!(
-                "SELECT pg_advisory_xact_lock(",
-                pg_setup_lock!(),
-                "); CREATE TABLE IF NOT EXISTS ",
+                // The lock's key is "load" in ASCII.
+                "SELECT pg_advisory_xact_lock(1819238756); CREATE TABLE IF NOT EXISTS ",
                 kv_table!(),
                 " (k VARCHAR(255) PRIMARY KEY, v BYTEA NOT NULL)"
             ),
