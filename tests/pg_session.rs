@@ -2,7 +2,8 @@
 //! loop runs `tx` steps, captures and conditions on over plain TCP), on the throwaway server:
 //! the same captured values and conditions as on tokio-postgres (`client=tokio-postgres`),
 //! a server error inside a transaction rolled back without a cascade, terminated connections
-//! replaced, BEGIN and COMMIT prepared, and rigs started together all set up.
+//! replaced, BEGIN and COMMIT prepared, and rigs started together all set up (with and
+//! without attachments).
 //! tests/builtin_pgbench.rs runs pgbench's tpcb-like (balances and transaction counts)
 //! through it.
 
@@ -168,28 +169,53 @@ fn rigs_started_together_on_a_database_without_loadrig_kv_all_set_up() {
     let Some(url) = server_url("LOADRIG_PG_URL") else {
         return;
     };
+    let workload = "name = \"one\"\n[[op]]\nname = \"one\"\nsql = \"SELECT 1\"\n";
+    let drop = "DROP TABLE IF EXISTS loadrig_kv";
+    rigs_started_together_all_set_up(&url, &url, workload, drop);
+}
+
+#[test]
+fn rigs_started_together_with_attachments_all_set_up_the_documents_table() {
+    let _serial = one_at_a_time();
+    let Some(url) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    // Documents with attachments run on tokio-postgres and create loadrig_documents
+    // beside loadrig_kv; its CREATE raced the same way until it went under the same lock.
+    // A put inserts, so each run puts keys of its own (a seed of its own).
+    let workload = "name = \"put\"\n[[op]]\nname = \"put\"\n\
+                    kv.put = { key = \"k{uniform 0..1000000000}\", value = \"{{\\\"a\\\": 1}}\" }\n";
+    // The attachments are large objects outside the table: unlink them before it goes.
+    let drop = "DO $$ BEGIN IF to_regclass('loadrig_documents') IS NOT NULL THEN \
+                PERFORM lo_unlink(attachment) FROM loadrig_documents; END IF; END $$; \
+                DROP TABLE IF EXISTS loadrig_documents, loadrig_kv";
+    let target = with_option(&url, "attachment_size=1000");
+    rigs_started_together_all_set_up(&url, &target, workload, drop);
+}
+
+/// Five rounds of four runs of `workload` on `target` started at once, each round after
+/// `drop` on `url`, whose setups all create their tables at once: without the setup's lock,
+/// two of them missed a table together about half the time and one failed on the catalog's
+/// unique index.
+fn rigs_started_together_all_set_up(url: &str, target: &str, workload: &str, drop: &str) {
     let d = Dir::new();
-    d.write(
-        "w.toml",
-        "name = \"one\"\n[[op]]\nname = \"one\"\nsql = \"SELECT 1\"\n",
-    );
-    // Each round, four runs whose setups all create loadrig_kv at once: without the
-    // setup's lock, two of them missed the table together about half the time and one
-    // failed on the catalog's unique index.
+    d.write("w.toml", workload);
     for round in 0..5 {
-        pg_row(&url, "DROP TABLE IF EXISTS loadrig_kv");
+        pg_row(url, drop);
         let runs: Vec<_> = (0..4)
             .map(|k| {
-                let out = format!("r{k}.json");
+                let (out, seed) = (format!("r{k}.json"), k.to_string());
                 d.spawn(&[
                     "run",
                     "w.toml",
                     "--target",
-                    &url,
+                    target,
                     "--ops",
                     "2",
                     "--clients",
                     "1",
+                    "--seed",
+                    &seed,
                     "-o",
                     &out,
                 ])

@@ -941,17 +941,16 @@ impl TokioSession {
 
 impl TokioSession {
     async fn setup(&mut self) -> Result<(), OpError> {
+        // The documents table goes in the same simple query as the kv table, so under the
+        // same advisory lock: rigs started together would otherwise race on its CREATE too.
+        let create = match self.attachment {
+            Some(_) => format!("{}; {}", Dialect::Postgres.create_kv(), documents::CREATE),
+            None => Dialect::Postgres.create_kv().to_string(),
+        };
         self.client
-            .batch_execute(Dialect::Postgres.create_kv())
+            .batch_execute(&create)
             .await
-            .map_err(|e| classify(&e))?;
-        if self.attachment.is_some() {
-            self.client
-                .batch_execute(documents::CREATE)
-                .await
-                .map_err(|e| classify(&e))?;
-        }
-        Ok(())
+            .map_err(|e| classify(&e))
     }
 
     async fn server_version(&mut self) -> Option<String> {
