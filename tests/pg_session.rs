@@ -191,6 +191,7 @@ fn rigs_started_together_with_attachments_all_set_up_the_documents_table() {
                 DROP TABLE IF EXISTS loadrig_documents, loadrig_kv";
     let target = with_option(&url, "attachment_size=1000");
     rigs_started_together_all_set_up(&url, &target, workload, drop);
+    pg_row(&url, drop);
 }
 
 /// Five rounds of four runs of `workload` on `target` started at once, each round after
