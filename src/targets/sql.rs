@@ -493,6 +493,19 @@ impl<S: Clone> Prepared<S> {
         id
     }
 
+    /// The statement of `op` if it is prepared.
+    pub fn kv_ready(&self, op: Kv) -> Option<S> {
+        self.kv[op as usize].clone()
+    }
+
+    /// Native statement `id` if it is prepared.
+    pub fn native_ready(&self, id: usize) -> Option<S> {
+        if id >= RECORD_IDS {
+            return self.record.get(&id).cloned();
+        }
+        self.native.get(id)?.clone()
+    }
+
     /// The statement of `op`, from `prepare` (given its text) the first time.
     pub async fn kv<E, F>(
         &mut self,

@@ -570,6 +570,18 @@ fn convert<'a>(i: usize, arg: &'a [u8], ty: &Type) -> Result<Param<'a>, OpError>
             ),
         )
     };
+    if let Some(n) = plain_integer(arg) {
+        // The common case, without `str::parse`'s code on every parameter of every statement.
+        let fits = match *ty {
+            Type::INT2 => i16::try_from(n).ok().map(Param::I16),
+            Type::INT4 => i32::try_from(n).ok().map(Param::I32),
+            Type::INT8 => Some(Param::I64(n)),
+            _ => None,
+        };
+        if let Some(p) = fits {
+            return Ok(p);
+        }
+    }
     let text = || std::str::from_utf8(arg).map(str::trim);
     macro_rules! number {
         ($t:ty, $variant:ident) => {
@@ -596,6 +608,27 @@ fn convert<'a>(i: usize, arg: &'a [u8], ty: &Type) -> Result<Param<'a>, OpError>
         Type::FLOAT8 => number!(f64, F64),
         _ => Ok(Param::Text(arg)),
     }
+}
+
+/// `arg` if it is an optional `-` and 1 to 18 ASCII digits (no overflow possible), else
+/// `None` and the caller parses it in full.
+fn plain_integer(arg: &[u8]) -> Option<i64> {
+    let (negative, digits) = match arg {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, arg),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for &b in digits {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n * 10 + i64::from(d);
+    }
+    Some(if negative { -n } else { n })
 }
 
 /// A column value as the server sent it (binary format), for captures.
@@ -1101,6 +1134,43 @@ mod tests {
             convert(0, b"1.50", &Type::NUMERIC),
             Ok(Param::Text(_))
         ));
+        // The plain-integer shortcut gives what `str::parse` gives, and leaves the rest to it.
+        for (arg, want) in [
+            (&b"-7"[..], Some(-7)),
+            (b"0", Some(0)),
+            (b"-0", Some(0)),
+            (b"+5", Some(5)),
+            (b"2147483647", Some(i32::MAX)),
+            (b"-2147483648", Some(i32::MIN)),
+            (b"2147483648", None),
+            (b"-", None),
+            (b"1 2", None),
+            (b"\xd9\xa3", None),
+        ] {
+            let got = match convert(0, arg, &Type::INT4) {
+                Ok(Param::I32(n)) => Some(n),
+                Ok(_) => panic!("not an int4"),
+                Err(_) => None,
+            };
+            assert_eq!(got, want, "{:?}", String::from_utf8_lossy(arg));
+        }
+        assert!(matches!(
+            convert(0, b"32768", &Type::INT2),
+            Err(e) if e.message.contains("too large")
+        ));
+        assert!(matches!(
+            convert(0, b"-9223372036854775808", &Type::INT8),
+            Ok(Param::I64(i64::MIN))
+        ));
+        assert_eq!(
+            plain_integer(b"999999999999999999"),
+            Some(999_999_999_999_999_999)
+        );
+        assert_eq!(
+            plain_integer(b"1000000000000000000"),
+            None,
+            "19 digits: parse"
+        );
         let e = convert(1, b"12x", &Type::INT2).unwrap_err();
         assert_eq!(e.class, ErrorClass::Other);
         assert!(

@@ -303,10 +303,15 @@ fn decode(_kind: &OpKind, frame: &[u8]) -> Result<Outcome, OpError> {
 pub(super) fn command_count(body: &[u8]) -> u64 {
     let tag = body.strip_suffix(&[0]).unwrap_or(body);
     let last = tag.rsplit(|&b| b == b' ').next().unwrap_or_default();
-    std::str::from_utf8(last)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
+    // Digits folded by hand: `str::parse` is several times this code on every statement.
+    let digits = |n: u64, &b: &u8| {
+        let d = b.checked_sub(b'0').filter(|d| *d < 10)?;
+        n.checked_mul(10)?.checked_add(u64::from(d))
+    };
+    match last {
+        [] => 0,
+        _ => last.iter().try_fold(0, digits).unwrap_or(0),
+    }
 }
 
 /// An ErrorResponse's SQLSTATE ('C') and message ('M') as the operation's error.
@@ -497,6 +502,21 @@ mod tests {
         assert_eq!(rows(&[msg(b'C', b"INSERT 0 5\0"), z.clone()]), Some(5));
         assert_eq!(rows(&[msg(b'C', b"UPDATE 0\0"), z.clone()]), Some(0));
         assert_eq!(rows(&[msg(b'C', b"CREATE TABLE\0"), z.clone()]), Some(0));
+        for (tag, count) in [
+            (&b"SELECT 18446744073709551615\0"[..], u64::MAX),
+            (b"SELECT 18446744073709551616\0", 0),
+            (b"UPDATE \0", 0),
+            (b"MOVE 1x\0", 0),
+            (b"7\0", 7),
+            (b"", 0),
+        ] {
+            assert_eq!(
+                command_count(tag),
+                count,
+                "{:?}",
+                String::from_utf8_lossy(tag)
+            );
+        }
         let e = msg(b'E', b"SERROR\0C40001\0Mcould not serialize access\0\0");
         let err = decode(&get, &[e, z].concat()).unwrap_err();
         assert_eq!(err.class, ErrorClass::Serialization);

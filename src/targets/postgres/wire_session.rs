@@ -189,19 +189,13 @@ impl Conn {
         Ok(styles)
     }
 
-    /// A statement prepared before: Bind + Execute + Sync, its rows counted (the first
-    /// captured if asked).
-    async fn exec(
+    /// Bind + Execute + Sync for `st` into `out`; on an error `out` is as it was.
+    /// One copy of this code for every caller: `params` is a trait object.
+    fn bind_execute<'a>(
         &mut self,
         st: &Statement,
-        params: impl Iterator<Item = Result<Param<'_>, OpError>>,
-        capture: bool,
-    ) -> Result<Outcome, OpError> {
-        let styles = if capture {
-            Some(self.styles().await?)
-        } else {
-            None
-        };
+        params: &mut dyn Iterator<Item = Result<Param<'a>, OpError>>,
+    ) -> Result<(), OpError> {
         let start = self.out.len();
         if let Err(e) = bind(&mut self.out, st, params) {
             self.out.truncate(start);
@@ -209,6 +203,23 @@ impl Conn {
         }
         self.out
             .extend_from_slice(&[b'E', 0, 0, 0, 9, 0, 0, 0, 0, 0, b'S', 0, 0, 0, 4]);
+        Ok(())
+    }
+
+    /// A statement prepared before: Bind + Execute + Sync, its rows counted (the first
+    /// captured if asked).
+    async fn exec(
+        &mut self,
+        st: &Statement,
+        mut params: impl Iterator<Item = Result<Param<'_>, OpError>>,
+        capture: bool,
+    ) -> Result<Outcome, OpError> {
+        let styles = if capture {
+            Some(self.styles().await?)
+        } else {
+            None
+        };
+        self.bind_execute(st, &mut params)?;
         let at = self.round_trip(wire::frame_len).await?;
         let frame = &self.inbuf[at];
         outcome(frame, st, styles.as_ref())
@@ -245,19 +256,112 @@ impl WireSession {
             Err(e) => return Err(e),
         };
         check_arity(query, st.params.len(), args.len())?;
-        let params = args
-            .iter()
-            .zip(&st.params)
-            .enumerate()
-            .map(|(i, (a, ty))| match ty {
-                Some(ty) => convert(i, a, ty),
-                None if a.is_empty() => Ok(Param::Null),
-                None => Ok(Param::Text(a)),
-            });
-        self.conn.exec(&st, params, capture).await
+        self.conn.exec(&st, converted(args, &st), capture).await
     }
 
+    /// Run `op`. A statement this connection has prepared is bound without an await
+    /// ([`Self::ready`]) and its reply read at the one await below, so a transaction's
+    /// round trips (BEGIN, each statement, COMMIT) all run one copy of the round trip's
+    /// code: inlined at each await of `exec`, the copies made the hot loop's code too large
+    /// for the CPU's instruction cache (docs/performance.md). The rest (a first use that
+    /// prepares, ROLLBACK, a multi-command text) runs boxed, out of the loop's way.
     pub(super) async fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
+        let Some((st, capture)) = self.ready(op)? else {
+            return Box::pin(self.run_cold(op)).await;
+        };
+        let at = self.conn.round_trip(wire::frame_len).await?;
+        let styles = if capture {
+            self.conn.styles.as_ref()
+        } else {
+            None
+        };
+        outcome(&self.conn.inbuf[at], &st, styles)
+    }
+
+    /// Bind `op` into the connection's output if its statement is prepared here (and, for a
+    /// capture, the session's styles known): the statement and whether to capture; `None`
+    /// when it needs [`Self::run_cold`].
+    fn ready(&mut self, op: &Op<'_>) -> Result<Option<(Rc<Statement>, bool)>, OpError> {
+        let conn = &mut self.conn;
+        let (st, capture) = match *op {
+            Op::Begin | Op::Commit => {
+                let which = if matches!(op, Op::Begin) {
+                    Tx::Begin
+                } else {
+                    Tx::Commit
+                };
+                let Some(st) = conn.tx[which as usize].clone() else {
+                    return Ok(None);
+                };
+                conn.bind_execute(&st, &mut std::iter::empty())?;
+                (st, false)
+            }
+            Op::Put { key, value } | Op::Update { key, value } => {
+                let kv = if matches!(op, Op::Put { .. }) {
+                    Kv::Put
+                } else {
+                    Kv::Update
+                };
+                let Some(st) = self.prepared.kv_ready(kv) else {
+                    return Ok(None);
+                };
+                let args = [key.as_bytes(), value];
+                conn.bind_execute(&st, &mut args.iter().map(|a| Ok(Param::Raw(a))))?;
+                (st, false)
+            }
+            Op::Get { key } | Op::Delete { key } => {
+                let kv = if matches!(op, Op::Get { .. }) {
+                    Kv::Get
+                } else {
+                    Kv::Delete
+                };
+                let Some(st) = self.prepared.kv_ready(kv) else {
+                    return Ok(None);
+                };
+                conn.bind_execute(&st, &mut std::iter::once(Ok(Param::Raw(key.as_bytes()))))?;
+                (st, false)
+            }
+            Op::Native {
+                op: NativeOp::Sql { id, query, .. },
+                args,
+                capture,
+            } => {
+                let Some(st) = self.prepared.native_ready(*id) else {
+                    return Ok(None);
+                };
+                if capture && conn.styles.is_none() {
+                    return Ok(None);
+                }
+                check_arity(query, st.params.len(), args.len())?;
+                conn.bind_execute(&st, &mut converted(args, &st))?;
+                (st, capture)
+            }
+            Op::Native {
+                op:
+                    op @ (NativeOp::RecordInsert { .. }
+                    | NativeOp::RecordRead { .. }
+                    | NativeOp::RecordUpdate { .. }
+                    | NativeOp::RecordScan { .. }
+                    | NativeOp::RecordDelete { .. }),
+                args,
+                ..
+            } => {
+                let plan = self.prepared.records.plan(op, args, false)?;
+                let Some(st) = self.prepared.native_ready(plan.id) else {
+                    return Ok(None);
+                };
+                let args = plan.args(args);
+                check_arity(&plan.query, st.params.len(), args.len())?;
+                conn.bind_execute(&st, &mut converted(&args, &st))?;
+                (st, false)
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some((st, capture)))
+    }
+
+    /// [`Self::run`]'s way for what is not [`Self::ready`].
+    async fn run_cold(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
         match *op {
             Op::Nop => Ok(Outcome::default()),
             Op::Put { key, value } => self.kv(Kv::Put, &[key.as_bytes(), value]).await,
@@ -383,6 +487,21 @@ impl Conn {
         let frame = &self.inbuf[at];
         simple_reply(frame, 0).map(drop)
     }
+}
+
+/// `args` converted to `st`'s parameter types; an unknown type goes as text (NULL if empty).
+fn converted<'a>(
+    args: &'a [Vec<u8>],
+    st: &'a Statement,
+) -> impl Iterator<Item = Result<Param<'a>, OpError>> {
+    args.iter()
+        .zip(&st.params)
+        .enumerate()
+        .map(|(i, (a, ty))| match ty {
+            Some(ty) => convert(i, a, ty),
+            None if a.is_empty() => Ok(Param::Null),
+            None => Ok(Param::Text(a)),
+        })
 }
 
 /// The tag of a frame's last message.
@@ -591,7 +710,7 @@ fn capture(st: &Statement, body: &[u8], styles: &text::Styles) -> Result<Vec<Vec
 fn bind<'a>(
     out: &mut BytesMut,
     st: &Statement,
-    params: impl Iterator<Item = Result<Param<'a>, OpError>>,
+    params: &mut dyn Iterator<Item = Result<Param<'a>, OpError>>,
 ) -> Result<(), OpError> {
     let too_many = || OpError::new(ErrorClass::Other, "over 32767 parameters or a 2 GiB value");
     let start = out.len();
@@ -639,13 +758,13 @@ mod tests {
             columns: vec![("a".into(), Some(Type::INT4)), ("b".into(), None)],
         };
         let args: [&[u8]; 2] = [b"7", b"1.5"];
-        let params = args
+        let mut params = args
             .iter()
             .zip(&st.params)
             .enumerate()
             .map(|(i, (a, ty))| convert(i, a, ty.as_ref().unwrap()));
         let mut out = BytesMut::new();
-        bind(&mut out, &st, params).unwrap();
+        bind(&mut out, &st, &mut params).unwrap();
         let mut body: Vec<u8> = b"\0s0\0".to_vec();
         body.extend_from_slice(&[0, 2, 0, 1, 0, 0]); // formats: int4 binary, numeric text
         body.extend_from_slice(&[0, 2, 0, 0, 0, 4, 0, 0, 0, 7, 0, 0, 0, 3]);
@@ -656,7 +775,7 @@ mod tests {
         expected.extend_from_slice(&body);
         assert_eq!(&out[..], &expected[..]);
         let bad = [Ok(Param::Null), Err(OpError::new(ErrorClass::Other, "no"))];
-        assert!(bind(&mut BytesMut::new(), &st, bad.into_iter()).is_err());
+        assert!(bind(&mut BytesMut::new(), &st, &mut bad.into_iter()).is_err());
     }
 
     #[test]
