@@ -448,6 +448,37 @@ impl<'a, T: Target> Worker<'a, T> {
         })
     }
 
+    /// Operation `i`'s steps if it is a transaction that needs none of `complete`'s work
+    /// (an open session, no retry policy, no time limit): [`Worker::tx_alone`] runs it.
+    fn plain_tx(&self, i: usize, ctx: &ClientCtx<'_>) -> Option<&'a [Step]> {
+        let spec = &self.chooser.ops[i];
+        match &spec.kind {
+            OpKind::Tx(steps)
+                if self.session.is_some()
+                    && spec.retry.is_none()
+                    && ctx.plan.op_timeout.is_none() =>
+            {
+                Some(steps)
+            }
+            _ => None,
+        }
+    }
+
+    /// What `complete` and `attempt` do for a [`Worker::plain_tx`], without their layers of
+    /// futures, which made a transaction's code too large for the instruction cache
+    /// (docs/performance.md).
+    async fn tx_alone(&mut self, i: usize, steps: &'a [Step]) -> Result<Outcome, OpError> {
+        self.resume = (0, 0);
+        self.peer_failed = false;
+        self.chooser.draw_lets(i);
+        let result = self.tx(steps, true).await;
+        if matches!(&result, Err(e) if e.class == ErrorClass::Connect) && !self.peer_failed {
+            // A lost connection is replaced before the next operation.
+            self.session = None;
+        }
+        result
+    }
+
     /// Run operation `i` in full: connecting first if needed, transactions, retries.
     async fn complete(&mut self, i: usize, ctx: &ClientCtx<'_>) -> Result<Outcome, OpError> {
         if self.session.is_none() {
@@ -712,11 +743,13 @@ pub(super) fn record(
 
 /// Run operation `i` on `worker`. The common case (one plain operation, its `let` values
 /// if any, no retry policy, no time limit, an open persistent session) is written out in
-/// place so it compiles into the client loop; everything else goes through
-/// [`Worker::perform`] (three nested futures, each a state machine polled per operation),
-/// boxed: inline, its states (retries, reconnects, transactions, the time limit) made every
-/// client's future 4,832 bytes instead of 2,104 for Redis, and at 10,000 clients on a thread
-/// each poll of a client missed the cache on them.
+/// place so it compiles into the client loop; a transaction that needs nothing more (an
+/// open session, no retry policy, no time limit) goes through [`Worker::tx_alone`], and
+/// everything else through [`Worker::perform`] (three nested futures, each a state machine
+/// polled per operation), both boxed: inline, their states (retries, reconnects,
+/// transactions, the time limit) made every client's future 4,832 bytes instead of 2,104
+/// for Redis, and at 10,000 clients on a thread each poll of a client missed the cache on
+/// them.
 macro_rules! perform {
     ($worker:expr, $i:expr, $ctx:expr) => {{
         let w = &mut *$worker;
@@ -750,6 +783,8 @@ macro_rules! perform {
                 }
                 None => Err(OpError::new(ErrorClass::Connect, "not connected")),
             }
+        } else if let Some(steps) = w.plain_tx($i, $ctx) {
+            Box::pin(w.tx_alone($i, steps)).await
         } else {
             Box::pin(w.perform($i, $ctx)).await
         };
