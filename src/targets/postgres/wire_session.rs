@@ -30,7 +30,7 @@ use super::{convert, documents, text, wire, Param, Postgres};
 use crate::targets::readbuf::ReadBuf;
 use crate::targets::socket;
 use crate::targets::sql::{self, check_arity, Dialect, Kv, Prepared};
-use crate::vocab::{ErrorClass, NativeOp, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
 
 /// A statement prepared on this connection.
 pub(super) struct Statement {
@@ -296,29 +296,19 @@ impl WireSession {
                 conn.bind_execute(&st, &mut std::iter::empty())?;
                 (st, false)
             }
-            Op::Put { key, value } | Op::Update { key, value } => {
-                let kv = if matches!(op, Op::Put { .. }) {
-                    Kv::Put
-                } else {
-                    Kv::Update
+            Op::Put { .. } | Op::Get { .. } | Op::Update { .. } | Op::Delete { .. } => {
+                let (kv, key, value) = match *op {
+                    Op::Put { key, value } => (Kv::Put, key, Some(value)),
+                    Op::Update { key, value } => (Kv::Update, key, Some(value)),
+                    Op::Get { key } => (Kv::Get, key, None),
+                    Op::Delete { key } => (Kv::Delete, key, None),
+                    _ => return Ok(None),
                 };
                 let Some(st) = self.prepared.kv_ready(kv) else {
                     return Ok(None);
                 };
-                let args = [key.as_bytes(), value];
-                conn.bind_execute(&st, &mut args.iter().map(|a| Ok(Param::Raw(a))))?;
-                (st, false)
-            }
-            Op::Get { key } | Op::Delete { key } => {
-                let kv = if matches!(op, Op::Get { .. }) {
-                    Kv::Get
-                } else {
-                    Kv::Delete
-                };
-                let Some(st) = self.prepared.kv_ready(kv) else {
-                    return Ok(None);
-                };
-                conn.bind_execute(&st, &mut std::iter::once(Ok(Param::Raw(key.as_bytes()))))?;
+                let args = std::iter::once(key.as_bytes()).chain(value);
+                conn.bind_execute(&st, &mut args.map(|a| Ok(Param::Raw(a))))?;
                 (st, false)
             }
             Op::Native {
@@ -336,16 +326,7 @@ impl WireSession {
                 conn.bind_execute(&st, &mut converted(args, &st))?;
                 (st, capture)
             }
-            Op::Native {
-                op:
-                    op @ (NativeOp::RecordInsert { .. }
-                    | NativeOp::RecordRead { .. }
-                    | NativeOp::RecordUpdate { .. }
-                    | NativeOp::RecordScan { .. }
-                    | NativeOp::RecordDelete { .. }),
-                args,
-                ..
-            } => {
+            Op::Native { op, args, .. } if op.family() == Family::Record => {
                 let plan = self.prepared.records.plan(op, args, false)?;
                 let Some(st) = self.prepared.native_ready(plan.id) else {
                     return Ok(None);
@@ -373,16 +354,7 @@ impl WireSession {
                 args,
                 capture,
             } => self.native(*id, query, args, capture).await,
-            Op::Native {
-                op:
-                    op @ (NativeOp::RecordInsert { .. }
-                    | NativeOp::RecordRead { .. }
-                    | NativeOp::RecordUpdate { .. }
-                    | NativeOp::RecordScan { .. }
-                    | NativeOp::RecordDelete { .. }),
-                args,
-                ..
-            } => {
+            Op::Native { op, args, .. } if op.family() == Family::Record => {
                 let plan = self.prepared.records.plan(op, args, false)?;
                 self.native(plan.id, &plan.query, &plan.args(args), false)
                     .await
