@@ -448,35 +448,24 @@ impl<'a, T: Target> Worker<'a, T> {
         })
     }
 
-    /// Operation `i`'s steps if it is a transaction that needs none of `complete`'s work
-    /// (an open session, no retry policy, no time limit): [`Worker::tx_alone`] runs it.
-    fn plain_tx(&self, i: usize, ctx: &ClientCtx<'_>) -> Option<&'a [Step]> {
-        let spec = &self.chooser.ops[i];
-        match &spec.kind {
-            OpKind::Tx(steps)
-                if self.session.is_some()
-                    && spec.retry.is_none()
-                    && ctx.plan.op_timeout.is_none() =>
-            {
-                Some(steps)
-            }
-            _ => None,
-        }
-    }
-
-    /// What `complete` and `attempt` do for a [`Worker::plain_tx`], without their layers of
-    /// futures, which made a transaction's code too large for the instruction cache
+    /// What `complete` and `attempt` do for a transaction that needs no retry, time limit or
+    /// connect, without their layers of futures, which made a transaction's code too large for the instruction cache
     /// (docs/performance.md).
     async fn tx_alone(&mut self, i: usize, steps: &'a [Step]) -> Result<Outcome, OpError> {
         self.resume = (0, 0);
         self.peer_failed = false;
         self.chooser.draw_lets(i);
         let result = self.tx(steps, true).await;
-        if matches!(&result, Err(e) if e.class == ErrorClass::Connect) && !self.peer_failed {
-            // A lost connection is replaced before the next operation.
+        if self.lost_session(&result) {
             self.session = None;
         }
         result
+    }
+
+    /// `result` lost the target's session (not a peer's), which is then replaced before the
+    /// next operation.
+    fn lost_session(&self, result: &Result<Outcome, OpError>) -> bool {
+        matches!(result, Err(e) if e.class == ErrorClass::Connect) && !self.peer_failed
     }
 
     /// Run operation `i` in full: connecting first if needed, transactions, retries.
@@ -521,8 +510,7 @@ impl<'a, T: Target> Worker<'a, T> {
                 _ => break result,
             }
         };
-        let lost = matches!(&result, Err(e) if e.class == ErrorClass::Connect);
-        if self.per_op || (lost && !self.peer_failed) {
+        if self.per_op || self.lost_session(&result) {
             // A lost connection is replaced before the next operation.
             self.session = None;
         }
@@ -753,12 +741,12 @@ pub(super) fn record(
 macro_rules! perform {
     ($worker:expr, $i:expr, $ctx:expr) => {{
         let w = &mut *$worker;
-        let spec = &w.chooser.ops[$i];
-        let result = if w.session.is_some()
-            && spec.retry.is_none()
-            && spec.kind.is_plain()
-            && $ctx.plan.op_timeout.is_none()
-        {
+        let ops = w.chooser.ops;
+        let spec = &ops[$i];
+        // Nothing of `Worker::complete` needed: no connect, retry or time limit.
+        let simple =
+            w.session.is_some() && spec.retry.is_none() && $ctx.plan.op_timeout.is_none();
+        let result = if simple && spec.kind.is_plain() {
             let kind = spec.kind.statement_kind();
             let Worker {
                 session,
@@ -783,7 +771,7 @@ macro_rules! perform {
                 }
                 None => Err(OpError::new(ErrorClass::Connect, "not connected")),
             }
-        } else if let Some(steps) = w.plain_tx($i, $ctx) {
+        } else if let (true, OpKind::Tx(steps)) = (simple, &spec.kind) {
             Box::pin(w.tx_alone($i, steps)).await
         } else {
             Box::pin(w.perform($i, $ctx)).await
