@@ -519,6 +519,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "each|all|N")]
     pub pipeline_refill: Option<String>,
 
+    /// The CPU time slice the client threads ask the kernel for (Linux 6.12+), from 100us to
+    /// 100ms, or `kernel` for the kernel's default. A short slice lets a client woken by a
+    /// reply run before the task on its CPU has used up its own slice, so the rig's wake-up
+    /// delay stays out of the latencies it measures; it gives the rig no larger CPU share.
+    /// Default 300us; the result records the slice the threads ran with.
+    #[arg(long, value_name = "DURATION|kernel")]
+    pub client_slice: Option<String>,
+
     /// Stop after this long (after the warm-up).
     #[arg(long, short = 'd', value_name = "DURATION")]
     pub duration: Option<String>,

@@ -351,3 +351,74 @@ fn histograms_decode_to_the_counts() {
         }
     }
 }
+
+/// The ids of `pid`'s threads named `clients-K`, once they have all started.
+fn client_threads(pid: u32, expected: usize) -> Vec<i32> {
+    for _ in 0..500 {
+        let tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|dir| {
+                dir.flatten()
+                    .filter(|t| {
+                        std::fs::read_to_string(t.path().join("comm"))
+                            .is_ok_and(|c| c.starts_with("clients-"))
+                    })
+                    .filter_map(|t| t.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if tids.len() == expected {
+            return tids;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{expected} client threads never showed up in /proc/{pid}/task");
+}
+
+#[test]
+fn client_threads_run_with_the_slice_the_result_records() {
+    use loadrig::engine::slice;
+    use std::time::Duration;
+    // A kernel without custom slices (before 6.12) gives none, and the result says none.
+    let custom = slice::takes(slice::DEFAULT);
+    for (flag, asked) in [
+        (None, Some(slice::DEFAULT)),
+        (Some("2ms"), Some(Duration::from_millis(2))),
+        (Some("kernel"), None),
+    ] {
+        let d = Dir::new();
+        let mut args = vec![
+            "run",
+            "noop",
+            "--target",
+            "sleep://?latency=1ms",
+            "--clients",
+            "3",
+            "--duration",
+            "1500ms",
+            "-o",
+            "r.json",
+        ];
+        if let Some(f) = flag {
+            args.extend(["--client-slice", f]);
+        }
+        // The sleep target is a blocking one: a thread per client.
+        let child = d.spawn(&args);
+        let seen: Vec<_> = client_threads(child.id(), 3)
+            .into_iter()
+            .map(slice::slice_of)
+            .collect();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{flag:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ran = asked.filter(|_| custom);
+        assert_eq!(d.result("r.json").load.client_slice, ran, "{flag:?}");
+        match ran {
+            Some(s) => assert_eq!(seen, [Some(s); 3], "{flag:?}"),
+            // The kernel's default slice, whatever this kernel makes it, not one asked for.
+            None => assert!(seen.iter().all(|s| *s != Some(slice::DEFAULT)), "{flag:?}"),
+        }
+    }
+}

@@ -318,6 +318,7 @@ fn run_args(r: &RunArgs, sets: &[Setting], shards: usize, at: &str) -> Vec<Strin
     flag("--connect-rate", r.connect_rate.clone());
     flag("--pipeline", r.pipeline.map(|n| n.to_string()));
     flag("--pipeline-refill", r.pipeline_refill.clone());
+    flag("--client-slice", r.client_slice.clone());
     flag("--duration", r.duration.clone());
     flag("--ops", r.ops.map(|n| n.to_string()));
     flag("--samples", r.samples.map(|n| n.to_string()));

@@ -11,6 +11,7 @@ pub mod client;
 pub(crate) mod pipe;
 pub mod rig;
 pub mod shelf;
+pub mod slice;
 pub mod spill;
 pub mod timeline;
 pub mod turns;
@@ -164,6 +165,11 @@ pub struct LoadPlan {
     /// batch driver (`engine::pipe`) waits; the runner refuses it elsewhere.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub pipeline_refill: usize,
+    /// `--client-slice`: the CPU time slice the client threads ran with ([`slice`]), when
+    /// the kernel took the request; absent: the kernel's default (and in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_secs")]
+    #[schemars(with = "Option<f64>")]
+    pub client_slice: Option<Duration>,
 }
 
 fn one() -> usize {
@@ -936,6 +942,9 @@ struct ClientThread<T: Target> {
 impl<T: Target> ClientThread<T> {
     fn run(self) {
         crate::clock::precise_timers_for_this_thread();
+        if let Some(s) = self.plan.client_slice {
+            slice::request(s);
+        }
         match runtime() {
             Ok(rt) => rt.block_on(self.clients()),
             Err(e) => {

@@ -54,6 +54,7 @@ fn closed(clients: usize) -> LoadPlan {
         connect_rate: None,
         pipeline: 1,
         pipeline_refill: 1,
+        client_slice: None,
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use super::given::{pick, Given};
 use super::shard;
 use crate::cli::RunArgs;
-use crate::engine::{Arrivals, Connection, LoadPlan, Mode};
+use crate::engine::{slice, Arrivals, Connection, LoadPlan, Mode};
 use crate::error::InputError;
 use crate::spec::{self, duration, LoadSection, Refill, Source};
 
@@ -116,6 +116,7 @@ pub fn resolve_load(
         connect_rate,
         pipeline: 1,
         pipeline_refill: 1,
+        client_slice: client_slice(args.client_slice.as_deref())?,
     };
     if let Some(g) = pipeline {
         plan.pipeline = checked_pipeline(g, &plan)? as usize;
@@ -151,6 +152,24 @@ pub fn resolve_load(
         (None, _, _) => time_seed(),
     };
     Ok(plan)
+}
+
+/// `--client-slice`: the slice the client threads will run with, when this kernel takes
+/// the request ([`slice::takes`]); `None` for `kernel` or a kernel without custom slices.
+fn client_slice(flag: Option<&str>) -> Result<Option<Duration>, InputError> {
+    let asked = match flag.map(str::trim) {
+        None => slice::DEFAULT,
+        Some("kernel") => return Ok(None),
+        Some(text) => duration::parse(text, "--client-slice")?,
+    };
+    if !(slice::SHORTEST..=slice::LONGEST).contains(&asked) {
+        return Err(InputError::new(format!(
+            "--client-slice {}: the kernel takes slices from 100us to 100ms",
+            flag.unwrap_or_default().trim()
+        ))
+        .help("for example --client-slice 100us, or --client-slice kernel for its default"));
+    }
+    Ok(slice::takes(asked).then_some(asked))
 }
 
 /// How many connections a second the clients open before the run, as given; `None`: the

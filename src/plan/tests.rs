@@ -208,6 +208,46 @@ fn bad_rates_and_counts() {
 }
 
 #[test]
+fn client_slice_is_what_the_kernel_takes_and_bad_ones_are_refused() {
+    use crate::engine::slice;
+    // This kernel takes custom slices or it does not; the plan records only what it takes.
+    let custom = slice::takes(slice::DEFAULT);
+    let given = |d: Duration| custom.then_some(d);
+    assert_eq!(
+        plan(&["noop"]).unwrap().load.client_slice,
+        given(slice::DEFAULT)
+    );
+    assert_eq!(
+        plan(&["noop", "--client-slice", "1ms"])
+            .unwrap()
+            .load
+            .client_slice,
+        given(Duration::from_millis(1))
+    );
+    assert_eq!(
+        plan(&["noop", "--client-slice", "kernel"])
+            .unwrap()
+            .load
+            .client_slice,
+        None
+    );
+    for (bad, says) in [
+        (
+            "50us",
+            "--client-slice 50us: the kernel takes slices from 100us to 100ms",
+        ),
+        (
+            "1s",
+            "--client-slice 1s: the kernel takes slices from 100us to 100ms",
+        ),
+        ("short", "--client-slice: 'short' is not a duration"),
+    ] {
+        let e = err(&["noop", "--client-slice", bad]);
+        assert!(e.message.contains(says), "{bad}: {}", e.message);
+    }
+}
+
+#[test]
 fn warmup_auto_runs_without_one_and_cuts_it_later() {
     let p = plan(&["noop", "--warmup", "auto"]).unwrap();
     assert!(p.warmup_auto);

@@ -315,8 +315,10 @@ fn same_run(head: &ShardFile, f: &ShardFile) -> Result<(), InputError> {
             b.workload.name
         ));
     }
+    // Threads and the slice they ran with are each machine's own.
     let plain = |l: &LoadPlan| LoadPlan {
         threads: 0,
+        client_slice: None,
         ..whole_load(l)
     };
     if plain(&a.load) != plain(&b.load) {

@@ -642,6 +642,7 @@ mod tests {
             connect_rate: Some(2500.5),
             pipeline: 4,
             pipeline_refill: 4,
+            client_slice: Some(Duration::from_micros(100)),
         };
         let text = serde_json::to_string(&plan).unwrap();
         assert!(text.contains(r#""mode":"open""#), "{text}");
@@ -655,6 +656,11 @@ mod tests {
         assert_ne!(old, text);
         let back: LoadPlan = serde_json::from_str(&old).unwrap();
         assert_eq!(back.op_timeout, None);
+        // Files from before `client_slice` existed, or runs on the kernel's default slice.
+        assert!(text.ends_with(r#","client_slice":0.0001}"#), "{text}");
+        let old = text.replace(r#","client_slice":0.0001"#, "");
+        let back: LoadPlan = serde_json::from_str(&old).unwrap();
+        assert_eq!(back.client_slice, None);
     }
 
     #[test]
