@@ -52,6 +52,9 @@
 #   git clone https://github.com/RedisLabs/memtier_benchmark /opt/memtier && cd /opt/memtier
 #   autoreconf -ivf && ./configure && make -j2      # then MEMTIER=/opt/memtier/memtier_benchmark
 # Without MEMTIER the Redis case runs redis-benchmark and loadrig only.
+# SLICE=DURATION (like 300us) schedules both sides alike: loadrig with --client-slice DURATION,
+# the peers under scripts/with-slice.py DURATION. SLICE=kernel runs loadrig with the kernel's
+# default slice, as the peers run. Unset: loadrig's default (300us), the peers' (the kernel's).
 # shellcheck disable=SC2016
 set -euo pipefail
 shopt -s inherit_errexit # a failure inside $(...) stops the script too
@@ -109,7 +112,11 @@ need() { # svc...
 
 # Run a command under /usr/bin/time: its output in $work/out, its CPU seconds on stdout.
 timed() {
-    /usr/bin/time -f '%U %S' -o "$work/cpu" "${client_on[@]}" "$@" >"$work/out" 2>&1 || {
+    local slice=()
+    if [[ $1 != "$loadrig_bin" && -n ${SLICE:-} && $SLICE != kernel ]]; then
+        slice=(scripts/with-slice.py "$SLICE")
+    fi
+    /usr/bin/time -f '%U %S' -o "$work/cpu" "${client_on[@]}" "${slice[@]}" "$@" >"$work/out" 2>&1 || {
         say "failed: $1 (output below)"
         tail -n 20 "$work/out" >&2
         exit 2
@@ -122,7 +129,7 @@ loadrig_run() { # workload-file args...
     local wl=$1 cpu ok rate errors
     shift
     cpu=$(timed "$loadrig_bin" run "$wl" --clients "$clients" --threads "$threads" \
-        --duration "${secs}s" -o "$work/r.json" "$@")
+        --duration "${secs}s" ${SLICE:+--client-slice "$SLICE"} -o "$work/r.json" "$@")
     ok=$(field "$work/r.json" "r['total']['ok']")
     rate=$(field "$work/r.json" "r['total']['throughput_per_s']")
     errors=$(field "$work/r.json" "r['total']['errors']")
