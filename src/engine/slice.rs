@@ -2,10 +2,10 @@
 //!
 //! Linux's EEVDF scheduler (6.6+) lets a task that wakes run before the one on its CPU
 //! only if the woken task's deadline, its virtual runtime plus its slice, comes first.
-//! With the default slice (0.7 ms × (1 + log2 CPUs), 1.4 ms on 2 CPUs) a client woken by a reply often
-//! waits until the server process on its CPU has used its own slice, and that wait lands in
-//! every latency the rig measures (pgbench's tpcb-like at 4 clients on 2 cores: 4-15 % of
-//! the rate; docs/performance.md). Since 6.12 a thread may ask for a shorter slice
+//! With the default slice (0.7 ms × (1 + log2 CPUs), 1.4 ms on 2 CPUs) a client woken by
+//! a reply often waits until the server process on its CPU has used its own slice, and that
+//! wait lands in every latency the rig measures (pgbench's tpcb-like at 4 clients on 2
+//! cores: 4-15 % of the rate; docs/performance.md). Since 6.12 a thread may ask for a shorter slice
 //! (`sched_setattr`'s `sched_runtime` for SCHED_OTHER, 0.1-100 ms), which moves its deadline
 //! earlier without giving it a larger share of the CPU. Kernels before 6.12 ignore the
 //! field, so a request is read back ([`takes`]) before a run records it.
