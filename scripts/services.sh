@@ -62,8 +62,24 @@ password() {
 }
 
 free_port() {
-    # The kernel hands out a port nobody is bound to; the server takes it right after.
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    # A port nobody is bound to, below the kernel's ephemeral range: a port the kernel hands
+    # out for bind(0) comes from that range, and any outgoing connection (the tests open
+    # thousands) may take it before the server binds it ("Address already in use").
+    python3 -c '
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+candidates = [random.randrange(10000, low) for _ in range(200)] if low > 11000 else []
+for port in candidates + [0]:
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        print(s.getsockname()[1])
+        break
+    except OSError:
+        pass
+    finally:
+        s.close()
+'
 }
 
 # Process name of each server as /proc/PID/comm shows it, and the signal that
