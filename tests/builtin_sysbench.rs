@@ -75,6 +75,13 @@ fn every_builtin(url: &str, clients: &str, row: &dyn Fn(&str) -> Vec<i64>) {
         assert_eq!(r.operations.len(), 1, "{label}");
         let op = &r.operations[0];
         assert_eq!((op.ok, op.errors), (OPS, 0), "{label}: {out}");
+        // The range selects' workloads run at the kernel's slice ([load] client_slice), the
+        // others at the rig's default where this kernel takes one.
+        let slice = loadrig::engine::slice::DEFAULT;
+        let rig_default = loadrig::engine::slice::takes(slice).then_some(slice);
+        let ranges = matches!(name, "oltp_read_only" | "oltp_read_write");
+        let want = if ranges { None } else { rig_default };
+        assert_eq!(r.load.client_slice, want, "{label}");
         // sysbench prepare: drop, create, 1000 rows, the index on k.
         assert_eq!(r.setup.as_ref().expect("setup record").statements, 4);
         let table = row(TABLE);

@@ -116,7 +116,7 @@ pub fn resolve_load(
         connect_rate,
         pipeline: 1,
         pipeline_refill: 1,
-        client_slice: client_slice(args.client_slice.as_deref())?,
+        client_slice: client_slice(args, load, source)?,
     };
     if let Some(g) = pipeline {
         plan.pipeline = checked_pipeline(g, &plan)? as usize;
@@ -154,20 +154,38 @@ pub fn resolve_load(
     Ok(plan)
 }
 
-/// `--client-slice`: the slice the client threads will run with, when this kernel takes
-/// the request ([`slice::takes`]); `None` for `kernel` or a kernel without custom slices.
-fn client_slice(flag: Option<&str>) -> Result<Option<Duration>, InputError> {
-    let asked = match flag.map(str::trim) {
-        None => slice::DEFAULT,
-        Some("kernel") => return Ok(None),
-        Some(text) => duration::parse(text, "--client-slice")?,
+/// `--client-slice` or `[load] client_slice`: the slice the client threads will run with,
+/// when this kernel takes the request ([`slice::takes`]); `None` for `kernel` or a kernel
+/// without custom slices.
+fn client_slice(
+    args: &RunArgs,
+    load: &LoadSection,
+    source: &Source<'_>,
+) -> Result<Option<Duration>, InputError> {
+    let Some(g) = pick(
+        args.client_slice.as_ref(),
+        "--client-slice",
+        load.client_slice.as_ref(),
+        "client_slice",
+        source,
+    ) else {
+        return Ok(slice::takes(slice::DEFAULT).then_some(slice::DEFAULT));
     };
+    let text = g.value.trim();
+    if text == "kernel" {
+        return Ok(None);
+    }
+    let asked = duration::parse(text, &g.name()).map_err(|e| InputError {
+        help: e.help,
+        ..g.error(e.message)
+    })?;
     if !(slice::SHORTEST..=slice::LONGEST).contains(&asked) {
-        return Err(InputError::new(format!(
-            "--client-slice {}: the kernel takes slices from 100us to 100ms",
-            flag.unwrap_or_default().trim()
-        ))
-        .help("for example --client-slice 100us, or --client-slice kernel for its default"));
+        return Err(g
+            .error(format!(
+                "{} {text}: the kernel takes slices from 100us to 100ms",
+                g.name()
+            ))
+            .help("for example 100us, or kernel for the kernel's default"));
     }
     Ok(slice::takes(asked).then_some(asked))
 }

@@ -248,6 +248,46 @@ fn client_slice_is_what_the_kernel_takes_and_bad_ones_are_refused() {
 }
 
 #[test]
+fn a_workload_sets_its_client_slice_and_the_flag_overrides_it() {
+    use crate::engine::slice;
+    let custom = slice::takes(slice::DEFAULT);
+    let given = |d: Duration| custom.then_some(d);
+    let kernel = "client_slice = \"kernel\"";
+    assert_eq!(file_plan(kernel, &[]).load.client_slice, None);
+    assert_eq!(
+        file_plan(kernel, &["--client-slice", "300us"])
+            .load
+            .client_slice,
+        given(Duration::from_micros(300))
+    );
+    assert_eq!(
+        file_plan("client_slice = \"2ms\"", &[]).load.client_slice,
+        given(Duration::from_millis(2))
+    );
+    assert_eq!(
+        file_plan("client_slice = \"2ms\"", &["--client-slice", "kernel"])
+            .load
+            .client_slice,
+        None
+    );
+    // Refused at its place in the file, by its name there.
+    let e = file_err("client_slice = \"10us\"", &[]);
+    assert!(
+        e.message
+            .contains("[load] client_slice 10us: the kernel takes slices from 100us to 100ms"),
+        "{e}"
+    );
+    assert!(e.location.unwrap().ends_with("w.toml:5:16"));
+    let e = file_err("client_slice = \"soon\"", &[]);
+    assert!(
+        e.message
+            .contains("[load] client_slice: 'soon' is not a duration"),
+        "{e}"
+    );
+    assert!(e.location.unwrap().ends_with("w.toml:5:16"));
+}
+
+#[test]
 fn warmup_auto_runs_without_one_and_cuts_it_later() {
     let p = plan(&["noop", "--warmup", "auto"]).unwrap();
     assert!(p.warmup_auto);

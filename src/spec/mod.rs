@@ -303,6 +303,8 @@ pub struct LoadSection {
     pub pipeline: Option<Spanned<u64>>,
     /// When a pipelined connection writes again: `"each"`, `"all"` or a number of streams.
     pub pipeline_refill: Option<Spanned<Refill>>,
+    /// The CPU time slice the client threads ask for: a duration, or `"kernel"`.
+    pub client_slice: Option<Spanned<String>>,
 }
 
 /// `[records]`: `fields = N` or `"{param}"` (YCSB's `fieldcount`).
