@@ -6,7 +6,8 @@
 #
 # Usage: scripts/bench-peers.sh [CASE|all] [SECONDS] [REPEATS]
 # THREADS=N (default 2) sets both sides' client threads (pgbench -j, loadrig --threads; the
-# sysbench cases keep sysbench's thread per client).
+# sysbench cases keep sysbench's thread per client, and without THREADS run loadrig's
+# built-ins with their own [load] threads, as they ship).
 # PIPELINE_REFILL=each|all (default all) is loadrig's --pipeline-refill in the pipelined
 # cases: all writes a connection's 16 again once all 16 are answered, as redis-benchmark -P
 # and pgbench's \endpipeline do; each refills a stream as soon as its reply is read, as
@@ -30,7 +31,8 @@
 #   redis-pipe-tls  the same over TLS: redis-benchmark --tls --cacert THE_CA  vs  loadrig on
 #                 rediss://...?ca=THE_CA (both verify the certificate)
 #   sysbench      sysbench oltp_read_write and oltp_point_select (100,000 rows, 4 threads)
-#                 against loadrig's built-ins of the same names (4 clients, --threads 2; see
+#                 against loadrig's built-ins of the same names (4 clients, each built-in's
+#                 own threads: per-client for oltp_point_select, 2 for oltp_read_write; see
 #                 docs/performance.md on a thread per client), on MariaDB and PostgreSQL
 #
 # Servers come from scripts/services.sh in their own state dir
@@ -76,6 +78,7 @@ esac
 lr_refill=$refill # loadrig's own run; with both, each runs as a further peer (redis-pipe)
 [[ $refill == both ]] && lr_refill=all
 compare_setup="$clients clients, loadrig --threads $threads" # in the titles (bench-compare.sh)
+lr_threads=(--threads "$threads") # loadrig's; empty runs a workload's own [load] threads
 
 export LOADRIG_SERVICES_DIR=${LOADRIG_BENCH_SERVICES_DIR:-/tmp/loadrig-bench-services}
 # libpq's default sslmode is prefer, and the throwaway PostgreSQL offers TLS: pgbench and
@@ -128,7 +131,7 @@ timed() {
 loadrig_run() { # workload-file args...
     local wl=$1 cpu ok rate errors
     shift
-    cpu=$(timed "$loadrig_bin" run "$wl" --clients "$clients" --threads "$threads" \
+    cpu=$(timed "$loadrig_bin" run "$wl" --clients "$clients" "${lr_threads[@]}" \
         --duration "${secs}s" ${SLICE:+--client-slice "$SLICE"} -o "$work/r.json" "$@")
     ok=$(field "$work/r.json" "r['total']['ok']")
     rate=$(field "$work/r.json" "r['total']['throughput_per_s']")
@@ -455,6 +458,10 @@ case_sysbench() {
     need mariadb postgres
     have_sysbench || { say "sysbench is not installable here"; exit 2; }
     local driver test
+    if [[ -z ${THREADS:-} ]]; then
+        lr_threads=() # each built-in as it ships
+        compare_setup="$clients clients, loadrig's built-ins with their own threads"
+    fi
     for driver in mysql pgsql; do
         SB_DRIVER=$driver
         SB_URL='${LOADRIG_MYSQL_URL}'

@@ -495,9 +495,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION")]
     pub op_timeout: Option<String>,
 
-    /// Threads shared by the clients of a network target (default: one per core).
-    #[arg(long, value_name = "N")]
-    pub threads: Option<u64>,
+    /// Threads shared by the clients of a network target (default: one per core), or
+    /// per-client: a thread for each connection (up to 256).
+    #[arg(long, value_name = "N|per-client")]
+    pub threads: Option<String>,
 
     /// Open the clients' connections at most this fast before the run: N per second (N or
     /// N/s). Default: unpaced below 1,000 clients, 5,000/s from 1,000.

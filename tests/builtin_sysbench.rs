@@ -82,6 +82,14 @@ fn every_builtin(url: &str, clients: &str, row: &dyn Fn(&str) -> Vec<i64>) {
         let ranges = matches!(name, "oltp_read_only" | "oltp_read_write");
         let want = if ranges { None } else { rig_default };
         assert_eq!(r.load.client_slice, want, "{label}");
+        // oltp_point_select gives each client a thread ([load] threads = "per-client"); the
+        // others share one a core.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = match name {
+            "oltp_point_select" => clients.parse().expect("a count"),
+            _ => cores,
+        };
+        assert_eq!(r.load.threads, threads, "{label}");
         // sysbench prepare: drop, create, 1000 rows, the index on k.
         assert_eq!(r.setup.as_ref().expect("setup record").statements, 4);
         let table = row(TABLE);

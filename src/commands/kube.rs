@@ -314,7 +314,7 @@ fn run_args(r: &RunArgs, sets: &[Setting], shards: usize, at: &str) -> Vec<Strin
     flag("--late-after", r.late_after.clone());
     flag("--connection", r.connection.clone());
     flag("--op-timeout", r.op_timeout.clone());
-    flag("--threads", r.threads.map(|n| n.to_string()));
+    flag("--threads", r.threads.clone());
     flag("--connect-rate", r.connect_rate.clone());
     flag("--pipeline", r.pipeline.map(|n| n.to_string()));
     flag("--pipeline-refill", r.pipeline_refill.clone());

@@ -209,7 +209,7 @@ fn point_plan(
         a.report = None;
         match setting {
             Setting::Pipeline => a.pipeline = Some(n),
-            _ => a.threads = Some(n),
+            _ => a.threads = Some(n.to_string()),
         }
         let mut plan = plan::resolve(&a).map_err(|e| InputError::new(format!("{what}: {e}")))?;
         // The same seeds and outputs as every other point.

@@ -850,12 +850,16 @@ fn thread_clients(plan: &LoadPlan, t: usize, threads: usize) -> Vec<usize> {
         .collect()
 }
 
+/// The most connections that get a thread each: open-loop workers, and closed-loop clients
+/// under `--threads per-client`.
+pub const THREAD_PER_CONNECTION_MAX: usize = 256;
+
 /// How many threads carry the clients (a connection's streams are never split).
 fn client_threads<T: Target>(target: &T, plan: &LoadPlan) -> usize {
     let n = plan.connections();
     // Open-loop workers keep a thread each (up to 256), so they can wait for their next
     // arrival with a precise sleep instead of the async runtime's 1 ms timer.
-    if target.blocking() || (plan.is_open() && n <= 256) {
+    if target.blocking() || (plan.is_open() && n <= THREAD_PER_CONNECTION_MAX) {
         n
     } else {
         plan.threads.clamp(1, n)

@@ -7,9 +7,9 @@ use std::time::{Duration, SystemTime};
 use super::given::{pick, Given};
 use super::shard;
 use crate::cli::RunArgs;
-use crate::engine::{slice, Arrivals, Connection, LoadPlan, Mode};
+use crate::engine::{slice, Arrivals, Connection, LoadPlan, Mode, THREAD_PER_CONNECTION_MAX};
 use crate::error::InputError;
-use crate::spec::{self, duration, LoadSection, Refill, Source};
+use crate::spec::{self, duration, LoadSection, Refill, Source, ThreadCount};
 
 /// Open loop: a start later than this against the schedule counts as late.
 pub const DEFAULT_LATE_AFTER: Duration = Duration::from_millis(1);
@@ -82,16 +82,13 @@ pub fn resolve_load(
         )?),
         None => op_timeout,
     };
-    let threads = match pick(
-        args.threads.as_ref(),
+    let threads = pick(
+        args.threads.clone().map(ThreadCount::Word).as_ref(),
         "--threads",
         load.threads.as_ref(),
         "threads",
         source,
-    ) {
-        Some(g) => checked_count(g)?,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
-    };
+    );
     let connect_rate = connect_rate(args, load, source)?;
     let pipeline = pick(
         args.pipeline.as_ref(),
@@ -110,7 +107,7 @@ pub fn resolve_load(
         seed: 0,
         connection: connection(args, load, source)?,
         op_timeout,
-        threads: threads as usize,
+        threads: 0,
         shard: None,
         start_at: None,
         connect_rate,
@@ -140,6 +137,11 @@ pub fn resolve_load(
         }
         shard::apply_shard(&mut plan, shard::parse_shard(text)?)?;
     }
+    // After the shard's share: a thread per connection counts this shard's connections.
+    plan.threads = match threads {
+        Some(g) => thread_count(g, plan.connections())?,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
     if let Some(text) = &args.start_at {
         plan.start_at = Some(shard::parse_start_at(text, interval, SystemTime::now())?);
     }
@@ -586,6 +588,27 @@ fn checked_count(g: Given<u64>) -> Result<u64, InputError> {
         ..g.error(e.message)
     })?;
     Ok(g.value)
+}
+
+/// `--threads` or `[load] threads`: a count, or `per-client` (a thread for each of the
+/// `connections`, up to [`THREAD_PER_CONNECTION_MAX`]).
+fn thread_count(g: Given<ThreadCount>, connections: usize) -> Result<usize, InputError> {
+    let text = match &g.value {
+        ThreadCount::Number(n) => return Ok(checked_count(g.clone().map(|_| *n))? as usize),
+        ThreadCount::Word(w) => w.trim(),
+    };
+    if text == "per-client" {
+        return Ok(connections.clamp(1, THREAD_PER_CONNECTION_MAX));
+    }
+    match text.parse::<u64>() {
+        Ok(n) => Ok(checked_count(g.map(|_| n))? as usize),
+        Err(_) => Err(g
+            .error(format!(
+                "{} {text}: expected a number of threads or per-client",
+                g.name()
+            ))
+            .help("per-client gives each connection a thread of its own (up to 256)")),
+    }
 }
 
 /// A seed from the clock, when none is given: every run differs unless asked not to.

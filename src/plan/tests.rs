@@ -288,6 +288,62 @@ fn a_workload_sets_its_client_slice_and_the_flag_overrides_it() {
 }
 
 #[test]
+fn threads_per_client_gives_each_connection_one() {
+    let threads = |flags: &[&str]| plan(flags).unwrap().load.threads;
+    assert_eq!(
+        threads(&["noop", "--clients", "6", "--threads", "per-client"]),
+        6
+    );
+    assert_eq!(threads(&["noop", "--clients", "6", "--threads", "3"]), 3);
+    // Up to the open-loop workers' cap, then shared as a count would be.
+    assert_eq!(
+        threads(&["noop", "--clients", "1000", "--threads", "per-client"]),
+        crate::engine::THREAD_PER_CONNECTION_MAX
+    );
+    // A shard counts its own share of the connections.
+    assert_eq!(
+        threads(&[
+            "noop",
+            "--clients",
+            "8",
+            "--shard",
+            "1/2",
+            "--threads",
+            "per-client"
+        ]),
+        4
+    );
+    // In a workload file, and the flag over it both ways.
+    let per_client = "clients = 5\nthreads = \"per-client\"";
+    assert_eq!(file_plan(per_client, &[]).load.threads, 5);
+    assert_eq!(file_plan(per_client, &["--threads", "2"]).load.threads, 2);
+    assert_eq!(
+        file_plan("clients = 5\nthreads = 2", &["--threads", "per-client"])
+            .load
+            .threads,
+        5
+    );
+    assert_eq!(file_plan("clients = 5\nthreads = 2", &[]).load.threads, 2);
+    // Anything else is refused: by the flag's name, or at its place in the file.
+    let e = err(&["noop", "--threads", "many"]);
+    assert!(
+        e.message
+            .contains("--threads many: expected a number of threads or per-client"),
+        "{e}"
+    );
+    let e = file_err("threads = \"each\"", &[]);
+    assert!(
+        e.message
+            .contains("[load] threads each: expected a number of threads or per-client"),
+        "{e}"
+    );
+    assert!(e.location.unwrap().ends_with("w.toml:5:11"));
+    let e = file_err("threads = 0", &[]);
+    assert!(e.message.contains("[load] threads 0"), "{e}");
+    assert!(e.location.unwrap().ends_with("w.toml:5:11"));
+}
+
+#[test]
 fn warmup_auto_runs_without_one_and_cuts_it_later() {
     let p = plan(&["noop", "--warmup", "auto"]).unwrap();
     assert!(p.warmup_auto);

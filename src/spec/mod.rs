@@ -296,7 +296,8 @@ pub struct LoadSection {
     pub warmup: Option<Spanned<String>>,
     pub seed: Option<Spanned<u64>>,
     pub connection: Option<Spanned<String>>,
-    pub threads: Option<Spanned<u64>>,
+    /// A number of client threads, or `"per-client"`.
+    pub threads: Option<Spanned<ThreadCount>>,
     /// Connections opened per second before the run.
     pub connect_rate: Option<Spanned<f64>>,
     /// Operations in flight per connection.
@@ -327,6 +328,22 @@ impl<'de> Deserialize<'de> for Refill {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let expecting = "a number of streams, or \"each\" or \"all\"";
         number_or_string(d, expecting, Refill::Streams, Refill::Word)
+    }
+}
+
+/// `[load] threads`: a number, or `"per-client"` (a thread per connection, up to
+/// [`crate::engine::THREAD_PER_CONNECTION_MAX`]); `--threads` gives either as text.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ThreadCount {
+    Number(u64),
+    Word(String),
+}
+
+impl<'de> Deserialize<'de> for ThreadCount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let expecting = "a number of threads, or \"per-client\"";
+        number_or_string(d, expecting, ThreadCount::Number, ThreadCount::Word)
     }
 }
 
