@@ -166,6 +166,12 @@ fn cases() -> Vec<Case> {
             ],
         ),
         (
+            "settle given as a word",
+            with("[params]", "settle = \"no\"\n\n[params]"),
+            vec![],
+            vec!["w.toml:4:10", "invalid type: string \"no\", expected a boolean"],
+        ),
+        (
             "a negative operation count",
             with("[params]", "[load]\nops = -3\n\n[params]"),
             vec![],

@@ -90,8 +90,11 @@ fn every_builtin(url: &str, clients: &str, row: &dyn Fn(&str) -> Vec<i64>) {
             _ => cores,
         };
         assert_eq!(r.load.threads, threads, "{label}");
-        // sysbench prepare: drop, create, 1000 rows, the index on k.
+        // sysbench prepare: drop, create, 1000 rows, the index on k; nothing vacuumed or
+        // analyzed after it (settle = false), where pgbench's built-ins settle on PostgreSQL.
         assert_eq!(r.setup.as_ref().expect("setup record").statements, 4);
+        assert!(r.settled.is_none(), "{label}");
+        assert!(!out.contains("vacuumed and analyzed"), "{label}: {out}");
         let table = row(TABLE);
         // k in 1..table_size (index updates add 1 to it, one per transaction at most); c and
         // pad as sysbench's digit groups (119, 59).
@@ -185,6 +188,13 @@ fn builtins_on_postgres() {
     };
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     every_builtin(&url, "4", &|sql| ints(pg_row(&url, sql)));
+    // The last built-in's table, set up afresh, was never vacuumed or analyzed by the rig.
+    let settled = ints(pg_row(
+        &url,
+        "SELECT COUNT(*), COUNT(last_vacuum), COUNT(last_analyze) FROM pg_stat_user_tables \
+         WHERE relname = 'loadrig_sbtest1'",
+    ));
+    assert_eq!(settled, [1, 0, 0]);
 }
 
 /// MariaDB takes the same statements: the target turns `$N` into `?`.

@@ -514,11 +514,13 @@ pub enum LoadProgress {
     Data { done: u64, of: u64 },
 }
 
-/// Connect once, create the namespace, read the server version and load the data.
+/// Connect once, create the namespace, read the server version, load the data and, unless
+/// `settle` is false, settle what the setup and load wrote ([`Session::settle`]).
 pub fn prepare<T: Target>(
     target: &T,
     setup: &[NativeOp<ValueKind>],
     before_run: &[RunStep],
+    settle: bool,
     data: Option<&DataSpec>,
     seed: u64,
     progress: &mut dyn FnMut(LoadProgress),
@@ -614,7 +616,7 @@ pub fn prepare<T: Target>(
                 }
                 None => None,
             };
-        let settled = if setup.is_some() || loaded.is_some() {
+        let settled = if settle && (setup.is_some() || loaded.is_some()) {
             let started = Instant::now();
             let n = session
                 .settle()

@@ -231,6 +231,7 @@ fn prepare<T: Target>(target: &T, plan: &RunPlan) -> Result<Prepared> {
         target,
         setup,
         before_run,
+        plan.workload.settle,
         data,
         plan.load.seed,
         &mut |progress| bar.show(progress),

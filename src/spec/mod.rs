@@ -60,6 +60,9 @@ struct WorkloadFile {
     /// history before each run).
     #[serde(default)]
     before_run: Vec<Spanned<RunStepEntry>>,
+    /// Whether the target settles the tables after the setup and load (PostgreSQL: VACUUM
+    /// (ANALYZE), as `pgbench -i`); `false` leaves them as written, as `sysbench prepare`.
+    settle: Option<bool>,
     #[serde(default, rename = "op")]
     ops: Vec<Spanned<ops::OpSection>>,
     /// Thresholds checked at the end of a run, like `--check` (see analysis::checks).
@@ -421,6 +424,9 @@ pub struct Workload {
     pub setup: Vec<NativeOp<ValueKind>>,
     /// `before_run`: steps before every measured run, after the setup and load.
     pub before_run: Vec<RunStep>,
+    /// Settle the tables after the setup or load ([`crate::targets::Session::settle`]);
+    /// `settle = false` in the file leaves them as written.
+    pub settle: bool,
     /// How many `seq` generators the ops use (one counter each per client).
     pub seq_slots: usize,
     /// How many values transaction steps capture (one slot each per client).
@@ -543,6 +549,7 @@ pub fn compile(source: &Source<'_>, overrides: &[Setting]) -> Result<Workload, I
         ops,
         setup,
         before_run,
+        settle: file.settle.unwrap_or(true),
         seq_slots,
         capture_slots,
         statements,

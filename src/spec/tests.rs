@@ -659,6 +659,23 @@ fn with_before_run(steps: &str) -> Result<Workload, InputError> {
 }
 
 #[test]
+fn tables_are_settled_unless_the_workload_says_settle_false() {
+    assert!(with_before_run("").unwrap().settle);
+    let text = "name = \"t\"\nsettle = false\n[[op]]\nname = \"s\"\nsql = \"SELECT 1\"\n";
+    let source = Source {
+        path: "w.toml",
+        text,
+    };
+    assert!(!compile(&source, &[]).unwrap().settle);
+    let text = text.replace("false", "true");
+    let source = Source {
+        path: "w.toml",
+        text: &text,
+    };
+    assert!(compile(&source, &[]).unwrap().settle);
+}
+
+#[test]
 fn before_run_steps_keep_their_order_and_name_loadrig_tables_only() {
     let w = with_before_run(
         "  { vacuum = \"loadrig_b\" },\n  { sql = \"UPDATE loadrig_s SET n = {n}\" },\n  { empty = \"loadrig_h\" },\n  { vacuum = \"loadrig_t\" },",

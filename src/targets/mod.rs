@@ -138,7 +138,8 @@ pub trait Session {
     /// After a run's setup or data load, before anything is measured: leave what was just
     /// written as a server keeps it settled (PostgreSQL vacuums and analyzes loadrig's
     /// tables, as `pgbench -i` does, so autovacuum's first pass over the fresh rows does not
-    /// land in the measured run); returns the tables settled.
+    /// land in the measured run); returns the tables settled. A workload with `settle =
+    /// false` skips it, as the sysbench built-ins do: `sysbench prepare` analyzes nothing.
     fn settle(&mut self) -> impl Future<Output = Result<u64, OpError>> {
         async { Ok(0) }
     }
