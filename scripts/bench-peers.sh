@@ -7,7 +7,8 @@
 # Usage: scripts/bench-peers.sh [CASE|all] [SECONDS] [REPEATS]
 # THREADS=N (default 2) sets both sides' client threads (pgbench -j, loadrig --threads; the
 # sysbench cases keep sysbench's thread per client, and without THREADS run loadrig's
-# built-ins with their own [load] threads, as they ship).
+# built-ins with their own [load] threads, as they ship). SB_DRIVERS=pgsql (or mysql) runs
+# the sysbench cases on that server only.
 # PIPELINE_REFILL=each|all (default all) is loadrig's --pipeline-refill in the pipelined
 # cases: all writes a connection's 16 again once all 16 are answered, as redis-benchmark -P
 # and pgbench's \endpipeline do; each refills a stream as soon as its reply is read, as
@@ -462,7 +463,7 @@ case_sysbench() {
         lr_threads=() # each built-in as it ships
         compare_setup="$clients clients, loadrig's built-ins with their own threads"
     fi
-    for driver in mysql pgsql; do
+    for driver in ${SB_DRIVERS:-mysql pgsql}; do
         SB_DRIVER=$driver
         SB_URL='${LOADRIG_MYSQL_URL}'
         [[ $driver == pgsql ]] && SB_URL='${LOADRIG_PG_URL}'
