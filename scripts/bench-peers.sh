@@ -8,7 +8,8 @@
 # THREADS=N (default 2) sets both sides' client threads (pgbench -j, loadrig --threads; the
 # sysbench cases keep sysbench's thread per client, and without THREADS run loadrig's
 # built-ins with their own [load] threads, as they ship). SB_DRIVERS=pgsql (or mysql) runs
-# the sysbench cases on that server only.
+# the sysbench cases on that server only; SB_TESTS=oltp_read_write (or oltp_point_select)
+# runs that test only.
 # PIPELINE_REFILL=each|all (default all) is loadrig's --pipeline-refill in the pipelined
 # cases: all writes a connection's 16 again once all 16 are answered, as redis-benchmark -P
 # and pgbench's \endpipeline do; each refills a stream as soon as its reply is read, as
@@ -34,7 +35,8 @@
 #   sysbench      sysbench oltp_read_write and oltp_point_select (100,000 rows, 4 threads)
 #                 against loadrig's built-ins of the same names (4 clients, each built-in's
 #                 own threads: per-client for oltp_point_select, 2 for oltp_read_write; see
-#                 docs/performance.md on a thread per client), on MariaDB and PostgreSQL
+#                 docs/performance.md on a thread per client), on MariaDB and PostgreSQL;
+#                 every oltp_read_write run, either side's, on its own freshly prepared table
 #
 # Servers come from scripts/services.sh in their own state dir
 # (LOADRIG_BENCH_SERVICES_DIR, default /tmp/loadrig-bench-services) and are stopped at the
@@ -201,9 +203,12 @@ case_pg_connect_tls() {
 # timed run (this script until 2026-11-25) left the server busy with the fresh rows (hint
 # bits, autovacuum, InnoDB's flushing and purge) during loadrig's runs and not the peer's.
 lr_load_once() { # workload target --set...
+    say "loadrig: $1's data, loaded once"
+    lr_load "$@"
+}
+lr_load() { # workload target --set...
     local wl=$1 target=$2
     shift 2
-    say "loadrig: $wl's data, loaded once"
     "$loadrig_bin" run "$wl" --target "$target" "$@" --clients 1 --ops 1 -o "$work/load.json" \
         >"$work/load.log" 2>&1 || {
         cat "$work/load.log" >&2
@@ -442,8 +447,41 @@ sb_args() { # test driver
     fi
 }
 
+# oltp_read_write changes its table, and the table's cost to the server grows with every
+# transaction it has seen (dead rows, a longer index on k): over 20 runs on one table the
+# server's CPU per transaction rose from 1.0 to 1.6 ms. Prepared once, each side's table
+# drifted with its own side's transactions, so whichever side ran more of them paid for it in
+# the next pair. So every read_write run, either side's, starts from its own fresh table, as a
+# loadrig run of the built-in does (its setup reloads) and as sysbench's prepare, run, cleanup:
+# both sides' tables dropped, this side's prepared, and on PostgreSQL a CHECKPOINT, so that the
+# timed run does not write out the load's pages or an earlier run's (docs/performance.md, "A
+# fresh table for every read_write run").
+sb_fresh() { # sysbench|loadrig
+    # shellcheck disable=SC2046
+    sysbench $(sb_args "$SB_TEST" "$SB_DRIVER") --tables=1 cleanup >/dev/null 2>&1 || true
+    "$loadrig_bin" cleanup --target "$SB_URL" >"$work/cleanup.log" 2>&1 || {
+        cat "$work/cleanup.log" >&2
+        exit 2
+    }
+    if [[ $1 == sysbench ]]; then
+        # shellcheck disable=SC2046
+        sysbench $(sb_args "$SB_TEST" "$SB_DRIVER") --tables=1 --table-size=100000 prepare \
+            >"$work/init.log" 2>&1 || { cat "$work/init.log" >&2; exit 2; }
+    else
+        lr_load "$SB_TEST" "$SB_URL" --set table_size=100000
+    fi
+    if [[ $SB_DRIVER == pgsql ]]; then
+        psql -X -q -h "$LOADRIG_SERVICES_DIR/postgres/run" -p "$LOADRIG_PG_PORT" -U postgres \
+            -d loadrig -c CHECKPOINT >"$work/checkpoint.log" 2>&1 || {
+            cat "$work/checkpoint.log" >&2
+            exit 2
+        }
+    fi
+}
+
 sb_peer() {
     local cpu n rate
+    if [[ $SB_TEST == oltp_read_write ]]; then sb_fresh sysbench; fi
     # shellcheck disable=SC2046
     cpu=$(timed sysbench $(sb_args "$SB_TEST" "$SB_DRIVER") --tables=1 --table-size=100000 \
         --threads="$clients" --time="$secs" run)
@@ -452,6 +490,7 @@ sb_peer() {
 }
 
 sb_loadrig() {
+    if [[ $SB_TEST == oltp_read_write ]]; then sb_fresh loadrig; fi
     loadrig_run "$SB_TEST" --target "$SB_URL" --set table_size=100000 --set "rand_type=$sysbench_rand" --skip-load
 }
 
@@ -473,7 +512,7 @@ case_sysbench() {
         sysbench $(sb_args oltp_read_write "$driver") --tables=1 --table-size=100000 prepare \
             >"$work/init.log" 2>&1 || { cat "$work/init.log" >&2; exit 2; }
         lr_load_once oltp_read_write "$SB_URL" --set table_size=100000
-        for test in oltp_point_select oltp_read_write; do
+        for test in ${SB_TESTS:-oltp_point_select oltp_read_write}; do
             SB_TEST=$test
             compare "$test on $driver (100,000 rows, $sysbench_rand ids)" sysbench sb_peer sb_loadrig
         done
