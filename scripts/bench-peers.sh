@@ -449,7 +449,7 @@ sb_args() { # test driver
 
 # oltp_read_write changes its table, and the table's cost to the server grows with every
 # transaction it has seen (dead rows, a longer index on k): over 20 runs on one table the
-# server's CPU per transaction rose from 1.0 to 1.6 ms. Prepared once, each side's table
+# server's CPU per transaction rose from about 1.0 to 1.4-1.6 ms. Prepared once, each side's table
 # drifted with its own side's transactions, so whichever side ran more of them paid for it in
 # the next pair. So every read_write run, either side's, starts from its own fresh table, as a
 # loadrig run of the built-in does (its setup reloads) and as sysbench's prepare, run, cleanup:
