@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Writes the fixtures of src/spec/ycsb/reference/: key frequencies of YCSB 0.17.0's own Java
-# key generators, which src/spec/ycsb/java_reference.rs compares loadrig's with. Compiles
+# Writes the fixtures of src/workload/ycsb/reference/: key frequencies of YCSB 0.17.0's own Java
+# key generators, which src/workload/ycsb/java_reference.rs compares loadrig's with. Compiles
 # scripts/ycsb-reference/YcsbReference.java (loadrig's code) against YCSB's core jar, fetched
 # from Maven Central by mvn, and runs it once per case. Needs Java 11+, javac and mvn; the
 # tests do not (the fixtures are committed).
@@ -30,9 +30,9 @@ build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
 javac -d "$build" -cp "$jar" scripts/ycsb-reference/YcsbReference.java
 
-mkdir -p src/spec/ycsb/reference
+mkdir -p src/workload/ycsb/reference
 for c in "${cases[@]}"; do
-    out=src/spec/ycsb/reference/$c.txt
+    out=src/workload/ycsb/reference/$c.txt
     echo "$c: $draws draws -> $out" >&2
     java -cp "$jar:$build" YcsbReference "$c" "$draws" \
         "scripts/ycsb-reference.sh $draws $c" >"$out.tmp"

@@ -149,7 +149,7 @@ pub struct OpsArgs {
     pub workload: String,
 
     /// Set a workload parameter: --set records=50000 (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::workload::parse_set)]
     pub set: Vec<(String, String)>,
 
     /// Set workload parameters from a Java properties file, as `run --properties` does
@@ -198,7 +198,7 @@ pub struct StudyArgs {
     pub out: Option<PathBuf>,
 
     /// A size of the study: --set records_max=50000, --set batch=1000.
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::workload::parse_set)]
     pub set: Vec<(String, String)>,
 
     /// Run only these columns (names or short names, comma-separated, e.g. --only FS,pg2);
@@ -307,11 +307,11 @@ pub struct AbArgs {
     pub b_workload: Option<String>,
 
     /// A workload parameter of variant A only: --a-set value_size=100 (repeatable).
-    #[arg(long = "a-set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
+    #[arg(long = "a-set", value_name = "NAME=VALUE", value_parser = crate::workload::parse_set)]
     pub a_set: Vec<(String, String)>,
 
     /// A workload parameter of variant B only (repeatable).
-    #[arg(long = "b-set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
+    #[arg(long = "b-set", value_name = "NAME=VALUE", value_parser = crate::workload::parse_set)]
     pub b_set: Vec<(String, String)>,
 
     /// Variant A's target URL (default: --target, else the workload's).
@@ -448,7 +448,7 @@ pub struct RunArgs {
     pub target: Option<String>,
 
     /// Set a workload parameter: --set records=50000 (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::spec::parse_set)]
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::workload::parse_set)]
     pub set: Vec<(String, String)>,
 
     /// Set workload parameters from a Java properties file, as YCSB's -P does: each

@@ -13,9 +13,9 @@ use crate::analysis::{checks, compare, modes};
 use crate::error::redact;
 use crate::report::{console, export, html, ycsb};
 use crate::result::merge::ShardFile;
-use crate::spec::template::{GenState, Template};
-use crate::spec::{self, Source};
 use crate::targets::{with_target_type, Target, TargetUrl};
+use crate::workload::template::{GenState, Template};
+use crate::workload::{self, Source};
 
 /// A workload file: parsed and compiled (parameters, generators, operations, checks).
 pub fn workload(data: &[u8]) {
@@ -24,7 +24,7 @@ pub fn workload(data: &[u8]) {
             path: "fuzz.toml",
             text,
         };
-        let _ = spec::compile(&source, &[]);
+        let _ = workload::compile(&source, &[]);
     }
 }
 

@@ -6,7 +6,7 @@
 //! - [`cli`]: the command line, parsed by clap; [`commands`] resolves and runs it.
 //! - [`vocab`], [`clock`], [`error`]: the bottom layer every other module shares: the
 //!   operation vocabulary, the hot loop's clock, input errors.
-//! - [`spec`]: workload files (TOML with positions), parameters and generators.
+//! - [`workload`]: the workload language: workload files (TOML with positions), parameters, generators, built-ins, and the importers of other tools' files.
 //! - [`engine`]: clients, closed and open loops, stop conditions, the interval collector.
 //! - [`stats`]: per-client counters and HdrHistograms, exact merges, summaries.
 //! - [`targets`]: one file per system under test, behind the `Target`/`Session` traits.
@@ -33,11 +33,11 @@ pub mod plan;
 pub mod report;
 pub mod result;
 pub mod runner;
-pub mod spec;
 pub mod stats;
 pub mod study;
 pub mod targets;
 pub mod vocab;
+pub mod workload;
 
 use std::process::ExitCode;
 

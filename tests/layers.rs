@@ -125,7 +125,7 @@ fn the_vocabulary_imports_nothing_above_it() {
 #[test]
 fn the_result_contract_imports_only_the_layers_below_it() {
     let edges = graph();
-    let allowed: BTreeSet<String> = ["error", "vocab", "spec", "stats", "engine"]
+    let allowed: BTreeSet<String> = ["error", "vocab", "workload", "stats", "engine"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -152,7 +152,7 @@ fn the_cycle_finder_finds_cycles() {
 #[test]
 fn the_emulators_import_only_the_layers_below_the_targets() {
     let edges = graph();
-    let allowed: BTreeSet<String> = ["error", "vocab", "clock", "spec", "stats"]
+    let allowed: BTreeSet<String> = ["error", "vocab", "clock", "workload", "stats"]
         .iter()
         .map(|s| s.to_string())
         .collect();

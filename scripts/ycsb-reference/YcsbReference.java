@@ -1,6 +1,6 @@
 // loadrig's own program (not YCSB's code): draws keys from YCSB 0.17.0's generators, loaded
 // from YCSB's core jar as a library, and prints how often each key of 0..999 came up, for the
-// tests in src/spec/ycsb/java_reference.rs. scripts/ycsb-reference.sh compiles and runs it.
+// tests in src/workload/ycsb/java_reference.rs. scripts/ycsb-reference.sh compiles and runs it.
 //
 // Usage: java -cp core-0.17.0.jar:BUILD YcsbReference CASE DRAWS COMMAND
 // CASE is one of zipfian, scrambled, scrambled_keys, latest, hotspot, exponential; COMMAND is

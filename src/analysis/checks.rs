@@ -24,7 +24,7 @@ use super::TOTAL;
 use crate::error::InputError;
 use crate::result::models::LatencyStat;
 use crate::result::{OpResult, RunResult};
-use crate::spec::duration::human_ns;
+use crate::workload::duration::human_ns;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckMetric {

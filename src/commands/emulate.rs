@@ -10,7 +10,7 @@ use anyhow::Result;
 use crate::cli::EmulateCommand;
 use crate::emulate::supplier::Supplier;
 use crate::error::InputError;
-use crate::spec::duration;
+use crate::workload::duration;
 
 pub fn emulate(what: &EmulateCommand) -> Result<ExitCode> {
     let EmulateCommand::Supplier(args) = what;

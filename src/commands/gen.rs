@@ -1,4 +1,4 @@
-//! `loadrig gen ldif`: test data, written by the generator in `spec::ldif`.
+//! `loadrig gen ldif`: test data, written by the generator in `workload::import::ldif`.
 
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 
 use crate::cli::GenCommand;
 use crate::error::InputError;
-use crate::spec::ldif;
+use crate::workload::import::ldif;
 
 pub fn gen(what: &GenCommand) -> Result<ExitCode> {
     let GenCommand::Ldif(args) = what;

@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use crate::cli::ImportCommand;
 use crate::error::InputError;
-use crate::spec::pgbench_import;
+use crate::workload::import::pgbench as pgbench_import;
 
 pub fn import(what: &ImportCommand) -> Result<ExitCode> {
     let ImportCommand::Pgbench(args) = what;

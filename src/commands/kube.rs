@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use crate::cli::{KubeArgs, RunArgs};
 use crate::error::InputError;
 use crate::plan;
-use crate::spec::{builtin, Setting};
+use crate::workload::{builtin, Setting};
 
 /// Where the pods find the workload, write their results and serve their metrics.
 const WORKLOAD_DIR: &str = "/workload";

@@ -13,7 +13,7 @@ use crate::engine::{Mode, Slots};
 use crate::error::InputError;
 use crate::plan;
 use crate::report::ops as view;
-use crate::spec::ycsb::InsertCounters;
+use crate::workload::ycsb::InsertCounters;
 
 /// `loadrig ops WORKLOAD [--properties FILE …] [--set …] [--op …] [--clients N] [--count K] [--seed S] [--json]`.
 pub fn ops(args: &OpsArgs) -> Result<ExitCode> {

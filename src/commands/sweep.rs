@@ -25,9 +25,9 @@ use crate::result::sweep::{
 };
 use crate::result::{self, RunResult, RunStatus};
 use crate::runner::{self, describe, View};
-use crate::spec::Workload;
 use crate::study;
 use crate::targets::{with_target_type, Target};
+use crate::workload::Workload;
 
 /// At most this many points in one grid.
 const MAX_POINTS: usize = 1000;

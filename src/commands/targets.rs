@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use crate::engine;
 use crate::error::InputError;
 use crate::report::console;
-use crate::spec::{self, builtin, Source};
 use crate::targets::{self, expand_env, redact, with_target_type, Params, Target, TargetUrl};
+use crate::workload::{self, builtin, Source};
 
 /// `loadrig cleanup --target URL`: drop loadrig's namespace on the target, nothing else.
 pub fn cleanup(target: &str) -> Result<ExitCode> {
@@ -35,7 +35,7 @@ pub fn list() -> Result<ExitCode> {
         .unwrap_or(0);
     for (name, text) in builtin::BUILTIN {
         let source = Source { path: name, text };
-        let description = spec::compile(&source, &[])
+        let description = workload::compile(&source, &[])
             .map(|w| w.description)
             .unwrap_or_default();
         println!("  {name:<width$}  {description}");

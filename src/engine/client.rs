@@ -25,12 +25,12 @@ use super::timeline::Timeline;
 use super::turns::Turns;
 use super::{Arrivals, Connection, LoadPlan, Mode, Slots};
 use crate::clock::{self, Instant};
-use crate::spec::ycsb::InsertCounters;
-use crate::spec::{GenState, OpKind, OpSpec, Repeat, Step, When};
 use crate::stats::OpCounters;
 use crate::targets::peer::{PeerSession, PeerTarget};
 use crate::targets::{Session, Target};
 use crate::vocab::{ErrorClass, ErrorCounts, Op, OpError, Outcome, StatementCounts, StatementKind};
+use crate::workload::ycsb::InsertCounters;
+use crate::workload::{GenState, OpKind, OpSpec, Repeat, Step, When};
 
 /// Everything a client needs, borrowed from the engine for the run.
 pub struct ClientCtx<'a> {

@@ -33,13 +33,13 @@ use rand::SeedableRng;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::spec::ycsb::InsertCounters;
-use crate::spec::{DataSpec, GenState, OpSpec, VerifySpec};
 use crate::stats::{new_hist, Hist, OpCounters};
 use crate::targets::peer::PeerTarget;
 use crate::targets::pipelined::{Batched, Codec};
 use crate::targets::{Session, Target};
 use crate::vocab::{ErrorCounts, NativeOp, Op, OpError, RunStep, ValueKind};
+use crate::workload::ycsb::InsertCounters;
+use crate::workload::{DataSpec, GenState, OpSpec, VerifySpec};
 use client::ClientCtx;
 use shelf::Shelf;
 use spill::{IntervalBrief, IntervalStore};

@@ -40,12 +40,12 @@ use super::client::{
 };
 use super::{Connection, LoadPlan, Mode};
 use crate::clock::Instant;
-use crate::spec::OpSpec;
 use crate::targets::pipelined::{BatchEnd, Batched, Codec, Context};
 use crate::targets::readbuf::ReadBuf;
 use crate::targets::tls::NetStream;
 use crate::targets::Target;
 use crate::vocab::{ErrorClass, OpError, Outcome};
+use crate::workload::OpSpec;
 
 /// The target's codec when this run's streams can go through the batch driver.
 pub fn codec_for<T: Target>(target: &T, plan: &LoadPlan, ops: &[OpSpec]) -> Option<&'static Codec> {

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use super::*;
 use crate::error::InputError;
-use crate::spec::{self, Source, Workload};
 use crate::targets::noop::Noop;
 use crate::targets::sleep::Sleep;
 use crate::targets::{Params, TargetUrl};
 use crate::vocab::{ErrorClass, Outcome};
+use crate::workload::{self, Source, Workload};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -25,7 +25,7 @@ fn workload(toml: &str) -> Workload {
         path: "test.toml",
         text: toml,
     };
-    spec::compile(&source, &[]).unwrap_or_else(|e| panic!("{e:?}"))
+    workload::compile(&source, &[]).unwrap_or_else(|e| panic!("{e:?}"))
 }
 
 fn sleep(options: &str) -> Sleep {
@@ -538,8 +538,11 @@ fn offline_binding_sends_what_a_run_sends() {
     };
     let mut offline: Vec<Vec<String>> = (0..clients)
         .map(|c| {
-            let counters =
-                std::sync::Arc::new(crate::spec::ycsb::InsertCounters::new(w.seq_slots, 0, 1));
+            let counters = std::sync::Arc::new(crate::workload::ycsb::InsertCounters::new(
+                w.seq_slots,
+                0,
+                1,
+            ));
             let mut chooser = client::Chooser::new(&w.ops, plan.seed, c, clients, slots, counters);
             let mut sent = Vec::new();
             for _ in 0..per_client {

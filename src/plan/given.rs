@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use crate::error::InputError;
-use crate::spec::Source;
+use crate::workload::Source;
 
 /// A value given by a flag or by the workload file.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,7 @@ use super::shard;
 use crate::cli::RunArgs;
 use crate::engine::{slice, Arrivals, Connection, LoadPlan, Mode, THREAD_PER_CONNECTION_MAX};
 use crate::error::InputError;
-use crate::spec::{self, duration, LoadSection, Refill, Source, ThreadCount};
+use crate::workload::{self, duration, LoadSection, Refill, Source, ThreadCount};
 
 /// Open loop: a start later than this against the schedule counts as late.
 pub const DEFAULT_LATE_AFTER: Duration = Duration::from_millis(1);
@@ -76,7 +76,7 @@ pub fn resolve_load(
     )
     .map(|g| g.value);
     let op_timeout = match &args.op_timeout {
-        Some(t) => Some(spec::positive(
+        Some(t) => Some(workload::positive(
             duration::parse(t, "--op-timeout")?,
             "--op-timeout",
         )?),

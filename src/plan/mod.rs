@@ -23,8 +23,8 @@ use crate::analysis::checks::Check;
 use crate::engine::{LoadPlan, Mode};
 use crate::error::InputError;
 use crate::result::WorkloadRecord;
-use crate::spec::{self, OpSpec, Setting, Source, Workload};
 use crate::targets::TargetUrl;
+use crate::workload::{self, OpSpec, Setting, Source, Workload};
 
 /// One run, fully resolved. Serialised through [`PlanRecord`]: the compiled workload as
 /// the result file records it, the target without its password.
@@ -105,7 +105,7 @@ pub struct WorkloadSource {
 impl WorkloadSource {
     /// The workload, compiled with the settings.
     pub fn compile(&self) -> Result<Workload, InputError> {
-        spec::compile(
+        workload::compile(
             &Source {
                 path: &self.name,
                 text: &self.text,

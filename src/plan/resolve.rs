@@ -12,8 +12,9 @@ use crate::cli::RunArgs;
 use crate::engine::LoadPlan;
 use crate::error::InputError;
 use crate::result::validity::{Thresholds, THRESHOLD_NAMES};
-use crate::spec::{builtin, properties, OpSpec, Setting, Workload};
 use crate::targets::peer::PeerTarget;
+use crate::workload::import::properties;
+use crate::workload::{builtin, OpSpec, Setting, Workload};
 
 /// Compile the workload and resolve the flags against it: everything is checked here,
 /// before anything connects or is written.
@@ -89,8 +90,8 @@ fn data_policy(
 ) -> Result<DataPolicy, InputError> {
     let follower = load.shard.is_some_and(|s| s.index > 0);
     let loads = !args.skip_load && (!workload.setup.is_empty() || workload.data.is_some());
-    let timeout = crate::spec::duration::parse(&args.load_timeout, "--load-timeout")
-        .and_then(|d| crate::spec::positive(d, "--load-timeout"))?;
+    let timeout = crate::workload::duration::parse(&args.load_timeout, "--load-timeout")
+        .and_then(|d| crate::workload::positive(d, "--load-timeout"))?;
     let marker = match load.shard {
         Some(s) if s.count > 1 && loads => Some(LoadMarker {
             run: load.start_at.map_or(load.seed, |at| {

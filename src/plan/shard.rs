@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::engine::{share, LoadPlan, Mode, Shard};
 use crate::error::InputError;
-use crate::spec::duration;
+use crate::workload::duration;
 
 /// `I/N` as written: (I, N), with 0 ≤ I < N.
 pub fn parse_shard(text: &str) -> Result<(usize, usize), InputError> {

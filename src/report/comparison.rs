@@ -10,7 +10,7 @@ use crate::analysis::compare::{
 use crate::analysis::rounds::POWER;
 use crate::analysis::shift::{ShiftPoint, ShiftReport};
 use crate::result::RunStatus;
-use crate::spec::duration::human_ns;
+use crate::workload::duration::human_ns;
 
 fn value(m: &MetricChange, v: f64) -> String {
     if m.metric == Metric::Throughput {

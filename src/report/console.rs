@@ -13,8 +13,8 @@ use crate::result::{
     ConnectRecord, ErrorsByClass, FigureRecord, IntervalOp, IntervalRecord, OpResult, RunResult,
     RunStatus,
 };
-use crate::spec::duration::human_ns;
 use crate::stats::LatencySummary;
+use crate::workload::duration::human_ns;
 
 pub const INTERVAL_HEADER: &str =
     "interval   elapsed          ok        ops/s   errors       p50       p99       max";

@@ -15,8 +15,8 @@ use super::console::{connect_rows, rate, thousands};
 use super::plot::{self, Plot, RunView};
 use crate::result::validity::Validity;
 use crate::result::{OpResult, RunResult, RunStatus};
-use crate::spec::duration::human_ns;
 use crate::targets::redact;
+use crate::workload::duration::human_ns;
 
 mod compare;
 mod sweep;

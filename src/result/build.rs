@@ -12,9 +12,9 @@ use super::{
     SCHEMA_VERSION,
 };
 use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
-use crate::spec::{FigureSpec, OpSpec, Workload};
 use crate::stats::{Hist, LatencySummary, OpCounters, SeriesSummary};
 use crate::vocab::{ErrorCounts, TlsMode};
+use crate::workload::{FigureSpec, OpSpec, Workload};
 
 /// What a run was, beside the engine's measurements.
 pub struct RunFacts<'a> {

@@ -597,7 +597,7 @@ mod tests {
 
     use super::*;
     use crate::engine::{Arrivals, Connection, Mode};
-    use crate::spec::{self, Source};
+    use crate::workload::{self, Source};
 
     fn json<T: Serialize>(v: &T) -> String {
         serde_json::to_string(v).unwrap()
@@ -670,7 +670,7 @@ mod tests {
             path: "native.toml",
             text,
         };
-        let w = spec::compile(&source, &[]).unwrap();
+        let w = workload::compile(&source, &[]).unwrap();
         let fixture: serde_json::Value =
             serde_json::from_str(include_str!("../../tests/fixtures/v1/native.json")).unwrap();
         let record = serde_json::to_value(WorkloadRecord::of(&w, &w.ops)).unwrap();

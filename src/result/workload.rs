@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{OpKind, OpSpec, Step, Template, Workload};
 use crate::vocab::{ErrorClass, NativeOp, ValueKind};
+use crate::workload::{OpKind, OpSpec, Step, Template, Workload};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WorkloadRecord {

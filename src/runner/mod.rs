@@ -22,10 +22,10 @@ use crate::report::host;
 use crate::report::metrics::MetricsServer;
 use crate::result::recover::StreamHeader;
 use crate::result::{RunFacts, RunResult, VerifyRecord, WarmupAuto};
-use crate::spec::{OpKind, OpSpec};
 use crate::targets::peer::PeerTarget;
 use crate::targets::{with_target_type, Target};
 use crate::vocab::{Family, NativeOp, RunStep, ValueKind};
+use crate::workload::{OpKind, OpSpec};
 use observe::Observers;
 
 /// How a run shows itself while it goes.

@@ -20,9 +20,9 @@ use crate::analysis::full_intervals;
 use crate::error::InputError;
 use crate::plan::RunPlan;
 use crate::result::RunResult;
-use crate::spec::duration;
 use crate::targets::{with_target_type, Target, TargetUrl};
 use crate::vocab::ErrorClass;
+use crate::workload::duration;
 
 const WORKLOAD: &str = include_str!("connections.toml");
 

@@ -8,7 +8,7 @@ use crate::analysis::growth;
 use crate::plan::RunPlan;
 use crate::result::models::GrowthFit;
 use crate::result::RunResult;
-use crate::spec::OpKind;
+use crate::workload::OpKind;
 
 /// What a growth loop found.
 pub struct Growth {

@@ -22,9 +22,9 @@ use crate::engine;
 use crate::error::InputError;
 use crate::plan::RunPlan;
 use crate::result::RunResult;
-use crate::spec::VerifySpec;
 use crate::targets::{redact, with_target_type, Target};
 use crate::vocab::NativeOp;
+use crate::workload::VerifySpec;
 
 const WORKLOAD: &str = include_str!("../../workloads/order-entry.toml");
 const CUSTOMER_DOMAIN: [&str; 5] = [

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::{redact, TargetUrl};
 use crate::error::InputError;
-use crate::spec::duration;
+use crate::workload::duration;
 
 /// Where a server listens and who to log in as.
 #[derive(Clone)]

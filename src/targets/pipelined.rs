@@ -23,8 +23,8 @@ use tokio::sync::Notify;
 
 use super::readbuf::ReadBuf;
 use super::tls::NetStream;
-use crate::spec::{OpKind, OpSpec};
 use crate::vocab::{ErrorClass, Op, OpError, Outcome};
+use crate::workload::{OpKind, OpSpec};
 
 /// Append one operation's request, given its connection's context.
 pub type Encode = fn(&Op<'_>, Option<&Context>, &mut Vec<u8>) -> Result<(), OpError>;

@@ -50,9 +50,9 @@ use super::socket;
 use super::tls::{NetStream, Tls};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::spec::OpKind;
 use crate::stats::connect_phases::{ConnectPhases, PhaseClock, PhaseTimes};
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
+use crate::workload::OpKind;
 
 /// Every key a kv operation touches starts with this; cleanup removes exactly these.
 pub const PREFIX: &str = "loadrig:";

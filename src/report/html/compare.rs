@@ -11,7 +11,7 @@ use crate::analysis::compare::{percent_text, Comparison};
 use crate::analysis::shift::OpShift;
 use crate::report::comparison::table;
 use crate::report::plot::shift::{chart, quantile_label};
-use crate::spec::duration::human_ns;
+use crate::workload::duration::human_ns;
 
 /// The page of one comparison.
 pub fn render_comparison(c: &Comparison) -> Result<String> {

@@ -12,7 +12,7 @@ use crate::report::console::{rate, thousands};
 use crate::report::plot::{sweep as splot, Plot};
 use crate::report::sweep::summary;
 use crate::result::sweep::{SweepResult, SweepStatus, VaryKind};
-use crate::spec::duration::human_ns;
+use crate::workload::duration::human_ns;
 
 /// The console summary in blocks: a line that does not start with a space opens one.
 fn blocks(s: &SweepResult) -> Vec<String> {

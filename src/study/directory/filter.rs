@@ -4,7 +4,7 @@
 //! part that cannot be translated, before anything runs.
 
 use crate::error::InputError;
-use crate::spec::ldif::Person;
+use crate::workload::import::ldif::Person;
 
 /// The attributes a person has: LDAP name, SQL column.
 pub const ATTRS: [(&str, &str); 6] = [

@@ -9,9 +9,9 @@ use std::time::Instant;
 use ldap3::{LdapConnAsync, Scope, SearchEntry};
 
 use super::filter::{reversed_upper, Schema, ATTRS};
-use crate::spec::ldif::{Person, PERSON_CLASSES};
 use crate::targets::{Session, Target, TargetUrl};
 use crate::vocab::{ErrorClass, NativeOp, Op, OpError, ValueKind};
+use crate::workload::import::ldif::{Person, PERSON_CLASSES};
 
 /// SQL rows per transaction while loading.
 const BATCH: u64 = 1000;

@@ -28,12 +28,12 @@ use crate::error::InputError;
 use crate::plan::RunPlan;
 use crate::result::{self, RunStatus};
 use crate::runner::{self, View};
-use crate::spec::ldif::{self, Person};
 use crate::targets::ldap::Ldap;
 use crate::targets::postgres::Postgres;
 use crate::targets::sqlite::Sqlite;
 use crate::targets::{redact, Target};
 use crate::vocab::ErrorClass;
+use crate::workload::import::ldif::{self, Person};
 
 const MEASURES: [(&str, &str, &str); 4] = [
     ("load", "s", "time to load the entries (a measured load phase through the target's driver, not a run: SQL in transactions of 1000 rows on one connection, LDAP adds on 8 connections at once)"),

@@ -21,9 +21,9 @@ use std::sync::{Arc, LazyLock};
 
 use super::head::{self, Framing};
 use super::{escape_key, status_error, write_request, HttpArgs, Server, Status, NO_HEADERS};
-use crate::spec::OpKind;
 use crate::targets::pipelined::{Batched, Codec, Context};
 use crate::vocab::{ErrorClass, NativeOp, Op, OpError, Outcome};
+use crate::workload::OpKind;
 
 pub static CODEC: Codec = Codec {
     accepts,
@@ -352,7 +352,7 @@ mod tests {
 
     #[test]
     fn statuses_map_as_on_the_session_path() {
-        let key = crate::spec::template::Template::compile("k", &Default::default(), &mut 0);
+        let key = crate::workload::template::Template::compile("k", &Default::default(), &mut 0);
         let get = OpKind::Get { key: key.unwrap() };
         let not_found = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
         assert_eq!(decode(&get, not_found).map(|o| o.rows).ok(), Some(0));

@@ -37,12 +37,12 @@ use tokio::net::TcpStream;
 
 use super::scram::Scram;
 use super::Postgres;
-use crate::spec::{OpKind, OpSpec};
 use crate::stats::connect_phases::PhaseTimes;
 use crate::targets::pipelined::{BatchEnd, Batched, Codec, Context};
 use crate::targets::sql::{Dialect, Kv};
 use crate::targets::tls::NetStream;
 use crate::vocab::{ErrorClass, NativeOp, Op, OpError, Outcome};
+use crate::workload::{OpKind, OpSpec};
 
 /// The extended protocol for the batch driver, used at `--pipeline 1` too (`one_in_flight`): one
 /// future per connection with its own buffers costs less than tokio-postgres's two halves.

@@ -1,4 +1,4 @@
-//! Workload files: TOML parsed with spans, validated, and compiled into a [`Workload`].
+//! The workload language: workload files, TOML parsed with spans, validated, and compiled into a [`Workload`].
 //!
 //! Every problem is an [`InputError`] that names `file:line:column`, says what was expected
 //! and how to fix it. Parameters (`[params]`, overridable with `--set`) are substituted
@@ -7,12 +7,10 @@
 pub mod builtin;
 pub mod duration;
 pub mod figures;
-pub mod ldif;
+pub mod import;
 mod namespace;
 pub mod ops;
 pub mod peers;
-pub mod pgbench_import;
-pub mod properties;
 pub mod template;
 pub mod ycsb;
 

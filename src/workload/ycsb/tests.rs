@@ -9,7 +9,7 @@ use rand::SeedableRng;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 use super::*;
-use crate::spec::template::{GenState, Template};
+use crate::workload::template::{GenState, Template};
 
 const ALPHA: f64 = 0.001;
 

@@ -9,8 +9,8 @@
 
 use std::path::Path;
 
-use super::{Setting, Source};
 use crate::error::InputError;
+use crate::workload::{Setting, Source};
 
 /// The properties of the file at `path`, in the order written.
 pub fn read(path: &Path) -> Result<Vec<Setting>, InputError> {

@@ -24,7 +24,7 @@ use rand::SeedableRng;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 use super::Zipfian;
-use crate::spec::template::{GenState, Template};
+use crate::workload::template::{GenState, Template};
 
 const ALPHA: f64 = 0.001;
 const KEYS: usize = 1000;
