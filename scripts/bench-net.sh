@@ -21,8 +21,8 @@
 # (scripts/bench-compare.sh).
 # IDLE=poll makes idle CPUs poll before they halt, for the sitting (scripts/bench-compare.sh).
 # MEMTIER=PATH adds memtier_benchmark as a second Redis peer; Debian does not package it and
-# loadrig ships none of its code: build it outside this repository as scripts/bench-peers.sh's
-# header shows (github.com/RedisLabs/memtier_benchmark; autoreconf -ivf && ./configure && make).
+# loadrig ships none of its code: scripts/build-peer.sh memtier builds it into the ignored
+# target/peers/memtier/ (then MEMTIER=target/peers/memtier/memtier_benchmark).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/bench-compare.sh
@@ -55,7 +55,7 @@ if [[ " ${need[*]} " == *" nginx "* ]] && ! command -v wrk >/dev/null; then
 fi
 [[ -x /usr/bin/time ]] || apt-get install -y time >/dev/null
 if [[ -n ${MEMTIER:-} && ! (-f $MEMTIER && -x $MEMTIER) ]]; then
-    echo "MEMTIER=$MEMTIER is not an executable file (scripts/bench-peers.sh's header says how to build one)" >&2
+    echo "MEMTIER=$MEMTIER is not an executable file (scripts/build-peer.sh memtier builds one)" >&2
     exit 2
 fi
 if [[ -z ${LOADRIG_BIN:-} ]]; then cargo build --release --quiet; fi

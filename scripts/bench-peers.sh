@@ -50,13 +50,11 @@
 # IDLE=poll makes idle CPUs poll before they halt, for the sitting (scripts/bench-compare.sh).
 # SYSBENCH_RAND=special has sysbench and loadrig draw ids as sysbench 1.0 does by default
 # (default: uniform, both sides told so; see sysbench_rand below).
-# MEMTIER=PATH adds memtier_benchmark (Redis Labs) as a second Redis peer. Debian does not
-# package it and loadrig ships none of its code: build it outside this repository, e.g.
-#   apt-get install -y build-essential autoconf automake libtool pkg-config libevent-dev \
-#       libssl-dev zlib1g-dev
-#   git clone https://github.com/RedisLabs/memtier_benchmark /opt/memtier && cd /opt/memtier
-#   autoreconf -ivf && ./configure && make -j2      # then MEMTIER=/opt/memtier/memtier_benchmark
-# Without MEMTIER the Redis case runs redis-benchmark and loadrig only.
+# MEMTIER=PATH adds memtier_benchmark (Redis Ltd) as a second Redis peer. Debian does not
+# package it and loadrig ships none of its code: scripts/build-peer.sh memtier builds it from
+# its upstream source into the ignored target/peers/memtier/, then
+# MEMTIER=target/peers/memtier/memtier_benchmark. Without MEMTIER the Redis case runs
+# redis-benchmark and loadrig only.
 # SLICE=DURATION (like 300us) schedules both sides alike: loadrig with --client-slice DURATION,
 # the peers under scripts/with-slice.py DURATION. SLICE=kernel runs loadrig with the kernel's
 # default slice, as the peers run. Unset: loadrig's default (300us), the peers' (the kernel's).
@@ -523,7 +521,7 @@ case_sysbench() {
 
 if [[ -z ${LOADRIG_BIN:-} ]]; then CARGO_TARGET_DIR=$target_dir cargo build --release --quiet; fi
 if [[ -n ${MEMTIER:-} && ! (-f $MEMTIER && -x $MEMTIER) ]]; then
-    say "MEMTIER=$MEMTIER is not an executable file (this script's header says how to build one)"
+    say "MEMTIER=$MEMTIER is not an executable file (scripts/build-peer.sh memtier builds one)"
     exit 2
 fi
 echo "loadrig peer benchmarks: $clients clients on $threads threads, $(nproc) cores, $(date -u +%Y-%m-%d)"

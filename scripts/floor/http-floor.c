@@ -5,8 +5,8 @@
 // (the least parsing any HTTP client must do). A connection the server closes (nginx's
 // keepalive_requests, 1,000 by default) is opened again, as wrk and loadrig do. Nothing
 // recorded.
-// Build: gcc -O2 scripts/floor/http-floor.c -o /tmp/http-floor
-// Run:   eval "$(scripts/services.sh env)"; /tmp/http-floor "$LOADRIG_HTTP_PORT" /static/hello.txt 50 10
+// Build: mkdir -p target/peers/floor && gcc -O2 scripts/floor/http-floor.c -o target/peers/floor/http-floor
+// Run:   eval "$(scripts/services.sh env)"; target/peers/floor/http-floor "$LOADRIG_HTTP_PORT" /static/hello.txt 50 10
 // Prints ops/s and the process's own user and system CPU per operation (getrusage).
 #include <arpa/inet.h>
 #include <errno.h>

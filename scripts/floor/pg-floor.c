@@ -3,8 +3,8 @@
 // socket (Bind + Execute + Sync of a statement prepared once, as pgbench -M prepared does),
 // and nothing read from a reply but "ReadyForQuery arrived". libpq only opens the
 // connections (SCRAM) and prepares the statement. What any client must do; nothing else.
-// Build: gcc -O2 scripts/floor/pg-floor.c -o /tmp/pg-floor -I/usr/include/postgresql -lpq
-// Run:   eval "$(scripts/services.sh env)"; /tmp/pg-floor "$LOADRIG_PG_URL" 4 10
+// Build: mkdir -p target/peers/floor && gcc -O2 scripts/floor/pg-floor.c -o target/peers/floor/pg-floor -I/usr/include/postgresql -lpq
+// Run:   eval "$(scripts/services.sh env)"; target/peers/floor/pg-floor "$LOADRIG_PG_URL" 4 10
 //        (pgbench_accounts from `pgbench -i -s 10`, as scripts/bench-peers.sh makes it)
 // Prints ops/s and the process's own user and system CPU per operation (getrusage).
 #include <libpq-fe.h>

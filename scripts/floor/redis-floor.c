@@ -3,8 +3,8 @@
 // latency recording, no parsing beyond "a reply arrived"). MODE "epoll" waits with
 // epoll_wait; MODE "uring" submits each send+receive pair through io_uring (set COOP=1 or
 // DEFER=1 for IORING_SETUP_COOP_TASKRUN or SINGLE_ISSUER|DEFER_TASKRUN).
-// Build: apt-get install liburing-dev && gcc -O2 scripts/floor/redis-floor.c -o /tmp/redis-floor -luring
-// Run:   eval "$(scripts/services.sh env)"; /tmp/redis-floor epoll "$LOADRIG_REDIS_PORT" "$LOADRIG_REDIS_PASSWORD" 50 5
+// Build: apt-get install liburing-dev && mkdir -p target/peers/floor && gcc -O2 scripts/floor/redis-floor.c -o target/peers/floor/redis-floor -luring
+// Run:   eval "$(scripts/services.sh env)"; target/peers/floor/redis-floor epoll "$LOADRIG_REDIS_PORT" "$LOADRIG_REDIS_PASSWORD" 50 5
 // Prints ops/s and the process's own user and system CPU per operation (getrusage).
 // epoll+send/recv vs io_uring batched. Usage: ping MODE PORT PASS N SECONDS
 #include <liburing.h>
