@@ -484,7 +484,7 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
             return Err(InputError::new(format!(
                 "--pipeline-refill {shown}: only the batch driver waits for several replies before writing, and this run cannot use it: {why}"
             ))
-            .help("leave out --pipeline-refill (each stream writes as soon as its reply is in), or run a closed loop of plain operations on Redis, PostgreSQL or HTTP (docs/workloads.md)"));
+            .help("leave out --pipeline-refill (each stream writes as soon as its reply is in), or run a closed loop of plain operations on Redis, PostgreSQL or HTTP (docs/load.md, \"Pipelining\")"));
         }
     }
     let scheme = plan.target.scheme();

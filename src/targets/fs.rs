@@ -251,7 +251,7 @@ impl FsSession {
                 op: native, args, ..
             } => self.record(native, args)?,
             // Files have no transactions: a tx of record steps runs them in order, and a
-            // rollback undoes nothing (docs/workloads.md, "YCSB built-ins").
+            // rollback undoes nothing (docs/builtins.md, "YCSB built-ins").
             Op::Begin | Op::Commit | Op::Rollback => 0,
             Op::Put { key, value } => self.write(key, value, true)?,
             Op::Update { key, value } => self.write(key, value, false)?,
