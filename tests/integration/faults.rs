@@ -1,7 +1,7 @@
 //! Faults against real servers: kill -9 and restart of Redis, PostgreSQL and MariaDB
 //! mid-run, SIGSTOP longer than `--op-timeout`, a restart during the data load. Each test
 //! starts its own server in its own services dir (scripts/services.sh, needs root), since
-//! it kills it: the servers the other test binaries use are never touched.
+//! it kills it: the servers the other tests use are never touched.
 //!
 //! Every operation is counted exactly once: successes + errors = the operations asked for
 //! (`--ops`), and the keys stored are the successes plus at most the operations in flight

@@ -4,7 +4,7 @@
 //! a server error inside a transaction rolled back without a cascade, terminated connections
 //! replaced, BEGIN and COMMIT prepared, and rigs started together all set up (with and
 //! without attachments).
-//! tests/builtin_pgbench.rs runs pgbench's tpcb-like (balances and transaction counts)
+//! The `builtin_pgbench` tests run pgbench's tpcb-like (balances and transaction counts)
 //! through it.
 
 use crate::common::locks::{hold, Shared};

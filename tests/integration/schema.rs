@@ -23,7 +23,7 @@ fn check_schema(schema: schemars::Schema, file: &str) {
     assert!(
         committed == text,
         "docs/schema/{file} differs from the types in src/result: if the change is meant, \
-         regenerate it with `LOADRIG_BLESS=1 cargo test --test schema` and commit it \
+         regenerate it with `LOADRIG_BLESS=1 cargo test --test integration schema::` and commit it \
          (and raise SCHEMA_VERSION if a field changed meaning or went away)"
     );
 }

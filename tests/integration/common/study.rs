@@ -1,5 +1,5 @@
 //! Reading a backend-table study's file back in the tests of the studies
-//! (tests/study_connections.rs, study_directory.rs, study_documents.rs).
+//! (the `study_connections`, `study_directory` and `study_documents` modules).
 #![allow(dead_code)]
 
 use loadrig::study::{BackendRow, StudyRecord, StudyTable};
