@@ -6,7 +6,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::Dir;
+use crate::common::{needs, Dir};
 use loadrig::vocab::ErrorClass;
 
 struct Server(Child);
@@ -43,17 +43,21 @@ fn ask(port: u16, command: &str) -> Option<String> {
 }
 
 /// `redis-server` on a free port with room for `maxclients` connections; `None` (the test
-/// is skipped) where it is not installed.
+/// is skipped, or fails under `LOADRIG_REQUIRE_ALL=1`) where it is not installed.
 fn redis(dir: &Dir, maxclients: u32) -> Option<(Server, u16)> {
+    let bin = needs::program(
+        &["redis-server"],
+        "Debian: apt-get install redis-server; scripts/services.sh up does",
+    )?;
     let port = free_port();
-    let child = Command::new("redis-server")
+    let child = Command::new(bin)
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--maxclients", &maxclients.to_string()])
         .args(["--save", "", "--appendonly", "no", "--dir"])
         .arg(dir.path())
         .stdout(Stdio::null())
         .spawn()
-        .ok()?;
+        .expect("start redis-server");
     let server = Server(child);
     let until = Instant::now() + Duration::from_secs(10);
     while ask(port, "PING").as_deref() != Some("+PONG") {
@@ -81,7 +85,6 @@ fn stat(port: u16, name: &str) -> u64 {
 fn refused_clients_are_counted_and_the_run_goes_on() {
     let d = Dir::new();
     let Some((_server, port)) = redis(&d, 3) else {
-        eprintln!("skipped: redis-server is not installed");
         return;
     };
     d.write(

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::sql::{ints, mysql_row, pg_row};
-use crate::common::Dir;
+use crate::common::{needs, Dir};
 use loadrig::result::{RunResult, RunStatus};
 use loadrig::vocab::ErrorClass;
 
@@ -34,15 +34,7 @@ fn script() -> PathBuf {
 impl Server {
     /// Start `name`, or `None` (skipped) when not root; LOADRIG_REQUIRE_ALL=1 fails instead.
     fn up(name: &'static str, test: &str) -> Option<Server> {
-        // SAFETY: geteuid(2) has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            assert!(
-                std::env::var("LOADRIG_REQUIRE_ALL").as_deref() != Ok("1"),
-                "fault tests start their own servers and need root"
-            );
-            eprintln!("skipped: fault tests need root");
-            return None;
-        }
+        needs::root("to start servers of the test's own with scripts/services.sh")?;
         let state = PathBuf::from(format!("/tmp/loadrig-faults-{}-{test}", std::process::id()));
         let mut server = Server {
             name,

@@ -4,8 +4,9 @@
 //! is the fault.) The run goes on: the operations caught by the outage fail as timeouts or
 //! connect errors, every operation is counted exactly once, and the run recovers.
 //!
-//! Needs `ip netns` (root); skipped with a message where it is not permitted. The
-//! namespaces (and the veths in them) are removed whatever happens.
+//! Needs `ip netns` (root) and redis-server (`common::needs`: skipped where they are
+//! missing, a failure under `LOADRIG_REQUIRE_ALL=1`). The namespaces (and the veths in them)
+//! are removed whatever happens.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -44,7 +45,6 @@ fn a_link_down_longer_than_the_op_timeout_is_survived_and_every_op_counted_once(
     let tag = format!("lf{}", std::process::id() % 100_000);
     let d = Dir::new();
     let Some(net) = network(&tag, &d) else {
-        eprintln!("skipped: `ip netns add` is not permitted here (needs root)");
         return;
     };
     let workload = d.write("put.toml", PUT_ONLY);

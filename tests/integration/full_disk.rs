@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use crate::common::Dir;
+use crate::common::{needs, Dir};
 use loadrig::result::RunStatus;
 
 /// A tmpfs of `size` mounted at DIR/full, unmounted on drop.
@@ -13,15 +13,7 @@ struct Tmpfs(std::path::PathBuf);
 
 impl Tmpfs {
     fn mount(d: &Dir, size: &str) -> Option<Tmpfs> {
-        // SAFETY: geteuid(2) has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            assert!(
-                std::env::var("LOADRIG_REQUIRE_ALL").as_deref() != Ok("1"),
-                "the full-disk tests mount a tmpfs and need root"
-            );
-            eprintln!("skipped: mounting a tmpfs needs root");
-            return None;
-        }
+        needs::root("to mount a small tmpfs")?;
         let at = d.join("full");
         std::fs::create_dir(&at).unwrap();
         let ok = Command::new("mount")

@@ -3,8 +3,9 @@
 //! started with one `--start-at`; the merged run holds exactly the shards' operations and
 //! the union of their histograms, and Redis holds exactly one key per insert.
 //!
-//! Needs `ip netns` (root); skipped with a message where it is not permitted. The
-//! namespaces (and the veths in them) are removed whatever happens.
+//! Needs `ip netns` (root) and redis-server (`common::needs`: skipped where they are
+//! missing, a failure under `LOADRIG_REQUIRE_ALL=1`). The namespaces (and the veths in them)
+//! are removed whatever happens.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
@@ -50,7 +51,6 @@ fn network(tag: &str) -> Option<Namespaces> {
 fn shards_in_their_own_network_namespaces_merge_exactly() {
     let tag = format!("lr{}", std::process::id() % 100_000);
     let Some(mut net) = network(&tag) else {
-        eprintln!("skipped: `ip netns add` is not permitted here (needs root)");
         return;
     };
     let d = Dir::new();

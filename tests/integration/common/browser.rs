@@ -1,11 +1,13 @@
 //! Headless Chromium through chromedriver's WebDriver API, for the tests of HTML pages
-//! (tests/report.rs, tests/study.rs): a page renders, each plot has its SVG, the console has
+//! (the `report` and `study` modules): a page renders, each plot has its SVG, the console has
 //! no errors and the page makes no network request.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
+
+use super::needs;
 
 /// A WebDriver session on headless Chromium, through chromedriver.
 pub struct Browser {
@@ -16,37 +18,13 @@ pub struct Browser {
     _profile: tempfile::TempDir,
 }
 
-pub fn which(names: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    for dir in std::env::split_paths(&path) {
-        for name in names {
-            let p = dir.join(name);
-            if p.is_file() {
-                return Some(p);
-            }
-        }
-    }
-    None
-}
-
 impl Browser {
     /// Start chromedriver and Chromium. Without them the test fails under scripts/test.sh
     /// (LOADRIG_REQUIRE_ALL=1) and is skipped, visibly, under a bare `cargo test`.
     pub fn start() -> Option<Browser> {
-        let (driver, chromium) = match (
-            which(&["chromedriver"]),
-            which(&["chromium", "chromium-browser", "google-chrome"]),
-        ) {
-            (Some(d), Some(c)) => (d, c),
-            _ => {
-                let why = "chromium and chromedriver are not installed (Debian: apt-get install chromium chromium-driver)";
-                if std::env::var("LOADRIG_REQUIRE_ALL").as_deref() == Ok("1") {
-                    panic!("LOADRIG_REQUIRE_ALL=1 but {why}");
-                }
-                eprintln!("skipped: the headless browser test: {why}");
-                return None;
-            }
-        };
+        let how = "Debian: apt-get install chromium chromium-driver; scripts/test.sh does, as root";
+        let driver = needs::program(&["chromedriver"], how)?;
+        let chromium = needs::program(&["chromium", "chromium-browser", "google-chrome"], how)?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()

@@ -8,9 +8,12 @@ use loadrig::result::{self, RunResult};
 
 pub mod browser;
 pub mod locks;
+pub mod needs;
 pub mod netns;
 pub mod sql;
 pub mod study;
+
+pub use needs::server_url;
 
 pub struct Dir {
     pub tmp: tempfile::TempDir,
@@ -180,11 +183,9 @@ name = "put"
 kv.put = { key = "r{seq}", value = "{bytes size}" }
 "#;
 
-/// The URL of a throwaway server from the environment (`scripts/services.sh env`), or
-/// `None` with a visible "skipped" when it is not set. With `LOADRIG_REQUIRE_ALL=1` (the
-/// README's test command) a missing server fails the test instead.
 /// The throwaway Redis's URL with database `db` instead of the one given, so a test file
 /// has a database of its own beside the others.
+#[track_caller]
 pub fn redis_db(db: u32) -> Option<String> {
     let url = server_url("LOADRIG_REDIS_URL")?;
     let base = url.rsplit_once('/').map_or(url.as_str(), |(b, _)| b);
@@ -199,22 +200,6 @@ pub fn redis_flushed(url: &str) -> redis::Connection {
         .expect("connect to redis");
     redis::cmd("FLUSHDB").exec(&mut c).expect("flushdb");
     c
-}
-
-pub fn server_url(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            if std::env::var("LOADRIG_REQUIRE_ALL").as_deref() == Ok("1") {
-                panic!(
-                    "{var} not set, and LOADRIG_REQUIRE_ALL=1 requires every server: \
-                     scripts/services.sh up, then eval \"$(scripts/services.sh env)\""
-                );
-            }
-            eprintln!("skipped: {var} not set");
-            None
-        }
-    }
 }
 
 /// The mixed kv workload the server tests share: `records` loaded (keys `k0..`), then gets

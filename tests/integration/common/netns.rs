@@ -5,6 +5,7 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::needs::{self, needs};
 use super::Dir;
 
 /// `ip ARGS`, true when it succeeded.
@@ -35,12 +36,20 @@ impl Drop for Namespaces {
 }
 
 impl Namespaces {
-    /// The server's namespace `name` with its loopback up; `None` when `ip netns add` is not
-    /// permitted here (the caller skips with a message).
+    /// The server's namespace `name` with its loopback up; `None` (the test is skipped, or
+    /// fails under `LOADRIG_REQUIRE_ALL=1`) where `ip netns add` is not permitted or
+    /// redis-server, which the tests here start in it, is missing.
     pub fn new(name: &str) -> Option<Namespaces> {
-        if !ip(&["netns", "add", name]) {
-            return None;
-        }
+        needs::program(
+            &["redis-server"],
+            "Debian: apt-get install redis-server; scripts/services.sh up does",
+        )?;
+        needs(
+            "`ip netns add`",
+            "root and iproute2 (Debian: apt-get install iproute2), where the kernel lets \
+             a process make network namespaces",
+            ip(&["netns", "add", name]).then_some(()),
+        )?;
         let ns = Namespaces {
             names: vec![name.to_string()],
             server: None,
