@@ -519,6 +519,7 @@ fn values_follow_sysbench() {
         "40",
         "--json",
     ]);
+    assert_eq!(out.lines().count(), 40);
     for line in out.lines() {
         let v: Value = serde_json::from_str(line).unwrap();
         let steps = v["steps"].as_array().unwrap();

@@ -65,6 +65,7 @@ fn run(d: &Dir, url: &str, ops: u64, clients: &str, only: Option<&str>) -> RunRe
 fn loaded_cardinalities(url: &str, row: Row<'_>) {
     let d = Dir::new();
     let r = run(&d, url, 20, "1", Some("stock-level"));
+    assert_eq!(r.verify.len(), 4);
     assert!(r.verify.iter().all(|v| v.passed), "{:?}", r.verify);
     let counts = [
         ("loadrig_warehouse", W),
@@ -314,6 +315,7 @@ fn each_condition_fails_on_a_database_that_breaks_it() {
     let db = d.join("tpcc.db");
     let url = format!("sqlite://{}", db.display());
     let loaded = run(&d, &url, 1, "1", Some("stock-level"));
+    assert_eq!(loaded.verify.len(), 4);
     assert!(
         loaded.verify.iter().all(|v| v.passed),
         "{:?}",

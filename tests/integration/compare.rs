@@ -137,7 +137,9 @@ fn same_target_no_change_doubled_sleep_regression_of_about_100_percent() {
             "--fail-on-regression",
         ],
     );
-    for m in metrics(&out) {
+    let ms = metrics(&out);
+    assert_eq!(ms.len(), 6, "{out}");
+    for m in ms {
         assert_eq!(m["verdict"], "no_change", "{m}");
     }
 
@@ -180,7 +182,9 @@ fn too_few_intervals_give_no_verdict() {
             "--fail-on-regression",
         ],
     );
-    for m in metrics(&out) {
+    let ms = metrics(&out);
+    assert_eq!(ms.len(), 6, "{out}");
+    for m in ms {
         assert_eq!(m["verdict"], "too_little_data", "{m}");
     }
     assert!(out.contains("a verdict needs at least 5"), "{out}");

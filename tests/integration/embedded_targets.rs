@@ -647,6 +647,7 @@ fn dbm_mixed_run_has_exact_effects(d: &Dir, target: &str, file: &str) {
         "{target}: only k and n keys"
     );
     assert_eq!(n.len() as u64, puts.ok);
+    assert!(!n.is_empty(), "{target}: some puts ran");
     assert!(n.iter().all(|len| *len == 50));
     assert_eq!(k.len() as u64, 600 - deletes.ok);
     assert_eq!(
@@ -659,6 +660,7 @@ fn dbm_mixed_run_has_exact_effects(d: &Dir, target: &str, file: &str) {
         .map(|(i, _)| *i)
         .collect();
     assert_eq!(updated.len() as u64, updates.ok);
+    assert!(!updated.is_empty(), "{target}: some updates ran");
     assert!(updated.iter().all(|i| *i >= 300));
     assert_eq!(
         k.values().filter(|l| **l == 100).count() as u64,

@@ -95,6 +95,7 @@ fn load_and_mixed_kv_leave_exactly_the_expected_resources() {
         .map(|(_, l)| l)
         .collect();
     assert_eq!(new.len() as u64, puts.ok);
+    assert!(!new.is_empty(), "some puts ran");
     assert!(new.iter().all(|l| *l == 50));
     assert!(r
         .target

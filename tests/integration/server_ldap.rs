@@ -244,6 +244,7 @@ fn load_and_mixed_kv_leave_exactly_the_expected_entries() {
         .map(|(_, v)| v[0])
         .collect();
     assert_eq!(n.len() as u64, puts.ok);
+    assert!(!n.is_empty(), "some puts ran");
     assert!(n.iter().all(|l| *l == 50));
     assert_eq!(k.len() as u64, 400 - deletes.ok);
     assert!((0..200).filter(|i| !k.contains_key(i)).count() as u64 == deletes.ok);
@@ -310,6 +311,7 @@ ldap.delete = { dn = "cn=u{seq},{dir}" }
     let r = run("modify", "50");
     assert_eq!((r.total.ok, r.total.rows), (50, 50));
     let entries = s.entries(&base, "sn");
+    assert_eq!(entries.len(), 50);
     assert!(entries.values().all(|v| v.len() == 2), "{entries:?}");
     let r = run("search", "3");
     assert_eq!(r.total.rows, 0, "no entry has sn=before any more");

@@ -89,6 +89,7 @@ fn load_and_mixed_kv_leave_exactly_the_expected_keys() {
         .map(|(_, len)| *len)
         .collect();
     assert_eq!(n.len() as u64, puts.ok);
+    assert!(!n.is_empty(), "some puts ran");
     assert!(n.iter().all(|len| *len == 50));
     assert_eq!(k.len() as u64, 2000 - deletes.ok);
     assert!((0..1000).filter(|i| !k.contains_key(i)).count() as u64 == deletes.ok);
@@ -98,6 +99,7 @@ fn load_and_mixed_kv_leave_exactly_the_expected_keys() {
         .map(|(i, _)| *i)
         .collect();
     assert_eq!(updated.len() as u64, updates.ok);
+    assert!(!updated.is_empty(), "some updates ran");
     assert!(updated.iter().all(|i| *i >= 1000));
     assert_eq!(
         k.values().filter(|l| **l == 100).count() as u64,

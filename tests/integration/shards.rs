@@ -83,6 +83,7 @@ fn closed_loop_shards_merge_exactly() {
     let ok: u64 = shards.iter().map(|s| s.total.ok).sum();
     assert_eq!(merged.total.ok, ok);
     assert_eq!(merged.operations[0].ok, ok);
+    assert!(!merged.intervals.is_empty());
     for (k, i) in merged.intervals.iter().enumerate() {
         let sum: u64 = shards.iter().map(|s| s.intervals[k].ok).sum();
         assert_eq!(i.ok, sum, "interval {}", i.index);

@@ -177,6 +177,7 @@ fn a_wrong_redis_password_fails_that_row_alone_with_class_auth() {
     let redis = row(&s, "Redis AUTH");
     assert_eq!(redis.backend.state.words(), "failed");
     assert_eq!(redis.backend.error_class.map(|c| c.name()), Some("auth"));
+    assert!(!redis.cells.is_empty());
     assert!(redis.cells.iter().all(|c| c.value.is_none()));
     let sqlite = row(&s, "SQLite");
     assert_eq!(sqlite.backend.state.words(), "ran");

@@ -221,6 +221,7 @@ fn order_entry_runs_with_repeatable_read_on_the_servers() {
             "rr.json",
         ]);
         let r = d.result("rr.json");
+        assert!(!r.verify.is_empty(), "{var}: invariants checked");
         assert!(r.verify.iter().all(|v| v.passed), "{var}: {:?}", r.verify);
         for t in TYPES {
             let op = r.operations.iter().find(|o| o.name == t).expect(t);

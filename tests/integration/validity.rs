@@ -133,6 +133,7 @@ fn a_fair_light_run_is_valid() {
     let v = validity(&r);
     assert_eq!(v.fairness.starved_clients, 0);
     assert!(v.fairness.jain.unwrap() > 0.99, "{v:?}");
+    assert!(!r.intervals.is_empty());
     assert!(r
         .intervals
         .iter()

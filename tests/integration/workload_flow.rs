@@ -176,6 +176,7 @@ fn only_keeps_the_operations_of_the_switch_values() {
         && kind == "tx"
         && text == "BEGIN; sql \"SELECT 1\"; COMMIT; BEGIN; sql \"SELECT 2\"; COMMIT"));
     let agent = shown(&d, "po_sending=agent");
+    assert_eq!(agent.len(), 40);
     assert!(agent
         .iter()
         .all(|(op, kind, _)| op == "order" && kind == "sql"));
@@ -450,6 +451,7 @@ fn a_rollback_step_undoes_the_transaction_and_counts_it_as_rolled_back() {
     // loadrig ops shows the transactions as if no rollback step were taken: the item is
     // captured there, so "!item" is false.
     let out = d.ok(&["ops", "w.toml", "--count", "5", "--op", "order"]);
+    assert_eq!(out.lines().count(), 5, "{out}");
     assert!(out.lines().all(|l| l.ends_with("; COMMIT")), "{out}");
 }
 
