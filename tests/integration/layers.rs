@@ -23,28 +23,104 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every `crate::NAME` a file's code mentions (imports and paths alike, `$crate::` too);
-/// comments are left out, so prose may name any module.
+/// Every top-level module a file's code names through the crate: `crate::NAME` (imports
+/// and paths alike, `$crate::` too), every module named inside a grouped import
+/// `crate::{NAME, OTHER::{..}, ..}` at any depth of braces, and `ALIAS::NAME` where the file
+/// names the crate `ALIAS` (`use crate::{self as ALIAS}`, `use crate as ALIAS`). Comments are
+/// left out, so prose may name any module.
 fn mentions(text: &str) -> BTreeSet<String> {
     let code: String = text
         .lines()
         .map(|l| l.split("//").next().unwrap_or(""))
         .collect::<Vec<_>>()
         .join("\n");
-    let mut found = BTreeSet::new();
-    let mut rest = code.as_str();
-    while let Some(i) = rest.find("crate::") {
-        let after = &rest[i + "crate::".len()..];
-        let name: String = after
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect();
-        if !name.is_empty() {
-            found.insert(name);
-        }
-        rest = after;
+    let (mut found, mut aliases) = (BTreeSet::new(), Vec::new());
+    for after in following(&code, "use crate as") {
+        aliases.push(ident(after.trim_start()).to_string());
     }
+    for after in following(&code, "crate") {
+        named_after(after, &mut found, &mut aliases);
+    }
+    let mut seen = 0;
+    while seen < aliases.len() {
+        let alias = aliases[seen].clone();
+        for after in following(&code, &alias) {
+            named_after(after, &mut found, &mut aliases);
+        }
+        seen += 1;
+    }
+    found.remove("");
     found
+}
+
+/// The modules named by what follows the crate's name (or an alias of it): `::NAME`,
+/// `::{NAME, ..}`; and an alias, `::{self as ALIAS}`, to look for as well.
+fn named_after(after: &str, found: &mut BTreeSet<String>, aliases: &mut Vec<String>) {
+    let mut alias = |text: &str| {
+        if let Some(name) = text.trim_start().strip_prefix("as ") {
+            let name = ident(name.trim_start()).to_string();
+            if !name.is_empty() && !aliases.contains(&name) {
+                aliases.push(name);
+            }
+        }
+    };
+    let Some(path) = after.trim_start().strip_prefix("::") else {
+        return;
+    };
+    let path = path.trim_start();
+    let Some(group) = path.strip_prefix('{') else {
+        found.insert(ident(path).to_string());
+        return;
+    };
+    for item in group_items(group) {
+        if ident(item) == "self" {
+            alias(&item["self".len()..]);
+        } else {
+            found.insert(ident(item).to_string());
+        }
+    }
+}
+
+/// What follows each occurrence of the word `word` in `code` (not inside a longer name).
+fn following<'a>(code: &'a str, word: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    code.match_indices(word).filter_map(move |(i, _)| {
+        let part_of_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        let before = code[..i].chars().next_back();
+        let after = &code[i + word.len()..];
+        let whole = !before.is_some_and(part_of_name) && !after.starts_with(part_of_name);
+        whole.then_some(after)
+    })
+}
+
+/// The name at the start of `text`.
+fn ident(text: &str) -> &str {
+    let end = text
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(text.len());
+    &text[..end]
+}
+
+/// The items of a brace group, `text` starting right after its `{`: split at the commas
+/// outside inner braces, up to the `}` that closes it; each trimmed.
+fn group_items(text: &str) -> Vec<&str> {
+    let (mut items, mut depth, mut start) = (Vec::new(), 0usize, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(text[start..i].trim());
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(text[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.retain(|item| !item.is_empty());
+    items
 }
 
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
@@ -133,6 +209,44 @@ fn the_result_contract_imports_only_the_layers_below_it() {
     assert!(
         result.is_subset(&allowed),
         "src/result/ imports {result:?}; it may import only {allowed:?} (analysis and report read results, not the other way round)"
+    );
+}
+
+#[test]
+fn the_scanner_sees_every_module_a_grouped_import_or_a_crate_alias_names() {
+    let names = |text: &str| -> Vec<String> { mentions(text).into_iter().collect() };
+    assert_eq!(names("use crate::engine::Mode;"), ["engine"]);
+    assert_eq!(
+        names("use crate::{engine, stats::x};"),
+        ["engine", "stats"],
+        "a grouped import"
+    );
+    assert_eq!(
+        names(
+            "use crate::{\n    analysis::{compare::{self, Method}, shift},\n    result::RunResult,\n    vocab,\n};"
+        ),
+        ["analysis", "result", "vocab"],
+        "nested braces, over lines"
+    );
+    assert_eq!(
+        names("use crate::{self as c};\nfn f() { c::engine::run(); }"),
+        ["engine"],
+        "a path through the crate's alias"
+    );
+    assert_eq!(
+        names("use crate as c;\nuse c::{stats, report::html};"),
+        ["report", "stats"],
+        "the crate renamed, then a grouped import through it"
+    );
+    assert_eq!(
+        names("use crate::{vocab::Op, self as k};\nlet x = k::plan::p; // crate::{commands}"),
+        ["plan", "vocab"],
+        "self beside other items; comments left out"
+    );
+    // A name that only ends in `crate` is not the crate, nor is prose in a string.
+    assert_eq!(
+        names("let subcrate::x = 1; mycrate::{engine}; let s = \"the crate as a whole\"; a::b();"),
+        Vec::<String>::new()
     );
 }
 
