@@ -2,7 +2,7 @@
 # Fuzz every target in fuzz/ for SECONDS each (default 120), growing the corpus in
 # fuzz/corpus/TARGET/ and minimising it afterwards (cargo fuzz cmin), so what is kept stays
 # small (seeds, regressions and the 300 smallest of the rest). A crash leaves its input in fuzz/artifacts/TARGET/; copy it into the corpus once
-# fixed: tests/fuzz_corpus.rs runs every corpus file on stable Rust.
+# fixed: tests/integration/fuzz_corpus.rs runs every corpus file on stable Rust.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #

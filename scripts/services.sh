@@ -438,7 +438,8 @@ tls-auth-clients no
 $4
 save ""
 appendonly $aof
-# tests/scale.rs runs 10,000 clients beside the other tests' (Redis's default is 10,000).
+# tests/integration/scale.rs runs 10,000 clients beside the other tests' (Redis's default
+# is 10,000).
 maxclients 15000
 dir $1
 proc-title-template "{title} {listen-addr} {config-file}"
@@ -512,7 +513,8 @@ daemon off;
 worker_processes 2;
 pid $dir/nginx.pid;
 error_log $dir/log;
-# 10,000 clients (tests/scale.rs) may all land on one worker; it needs a descriptor each.
+# 10,000 clients (tests/integration/scale.rs) may all land on one worker; it needs a
+# descriptor each.
 worker_rlimit_nofile 20000;
 events { worker_connections 12000; }
 http {

@@ -1,7 +1,8 @@
 //! Entry points for fuzzing: each takes arbitrary bytes and runs one parser of hostile
 //! input the way the commands do. The cargo-fuzz targets in `fuzz/` call them, and
-//! `tests/fuzz_corpus.rs` feeds them the kept corpus on stable Rust, so a panic found once
-//! stays found. Errors are the expected answer to bad input; only a panic is a failure.
+//! `tests/integration/fuzz_corpus.rs` feeds them the kept corpus on stable Rust, so a panic
+//! found once stays found. Errors are the expected answer to bad input; only a panic is a
+//! failure.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -19,7 +19,7 @@
 //! - [`analysis`]: statistics on result files: `compare` (tests, intervals, verdicts) and
 //!   threshold checks.
 //! - [`fuzzing`]: the parsers of hostile input as the fuzz targets (`fuzz/`) and
-//!   `tests/fuzz_corpus.rs` call them.
+//!   `tests/integration/fuzz_corpus.rs` call them.
 
 pub mod analysis;
 pub mod cli;

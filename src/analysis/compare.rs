@@ -941,10 +941,20 @@ mod tests {
         let base = series(&mut rng, 30, 200, 2e6, 0.4);
         let new = series(&mut rng, 30, 200, 2.6e6, 0.4);
         let c = compare_series(&base, &new, &Options::default());
+        assert_eq!(
+            c.metrics.len(),
+            Metric::ALL.len(),
+            "a verdict for every metric"
+        );
         for m in &c.metrics {
             assert_eq!(m.verdict, Verdict::Regressed, "{m:?}");
         }
         let back = compare_series(&new, &base, &Options::default());
+        assert_eq!(
+            back.metrics.len(),
+            Metric::ALL.len(),
+            "a verdict for every metric"
+        );
         for m in &back.metrics {
             assert_eq!(m.verdict, Verdict::Improved, "{m:?}");
         }
@@ -956,6 +966,11 @@ mod tests {
         let base = series(&mut rng, 30, 50, 2e6, 0.3);
         let new = series(&mut rng, 30, 50, 2e6, 0.3);
         let c = compare_series(&base, &new, &Options::default());
+        assert_eq!(
+            c.metrics.len(),
+            Metric::ALL.len(),
+            "a verdict for every metric"
+        );
         for m in &c.metrics {
             assert_eq!(m.verdict, Verdict::NoChange, "{:?}", m);
         }
@@ -982,6 +997,11 @@ mod tests {
         let base = series(&mut rng, 3, 20, 1e6, 0.0);
         let new = series(&mut rng, 3, 20, 3e6, 0.0);
         let c = compare_series(&base, &new, &Options::default());
+        assert_eq!(
+            c.metrics.len(),
+            Metric::ALL.len(),
+            "a verdict for every metric"
+        );
         assert!(c
             .metrics
             .iter()

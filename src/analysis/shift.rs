@@ -484,6 +484,7 @@ mod tests {
         let base = side(3, 1, 8, 1000, |x| x);
         let new = side(4, 1, 8, 1000, |x| x + 500_000);
         let s = shift_function(&base, &new, &fast()).unwrap();
+        assert_eq!(s.points.len(), QUANTILES.len());
         for p in &s.points {
             assert!(p.moved(), "q{}", p.quantile);
             let tol = if p.quantile > 0.95 {
@@ -553,6 +554,7 @@ mod tests {
         // Identical: zero, and one unit per side is too few for intervals.
         let s = shift_function(&[vec![a.clone()]], &[vec![a]], &fast()).unwrap();
         assert_eq!((s.ks, s.wasserstein_ns), (0.0, 0.0));
+        assert_eq!(s.points.len(), QUANTILES.len());
         assert!(s
             .points
             .iter()
@@ -566,6 +568,7 @@ mod tests {
         let new = side(12, 2, 6, 200, |x| x);
         let s = shift_function(&base, &new, &fast()).unwrap();
         assert_eq!((s.base_runs, s.base_count), (2, 2 * 6 * 200));
+        assert_eq!(s.points.len(), QUANTILES.len());
         assert!(s.points.iter().all(|p| p.ci_low_ns.is_some()));
         assert!(shift_function(&[Vec::new()], &new, &fast()).is_none());
         assert!(shift_function(&[vec![new_hist()]], &new, &fast()).is_none());
