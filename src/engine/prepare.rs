@@ -13,6 +13,7 @@ use crate::vocab::{NativeOp, Op, OpError, RunStep, ValueKind};
 use crate::workload::{DataSpec, GenState, VerifySpec};
 
 /// What happened before the measured run: setup, server version, data load.
+#[derive(Debug, Clone)]
 pub struct Prepared {
     pub server_version: Option<String>,
     pub loaded: Option<(u64, Duration)>,

@@ -9,14 +9,16 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::models::LatencyModes;
-use super::validity::{self, FairnessInterval, FairnessSummary, LittlesLaw, Validity, Verdict};
-use super::{
-    ConnectPhasesRecord, ConnectRecord, EncodedHistogram, ErrorMessage, IntervalOp, IntervalRecord,
-    OpResult, RunResult, RunStatus, ShardsRecord, Statements,
-};
+use crate::analysis::modes;
 use crate::engine::{LoadPlan, Mode, Shard};
 use crate::error::InputError;
+use crate::result::validity::{
+    self, FairnessInterval, FairnessSummary, LittlesLaw, Validity, Verdict,
+};
+use crate::result::{
+    ConnectPhasesRecord, ConnectRecord, EncodedHistogram, ErrorMessage, FigureRecord, IntervalOp,
+    IntervalRecord, OpResult, RunResult, RunStatus, ShardsRecord, Statements,
+};
 use crate::stats::{new_hist, Hist, LatencySummary, SeriesSummary};
 
 /// One shard's result and the file it came from (named in every message about it).
@@ -46,12 +48,7 @@ impl ShardFile {
 const MAX_MESSAGES: usize = 20;
 
 /// Merge `files` into one run; `allow_partial` accepts missing or interrupted shards.
-/// `find_modes` finds the latency modes of the merged total (`analysis::modes::find`).
-pub fn merge(
-    mut files: Vec<ShardFile>,
-    allow_partial: bool,
-    find_modes: impl FnOnce(&Hist) -> LatencyModes,
-) -> Result<RunResult, InputError> {
+pub fn merge(mut files: Vec<ShardFile>, allow_partial: bool) -> Result<RunResult, InputError> {
     let (missing, interrupted) = check(&mut files, allow_partial)?;
     let refs: Vec<&RunResult> = files.iter().map(|f| &f.result).collect();
     let first = refs[0];
@@ -69,7 +66,7 @@ pub fn merge(
     let totals: Vec<&OpResult> = refs.iter().map(|r| &r.total).collect();
     let total = merge_op(&totals, measured_s, &counts(None), open)?;
     let all = decode(&total.histogram, "total")?;
-    let latency_modes = find_modes(&all);
+    let latency_modes = modes::find(&all);
     let count = first.load.shard.map_or(1, |s| s.count);
     let mut notes = shard_notes(&files, count, &missing, &interrupted);
     notes.extend(latency_modes.note());
@@ -604,7 +601,7 @@ fn summary_bound(lags: &[&LatencySummary]) -> LatencySummary {
 }
 
 /// A workload figure again from the merged operation counts.
-fn figure(f: &super::FigureRecord, ops: &[OpResult], measured_s: f64) -> super::FigureRecord {
+fn figure(f: &FigureRecord, ops: &[OpResult], measured_s: f64) -> FigureRecord {
     let completed = ops
         .iter()
         .filter(|o| f.ops.contains(&o.name))
@@ -615,7 +612,7 @@ fn figure(f: &super::FigureRecord, ops: &[OpResult], measured_s: f64) -> super::
         "hour" => 3600.0,
         _ => 1.0,
     };
-    super::FigureRecord {
+    FigureRecord {
         completed,
         value: if measured_s > 0.0 {
             completed as f64 / measured_s * per_s / f.divisor
