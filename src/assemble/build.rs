@@ -5,9 +5,10 @@
 use std::time::SystemTime;
 
 use crate::analysis::modes;
+use crate::analysis::validity::{judge, with_trends, Context};
 use crate::engine::{LoadPlan, Prepared, RunData};
 use crate::result::stream::{StreamHeader, STREAM_KIND};
-use crate::result::validity::{self, Context, Validity};
+use crate::result::validity::{self, Validity};
 use crate::result::{
     BeforeRunRecord, ConnectPhasesRecord, ConnectRecord, DataLoadRecord, FigureRecord, HostRecord,
     IntervalRecord, OpResult, RunResult, RunStatus, SettledRecord, SetupRecord, TargetRecord,
@@ -114,7 +115,7 @@ pub fn build(facts: RunFacts<'_>, run: &RunData) -> anyhow::Result<RunResult> {
         checks: Vec::new(),
     };
     result.figures = figures(&workload.figures, &result);
-    result.validity = Some(judge(&result, run, ops, thresholds)?);
+    result.validity = Some(verdict(&result, run, ops, thresholds)?);
     Ok(result)
 }
 
@@ -155,7 +156,7 @@ fn target_record(url: String, kind: String, server_version: Option<String>) -> T
 }
 
 /// The run judging itself (docs/validity.md), with the open loop's notes folded in.
-fn judge(
+fn verdict(
     result: &RunResult,
     run: &RunData,
     ops: &[OpSpec],
@@ -174,7 +175,7 @@ fn judge(
         thresholds,
     };
     let interval_s = result.load.interval.as_secs_f64();
-    Ok(Validity::judge(run, &cx)?.with_trends(&result.intervals, interval_s))
+    Ok(with_trends(judge(run, &cx)?, &result.intervals, interval_s))
 }
 
 /// The workload's figures from the measured operation counts.

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::analysis::modes;
+use crate::analysis::validity::{fairness, with_trends};
 use crate::engine::{LoadPlan, Mode, Shard};
 use crate::error::InputError;
 use crate::result::validity::{
@@ -116,8 +117,8 @@ pub fn merge(mut files: Vec<ShardFile>, allow_partial: bool) -> Result<RunResult
         ..first.clone()
     };
     let interval_s = merged.load.interval.as_secs_f64();
-    merged.validity =
-        merged_validity(&files, &intervals, &merged).map(|v| v.with_trends(&intervals, interval_s));
+    merged.validity = merged_validity(&files, &intervals, &merged)
+        .map(|v| with_trends(v, &intervals, interval_s));
     merged.intervals = intervals;
     merged.figures = merged
         .figures
@@ -715,7 +716,7 @@ fn merged_validity(
             .unwrap_or(0),
         histogram: EncodedHistogram::encode(&hiccup),
     };
-    let fairness = fairness(files, intervals, merged, first.thresholds.starved_median);
+    let fairness = merged_fairness(files, intervals, merged, first.thresholds.starved_median);
     let littles_law = littles_law(&all, merged, done);
     let reasons: Vec<String> = files
         .iter()
@@ -738,7 +739,7 @@ fn merged_validity(
 }
 
 /// Fairness over every client of every shard, from the shards' per-client interval counts.
-fn fairness(
+fn merged_fairness(
     files: &[ShardFile],
     intervals: &[IntervalRecord],
     merged: &RunResult,
@@ -772,7 +773,7 @@ fn fairness(
         })
         .collect();
     let judged: Vec<&[u64]> = judged.iter().map(|v| &v[..]).collect();
-    FairnessSummary::of(&totals, &judged, starved_median)
+    fairness::summary(&totals, &judged, starved_median)
 }
 
 /// Little's law over the whole run: L = λW with the merged throughput and mean latency.
