@@ -9,7 +9,8 @@
 //!
 //! By job: the resolved load ([`load_plan`]), the sessions outside the measured run
 //! ([`prepare`], [`verify`], [`cleanup`]), the client threads and their start line
-//! (`threads`), one client's loop ([`client`]) or a pipelined connection's ([`pipe`]), the
+//! (`threads`), one client's loop ([`client`]) or a pipelined connection's ([`pipe`]), an open-loop
+//! worker's arrivals (`schedule`), the
 //! collector (`collector`), and what a finished run measured ([`RunData`]). [`run`] ties the
 //! threads and the collector together.
 
@@ -20,6 +21,7 @@ pub(crate) mod pipe;
 mod prepare;
 pub mod rig;
 mod run_data;
+mod schedule;
 pub mod shelf;
 pub mod slice;
 pub mod spill;
