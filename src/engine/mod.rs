@@ -8,11 +8,10 @@
 //! in order, and builds the totals.
 //!
 //! By job: the resolved load ([`load_plan`]), the sessions outside the measured run
-//! ([`prepare`], [`verify`], [`cleanup`]), the client threads and their start line
-//! (`threads`), one client's loop ([`client`]) or a pipelined connection's ([`pipe`]), an open-loop
-//! worker's arrivals (`schedule`), the
-//! collector (`collector`), and what a finished run measured ([`RunData`]). [`run`] ties the
-//! threads and the collector together.
+//! ([`prepare()`], [`verify`], [`cleanup`]), the client threads and their start line
+//! (`threads`), one client's loop ([`client`]) or a pipelined connection's (`pipe`), an
+//! open-loop worker's arrivals (`schedule`), the collector (`collector`), and what a
+//! finished run measured ([`RunData`]). [`run`] ties the threads and the collector together.
 
 pub mod client;
 mod collector;
