@@ -17,11 +17,14 @@
 //!   alone: the HTML report with its SVG plots, CSV and HdrHistogram log exports, and the
 //!   live OpenMetrics endpoint.
 //! - [`analysis`]: statistics on result files: `compare` (tests, intervals, verdicts) and
-//!   threshold checks.
+//!   threshold checks; the checks that judge a run's validity as it ends.
+//! - [`assemble`]: a run's result file built from what the engine measured, merged from
+//!   shard files, or recovered from the interval stream of a run that died.
 //! - [`fuzzing`]: the parsers of hostile input as the fuzz targets (`fuzz/`) and
 //!   `tests/fuzz_corpus.rs` call them.
 
 pub mod analysis;
+pub mod assemble;
 pub mod cli;
 pub mod clock;
 pub mod commands;

@@ -1,7 +1,6 @@
 //! The one executor: a [`RunPlan`] in, a [`RunResult`] out. `run`, every sweep point and
 //! every study run go through here: connect, load, run the engine, summarise.
 
-mod assemble;
 pub mod fd_limit;
 mod load_marker;
 mod observe;
@@ -14,14 +13,14 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 
 use crate::analysis::steady;
+use crate::assemble::{self, RunFacts};
 use crate::engine::{self, LoadPlan, Mode, Prepared, Slots};
 use crate::error::InputError;
 use crate::plan::{Given, LoadMarker, RunPlan};
 use crate::report::console::{self, Live, LoadBar};
 use crate::report::host;
 use crate::report::metrics::MetricsServer;
-use crate::result::recover::StreamHeader;
-use crate::result::{RunFacts, RunResult, VerifyRecord, WarmupAuto};
+use crate::result::{RunResult, VerifyRecord, WarmupAuto};
 use crate::targets::peer::PeerTarget;
 use crate::targets::{with_target_type, Target};
 use crate::vocab::{Family, NativeOp, RunStep, ValueKind};
@@ -110,10 +109,8 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     } else {
         None
     };
-    let mut result = match &auto {
-        Some((plan, _)) => assemble::result(plan, &data_run, prepared, started_at)?,
-        None => assemble::result(plan, &data_run, prepared, started_at)?,
-    };
+    let recorded = auto.as_ref().map_or(plan, |(plan, _)| plan);
+    let mut result = assemble::build(facts(recorded, prepared, started_at), &data_run)?;
     if let Some((_, record)) = auto {
         if !record.settled {
             result.notes.push(format!(
@@ -130,6 +127,22 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
         result.verify.push(record);
     }
     Ok(result)
+}
+
+/// What the run was beside the engine's measurements, for its result and its stream: the
+/// plan as the result records it, this host, and what happened before the run.
+fn facts(plan: &RunPlan, prepared: Prepared, started_at: SystemTime) -> RunFacts<'_> {
+    RunFacts {
+        workload: &plan.workload,
+        ops: &plan.ops,
+        plan: &plan.load,
+        target_url: plan.target.shown(),
+        target_kind: plan.target.scheme().to_string(),
+        prepared,
+        host: host::facts(),
+        started_at,
+        thresholds: plan.thresholds,
+    }
 }
 
 /// `--warmup auto`: cut the warm-up where the successes per full interval settle (MSER-5,
@@ -338,23 +351,7 @@ fn live_view(plan: &RunPlan, prepared: &Prepared, started_at: SystemTime) -> Res
     let jsonl_path = plan.outputs.result.with_extension("jsonl");
     let mut jsonl = std::fs::File::create(&jsonl_path)
         .with_context(|| format!("could not create '{}'", jsonl_path.display()))?;
-    let mut header = StreamHeader::of(&RunFacts {
-        workload: &plan.workload,
-        ops: &plan.ops,
-        plan: &plan.load,
-        target_url: plan.target.shown(),
-        target_kind: plan.target.scheme().to_string(),
-        prepared: Prepared {
-            server_version: prepared.server_version.clone(),
-            loaded: prepared.loaded,
-            setup: prepared.setup,
-            settled: prepared.settled,
-            before_run: prepared.before_run,
-        },
-        host: host::facts(),
-        started_at,
-        thresholds: plan.thresholds,
-    });
+    let mut header = assemble::stream_header(&facts(plan, prepared.clone(), started_at));
     header.label = plan.label.clone();
     let mut line = serde_json::to_vec(&header)?;
     line.push(b'\n');
