@@ -306,7 +306,7 @@ fn run_args(r: &RunArgs, sets: &[Setting], shards: usize, at: &str) -> Vec<Strin
     for op in &r.only_ops {
         flag("--op", Some(op.clone()));
     }
-    // Every load setting given, in the table's order, as its flag.
+    // Every load setting given, as its flag, in the table's order.
     for (setting, value) in r.load.iter() {
         flag(setting.spec().flag, Some(value.to_string()));
     }

@@ -626,3 +626,77 @@ fn a_plan_serialises_without_its_password() {
     let load: crate::engine::LoadPlan = serde_json::from_value(json["load"].clone()).unwrap();
     assert!(matches!(load.mode, Mode::Open { rate, .. } if rate == 50.0));
 }
+
+#[test]
+fn the_file_is_read_in_its_settings_syntax() {
+    // An unknown key is refused at its place, naming every key of [load].
+    let e = file_err("clinets = 4", &[]);
+    assert!(e.location.unwrap().ends_with("w.toml:5:1"));
+    assert!(e
+        .message
+        .starts_with("unknown field `clinets`, expected one of `clients`"));
+    for spec in &load::SPECS {
+        if let Some(key) = spec.key {
+            assert!(e.message.contains(&format!("`{key}`")), "{key}");
+        }
+    }
+    // Problems are reported in the order of the file, as serde's are.
+    let e = file_err("clients = \"four\"\nclinets = 1", &[]);
+    assert_eq!(e.message, "invalid type: string \"four\", expected u64");
+    let e = file_err("clinets = 1\nclients = \"four\"", &[]);
+    assert!(e.message.starts_with("unknown field `clinets`"));
+    // `ops` may name an integer parameter.
+    let (_dir, a) = with_load("ops = \"{n}\"", &[]);
+    let text = std::fs::read_to_string(&a.workload)
+        .unwrap()
+        .replace("[load]", "[params]\nn = 7\n\n[load]");
+    std::fs::write(&a.workload, text).unwrap();
+    assert_eq!(resolve(&a).unwrap().load.ops, Some(7));
+    let e = file_err("ops = \"{nope}\"", &[]);
+    assert_eq!(
+        e.message,
+        "ops \"{nope}\" must name an integer parameter, like \"{operationcount}\""
+    );
+}
+
+#[test]
+fn where_a_setting_came_from_is_kept() {
+    let p = file_plan("pipeline = 2\nclients = 3", &["--clients", "4"]);
+    assert!(!p.given(LoadSetting::Pipeline).unwrap().is_flag());
+    assert!(p.given(LoadSetting::Clients).unwrap().is_flag());
+    assert_eq!(p.given(LoadSetting::Clients).unwrap().name(), "--clients");
+    assert!(p.given(LoadSetting::Seed).is_none());
+}
+
+#[test]
+fn the_flags_are_written_back_as_given() {
+    let a = args(&[
+        "noop",
+        "-c",
+        "3",
+        "--rate",
+        "2.5",
+        "--think-time",
+        "5ms",
+        "--seed",
+        "9",
+    ]);
+    let written: Vec<String> = a
+        .load
+        .iter()
+        .flat_map(|(s, v)| [s.spec().flag.to_string(), v.to_string()])
+        .collect();
+    assert_eq!(
+        written,
+        [
+            "--clients",
+            "3",
+            "--think-time",
+            "5ms",
+            "--rate",
+            "2.5",
+            "--seed",
+            "9"
+        ]
+    );
+}

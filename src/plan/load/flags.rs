@@ -39,13 +39,6 @@ impl LoadFlags {
     pub fn iter(&self) -> impl Iterator<Item = (LoadSetting, &Value)> {
         self.values.iter().map(|(s, v)| (*s, v))
     }
-
-    /// The flags as they would be written: `["--clients", "4", ...]`.
-    pub fn to_args(&self) -> Vec<String> {
-        self.iter()
-            .flat_map(|(s, v)| [s.spec().flag.to_string(), v.to_string()])
-            .collect()
-    }
 }
 
 impl FromIterator<(LoadSetting, Value)> for LoadFlags {

@@ -74,11 +74,6 @@ impl Spec {
 }
 
 impl LoadSetting {
-    /// Every setting, in the order of the table (and of `loadrig run --help`).
-    pub fn all() -> impl Iterator<Item = LoadSetting> {
-        SPECS.iter().map(|s| s.setting)
-    }
-
     pub fn spec(self) -> &'static Spec {
         &SPECS[self as usize]
     }
