@@ -1,7 +1,7 @@
 //! The load of a run, from its flags and the workload's `[load]`: low-level settings first,
 //! then the `LoadPlan` made of them (ripgrep's low-level and high-level arguments).
 //!
-//! Every load setting is declared once, in [`table`]: its flag, its `[load]` key, the
+//! Every load setting is declared once, in `table.rs`: its flag, its `[load]` key, the
 //! syntax both take and its help. The flags ([`LoadFlags`], flattened into `RunArgs`) and
 //! the file ([`Settings::of_file`]) give values of that one [`Value`] type, each with where
 //! it came from; a flag wins over the file, and the flags' stop conditions replace the
