@@ -2,6 +2,7 @@
 //! every study run go through here: connect, load, run the engine, summarise.
 
 pub mod fd_limit;
+pub mod growth;
 mod load_marker;
 mod observe;
 
@@ -16,7 +17,7 @@ use crate::analysis::steady;
 use crate::assemble::{self, RunFacts};
 use crate::engine::{self, LoadPlan, Mode, Prepared, Slots};
 use crate::error::InputError;
-use crate::plan::{Given, LoadMarker, RunPlan};
+use crate::plan::{Given, LoadMarker, LoadSetting, RunPlan};
 use crate::report::console::{self, Live, LoadBar};
 use crate::report::host;
 use crate::report::metrics::MetricsServer;
@@ -520,15 +521,13 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
     Ok(())
 }
 
-/// The pipeline depth as the user gave it, for messages: `[load] pipeline` at its place in
-/// the workload file when the file says this depth, else the flag (which overrides the file).
+/// The pipeline depth as the user gave it, for messages: by its flag, or at its place in the
+/// workload file when the file gave it.
 fn pipeline_given(plan: &RunPlan) -> Given<usize> {
     let p = plan.load.pipeline;
-    match &plan.workload.load.pipeline {
-        Some(s) if *s.get_ref() == p as u64 => {
-            Given::file(p, "pipeline", s.span(), &plan.source.as_source())
-        }
-        _ => Given::flag(p, "--pipeline"),
+    match plan.given(LoadSetting::Pipeline) {
+        Some(g) => g.clone().map(|_| p),
+        None => Given::flag(p, "--pipeline"),
     }
 }
 
