@@ -125,7 +125,7 @@ fn the_vocabulary_imports_nothing_above_it() {
 #[test]
 fn the_result_contract_imports_only_the_layers_below_it() {
     let edges = graph();
-    let allowed: BTreeSet<String> = ["error", "vocab", "workload", "stats", "engine"]
+    let allowed: BTreeSet<String> = ["error", "vocab", "duration", "workload", "stats", "engine"]
         .iter()
         .map(|s| s.to_string())
         .collect();

@@ -7,9 +7,10 @@ use std::time::{Duration, SystemTime};
 use super::given::{pick, Given};
 use super::shard;
 use crate::cli::RunArgs;
+use crate::duration;
 use crate::engine::{slice, Arrivals, Connection, LoadPlan, Mode, THREAD_PER_CONNECTION_MAX};
 use crate::error::InputError;
-use crate::workload::{self, duration, LoadSection, Refill, Source, ThreadCount};
+use crate::workload::{self, LoadSection, Refill, Source, ThreadCount};
 
 /// Open loop: a start later than this against the schedule counts as late.
 pub const DEFAULT_LATE_AFTER: Duration = Duration::from_millis(1);

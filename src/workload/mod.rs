@@ -5,7 +5,6 @@
 //! when templates are compiled, so a run never meets an unknown name.
 
 pub mod builtin;
-pub mod duration;
 pub mod figures;
 pub mod import;
 mod namespace;
@@ -21,6 +20,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use crate::duration;
 use crate::error::{line_col, InputError};
 use crate::vocab::{NativeOp, RunStep, ValueKind};
 pub use figures::FigureSpec;

@@ -14,7 +14,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::template::Template;
-use super::{duration, Peer, Source};
+use super::{Peer, Source};
+use crate::duration;
 use crate::error::InputError;
 use crate::vocab::{ErrorClass, Family, NativeOp, RecordLayout, Scope, StatementKind, ValueKind};
 
