@@ -8,7 +8,8 @@ use std::ops::{AddAssign, Index, IndexMut};
 
 use serde::{Deserialize, Serialize};
 
-/// How a network target's connections are protected, as the result records it.
+/// How a network target's connections are protected, as the result records it (read from
+/// a target URL by `targets::tls::mode_of_url`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TlsMode {
     Off,
@@ -25,33 +26,6 @@ impl TlsMode {
             TlsMode::Verified => "verified",
             TlsMode::Insecure => "insecure",
         }
-    }
-
-    /// The mode a target URL asks for (`None`: a target without a network), read from its
-    /// scheme and options as the targets read them (`targets::tls`).
-    pub fn of_url(url: &str) -> Option<TlsMode> {
-        let (scheme, rest) = url.split_once("://")?;
-        let query = rest.split_once('?').map_or("", |(_, q)| q);
-        let option = |name: &str| {
-            query
-                .split('&')
-                .filter_map(|p| p.split_once('='))
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_ascii_lowercase())
-        };
-        let on = match scheme {
-            "rediss" | "https" | "ldaps" => true,
-            "redis" | "http" => false,
-            "ldap" => option("starttls").as_deref() == Some("true"),
-            "postgres" | "postgresql" => option("sslmode").is_some_and(|m| m != "disable"),
-            "mysql" | "mariadb" => option("ssl-mode").is_some_and(|m| m != "disabled"),
-            _ => return None,
-        };
-        Some(match (on, option("insecure").as_deref()) {
-            (false, _) => TlsMode::Off,
-            (true, Some("true")) => TlsMode::Insecure,
-            (true, _) => TlsMode::Verified,
-        })
     }
 }
 
@@ -653,22 +627,6 @@ fn map_values<A, B>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tls_mode_follows_the_url() {
-        let m = |u: &str| TlsMode::of_url(u).map(TlsMode::name);
-        assert_eq!(m("redis://h:1/0"), Some("off"));
-        assert_eq!(m("rediss://h:1/0?ca=/x"), Some("verified"));
-        assert_eq!(m("https://h:1?insecure=true"), Some("insecure"));
-        assert_eq!(m("postgres://u@h/db?sslmode=verify-full"), Some("verified"));
-        assert_eq!(m("postgres://u@h/db?sslmode=disable"), Some("off"));
-        assert_eq!(
-            m("mysql://u@h/db?ssl-mode=REQUIRED&insecure=true"),
-            Some("insecure")
-        );
-        assert_eq!(m("ldap://h:1?starttls=true"), Some("verified"));
-        assert_eq!(m("sqlite://./a.db"), None);
-    }
 
     #[test]
     fn error_counts_index_by_class() {

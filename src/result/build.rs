@@ -13,7 +13,7 @@ use super::{
 };
 use crate::engine::{IntervalData, LoadPlan, Prepared, RunData};
 use crate::stats::{Hist, LatencySummary, OpCounters, SeriesSummary};
-use crate::vocab::{ErrorCounts, TlsMode};
+use crate::vocab::ErrorCounts;
 use crate::workload::{FigureSpec, OpSpec, Workload};
 
 /// What a run was, beside the engine's measurements.
@@ -86,7 +86,7 @@ impl RunResult {
             load: plan.clone(),
             target: TargetRecord {
                 kind: target_kind,
-                tls: TlsMode::of_url(&target_url).map(|m| m.name().to_string()),
+                tls: crate::targets::tls::mode_of_url(&target_url).map(|m| m.name().to_string()),
                 url: target_url,
                 server_version: prepared.server_version,
             },

@@ -60,7 +60,8 @@ impl StreamHeader {
             target: TargetRecord {
                 url: facts.target_url.clone(),
                 kind: facts.target_kind.clone(),
-                tls: crate::vocab::TlsMode::of_url(&facts.target_url).map(|m| m.name().to_string()),
+                tls: crate::targets::tls::mode_of_url(&facts.target_url)
+                    .map(|m| m.name().to_string()),
                 server_version: facts.prepared.server_version.clone(),
             },
             host: facts.host.clone(),
