@@ -118,7 +118,7 @@ fn the_vocabulary_imports_nothing_above_it() {
     let vocab = edges.get("vocab").cloned().unwrap_or_default();
     assert!(
         vocab.is_subset(&allowed),
-        "src/vocab.rs imports {vocab:?}; it may import only {allowed:?}"
+        "src/vocab/ imports {vocab:?}; it may import only {allowed:?}"
     );
 }
 

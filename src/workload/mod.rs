@@ -22,7 +22,7 @@ use toml::Spanned;
 
 use crate::duration;
 use crate::error::{line_col, InputError};
-use crate::vocab::{NativeOp, RunStep, ValueKind};
+use crate::vocab::{NativeOp, RunStep, SqlOp, ValueKind};
 pub use figures::FigureSpec;
 pub use ops::{OpKind, OpSpec, Pause, Repeat, Retry, Step, When};
 pub use peers::Peer;
@@ -781,7 +781,7 @@ fn compile_before_run(
                 (None, None, Some(statement)) => {
                     check_setup_namespace(compiler, statement, "before_run")?;
                     let sql = ops::SqlArgsRef { query: statement };
-                    if let NativeOp::Sql { query, .. } = compiler.setup_sql(&sql, None)? {
+                    if let NativeOp::Sql(SqlOp { query, .. }) = compiler.setup_sql(&sql, None)? {
                         steps.push(RunStep::Sql(query));
                     }
                     continue;

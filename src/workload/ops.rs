@@ -17,7 +17,10 @@ use super::template::Template;
 use super::{Peer, Source};
 use crate::duration;
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, Family, NativeOp, RecordLayout, Scope, StatementKind, ValueKind};
+use crate::vocab::{
+    ErrorClass, Family, HttpOp, LdapOp, NativeOp, RecordLayout, RecordOp, RedisOp, Scope, SqlOp,
+    StatementKind, ValueKind, CAPTURES,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -331,7 +334,7 @@ impl Step {
     /// Split a compiled operation into the shape a target receives and the templates the
     /// engine renders, once, so binding an operation allocates nothing.
     fn new(op: NativeOp<Template>, capture: Vec<usize>) -> Step {
-        let statement = statement_kind(&op);
+        let statement = op.statement_kind(Template::constant_text);
         let mut templates = Vec::new();
         let op = op.map_args(|t| {
             let kind = t.kind();
@@ -366,32 +369,6 @@ impl Step {
             .and_then(|v| usize::try_from(v - texts.lo).ok())
             .and_then(|i| texts.ops.get(i))
             .unwrap_or(&self.op)
-    }
-}
-
-/// Read, write or other, from the statement, the command name, the LDAP operation or the
-/// HTTP method; a Redis command computed at run time counts as a write.
-fn statement_kind(op: &NativeOp<Template>) -> StatementKind {
-    match op {
-        NativeOp::Sql { query, .. } => StatementKind::of_sql(query),
-        NativeOp::Redis { args } => args
-            .first()
-            .and_then(Template::constant_text)
-            .map_or(StatementKind::Write, |c| StatementKind::of_redis(&c)),
-        NativeOp::LdapSearch { .. } => StatementKind::Read,
-        NativeOp::LdapBind { .. } => StatementKind::Other,
-        NativeOp::LdapAdd { .. } | NativeOp::LdapModify { .. } | NativeOp::LdapDelete { .. } => {
-            StatementKind::Write
-        }
-        NativeOp::Http { method, .. } => match method.to_ascii_uppercase().as_str() {
-            "GET" | "HEAD" => StatementKind::Read,
-            "OPTIONS" => StatementKind::Other,
-            _ => StatementKind::Write,
-        },
-        NativeOp::RecordRead { .. } | NativeOp::RecordScan { .. } => StatementKind::Read,
-        NativeOp::RecordInsert { .. }
-        | NativeOp::RecordUpdate { .. }
-        | NativeOp::RecordDelete { .. } => StatementKind::Write,
     }
 }
 
@@ -474,7 +451,7 @@ impl OpKind {
     pub fn is_lookup(&self) -> bool {
         match self {
             OpKind::Get { .. } => true,
-            OpKind::Native(step) => matches!(step.op, NativeOp::RecordRead { .. }),
+            OpKind::Native(step) => matches!(step.op, NativeOp::Record(RecordOp::Read { .. })),
             _ => false,
         }
     }
@@ -539,9 +516,6 @@ pub struct Let {
     pub slot: usize,
     pub template: Template,
 }
-
-const CAPTURES: &str =
-    "capture applies to sql, redis and ldap.search operations and tx steps, and to http (its body)";
 
 /// Capture names as written, with their place in the file.
 type CaptureNames = (Vec<String>, Range<usize>);
@@ -807,43 +781,16 @@ impl OpCompiler<'_> {
         Ok((compiled, visible))
     }
 
-    /// Only operations that return values capture, an HTTP request its body, and an LDAP
-    /// search no more values than it returns (its DN, then one per listed attribute).
+    /// Only operations that return values capture, each family says how many
+    /// ([`NativeOp::check_capture`]).
     fn check_capture<A>(
         &self,
         op: &NativeOp<A>,
         names: &[String],
         span: &Range<usize>,
     ) -> Result<(), InputError> {
-        match op {
-            NativeOp::Sql { .. } | NativeOp::Redis { .. } => Ok(()),
-            NativeOp::Http { .. } if names.len() <= 1 => Ok(()),
-            NativeOp::Http { .. } => Err(self.source.error(
-                span.clone(),
-                format!(
-                    "http captures one value, the response body: {} names",
-                    names.len()
-                ),
-            )),
-            NativeOp::LdapSearch { attrs, .. } if names.len() <= 1 + attrs.len() => Ok(()),
-            NativeOp::LdapSearch { attrs, .. } => Err(self.source.error(
-                span.clone(),
-                format!(
-                    "ldap.search captures the first entry's DN, then one value per listed attribute: {} name(s) for {} value(s)",
-                    names.len(),
-                    1 + attrs.len()
-                ),
-            )),
-            NativeOp::LdapBind { .. }
-            | NativeOp::LdapAdd { .. }
-            | NativeOp::LdapModify { .. }
-            | NativeOp::LdapDelete { .. }
-            | NativeOp::RecordInsert { .. }
-            | NativeOp::RecordRead { .. }
-            | NativeOp::RecordUpdate { .. }
-            | NativeOp::RecordScan { .. }
-            | NativeOp::RecordDelete { .. } => Err(self.source.error(span.clone(), CAPTURES)),
-        }
+        op.check_capture(names.len())
+            .map_err(|message| self.source.error(span.clone(), message))
     }
 
     fn slots(&mut self, names: &[String]) -> Vec<usize> {
@@ -951,7 +898,7 @@ impl OpCompiler<'_> {
                 .iter()
                 .map(|a| self.template(a, captures))
                 .collect::<Result<_, _>>()?;
-            out.push(NativeOp::Redis { args });
+            out.push(NativeOp::Redis(RedisOp { args }));
         }
         if let Some(l) = ldap {
             self.ldap(l, captures, &mut out)?;
@@ -1036,20 +983,20 @@ impl OpCompiler<'_> {
                 }
                 None => Vec::new(),
             };
-            out.push(match verb {
-                "insert" => NativeOp::RecordInsert { key, values },
-                "read" => NativeOp::RecordRead { key, field },
-                "update" => NativeOp::RecordUpdate { key, field, values },
+            out.push(NativeOp::Record(match verb {
+                "insert" => RecordOp::Insert { key, values },
+                "read" => RecordOp::Read { key, field },
+                "update" => RecordOp::Update { key, field, values },
                 "scan" => {
                     let count = args.count.as_ref().expect("checked above");
-                    NativeOp::RecordScan {
+                    RecordOp::Scan {
                         key,
                         count: self.number(count, captures, "count", "{uniform 1..101}")?,
                         field,
                     }
                 }
-                _ => NativeOp::RecordDelete { key },
-            });
+                _ => RecordOp::Delete { key },
+            }));
         }
         Ok(())
     }
@@ -1106,38 +1053,38 @@ impl OpCompiler<'_> {
                 Some(f) => self.template(f, captures)?,
                 None => self.template_at("(objectClass=*)", &s.span(), captures)?,
             };
-            out.push(NativeOp::LdapSearch {
+            out.push(NativeOp::Ldap(LdapOp::Search {
                 base: self.template(&a.base, captures)?,
                 scope,
                 filter,
                 attrs: a.attrs.clone(),
-            });
+            }));
         }
         if let Some(b) = &l.bind {
             let a = b.get_ref();
-            out.push(NativeOp::LdapBind {
+            out.push(NativeOp::Ldap(LdapOp::Bind {
                 dn: self.template(&a.dn, captures)?,
                 password: self.template(&a.password, captures)?,
-            });
+            }));
         }
         if let Some(e) = &l.add {
             let a = e.get_ref();
-            out.push(NativeOp::LdapAdd {
+            out.push(NativeOp::Ldap(LdapOp::Add {
                 dn: self.template(&a.dn, captures)?,
                 attrs: self.attrs(&a.attrs, captures)?,
-            });
+            }));
         }
         if let Some(m) = &l.modify {
             let a = m.get_ref();
-            out.push(NativeOp::LdapModify {
+            out.push(NativeOp::Ldap(LdapOp::Modify {
                 dn: self.template(&a.dn, captures)?,
                 replace: self.attrs(&a.replace, captures)?,
-            });
+            }));
         }
         if let Some(d) = &l.delete {
-            out.push(NativeOp::LdapDelete {
+            out.push(NativeOp::Ldap(LdapOp::Delete {
                 dn: self.template(&d.get_ref().dn, captures)?,
-            });
+            }));
         }
         Ok(())
     }
@@ -1183,13 +1130,13 @@ impl OpCompiler<'_> {
             Some(b) => Some(self.template(b, captures)?),
             None => None,
         };
-        Ok(NativeOp::Http {
+        Ok(NativeOp::Http(HttpOp {
             method,
             path: self.template(&a.path, captures)?,
             headers,
             body,
             expect: a.expect,
-        })
+        }))
     }
 
     /// A setup statement: SQL without bound parameters, where `{NAME}` is replaced by the
@@ -1217,11 +1164,11 @@ impl OpCompiler<'_> {
                 .help("draw values in the operations, or generate rows in SQL (generate_series, a recursive CTE)"));
         };
         self.statements += 1;
-        Ok(NativeOp::Sql {
+        Ok(NativeOp::Sql(SqlOp {
             id: self.statements - 1,
             query,
             params: Vec::new(),
-        })
+        }))
     }
 
     fn sql(
@@ -1242,11 +1189,11 @@ impl OpCompiler<'_> {
         if let Some(texts) = self.statement_texts(&s.query, captures)? {
             self.pending_texts.insert(id, texts);
         }
-        Ok(NativeOp::Sql {
+        Ok(NativeOp::Sql(SqlOp {
             id,
             query: s.query.get_ref().clone(),
             params,
-        })
+        }))
     }
 
     /// `{NAME}` in a statement's text, NAME a `let` value of the operation drawn by one
@@ -1306,17 +1253,16 @@ impl OpCompiler<'_> {
     /// A step of `op`, with the statements its text names (see `statement_texts`).
     fn new_step(&mut self, op: NativeOp<Template>, capture: Vec<usize>) -> Step {
         let mut step = Step::new(op, capture);
-        if let NativeOp::Sql { id, .. } = &step.op {
+        if let NativeOp::Sql(SqlOp { id, params, .. }) = &step.op {
             if let Some((slot, lo, texts)) = self.pending_texts.remove(id) {
                 let ops = texts
                     .into_iter()
-                    .map(|(id, query)| match &step.op {
-                        NativeOp::Sql { params, .. } => NativeOp::Sql {
+                    .map(|(id, query)| {
+                        NativeOp::Sql(SqlOp {
                             id,
                             query,
                             params: params.clone(),
-                        },
-                        other => other.clone(),
+                        })
                     })
                     .collect();
                 step.texts = Some(Box::new(StatementTexts { slot, lo, ops }));
@@ -1540,7 +1486,7 @@ impl OpCompiler<'_> {
             ));
         }
         let op = ops.remove(0);
-        if let NativeOp::LdapBind { .. } = op {
+        if let NativeOp::Ldap(LdapOp::Bind { .. }) = op {
             return Err(self.source.error(
                 step.span(),
                 "ldap.bind cannot be a tx step: a bind ends an LDAP transaction",
