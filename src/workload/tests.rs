@@ -493,6 +493,11 @@ tx = [
             "a rollback step is { rollback = {}",
             "w.toml:10:30",
         ),
+        (
+            "tx = [ { sql = \"SELECT 1\" }, { rollback = {}, record = { delete = { key = \"k\" } } } ]",
+            "a rollback step is { rollback = {}",
+            "w.toml:10:30",
+        ),
     ] {
         let (message, location) = error(&format!("[[op]]\nname = \"a\"\n{bad}\n"), &[]);
         assert!(message.contains(expect), "{bad}: {message}");
