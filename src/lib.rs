@@ -4,8 +4,9 @@
 //! # Layout
 //! - [`analysis`]: the models behind sweeps (USL, complexity class, knee) and latency modes.
 //! - [`cli`]: the command line, parsed by clap; [`commands`] resolves and runs it.
-//! - [`vocab`], [`clock`], [`error`]: the bottom layer every other module shares: the
-//!   operation vocabulary, the hot loop's clock, input errors.
+//! - [`vocab`], [`clock`], [`error`], [`duration`]: the bottom layer every other module
+//!   shares: the operation vocabulary, the hot loop's clock, input errors, durations as
+//!   people write and read them.
 //! - [`workload`]: the workload language: workload files (TOML with positions), parameters, generators, built-ins, and the importers of other tools' files.
 //! - [`engine`]: clients, closed and open loops, stop conditions, the interval collector.
 //! - [`stats`]: per-client counters and HdrHistograms, exact merges, summaries.
@@ -28,6 +29,7 @@ pub mod assemble;
 pub mod cli;
 pub mod clock;
 pub mod commands;
+pub mod duration;
 pub mod emulate;
 pub mod engine;
 pub mod error;

@@ -15,7 +15,7 @@ use crate::result::{
     WorkloadRecord, SCHEMA_VERSION,
 };
 use crate::stats::OpCounters;
-use crate::vocab::TlsMode;
+use crate::targets::tls::mode_of_url;
 use crate::workload::{FigureSpec, OpSpec, Workload};
 
 /// What a run was, beside the engine's measurements.
@@ -149,7 +149,7 @@ pub fn stream_header(facts: &RunFacts<'_>) -> StreamHeader {
 fn target_record(url: String, kind: String, server_version: Option<String>) -> TargetRecord {
     TargetRecord {
         kind,
-        tls: TlsMode::of_url(&url).map(|m| m.name().to_string()),
+        tls: mode_of_url(&url).map(|m| m.name().to_string()),
         url,
         server_version,
     }

@@ -88,7 +88,7 @@ fn data_policy(
 ) -> Result<DataPolicy, InputError> {
     let follower = load.shard.is_some_and(|s| s.index > 0);
     let loads = !args.skip_load && (!workload.setup.is_empty() || workload.data.is_some());
-    let timeout = crate::workload::duration::parse(&args.load_timeout, "--load-timeout")
+    let timeout = crate::duration::parse(&args.load_timeout, "--load-timeout")
         .and_then(|d| crate::workload::positive(d, "--load-timeout"))?;
     let marker = match load.shard {
         Some(s) if s.count > 1 && loads => Some(LoadMarker {

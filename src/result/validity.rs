@@ -150,7 +150,7 @@ impl Thresholds {
                     })?
             }
             "hiccup" => {
-                self.hiccup_ns = crate::workload::duration::parse(value, "--validity hiccup")
+                self.hiccup_ns = crate::duration::parse(value, "--validity hiccup")
                     .map_err(|_| format!("hiccup={value}: expected a duration, like 50ms"))?
                     .as_nanos() as u64
             }

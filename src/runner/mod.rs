@@ -24,7 +24,7 @@ use crate::report::metrics::MetricsServer;
 use crate::result::{RunResult, VerifyRecord, WarmupAuto};
 use crate::targets::peer::PeerTarget;
 use crate::targets::{with_target_type, Target};
-use crate::vocab::{Family, NativeOp, RunStep, ValueKind};
+use crate::vocab::{Family, LdapOp, NativeOp, RunStep, ValueKind};
 use crate::workload::{OpKind, OpSpec};
 use observe::Observers;
 
@@ -506,7 +506,7 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
         let what = match &op.kind {
             OpKind::Tx(_) => "is a transaction, and a transaction's state",
             OpKind::Authenticate => "authenticates again, and who is logged in",
-            OpKind::Native(step) if matches!(step.op, NativeOp::LdapBind { .. }) => {
+            OpKind::Native(step) if matches!(step.op, NativeOp::Ldap(LdapOp::Bind { .. })) => {
                 "binds, and who is bound"
             }
             _ => continue,

@@ -23,7 +23,7 @@ use crate::error::InputError;
 use crate::plan::{Factor, LoadSetting, RunPlan, Value};
 use crate::result::RunResult;
 use crate::targets::{redact, with_target_type, Target};
-use crate::vocab::NativeOp;
+use crate::vocab::{NativeOp, SqlOp};
 use crate::workload::VerifySpec;
 
 const WORKLOAD: &str = include_str!("../../workloads/order-entry.toml");
@@ -632,10 +632,12 @@ fn first_values<T: Target>(target: &T, queries: &[String]) -> Result<Vec<String>
         queries: queries
             .iter()
             .enumerate()
-            .map(|(id, q)| NativeOp::Sql {
-                id,
-                query: q.clone(),
-                params: Vec::new(),
+            .map(|(id, q)| {
+                NativeOp::Sql(SqlOp {
+                    id,
+                    query: q.clone(),
+                    params: Vec::new(),
+                })
             })
             .collect(),
     };

@@ -5,7 +5,6 @@
 //! when templates are compiled, so a run never meets an unknown name.
 
 pub mod builtin;
-pub mod duration;
 pub mod figures;
 pub mod import;
 pub mod load;
@@ -22,8 +21,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::duration;
 use crate::error::{line_col, InputError};
-use crate::vocab::{NativeOp, RunStep, ValueKind};
+use crate::vocab::{NativeOp, RunStep, SqlOp, ValueKind};
 pub use figures::FigureSpec;
 pub use load::LoadSection;
 pub use ops::{OpKind, OpSpec, Pause, Repeat, Retry, Step, When};
@@ -646,7 +646,7 @@ fn compile_before_run(
                 (None, None, Some(statement)) => {
                     check_setup_namespace(compiler, statement, "before_run")?;
                     let sql = ops::SqlArgsRef { query: statement };
-                    if let NativeOp::Sql { query, .. } = compiler.setup_sql(&sql, None)? {
+                    if let NativeOp::Sql(SqlOp { query, .. }) = compiler.setup_sql(&sql, None)? {
                         steps.push(RunStep::Sql(query));
                     }
                     continue;

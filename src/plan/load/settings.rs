@@ -10,7 +10,8 @@ use super::LoadFlags;
 use crate::error::InputError;
 use crate::plan::given::Given;
 use crate::workload::load::{self as section, NumberOrWord};
-use crate::workload::{duration, Source, Workload};
+use crate::duration;
+use crate::workload::{Source, Workload};
 
 /// Load settings with their origins.
 #[derive(Debug, Clone, Default)]
