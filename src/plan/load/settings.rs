@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use super::table::{LoadSetting, Syntax, Value, SPECS};
 use super::LoadFlags;
+use crate::duration;
 use crate::error::InputError;
 use crate::plan::given::Given;
 use crate::workload::load::{self as section, NumberOrWord};
-use crate::duration;
 use crate::workload::{Source, Workload};
 
 /// Load settings with their origins.
