@@ -1,8 +1,12 @@
-//! The command line (clap derive). No logic here: `commands` resolves and validates.
+//! The command line (clap derive). No logic here: `commands` resolves and validates. The
+//! flags of a run (`RunArgs`, with every load setting's flag) live with the plan that
+//! resolves them, in `plan::args`.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use crate::plan::RunArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -436,170 +440,6 @@ pub struct ExportArgs {
     /// measurements) to this file.
     #[arg(long, value_name = "FILE")]
     pub ycsb: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Default, Args)]
-pub struct RunArgs {
-    /// A workload file (.toml) or a built-in workload name (`loadrig list`).
-    pub workload: String,
-
-    /// Target URL, overriding the workload's: sqlite://PATH, fs://DIR, noop://, sleep://?latency=1ms.
-    #[arg(long, short = 't')]
-    pub target: Option<String>,
-
-    /// Set a workload parameter: --set records=50000 (repeatable).
-    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = crate::workload::parse_set)]
-    pub set: Vec<(String, String)>,
-
-    /// Set workload parameters from a Java properties file, as YCSB's -P does: each
-    /// NAME=VALUE line (also NAME: VALUE, NAME VALUE; # and ! comment lines) as --set
-    /// NAME=VALUE, so a YCSB property file works with the ycsb-* built-ins (repeatable; a
-    /// later file, then --set, wins).
-    #[arg(long = "properties", short = 'P', value_name = "FILE")]
-    pub properties: Vec<PathBuf>,
-
-    /// Run only these operations of the workload (repeatable).
-    #[arg(long = "op", value_name = "NAME")]
-    pub only_ops: Vec<String>,
-
-    /// Closed loop: this many clients, each running operations back to back.
-    #[arg(long, short = 'c')]
-    pub clients: Option<u64>,
-
-    /// Closed loop: pause after each operation, like a user thinking (e.g. 100ms).
-    #[arg(long, value_name = "DURATION")]
-    pub think_time: Option<String>,
-
-    /// Open loop: start operations at this rate per second, whatever the response time.
-    #[arg(long, short = 'r')]
-    pub rate: Option<f64>,
-
-    /// Open loop: constant spacing or Poisson arrivals.
-    #[arg(long, value_name = "constant|poisson")]
-    pub arrivals: Option<String>,
-
-    /// Open loop: at most this many operations in flight (one session each).
-    #[arg(long, value_name = "N")]
-    pub max_in_flight: Option<u64>,
-
-    /// Open loop: a start later than this against the schedule counts as late.
-    #[arg(long, value_name = "DURATION")]
-    pub late_after: Option<String>,
-
-    /// Connect once per client (persistent, the default) or for every operation (per-op).
-    #[arg(long, value_name = "persistent|per-op")]
-    pub connection: Option<String>,
-
-    /// Give up on an operation that takes longer than this: it counts as a `timeout` error
-    /// and its connection is replaced (overrides the workload's `op_timeout`).
-    #[arg(long, value_name = "DURATION")]
-    pub op_timeout: Option<String>,
-
-    /// Threads shared by the clients of a network target (default: one per core), or
-    /// per-client: a thread for each connection (up to 256).
-    #[arg(long, value_name = "N|per-client")]
-    pub threads: Option<String>,
-
-    /// Open the clients' connections at most this fast before the run: N per second (N or
-    /// N/s). Default: unpaced below 1,000 clients, 5,000/s from 1,000.
-    #[arg(long, value_name = "N/s")]
-    pub connect_rate: Option<String>,
-
-    /// Up to P operations in flight on each connection, each from a client stream of its
-    /// own (Redis pipelining, PostgreSQL pipeline mode, HTTP/1.1 pipelining, LDAP message
-    /// ids): --clients C opens C connections and runs C x P streams; in an open loop
-    /// --max-in-flight M opens M, and the rate is dealt over the M x P streams. Default 1.
-    #[arg(long, value_name = "P")]
-    pub pipeline: Option<u64>,
-
-    /// When a pipelined connection writes again: `each` (default) sends a stream's next
-    /// operation as soon as its reply is read; `all` waits until all P are answered, as
-    /// redis-benchmark -P, wrk's pipeline.lua and pgbench's \endpipeline do; N waits until N
-    /// are. Each operation is still timed from its own send. Closed loop only: an open loop
-    /// writes each arrival when it comes.
-    #[arg(long, value_name = "each|all|N")]
-    pub pipeline_refill: Option<String>,
-
-    /// The CPU time slice the client threads ask the kernel for (Linux 6.12+), from 100us to
-    /// 100ms, or `kernel` for the kernel's default. A short slice lets a client woken by a
-    /// reply run before the task on its CPU has used up its own slice, so the rig's wake-up
-    /// delay stays out of the latencies it measures; it gives the rig no larger CPU share.
-    /// Default 300us; the result records the slice the threads ran with.
-    #[arg(long, value_name = "DURATION|kernel")]
-    pub client_slice: Option<String>,
-
-    /// Stop after this long (after the warm-up).
-    #[arg(long, short = 'd', value_name = "DURATION")]
-    pub duration: Option<String>,
-
-    /// Stop after this many measured operations (split exactly across clients).
-    #[arg(long, value_name = "N")]
-    pub ops: Option<u64>,
-
-    /// Stop after exactly this many measured intervals (with --interval).
-    #[arg(long, value_name = "K")]
-    pub samples: Option<u64>,
-
-    /// Length of one reporting interval (default 1s).
-    #[arg(long, short = 'i', value_name = "DURATION")]
-    pub interval: Option<String>,
-
-    /// Run this long first without counting it in any statistic; `auto` finds where the
-    /// throughput settles (MSER-5) and cuts the warm-up there after the run.
-    #[arg(long, short = 'w', value_name = "DURATION|auto")]
-    pub warmup: Option<String>,
-
-    /// Seed for every random choice: the same seed gives the same operation sequence.
-    #[arg(long)]
-    pub seed: Option<u64>,
-
-    /// Write the result here (default loadrig-results/TIME-WORKLOAD.json).
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub out: Option<PathBuf>,
-
-    /// Do not run the workload's setup or load its [data]: reuse what an earlier run set up
-    /// and loaded (sysbench's `run` after `prepare`).
-    #[arg(long)]
-    pub skip_load: bool,
-
-    /// Also write the HTML report of the result here.
-    #[arg(long, value_name = "FILE")]
-    pub report: Option<PathBuf>,
-
-    /// A threshold checked at the end, like 'read.p99 < 20ms' or 'errors < 0.1%'
-    /// (repeatable; adds to the workload's `checks`); a failed one exits 1.
-    #[arg(long = "check", value_name = "CHECK")]
-    pub checks: Vec<String>,
-
-    /// Change a threshold of the run's verdict on itself, NAME=VALUE (repeatable): busy=90%,
-    /// hiccup=50ms, starved-median=4, little=15%, late=5%, jain=0.8, drift=10%,
-    /// drift-p=0.01, thread=90% (docs/validity.md).
-    #[arg(long = "validity", value_name = "NAME=VALUE")]
-    pub validity: Vec<String>,
-
-    /// A label recorded in the result file, such as a commit id; `loadrig history` orders
-    /// runs by it.
-    #[arg(long, value_name = "TEXT")]
-    pub label: Option<String>,
-
-    /// Serve OpenMetrics text on http://IP:PORT/metrics during the run (port 0: any free one).
-    #[arg(long, value_name = "IP:PORT")]
-    pub metrics_addr: Option<String>,
-
-    /// Run share I (from 0) of a run split over N processes: clients or rate split, `seq`
-    /// numbers partitioned, the data loaded by shard 0 only (docs/distributed.md).
-    #[arg(long, value_name = "I/N")]
-    pub shard: Option<String>,
-
-    /// Start the measured run at this wall-clock instant, RFC 3339 (2026-11-24T03:00:00Z)
-    /// or from now (+30s); rounded up to a multiple of the interval.
-    #[arg(long, value_name = "TIME")]
-    pub start_at: Option<String>,
-
-    /// With --shard I/N, I > 0: how long to wait for shard 0 to finish the workload's setup
-    /// and data load (it leaves a marker on the target) before giving up.
-    #[arg(long, value_name = "DURATION", default_value = "10m")]
-    pub load_timeout: String,
 }
 
 #[derive(Debug, Args)]

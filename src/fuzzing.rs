@@ -10,10 +10,10 @@ use std::path::Path;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
-use crate::analysis::{checks, compare, modes};
+use crate::analysis::{checks, compare};
+use crate::assemble::ShardFile;
 use crate::error::redact;
 use crate::report::{console, export, html, ycsb};
-use crate::result::merge::ShardFile;
 use crate::targets::{with_target_type, Target, TargetUrl};
 use crate::workload::template::{GenState, Template};
 use crate::workload::{self, Source};
@@ -130,7 +130,7 @@ pub fn merge(data: &[u8]) {
         })
         .collect();
     for (files, partial) in [(files, false), (copy, true)] {
-        if let Ok(merged) = crate::result::merge::merge(files, partial, modes::find) {
+        if let Ok(merged) = crate::assemble::merge(files, partial) {
             let _ = serde_json::to_vec_pretty(&merged);
             let _ = console::summary(&merged);
         }

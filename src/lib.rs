@@ -4,8 +4,9 @@
 //! # Layout
 //! - [`analysis`]: the models behind sweeps (USL, complexity class, knee) and latency modes.
 //! - [`cli`]: the command line, parsed by clap; [`commands`] resolves and runs it.
-//! - [`vocab`], [`clock`], [`error`]: the bottom layer every other module shares: the
-//!   operation vocabulary, the hot loop's clock, input errors.
+//! - [`vocab`], [`clock`], [`error`], [`duration`]: the bottom layer every other module
+//!   shares: the operation vocabulary, the hot loop's clock, input errors, durations as
+//!   people write and read them.
 //! - [`workload`]: the workload language: workload files (TOML with positions), parameters, generators, built-ins, and the importers of other tools' files.
 //! - [`engine`]: clients, closed and open loops, stop conditions, the interval collector.
 //! - [`stats`]: per-client counters and HdrHistograms, exact merges, summaries.
@@ -17,14 +18,18 @@
 //!   alone: the HTML report with its SVG plots, CSV and HdrHistogram log exports, and the
 //!   live OpenMetrics endpoint.
 //! - [`analysis`]: statistics on result files: `compare` (tests, intervals, verdicts) and
-//!   threshold checks.
+//!   threshold checks; the checks that judge a run's validity as it ends.
+//! - [`assemble`]: a run's result file built from what the engine measured, merged from
+//!   shard files, or recovered from the interval stream of a run that died.
 //! - [`fuzzing`]: the parsers of hostile input as the fuzz targets (`fuzz/`) and
 //!   `tests/integration/fuzz_corpus.rs` call them.
 
 pub mod analysis;
+pub mod assemble;
 pub mod cli;
 pub mod clock;
 pub mod commands;
+pub mod duration;
 pub mod emulate;
 pub mod engine;
 pub mod error;

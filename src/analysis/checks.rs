@@ -21,10 +21,10 @@ use std::fmt;
 use serde::Serialize;
 
 use super::TOTAL;
+use crate::duration::human_ns;
 use crate::error::InputError;
 use crate::result::models::LatencyStat;
 use crate::result::{OpResult, RunResult};
-use crate::workload::duration::human_ns;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CheckMetric {

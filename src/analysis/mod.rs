@@ -2,7 +2,9 @@
 //! and the models that explain a sweep and the shape of a latency distribution.
 //!
 //! Everything here reads [`RunResult`]s or numbers taken from them (never a live run), so any
-//! figure can be recomputed later from the files. This module holds what compare and checks
+//! figure can be recomputed later from the files; the one exception is [`validity`]'s
+//! `judge`, which reads the engine's data as a run ends, for the figures a file does not
+//! keep (each client's counts, the rig's threads). This module holds what compare and checks
 //! both need: the measured interval series of one operation, decoded once.
 //!
 //! - [`compare`]: relative change, confidence intervals, tests and verdicts between two runs.
@@ -16,6 +18,8 @@
 //! - [`shift`]: the shift function (quantile by quantile differences) and distribution distances.
 //! - [`density`]: the kernel density estimate the modes and the report's latency plot share.
 //! - [`fit`]: least squares and goodness of fit shared by the models.
+//! - [`validity`]: the checks that judge whether a run's figures can be trusted, one file
+//!   each, and the trend tests over its interval records.
 
 pub mod ab;
 pub mod changepoint;
@@ -31,6 +35,7 @@ pub mod rounds;
 pub mod shift;
 pub mod steady;
 pub mod usl;
+pub mod validity;
 
 use anyhow::{anyhow, Result};
 

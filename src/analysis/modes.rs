@@ -273,8 +273,8 @@ pub fn period(modes: &[f64]) -> Option<Period> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::duration::human_ns;
     use crate::stats::new_hist;
-    use crate::workload::duration::human_ns;
     use rand::rngs::SmallRng;
     use rand::SeedableRng;
 

@@ -19,7 +19,7 @@ use crate::analysis::compare::{Comparison, MetricChange};
 use crate::analysis::TOTAL;
 use crate::cli::{AbArgs, Format, RunArgs};
 use crate::error::InputError;
-use crate::plan::{self, RunPlan};
+use crate::plan::{self, LoadSetting, RunPlan, Value};
 use crate::report::comparison::{change_text, interval_text};
 use crate::result::{self, RunStatus};
 use crate::runner::{self, View};
@@ -172,7 +172,10 @@ fn plan_of(args: &AbArgs, side: Side, round: u32, dir: &Path) -> Result<RunPlan,
     if target.is_some() {
         run.target = target.clone();
     }
-    run.seed = args.run.seed.map(|s| s.wrapping_add(u64::from(round - 1)));
+    if let Some(seed) = args.run.load.count(LoadSetting::Seed) {
+        let seed = seed.wrapping_add(u64::from(round - 1));
+        run.load.set(LoadSetting::Seed, Value::Count(seed));
+    }
     run.out = Some(dir.join(format!("{}-{round}.json", side.letter())));
     run.checks.clear();
     plan::resolve(&run).map_err(|e| side.name(e))
@@ -187,7 +190,7 @@ fn check_target(plan: &RunPlan) -> Result<(), InputError> {
 
 /// Each round's order: A then B, or drawn at random (`--shuffle`, from `--seed` when given).
 fn orders(args: &AbArgs) -> Vec<[Side; 2]> {
-    let mut rng = match args.run.seed {
+    let mut rng = match args.run.load.count(LoadSetting::Seed) {
         Some(s) => SmallRng::seed_from_u64(s ^ 0x0ab0_0ab0),
         None => SmallRng::from_rng(&mut rand::rng()),
     };

@@ -8,9 +8,9 @@ use std::sync::mpsc;
 use anyhow::Result;
 
 use crate::cli::EmulateCommand;
+use crate::duration;
 use crate::emulate::supplier::Supplier;
 use crate::error::InputError;
-use crate::workload::duration;
 
 pub fn emulate(what: &EmulateCommand) -> Result<ExitCode> {
     let EmulateCommand::Supplier(args) = what;

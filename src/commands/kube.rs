@@ -306,25 +306,10 @@ fn run_args(r: &RunArgs, sets: &[Setting], shards: usize, at: &str) -> Vec<Strin
     for op in &r.only_ops {
         flag("--op", Some(op.clone()));
     }
-    flag("--clients", r.clients.map(|n| n.to_string()));
-    flag("--think-time", r.think_time.clone());
-    flag("--rate", r.rate.map(|n| n.to_string()));
-    flag("--arrivals", r.arrivals.clone());
-    flag("--max-in-flight", r.max_in_flight.map(|n| n.to_string()));
-    flag("--late-after", r.late_after.clone());
-    flag("--connection", r.connection.clone());
-    flag("--op-timeout", r.op_timeout.clone());
-    flag("--threads", r.threads.clone());
-    flag("--connect-rate", r.connect_rate.clone());
-    flag("--pipeline", r.pipeline.map(|n| n.to_string()));
-    flag("--pipeline-refill", r.pipeline_refill.clone());
-    flag("--client-slice", r.client_slice.clone());
-    flag("--duration", r.duration.clone());
-    flag("--ops", r.ops.map(|n| n.to_string()));
-    flag("--samples", r.samples.map(|n| n.to_string()));
-    flag("--interval", r.interval.clone());
-    flag("--warmup", r.warmup.clone());
-    flag("--seed", r.seed.map(|n| n.to_string()));
+    // Every load setting given, as its flag, in the table's order.
+    for (setting, value) in r.load.iter() {
+        flag(setting.spec().flag, Some(value.to_string()));
+    }
     for c in &r.checks {
         flag("--check", Some(c.clone()));
     }

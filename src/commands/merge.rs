@@ -1,14 +1,15 @@
 //! `loadrig merge shard-*.json -o run.json`: the shards of one run merged into a normal run
-//! file (`result::merge`), its checks judged on the whole run.
+//! file (`assemble::merge`), its checks judged on the whole run.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::analysis::{self, checks, modes};
+use crate::analysis::{self, checks};
+use crate::assemble::{self, ShardFile};
 use crate::cli::MergeArgs;
 use crate::report::console;
-use crate::result::{self, merge::ShardFile};
+use crate::result;
 
 pub fn merge(args: &MergeArgs) -> Result<ExitCode> {
     let mut texts = Vec::new();
@@ -28,7 +29,7 @@ pub fn merge(args: &MergeArgs) -> Result<ExitCode> {
         .iter()
         .map(|t| checks::parse(t))
         .collect::<Result<Vec<_>, _>>()?;
-    let merged = result::merge::merge(files, args.allow_partial, modes::find)?;
+    let merged = assemble::merge(files, args.allow_partial)?;
     checks::check_ops(
         &parsed,
         &analysis::op_names(&merged),

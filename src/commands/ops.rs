@@ -11,7 +11,7 @@ use crate::cli::{OpsArgs, RunArgs};
 use crate::engine::client::Chooser;
 use crate::engine::{Mode, Slots};
 use crate::error::InputError;
-use crate::plan;
+use crate::plan::{self, LoadSetting, Value};
 use crate::report::ops as view;
 use crate::workload::ycsb::InsertCounters;
 
@@ -29,8 +29,13 @@ pub fn ops(args: &OpsArgs) -> Result<ExitCode> {
         set: args.set.clone(),
         properties: args.properties.clone(),
         only_ops: args.only_ops.clone(),
-        clients: args.clients,
-        seed: args.seed,
+        load: [
+            (LoadSetting::Clients, args.clients),
+            (LoadSetting::Seed, args.seed),
+        ]
+        .into_iter()
+        .filter_map(|(setting, n)| Some((setting, Value::Count(n?))))
+        .collect(),
         ..RunArgs::default()
     })?;
     let clients = load.clients() as u64;

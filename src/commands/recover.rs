@@ -5,12 +5,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::analysis::modes;
+use crate::assemble;
 use crate::cli::RecoverArgs;
 use crate::error::InputError;
 use crate::report::console;
-use crate::result::recover::read_stream;
-use crate::result::{self, RunResult};
+use crate::result::{self, stream};
 
 /// `loadrig recover RUN.jsonl [-o RUN.json]`.
 pub fn recover(args: &RecoverArgs) -> Result<ExitCode> {
@@ -23,8 +22,8 @@ pub fn recover(args: &RecoverArgs) -> Result<ExitCode> {
             .help("a run that wrote its result needs no recovery; give -o FILE to write the recovered result elsewhere")
             .into());
     }
-    let stream = read_stream(&args.stream)?;
-    let r = RunResult::recovered(&stream, modes::find)?;
+    let stream = stream::read_stream(&args.stream)?;
+    let r = assemble::recover(&stream)?;
     let bytes = serde_json::to_vec_pretty(&r)?;
     result::write_atomic(&out, &bytes)?;
     print!("{}", console::summary(&r));

@@ -14,7 +14,7 @@
 //! do; a free stream's next operation starts when it is written.
 //!
 //! In an open loop (`--rate`) each stream takes its arrivals from the schedule an ordinary
-//! client would have (`client::Due`: the same rate law, seeds and share of the rate), so a
+//! client would have (`schedule::Due`: the same rate law, seeds and share of the rate), so a
 //! connection has at most P arrivals in flight, one per stream; an arrival whose stream is
 //! still busy waits for it and starts late, and every operation is timed from its intended
 //! start (no coordinated omission), with its service time from its first write and its
@@ -36,8 +36,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::client::{
-    record, record_open, Chooser, ClientCtx, Due, Intervals, RECONNECT_FIRST, RECONNECT_MAX,
+    record, record_open, Chooser, ClientCtx, Intervals, RECONNECT_FIRST, RECONNECT_MAX,
 };
+use super::schedule::Due;
 use super::{Connection, LoadPlan, Mode};
 use crate::clock::Instant;
 use crate::targets::pipelined::{BatchEnd, Batched, Codec, Context};

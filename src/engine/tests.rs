@@ -11,8 +11,8 @@ use super::*;
 use crate::error::InputError;
 use crate::targets::noop::Noop;
 use crate::targets::sleep::Sleep;
-use crate::targets::{Params, TargetUrl};
-use crate::vocab::{ErrorClass, Outcome};
+use crate::targets::{Params, Session, Target, TargetUrl};
+use crate::vocab::{ErrorClass, Op, OpError, Outcome};
 use crate::workload::{self, Source, Workload};
 
 const MS: Duration = Duration::from_millis(1);

@@ -56,6 +56,15 @@ impl<T> Given<T> {
         }
     }
 
+    /// `e`, a problem with this value found elsewhere (a duration's parser), placed at the
+    /// value in the file when it came from one.
+    pub fn place(&self, e: InputError) -> InputError {
+        match &self.origin {
+            Origin::Flag(_) => e,
+            Origin::File { at, .. } => e.at(at.clone()),
+        }
+    }
+
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Given<U> {
         Given {
             value: f(self.value),
@@ -65,20 +74,5 @@ impl<T> Given<T> {
 
     pub fn is_flag(&self) -> bool {
         matches!(self.origin, Origin::Flag(_))
-    }
-}
-
-/// The flag's value if given, else the file's.
-pub fn pick<T: Clone>(
-    flag: Option<&T>,
-    flag_name: &'static str,
-    file: Option<&toml::Spanned<T>>,
-    field: &'static str,
-    source: &Source<'_>,
-) -> Option<Given<T>> {
-    match (flag, file) {
-        (Some(v), _) => Some(Given::flag(v.clone(), flag_name)),
-        (None, Some(s)) => Some(Given::file(s.get_ref().clone(), field, s.span(), source)),
-        (None, None) => None,
     }
 }

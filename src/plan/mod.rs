@@ -1,26 +1,31 @@
 //! `RunPlan`: everything about one run, resolved and checked before anything connects.
 //!
 //! Flags and the workload file meet in one place ([`resolve`]); `run`, `sweep` and the
-//! studies build `RunPlan`s and hand them to one executor (`crate::runner`). A sweep changes
-//! a field of a plan (clients, rate, a parameter, a growth batch) through the setters here,
-//! which apply the same rules as resolving flags, so a point can never be a run that
+//! studies build `RunPlan`s and hand them to one executor (`crate::runner`). A plan is
+//! varied in any load setting or workload parameter ([`Factor`]) through
+//! [`RunPlan::vary`], which gives the value as its flag would and resolves the plan again
+//! through the same checks, so a sweep point (or a growth batch) can never be a run that
 //! `loadrig run` would have refused.
 
+mod args;
 mod given;
-mod load;
+pub mod load;
 mod resolve;
 mod shard;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
+pub use args::RunArgs;
 pub use given::Given;
+pub use load::{LoadFlags, LoadSetting, Value};
 pub use resolve::{default_out, resolve, resolve_offline, resolve_workload, same_path, settings};
 pub use shard::parse_start_at;
 
 use serde::Serialize;
 
 use crate::analysis::checks::Check;
-use crate::engine::{LoadPlan, Mode};
+use crate::engine::LoadPlan;
 use crate::error::InputError;
 use crate::result::WorkloadRecord;
 use crate::targets::TargetUrl;
@@ -50,6 +55,10 @@ pub struct RunPlan {
     pub thresholds: crate::result::validity::Thresholds,
     /// `--label`: recorded in the result file.
     pub label: Option<String>,
+    /// What `load` was resolved from, so that [`RunPlan::vary`] resolves it again.
+    pub load_source: load::LoadSource,
+    /// The settings `load` was made of, each with where it was given ([`RunPlan::given`]).
+    pub load_settings: load::Settings,
 }
 
 /// What a plan says, as data: the same records the result file holds, plus outputs and
@@ -103,15 +112,12 @@ pub struct WorkloadSource {
 }
 
 impl WorkloadSource {
-    /// The workload, compiled with the settings.
+    /// The workload, compiled with the settings, its `[load]` read as the load settings
+    /// read it (a bad value there is refused now, with the rest of the file's problems).
     pub fn compile(&self) -> Result<Workload, InputError> {
-        workload::compile(
-            &Source {
-                path: &self.name,
-                text: &self.text,
-            },
-            &self.sets,
-        )
+        let workload = workload::compile(&self.as_source(), &self.sets)?;
+        load::Settings::of_file(&workload, &self.as_source())?;
+        Ok(workload)
     }
 
     /// For positions in messages about the file.
@@ -194,71 +200,102 @@ pub struct Outputs {
     pub metrics_addr: Option<String>,
 }
 
+/// What a plan can be varied in: any load setting, or a workload parameter (`--set
+/// NAME=VALUE`). A sweep varies one; a factorial experiment would vary several.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Factor {
+    Load(LoadSetting),
+    Param(String),
+}
+
+impl Factor {
+    /// What `name` (written without dashes) names: a load setting by its `[load]` key or its
+    /// flag's name (`think_time`, `late-after`), else one of the workload's parameters.
+    pub fn named(name: &str, workload: &Workload) -> Option<Factor> {
+        match LoadSetting::named(name) {
+            Some(setting) => Some(Factor::Load(setting)),
+            None => workload
+                .params
+                .contains_key(name)
+                .then(|| Factor::Param(name.to_string())),
+        }
+    }
+
+    /// The name `named` takes.
+    pub fn name(&self) -> &str {
+        match self {
+            Factor::Load(setting) => setting.spec().name(),
+            Factor::Param(name) => name,
+        }
+    }
+}
+
 impl RunPlan {
-    /// Closed loop with `n` clients, as `--clients n` would give (think time kept).
-    pub fn set_clients(&mut self, n: u64) -> Result<(), InputError> {
-        load::check_count(n, "--clients")?;
-        let think = match self.load.mode {
-            Mode::Closed { think, .. } => think,
-            Mode::Open { .. } => Default::default(),
-        };
-        self.load.mode = Mode::Closed {
-            clients: n as usize,
-            think,
-        };
-        Ok(())
+    /// The same plan with `factor` at `value`: a load setting given as its flag would give
+    /// it (replacing the command line's; a stop condition replaces the file's), a parameter
+    /// as `--set` would (the workload compiled again and its operations chosen again), and
+    /// the load resolved again through every check of resolving the flags.
+    pub fn vary(&self, factor: &Factor, value: &Value) -> Result<RunPlan, InputError> {
+        self.vary_all(&[(factor.clone(), value.clone())])
     }
 
-    /// Open loop at `rate` per second, as `--rate` would give; an open plan keeps its
-    /// arrivals and concurrency, a closed one becomes open with its clients as the
-    /// concurrency.
-    pub fn set_rate(&mut self, rate: f64) -> Result<(), InputError> {
-        self.load.mode = match self.load.mode {
-            Mode::Open {
-                arrivals,
-                workers,
-                late_after,
-                ..
-            } => load::open_mode(rate, arrivals, workers as u64, late_after)?,
-            Mode::Closed { clients, .. } => load::open_mode(
-                rate,
-                Default::default(),
-                clients as u64,
-                load::DEFAULT_LATE_AFTER,
-            )?,
-        };
-        Ok(())
-    }
-
-    /// The same plan with workload parameter `name` set to `value`, as `--set` would give:
-    /// the workload is compiled again, and its operations chosen again.
-    pub fn with_param(&self, name: &str, value: &str) -> Result<RunPlan, InputError> {
-        let mut source = self.source.clone();
-        source.sets.retain(|s| s.name != name);
-        source.sets.push(Setting::flag(name, value));
-        let workload = source.compile()?;
-        let ops = resolve::select_ops(&workload, &source.only_ops)?;
-        Ok(RunPlan {
-            workload,
-            source,
-            ops,
-            ..self.clone()
-        })
-    }
-
-    /// Batch `k` of a growth study: exactly `batch` operations, no warm-up, the setup run and
-    /// the data loaded by the first batch only, `seq` generators continuing where the last batch ended.
-    pub fn growth_batch(&self, batch: u64, k: u64) -> RunPlan {
+    /// The same plan with every factor at its value, resolved once (so that settings that
+    /// belong together, a rate and its concurrency, change together).
+    pub fn vary_all(&self, levels: &[(Factor, Value)]) -> Result<RunPlan, InputError> {
         let mut plan = self.clone();
-        plan.load.ops = Some(batch);
-        plan.load.duration = None;
-        plan.load.samples = None;
-        plan.load.warmup = Default::default();
-        plan.warmup_auto = false;
+        let mut params = false;
+        for (factor, value) in levels {
+            match factor {
+                Factor::Load(setting) => plan.load_source.flags.set(*setting, value.clone()),
+                Factor::Param(name) => {
+                    plan.source.sets.retain(|s| &s.name != name);
+                    plan.source
+                        .sets
+                        .push(Setting::flag(name, &value.to_string()));
+                    params = true;
+                }
+            }
+        }
+        if params {
+            plan.workload = plan.source.compile()?;
+            plan.ops = resolve::select_ops(&plan.workload, &plan.source.only_ops)?;
+        }
+        let resolved =
+            load::resolve_load(&plan.load_source, &plan.workload, &plan.source.as_source())?;
+        plan.load = resolved.load;
+        plan.warmup_auto = resolved.warmup_auto;
+        plan.load_settings = resolved.settings;
+        if let Some(marker) = &mut plan.data.marker {
+            marker.run = resolve::marker_run(&plan.load);
+        }
+        Ok(plan)
+    }
+
+    /// Batch `k` of a growth study: exactly `batch` operations (`ops` varied, the other stop
+    /// conditions dropped, the file's with them), no warm-up, the setup run and the data loaded by the first
+    /// batch only, `seq` generators continuing where the last batch ended.
+    pub fn growth_batch(&self, batch: u64, k: u64) -> Result<RunPlan, InputError> {
+        let mut whole = self.clone();
+        for stop in [LoadSetting::Duration, LoadSetting::Samples] {
+            whole.load_source.flags.remove(stop);
+        }
+        let mut plan = whole.vary_all(&[
+            (Factor::Load(LoadSetting::Ops), Value::Count(batch)),
+            (
+                Factor::Load(LoadSetting::Warmup),
+                Value::Duration(Duration::ZERO),
+            ),
+        ])?;
         plan.data.skip_load = self.data.skip_load || k > 0;
         plan.data.skip_setup = self.data.skip_setup || k > 0;
         plan.data.seq_offset = k * batch;
-        plan
+        Ok(plan)
+    }
+
+    /// A load setting's value with where it was given (a flag, a varied value, or a place
+    /// in the workload file), for messages about it; `None` when it took its default.
+    pub fn given(&self, setting: LoadSetting) -> Option<&Given<Value>> {
+        self.load_settings.get(setting)
     }
 }
 

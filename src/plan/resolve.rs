@@ -5,10 +5,9 @@ use std::time::SystemTime;
 
 use anyhow::Result;
 
-use super::load::{self, resolve_load};
-use super::{DataPolicy, LoadMarker, Outputs, RunPlan, TargetSpec, WorkloadSource};
+use super::load::{nanos, resolve_load, LoadSetting, LoadSource};
+use super::{DataPolicy, LoadMarker, Outputs, RunArgs, RunPlan, TargetSpec, WorkloadSource};
 use crate::analysis::checks::{self, Check};
-use crate::cli::RunArgs;
 use crate::engine::LoadPlan;
 use crate::error::InputError;
 use crate::result::validity::{Thresholds, THRESHOLD_NAMES};
@@ -21,12 +20,9 @@ use crate::workload::{builtin, OpSpec, Setting, Workload};
 pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
     let (workload, source) = resolve_workload(args)?;
     let ops = select_ops(&workload, &args.only_ops)?;
-    let load = resolve_load(
-        args,
-        &workload.load,
-        workload.op_timeout,
-        &source.as_source(),
-    )?;
+    let load_source = LoadSource::new(args.load.clone(), args.shard.clone(), args.start_at.clone());
+    let resolved = resolve_load(&load_source, &workload, &source.as_source())?;
+    let load = resolved.load;
     let data = data_policy(args, &load, &workload)?;
     let target = match (&args.target, &workload.target) {
         (Some(t), _) => TargetSpec::parse(t)?,
@@ -62,9 +58,11 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
         data,
         outputs,
         checks,
-        warmup_auto: load::warmup_is_auto(args),
+        warmup_auto: resolved.warmup_auto,
         thresholds: thresholds(args)?,
         label: label(args)?,
+        load_source,
+        load_settings: resolved.settings,
     })
 }
 
@@ -90,14 +88,11 @@ fn data_policy(
 ) -> Result<DataPolicy, InputError> {
     let follower = load.shard.is_some_and(|s| s.index > 0);
     let loads = !args.skip_load && (!workload.setup.is_empty() || workload.data.is_some());
-    let timeout = crate::workload::duration::parse(&args.load_timeout, "--load-timeout")
+    let timeout = crate::duration::parse(&args.load_timeout, "--load-timeout")
         .and_then(|d| crate::workload::positive(d, "--load-timeout"))?;
     let marker = match load.shard {
         Some(s) if s.count > 1 && loads => Some(LoadMarker {
-            run: load.start_at.map_or(load.seed, |at| {
-                at.duration_since(SystemTime::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_nanos() as u64)
-            }),
+            run: marker_run(load),
             writes: s.index == 0,
             timeout,
         }),
@@ -111,6 +106,11 @@ fn data_policy(
         skip_setup: args.skip_load || follower,
         marker,
     })
+}
+
+/// The run a sharded run's load marker names: the agreed start in nanoseconds, else the seed.
+pub fn marker_run(load: &LoadPlan) -> u64 {
+    load.start_at.map_or(load.seed, nanos)
 }
 
 /// The verdict's thresholds with every `--validity NAME=VALUE` applied.
@@ -131,16 +131,15 @@ fn thresholds(args: &RunArgs) -> Result<Thresholds, InputError> {
 pub fn resolve_offline(args: &RunArgs) -> Result<(Workload, Vec<OpSpec>, LoadPlan), InputError> {
     let (workload, source) = resolve_workload(args)?;
     let ops = select_ops(&workload, &args.only_ops)?;
-    let mut load = resolve_load(
-        args,
-        &workload.load,
-        workload.op_timeout,
-        &source.as_source(),
-    )?;
-    if args.seed.is_none() && workload.load.seed.is_none() {
-        load.seed = 0;
+    let from = LoadSource {
+        clock_seed: 0,
+        ..LoadSource::new(args.load.clone(), args.shard.clone(), args.start_at.clone())
+    };
+    let mut resolved = resolve_load(&from, &workload, &source.as_source())?;
+    if resolved.settings.get(LoadSetting::Seed).is_none() {
+        resolved.load.seed = 0;
     }
-    Ok((workload, ops, load))
+    Ok((workload, ops, resolved.load))
 }
 
 /// The workload of `args` (a file or a built-in) compiled with its `--properties` files

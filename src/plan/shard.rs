@@ -3,9 +3,9 @@
 
 use std::time::{Duration, SystemTime};
 
+use crate::duration;
 use crate::engine::{share, LoadPlan, Mode, Shard};
 use crate::error::InputError;
-use crate::workload::duration;
 
 /// `I/N` as written: (I, N), with 0 ≤ I < N.
 pub fn parse_shard(text: &str) -> Result<(usize, usize), InputError> {

@@ -5,16 +5,19 @@ use std::time::Duration;
 use clap::Parser;
 
 use super::*;
-use crate::cli::{Cli, Command, RunArgs};
 use crate::engine::{Arrivals, Connection, Mode};
 
+/// `loadrig run`'s flags alone.
+#[derive(Parser)]
+struct Flags {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
 fn args(flags: &[&str]) -> RunArgs {
-    let mut argv = vec!["loadrig", "run"];
+    let mut argv = vec!["loadrig"];
     argv.extend_from_slice(flags);
-    match Cli::try_parse_from(argv).expect("flags parse").command {
-        Command::Run(a) => *a,
-        _ => unreachable!("a run command"),
-    }
+    Flags::try_parse_from(argv).expect("flags parse").run
 }
 
 /// A workload file with `load` as its `[load]` section, and the flags after it.
@@ -423,25 +426,46 @@ fn operations_and_checks() {
         .contains("p99"));
 }
 
+fn load(setting: LoadSetting) -> Factor {
+    Factor::Load(setting)
+}
+
 #[test]
-fn setters_follow_the_same_rules() {
+fn varying_follows_the_same_rules_as_the_flags() {
     let base = plan(&["noop", "--think-time", "2ms"]).unwrap();
-    let mut p = base.clone();
-    p.set_clients(8).unwrap();
+    let p = base
+        .vary(&load(LoadSetting::Clients), &Value::Count(8))
+        .unwrap();
     assert!(matches!(
         p.load.mode,
         Mode::Closed { clients: 8, think } if think == Duration::from_millis(2)
     ));
     assert_eq!(
-        p.set_clients(0).unwrap_err().message,
+        base.vary(&load(LoadSetting::Clients), &Value::Count(0))
+            .unwrap_err()
+            .message,
         "--clients 0: expected 1 to 10000"
     );
-    let mut p = base.clone();
-    p.set_rate(100.0).unwrap();
+    // A closed plan's clients given as a flag cannot be joined by a rate, as on the
+    // command line; a rate alone opens the loop.
+    let e = plan(&["noop", "--clients", "2"])
+        .unwrap()
+        .vary(&load(LoadSetting::Rate), &Value::Number(100.0))
+        .unwrap_err();
+    assert!(e
+        .message
+        .contains("--rate and --clients cannot be used together"));
+    let p = plan(&["noop"])
+        .unwrap()
+        .vary(&load(LoadSetting::Rate), &Value::Number(100.0))
+        .unwrap();
     assert!(matches!(p.load.mode, Mode::Open { rate, workers: 1, .. } if rate == 100.0));
-    assert!(p.set_rate(0.0).is_err());
-    assert!(p.set_rate(f64::NAN).is_err());
-    let mut open = plan(&[
+    for bad in [0.0, f64::NAN] {
+        assert!(p
+            .vary(&load(LoadSetting::Rate), &Value::Number(bad))
+            .is_err());
+    }
+    let open = plan(&[
         "noop",
         "--rate",
         "10",
@@ -450,8 +474,9 @@ fn setters_follow_the_same_rules() {
         "--arrivals",
         "poisson",
     ])
+    .unwrap()
+    .vary(&load(LoadSetting::Rate), &Value::Number(20.0))
     .unwrap();
-    open.set_rate(20.0).unwrap();
     assert!(matches!(
         open.load.mode,
         Mode::Open {
@@ -460,23 +485,94 @@ fn setters_follow_the_same_rules() {
             ..
         }
     ));
+    // The seed drawn from the clock stays with the plan.
+    assert_eq!(open.load.seed, plan_seed(&open));
+}
+
+fn plan_seed(p: &RunPlan) -> u64 {
+    p.load_source.clock_seed
+}
+
+#[test]
+fn any_load_setting_varies_through_its_reader() {
+    let base = plan(&["noop", "--clients", "4", "--seed", "1"]).unwrap();
+    let think = base
+        .vary(&load(LoadSetting::ThinkTime), &Value::Text("5ms".into()))
+        .unwrap();
+    assert!(matches!(
+        think.load.mode,
+        Mode::Closed { clients: 4, think } if think == Duration::from_millis(5)
+    ));
+    let think = base
+        .vary(
+            &load(LoadSetting::ThinkTime),
+            &Value::Duration(Duration::from_millis(7)),
+        )
+        .unwrap();
+    assert!(
+        matches!(think.load.mode, Mode::Closed { think, .. } if think == Duration::from_millis(7))
+    );
+    let per_op = base
+        .vary(
+            &load(LoadSetting::Connection),
+            &Value::Text("per-op".into()),
+        )
+        .unwrap();
+    assert_eq!(per_op.load.connection, Connection::PerOp);
+    // Checks between settings hold for a varied one too.
+    let e = per_op
+        .vary(&load(LoadSetting::Pipeline), &Value::Count(4))
+        .unwrap_err();
+    assert!(
+        e.message
+            .contains("cannot be used with --connection per-op"),
+        "{e}"
+    );
+    let threads = base
+        .vary(
+            &load(LoadSetting::Threads),
+            &Value::Text("per-client".into()),
+        )
+        .unwrap();
+    assert_eq!(threads.load.threads, 4);
+    // A varied stop condition replaces the file's as a flag does.
+    let ops = file_plan("duration = \"5s\"", &[])
+        .vary(&load(LoadSetting::Ops), &Value::Count(10))
+        .unwrap();
+    assert_eq!((ops.load.duration, ops.load.ops), (None, Some(10)));
+    // A value of the wrong kind is refused by the setting's name.
+    let e = base
+        .vary(&load(LoadSetting::Interval), &Value::Count(3))
+        .unwrap_err();
+    assert_eq!(e.message, "--interval 3: expected a duration");
+    assert_eq!(
+        Factor::named("think_time", &base.workload),
+        Some(load(LoadSetting::ThinkTime))
+    );
+    assert_eq!(
+        Factor::named("late-after", &base.workload),
+        Some(load(LoadSetting::LateAfter))
+    );
+    assert_eq!(Factor::named("nothing", &base.workload), None);
 }
 
 #[test]
 fn a_parameter_recompiles_the_workload() {
     let base = plan(&["session-store", "--set", "records=10", "--op", "create"]).unwrap();
-    let p = base.with_param("records", "20").unwrap();
+    let records = Factor::named("records", &base.workload).unwrap();
+    assert_eq!(records, Factor::Param("records".into()));
+    let p = base.vary(&records, &Value::Count(20)).unwrap();
     assert_eq!(p.workload.params["records"].as_integer(), Some(20));
     assert_eq!(p.workload.data.as_ref().map(|d| d.count), Some(20));
     assert_eq!(p.ops.len(), 1);
     assert_eq!(p.ops[0].name, "create");
-    assert!(base.with_param("records", "many").is_err());
+    assert!(base.vary(&records, &Value::Text("many".into())).is_err());
 }
 
 #[test]
 fn growth_batches() {
     let base = plan(&["session-store", "--duration", "5s", "--warmup", "1s"]).unwrap();
-    let b0 = base.growth_batch(100, 0);
+    let b0 = base.growth_batch(100, 0).unwrap();
     assert_eq!(
         (b0.load.ops, b0.load.duration, b0.load.samples),
         (Some(100), None, None)
@@ -491,7 +587,7 @@ fn growth_batches() {
             marker: None,
         }
     );
-    let b3 = base.growth_batch(100, 3);
+    let b3 = base.growth_batch(100, 3).unwrap();
     assert_eq!(
         b3.data,
         DataPolicy {
@@ -529,4 +625,78 @@ fn a_plan_serialises_without_its_password() {
     // The load reads back as the engine's own type.
     let load: crate::engine::LoadPlan = serde_json::from_value(json["load"].clone()).unwrap();
     assert!(matches!(load.mode, Mode::Open { rate, .. } if rate == 50.0));
+}
+
+#[test]
+fn the_file_is_read_in_its_settings_syntax() {
+    // An unknown key is refused at its place, naming every key of [load].
+    let e = file_err("clinets = 4", &[]);
+    assert!(e.location.unwrap().ends_with("w.toml:5:1"));
+    assert!(e
+        .message
+        .starts_with("unknown field `clinets`, expected one of `clients`"));
+    for spec in &load::SPECS {
+        if let Some(key) = spec.key {
+            assert!(e.message.contains(&format!("`{key}`")), "{key}");
+        }
+    }
+    // Problems are reported in the order of the file, as serde's are.
+    let e = file_err("clients = \"four\"\nclinets = 1", &[]);
+    assert_eq!(e.message, "invalid type: string \"four\", expected u64");
+    let e = file_err("clinets = 1\nclients = \"four\"", &[]);
+    assert!(e.message.starts_with("unknown field `clinets`"));
+    // `ops` may name an integer parameter.
+    let (_dir, a) = with_load("ops = \"{n}\"", &[]);
+    let text = std::fs::read_to_string(&a.workload)
+        .unwrap()
+        .replace("[load]", "[params]\nn = 7\n\n[load]");
+    std::fs::write(&a.workload, text).unwrap();
+    assert_eq!(resolve(&a).unwrap().load.ops, Some(7));
+    let e = file_err("ops = \"{nope}\"", &[]);
+    assert_eq!(
+        e.message,
+        "ops \"{nope}\" must name an integer parameter, like \"{operationcount}\""
+    );
+}
+
+#[test]
+fn where_a_setting_came_from_is_kept() {
+    let p = file_plan("pipeline = 2\nclients = 3", &["--clients", "4"]);
+    assert!(!p.given(LoadSetting::Pipeline).unwrap().is_flag());
+    assert!(p.given(LoadSetting::Clients).unwrap().is_flag());
+    assert_eq!(p.given(LoadSetting::Clients).unwrap().name(), "--clients");
+    assert!(p.given(LoadSetting::Seed).is_none());
+}
+
+#[test]
+fn the_flags_are_written_back_as_given() {
+    let a = args(&[
+        "noop",
+        "-c",
+        "3",
+        "--rate",
+        "2.5",
+        "--think-time",
+        "5ms",
+        "--seed",
+        "9",
+    ]);
+    let written: Vec<String> = a
+        .load
+        .iter()
+        .flat_map(|(s, v)| [s.spec().flag.to_string(), v.to_string()])
+        .collect();
+    assert_eq!(
+        written,
+        [
+            "--clients",
+            "3",
+            "--think-time",
+            "5ms",
+            "--rate",
+            "2.5",
+            "--seed",
+            "9"
+        ]
+    );
 }

@@ -9,8 +9,8 @@ use crate::analysis::compare::{
 };
 use crate::analysis::rounds::POWER;
 use crate::analysis::shift::{ShiftPoint, ShiftReport};
+use crate::duration::human_ns;
 use crate::result::RunStatus;
-use crate::workload::duration::human_ns;
 
 fn value(m: &MetricChange, v: f64) -> String {
     if m.metric == Metric::Throughput {

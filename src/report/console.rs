@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::duration::human_ns;
 use crate::engine::{IntervalData, LoadProgress, Observer};
 use crate::result::validity::Validity;
 use crate::result::{
@@ -14,7 +15,6 @@ use crate::result::{
     RunStatus,
 };
 use crate::stats::LatencySummary;
-use crate::workload::duration::human_ns;
 
 pub const INTERVAL_HEADER: &str =
     "interval   elapsed          ok        ops/s   errors       p50       p99       max";

@@ -11,7 +11,7 @@ use super::html::{esc, page_head};
 use super::plot::{history as hplot, Plot};
 use crate::analysis::changepoint::ChangePoint;
 use crate::analysis::history::{History, MetricHistory, METRICS};
-use crate::workload::duration::human_ns;
+use crate::duration::human_ns;
 
 fn value(m: &MetricHistory, v: f64) -> String {
     if m.higher_is_better {

@@ -13,10 +13,10 @@ use anyhow::Result;
 
 use super::console::{connect_rows, rate, thousands};
 use super::plot::{self, Plot, RunView};
+use crate::duration::human_ns;
 use crate::result::validity::Validity;
 use crate::result::{OpResult, RunResult, RunStatus};
 use crate::targets::redact;
-use crate::workload::duration::human_ns;
 
 mod compare;
 mod sweep;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::vocab::{NativeOp, Op, ValueKind};
+use crate::vocab::{NativeOp, Op, Piece, ValueKind};
 
 /// Text arguments up to this many bytes are shown whole in the text lines.
 pub const TEXT_SHOWN: usize = 64;
@@ -203,7 +203,7 @@ struct Bound {
 }
 
 /// A native operation: its arguments paired with their kinds (in `map_args` order), then
-/// laid out per family.
+/// laid out as its family's pieces say.
 fn native(op: &NativeOp<ValueKind>, args: &[Vec<u8>]) -> Shown {
     let mut values = args.iter();
     let bound = op.clone().map_args(|kind| {
@@ -214,143 +214,38 @@ fn native(op: &NativeOp<ValueKind>, args: &[Vec<u8>]) -> Shown {
         }
     });
     let label = op.label();
-    match bound {
-        NativeOp::Sql { query, params, .. } => {
-            let quoted = quote(&query);
-            let text = if params.is_empty() {
-                format!("sql {quoted}")
-            } else {
-                let list: Vec<&str> = params.iter().map(|p| p.text.as_str()).collect();
-                format!("sql {quoted} [{}]", list.join(", "))
-            };
-            Shown {
-                query: Some(query),
-                ..Shown::plain(label, text, params.into_iter().map(|p| p.arg).collect())
+    let mut out = Shown::plain(label, String::new(), Vec::new());
+    let mut words = vec![label.to_string()];
+    for piece in bound.pieces() {
+        match piece {
+            Piece::Arg(name, b) => {
+                words.push(format!("{name}{}", b.text));
+                out.args.push(b.arg);
             }
-        }
-        NativeOp::LdapBind { dn, .. } => {
-            let text = format!("{label} dn={} password=***", dn.text);
-            Shown::plain(label, text, vec![dn.arg, Arg::Text("***".into())])
-        }
-        record @ (NativeOp::RecordInsert { .. }
-        | NativeOp::RecordRead { .. }
-        | NativeOp::RecordUpdate { .. }
-        | NativeOp::RecordScan { .. }
-        | NativeOp::RecordDelete { .. }) => {
-            let key = match &record {
-                NativeOp::RecordInsert { key, .. }
-                | NativeOp::RecordRead { key, .. }
-                | NativeOp::RecordUpdate { key, .. }
-                | NativeOp::RecordScan { key, .. }
-                | NativeOp::RecordDelete { key } => key.text.clone(),
-                _ => String::new(),
-            };
-            let mut words = vec![label.to_string()];
-            let mut args = Vec::new();
-            lay_out(record, &mut words, &mut args);
-            Shown {
-                key: Some(key),
-                ..Shown::plain(label, words.join(" "), args)
+            Piece::Secret(name, _) => {
+                words.push(format!("{name}***"));
+                out.args.push(Arg::Text("***".into()));
             }
-        }
-        other => {
-            let mut words = vec![label.to_string()];
-            let mut args = Vec::new();
-            lay_out(other, &mut words, &mut args);
-            Shown::plain(label, words.join(" "), args)
+            Piece::Key(b) => {
+                out.key = Some(b.text.clone());
+                words.push(b.text);
+                out.args.push(b.arg);
+            }
+            Piece::Statement(query) => {
+                words.push(quote(&query));
+                out.query = Some(query);
+            }
+            Piece::List(list) if list.is_empty() => {}
+            Piece::List(list) => {
+                let texts: Vec<&str> = list.iter().map(|b| b.text.as_str()).collect();
+                words.push(format!("[{}]", texts.join(", ")));
+                out.args.extend(list.into_iter().map(|b| b.arg));
+            }
+            Piece::Word(word) => words.push(word),
         }
     }
-}
-
-/// The words of a Redis, LDAP or HTTP operation's text, and its arguments in order.
-fn lay_out(op: NativeOp<Bound>, words: &mut Vec<String>, args: &mut Vec<Arg>) {
-    let mut put = |label: &str, b: Bound| {
-        words.push(format!("{label}{}", b.text));
-        args.push(b.arg);
-    };
-    match op {
-        NativeOp::Redis { args: bound } => bound.into_iter().for_each(|b| put("", b)),
-        NativeOp::LdapSearch {
-            base,
-            scope,
-            filter,
-            attrs,
-        } => {
-            put("base=", base);
-            put(&format!("scope={} filter=", scope_name(scope)), filter);
-            if !attrs.is_empty() {
-                words.push(format!("attrs={}", attrs.join(",")));
-            }
-        }
-        NativeOp::LdapAdd { dn, attrs: entry } | NativeOp::LdapModify { dn, replace: entry } => {
-            put("dn=", dn);
-            for (name, values) in entry {
-                values.into_iter().for_each(|v| put(&format!("{name}="), v));
-            }
-        }
-        NativeOp::LdapDelete { dn } => put("dn=", dn),
-        NativeOp::Http {
-            method,
-            path,
-            headers,
-            body,
-            ..
-        } => {
-            put(&format!("{method} "), path);
-            for (name, value) in headers {
-                put(&format!("{name}="), value);
-            }
-            if let Some(b) = body {
-                put("body=", b);
-            }
-        }
-        NativeOp::RecordInsert { key, values } => {
-            put("", key);
-            for (i, v) in values.into_iter().enumerate() {
-                put(&format!("field{i}="), v);
-            }
-        }
-        NativeOp::RecordRead { key, field } => {
-            put("", key);
-            match field {
-                Some(f) => put("field=", f),
-                None => words.push("fields=all".into()),
-            }
-        }
-        NativeOp::RecordUpdate { key, field, values } => {
-            put("", key);
-            match field {
-                Some(f) => {
-                    put("field=", f);
-                    values.into_iter().for_each(|v| put("value=", v));
-                }
-                None => {
-                    for (i, v) in values.into_iter().enumerate() {
-                        put(&format!("field{i}="), v);
-                    }
-                }
-            }
-        }
-        NativeOp::RecordScan { key, count, field } => {
-            put("", key);
-            put("count=", count);
-            match field {
-                Some(f) => put("field=", f),
-                None => words.push("fields=all".into()),
-            }
-        }
-        NativeOp::RecordDelete { key } => put("", key),
-        // Laid out by `native` itself.
-        NativeOp::Sql { .. } | NativeOp::LdapBind { .. } => {}
-    }
-}
-
-fn scope_name(scope: crate::vocab::Scope) -> &'static str {
-    match scope {
-        crate::vocab::Scope::Base => "base",
-        crate::vocab::Scope::One => "one",
-        crate::vocab::Scope::Sub => "sub",
-    }
+    out.text = words.join(" ");
+    out
 }
 
 /// A value as the text lines show it: numbers and short text as they are (quoted, escaped
@@ -397,6 +292,7 @@ fn quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vocab::{HttpOp, LdapOp, RecordOp, RedisOp, SqlOp};
 
     #[test]
     fn values_show_whole_cut_or_as_their_length() {
@@ -427,14 +323,56 @@ mod tests {
     }
 
     #[test]
+    fn records_show_their_key_and_redis_its_arguments() {
+        let b = ValueKind::Bytes;
+        let arg = |t: &str| t.as_bytes().to_vec();
+        let insert = NativeOp::Record(RecordOp::Insert {
+            key: b,
+            values: vec![b, b],
+        });
+        let s = native(&insert, &[arg("user1"), arg("a"), arg("b")]);
+        assert_eq!(s.text, "record.insert user1 field0=a field1=b");
+        assert_eq!(s.key.as_deref(), Some("user1"));
+        assert_eq!(s.args.len(), 3);
+        let read = NativeOp::Record(RecordOp::Read {
+            key: b,
+            field: None,
+        });
+        assert_eq!(
+            native(&read, &[arg("user1")]).text,
+            "record.read user1 fields=all"
+        );
+        let update = NativeOp::Record(RecordOp::Update {
+            key: b,
+            field: Some(ValueKind::Integer),
+            values: vec![b],
+        });
+        let s = native(&update, &[arg("user1"), arg("3"), arg("v")]);
+        assert_eq!(s.text, "record.update user1 field=3 value=v");
+        let scan = NativeOp::Record(RecordOp::Scan {
+            key: b,
+            count: ValueKind::Integer,
+            field: Some(ValueKind::Integer),
+        });
+        let s = native(&scan, &[arg("user1"), arg("10"), arg("2")]);
+        assert_eq!(s.text, "record.scan user1 count=10 field=2");
+        assert_eq!(serde_json::to_string(&s.args).unwrap(), "[\"user1\",10,2]");
+        let set = NativeOp::Redis(RedisOp {
+            args: vec![b, b, b],
+        });
+        let s = native(&set, &[arg("SET"), arg("k"), arg("v")]);
+        assert_eq!((s.text.as_str(), s.key), ("redis SET k v", None));
+    }
+
+    #[test]
     fn native_operations_are_laid_out_by_family() {
         let b = ValueKind::Bytes;
-        let search = NativeOp::LdapSearch {
+        let search = NativeOp::Ldap(LdapOp::Search {
             base: b,
             scope: crate::vocab::Scope::Sub,
             filter: b,
             attrs: vec!["cn".into(), "mail".into()],
-        };
+        });
         let args = [b"ou=people".to_vec(), b"(uid=u1)".to_vec()];
         let s = native(&search, &args);
         assert_eq!(
@@ -442,28 +380,28 @@ mod tests {
             "ldap.search base=ou=people scope=sub filter=(uid=u1) attrs=cn,mail"
         );
         assert_eq!(s.args.len(), 2);
-        let bind = NativeOp::LdapBind { dn: b, password: b };
+        let bind = NativeOp::Ldap(LdapOp::Bind { dn: b, password: b });
         let s = native(&bind, &[b"cn=a".to_vec(), b"secret".to_vec()]);
         assert_eq!(s.text, "ldap.bind dn=cn=a password=***");
         assert!(!serde_json::to_string(&s).unwrap().contains("secret"));
-        let http = NativeOp::Http {
+        let http = NativeOp::Http(HttpOp {
             method: "POST".into(),
             path: b,
             headers: vec![("content-type".into(), b)],
             body: Some(b),
             expect: Some(201),
-        };
+        });
         let args = [b"/items/4".to_vec(), b"text/plain".to_vec(), vec![7; 600]];
         let s = native(&http, &args);
         assert_eq!(
             s.text,
             "http POST /items/4 content-type=text/plain body=<600 bytes>"
         );
-        let sql = NativeOp::Sql {
+        let sql = NativeOp::Sql(SqlOp {
             id: 0,
             query: "SELECT v FROM loadrig_t WHERE k = ? AND n > ?".into(),
             params: vec![b, ValueKind::Integer],
-        };
+        });
         let s = native(&sql, &[b"k 1".to_vec(), b"7".to_vec()]);
         assert_eq!(
             s.text,

@@ -4,9 +4,9 @@
 use std::fmt::Write as _;
 
 use super::console::{thousands, truncate};
+use crate::duration::human_ns;
 use crate::result::models::{Class, Verdict};
 use crate::result::sweep::{GrowthModel, KneeModel, SweepPoint, SweepResult, UslModel};
-use crate::workload::duration::human_ns;
 
 /// The table header; `name` is the varied setting.
 pub fn header(name: &str, slo: bool) -> String {

@@ -1,24 +1,24 @@
 //! The result contract: the run file (one JSON document per run) and the sweep file, which
-//! every other output reads. `analysis` and `report` read these types; nothing here
-//! depends on them.
+//! every other output reads, with their reading and writing. `assemble` builds a run's file,
+//! `analysis` and `report` read these types; nothing here depends on them.
 //!
 //! Described field by field in docs/results.md (run) and docs/scaling.md (sweep); the JSON
 //! Schemas generated from these types are docs/schema/run.schema.json and
 //! docs/schema/sweep.schema.json. `SCHEMA_VERSION` changes whenever a field changes meaning
 //! or goes away. Written atomically (temporary file, fsync, rename).
 
-mod build;
 pub mod drift;
+mod from_engine;
 pub mod histogram;
-pub mod merge;
 pub mod models;
-pub mod recover;
+pub mod stream;
 pub mod sweep;
 pub mod validity;
 pub mod workload;
 
-pub use build::RunFacts;
 pub use histogram::EncodedHistogram;
+/// The stream's old path (`result::recover::STREAM_KIND`), from when recovering lived here.
+pub use stream as recover;
 pub use workload::WorkloadRecord;
 
 use std::collections::BTreeMap;

@@ -5,8 +5,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::duration::human_ns;
 use crate::stats::LatencySummary;
-use crate::workload::duration::human_ns;
 
 /// One cluster of latencies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

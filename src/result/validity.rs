@@ -1,17 +1,17 @@
-//! Whether a run's figures can be trusted: the rig's own CPU and the machine's run queue,
-//! hiccups of the rig (jHiccup's method), fairness between clients, Little's law, and the
-//! open loop's late and missed starts, judged into one verdict. The figures, their
-//! thresholds and what to do about a suspect run are in docs/validity.md.
+//! Whether a run's figures can be trusted, as the result file records it: the rig's own CPU
+//! and the machine's run queue, hiccups of the rig (jHiccup's method), fairness between
+//! clients, Little's law, and the open loop's late and missed starts, judged into one
+//! verdict; the thresholds and their defaults. The checks that judge are
+//! `analysis::validity`; the figures, their thresholds and what to do about a suspect run
+//! are in docs/validity.md.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::drift::{self, TrendTest, DRIFT_CHANGE, DRIFT_P};
-use super::{EncodedHistogram, IntervalRecord};
+use super::drift::{TrendTest, DRIFT_CHANGE, DRIFT_P};
+use super::EncodedHistogram;
 use crate::engine::rig::{RigBrief, ThreadSample, MONITOR_THREAD};
-use crate::engine::spill::IntervalBrief;
-use crate::engine::{LoadPlan, Mode, RunData};
-use crate::stats::{thousands, Hist};
+use crate::stats::thousands;
 
 /// The rig is busy when its CPU time over an interval is at least this share of all cores.
 pub const BUSY_SHARE: f64 = 0.9;
@@ -150,7 +150,7 @@ impl Thresholds {
                     })?
             }
             "hiccup" => {
-                self.hiccup_ns = crate::workload::duration::parse(value, "--validity hiccup")
+                self.hiccup_ns = crate::duration::parse(value, "--validity hiccup")
                     .map_err(|_| format!("hiccup={value}: expected a duration, like 50ms"))?
                     .as_nanos() as u64
             }
@@ -275,6 +275,16 @@ pub struct Validity {
     pub trends: Vec<TrendTest>,
 }
 
+impl Validity {
+    /// The console's closing line: `valid`, or `suspect: REASON; REASON`.
+    pub fn line(&self) -> String {
+        match self.verdict {
+            Verdict::Valid => "valid".to_string(),
+            Verdict::Suspect => format!("suspect: {}", self.reasons.join("; ")),
+        }
+    }
+}
+
 /// The rig's CPU over the measured part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RigSummary {
@@ -329,93 +339,6 @@ pub struct FairnessSummary {
     pub starved_clients: usize,
     /// Starved clients summed over the intervals judged.
     pub starved_client_intervals: usize,
-}
-
-impl FairnessSummary {
-    /// Over `totals`, each client's operations over the measured part, and `judged`, each
-    /// judged interval's operations per client (in the same client order).
-    pub fn of(totals: &[u64], judged: &[&[u64]], starved_median: f64) -> FairnessSummary {
-        let mut starved = Starved::new(totals.len(), starved_median);
-        for counts in judged {
-            starved.add(counts);
-        }
-        FairnessSummary::with(totals, starved)
-    }
-
-    fn with(totals: &[u64], starved: Starved) -> FairnessSummary {
-        let starved_clients = starved
-            .count
-            .iter()
-            .filter(|&&s| s > 0 && s * 2 >= starved.intervals)
-            .count();
-        let mut sorted = totals.to_vec();
-        sorted.sort_unstable();
-        FairnessSummary {
-            clients: totals.len(),
-            min: sorted.first().copied().unwrap_or(0),
-            median: median(&sorted),
-            max: sorted.last().copied().unwrap_or(0),
-            jain: jain(totals),
-            starved_clients,
-            starved_client_intervals: starved.client_intervals,
-        }
-    }
-}
-
-/// Starved clients counted one judged interval at a time, so that a run's per-client
-/// counts need not all be in memory at once.
-struct Starved {
-    /// Intervals each client was starved in.
-    count: Vec<usize>,
-    client_intervals: usize,
-    intervals: usize,
-    threshold: f64,
-}
-
-impl Starved {
-    fn new(clients: usize, threshold: f64) -> Starved {
-        Starved {
-            count: vec![0; clients],
-            client_intervals: 0,
-            intervals: 0,
-            threshold,
-        }
-    }
-
-    fn add(&mut self, counts: &[u64]) {
-        let mut sorted = counts.to_vec();
-        sorted.sort_unstable();
-        for c in starved_in(counts, median(&sorted), self.threshold) {
-            if let Some(s) = self.count.get_mut(c) {
-                *s += 1;
-            }
-            self.client_intervals += 1;
-        }
-        self.intervals += 1;
-    }
-}
-
-/// The run's fairness: each interval's per-client counts read back from the run's store
-/// (src/engine/spill.rs) one at a time, the measured ones summed, the `judged` ones
-/// searched for starved clients. Also returns the measured operations of all clients.
-fn run_fairness(
-    run: &RunData,
-    judged: &[&IntervalBrief],
-    clients: usize,
-    starved_median: f64,
-) -> std::io::Result<(FairnessSummary, u64)> {
-    let mut totals = vec![0u64; clients];
-    for (k, _) in run.intervals.iter().enumerate().filter(|(_, i)| !i.warmup) {
-        for (t, c) in totals.iter_mut().zip(&run.store.per_client(k)?) {
-            *t += c;
-        }
-    }
-    let mut starved = Starved::new(clients, starved_median);
-    for i in judged {
-        starved.add(&run.store.per_client(i.index as usize)?);
-    }
-    let all = totals.iter().sum();
-    Ok((FairnessSummary::with(&totals, starved), all))
 }
 
 /// Little's law, L = λW. Closed loop: `expected` is throughput × (mean latency + think
@@ -501,23 +424,8 @@ fn thread_shares(threads: &[ThreadSample], wall: f64) -> Vec<ThreadShare> {
     shares
 }
 
-fn quantile(h: &Hist, q: f64) -> u64 {
-    if h.is_empty() {
-        0
-    } else {
-        h.value_at_quantile(q)
-    }
-}
-
-fn max(h: &Hist) -> u64 {
-    if h.is_empty() {
-        0
-    } else {
-        h.max()
-    }
-}
-
-fn median(sorted: &[u64]) -> f64 {
+/// The median of `sorted`; 0 when empty.
+pub fn median(sorted: &[u64]) -> f64 {
     let n = sorted.len();
     match n {
         0 => 0.0,
@@ -534,7 +442,7 @@ pub fn jain(xs: &[u64]) -> Option<f64> {
 }
 
 /// The clients starved in `counts`: none completed while the median reached the threshold.
-fn starved_in(counts: &[u64], median: f64, threshold: f64) -> impl Iterator<Item = usize> + '_ {
+pub fn starved_in(counts: &[u64], median: f64, threshold: f64) -> impl Iterator<Item = usize> + '_ {
     let starving = median >= threshold;
     counts
         .iter()
@@ -558,329 +466,6 @@ impl FairnessInterval {
             jain: jain(counts),
             starved: starved_in(counts, median, STARVED_MEDIAN).count(),
         })
-    }
-}
-
-/// Intervals in which one thread of the rig was saturated, and the busiest thread seen.
-struct Saturated {
-    intervals: usize,
-    busiest: Option<ThreadShare>,
-    mean_busy: f64,
-}
-
-fn saturated_thread(rigs: &[&RigInterval], threshold: f64) -> Saturated {
-    let hot: Vec<&ThreadShare> = rigs
-        .iter()
-        .filter_map(|r| r.busiest_load_thread())
-        .filter(|t| t.busy() >= threshold)
-        .collect();
-    Saturated {
-        intervals: hot.len(),
-        busiest: rigs
-            .iter()
-            .filter_map(|r| r.busiest_load_thread())
-            .max_by(|a, b| a.busy().total_cmp(&b.busy()))
-            .cloned(),
-        mean_busy: hot.iter().map(|t| t.busy()).sum::<f64>() / hot.len().max(1) as f64,
-    }
-}
-
-impl Saturated {
-    /// `one thread of the rig (clients-0) was busy 99 % of the time ...`.
-    fn reason(&self, n: usize, rigs: &[&RigInterval], cores: usize) -> String {
-        let process = rigs.iter().map(|r| r.cpu_share).sum::<f64>() / rigs.len().max(1) as f64;
-        format!(
-            "one thread of the rig ({}) was busy {:.0} % of the time (running or waiting for a CPU) in {} of {n} intervals while the rig used {:.0} % of {cores} core{}: that thread is the bottleneck; spread its clients over more threads (--threads)",
-            self.busiest.as_ref().map_or("?", |t| t.name.as_str()),
-            100.0 * self.mean_busy,
-            self.intervals,
-            100.0 * process,
-            if cores == 1 { "" } else { "s" },
-        )
-    }
-}
-
-/// The intervals the verdict looks at: measured and of full length (all measured ones
-/// when none is full, as in a short run ended by an operation count).
-fn judged<'a>(run: &'a RunData, plan: &LoadPlan) -> Vec<&'a IntervalBrief> {
-    let measured: Vec<&IntervalBrief> = run.intervals.iter().filter(|i| !i.warmup).collect();
-    let full: Vec<&IntervalBrief> = measured
-        .iter()
-        .copied()
-        .filter(|i| (i.end - i.start).as_secs_f64() >= plan.interval.as_secs_f64() * 0.999)
-        .collect();
-    if full.is_empty() {
-        measured
-    } else {
-        full
-    }
-}
-
-fn completed(i: &IntervalBrief) -> u64 {
-    i.ops.iter().map(|c| c.ok + c.error_total()).sum()
-}
-
-/// What `Validity::judge` needs from the run beside the engine's data.
-pub struct Context<'a> {
-    pub plan: &'a LoadPlan,
-    pub target_kind: &'a str,
-    /// Whether any operation pauses (keying or think time inside the workload).
-    pub pauses: bool,
-    pub measured_s: f64,
-    /// Over all operations, measured part: successes, failures and mean latency (ns).
-    pub ok: u64,
-    pub errors: u64,
-    pub mean_latency_ns: f64,
-    /// Open loop: started late, and arrivals never started.
-    pub late_starts: Option<u64>,
-    pub missed_starts: u64,
-    pub thresholds: Thresholds,
-}
-
-impl Validity {
-    pub fn judge(run: &RunData, cx: &Context<'_>) -> anyhow::Result<Validity> {
-        let th = cx.thresholds;
-        let cores = cores();
-        let intervals = judged(run, cx.plan);
-        let mut reasons = Vec::new();
-
-        // The rig's CPU and the machine's run queue.
-        // Each interval's threads read back from the run's store one at a time.
-        let mut sampled: Vec<(&IntervalBrief, RigInterval)> = Vec::new();
-        for i in &intervals {
-            if let Some(s) = &i.rig {
-                let threads = run
-                    .store
-                    .threads(i.index as usize)
-                    .map_err(|e| anyhow::anyhow!("reading the rig's threads back: {e}"))?;
-                sampled.push((*i, RigInterval::of(s, &threads, completed(i), cores)));
-            }
-        }
-        let measured: Vec<&RigBrief> = run
-            .intervals
-            .iter()
-            .filter(|i| !i.warmup)
-            .filter_map(|i| i.rig.as_ref())
-            .collect();
-        let user: f64 = measured.iter().map(|s| s.user.as_secs_f64()).sum();
-        let system: f64 = measured.iter().map(|s| s.system.as_secs_f64()).sum();
-        let wall: f64 = measured.iter().map(|s| s.wall.as_secs_f64()).sum();
-        let done = cx.ok + cx.errors;
-        let busy: Vec<f64> = sampled
-            .iter()
-            .map(|(_, r)| r.cpu_share)
-            .filter(|&s| s >= th.busy_share)
-            .collect();
-        let crowded: Vec<f64> = sampled
-            .iter()
-            .filter_map(|(_, r)| r.procs_running)
-            .filter(|&r| r > cores as f64 + CROWDED_MARGIN)
-            .collect();
-        let judged_cpu = !IN_PROCESS.contains(&cx.target_kind);
-        let n = sampled.len();
-        let most = |k: usize| n > 0 && k * 2 >= n;
-        if judged_cpu && most(busy.len()) {
-            reasons.push(format!(
-                "the rig used {:.0} % of {cores} core{} in {} of {n} intervals: the figures may measure the client",
-                100.0 * busy.iter().sum::<f64>() / busy.len() as f64,
-                if cores == 1 { "" } else { "s" },
-                busy.len()
-            ));
-        }
-        if judged_cpu && most(crowded.len()) {
-            reasons.push(format!(
-                "the machine had {:.1} runnable threads for {cores} cores in {} of {n} intervals: the rig waited for CPU",
-                crowded.iter().sum::<f64>() / crowded.len() as f64,
-                crowded.len()
-            ));
-        }
-        let rigs: Vec<&RigInterval> = sampled.iter().map(|(_, r)| r).collect();
-        let saturated = saturated_thread(&rigs, th.thread_busy);
-        if judged_cpu && most(saturated.intervals) && !most(busy.len()) {
-            reasons.push(saturated.reason(n, &rigs, cores));
-        }
-        let rig = RigSummary {
-            cores,
-            cpu_user_s: user,
-            cpu_system_s: system,
-            cpu_share: cpu_share(user + system, wall, cores),
-            cpu_us_per_op: cpu_us_per_op(user + system, done),
-            intervals: n,
-            busy_intervals: busy.len(),
-            crowded_intervals: crowded.len(),
-            saturated_thread_intervals: saturated.intervals,
-            busiest_thread: saturated.busiest,
-            procs_running_max: sampled
-                .iter()
-                .filter_map(|(_, r)| r.procs_running)
-                .reduce(f64::max),
-            judged: judged_cpu,
-        };
-
-        // Hiccups.
-        let all = &run.hiccups;
-        let stalls: Vec<u64> = sampled
-            .iter()
-            .map(|(_, r)| r.hiccup_max_ns)
-            .filter(|&m| m >= th.hiccup_ns)
-            .collect();
-        if !stalls.is_empty() {
-            reasons.push(format!(
-                "the rig itself stalled for up to {:.0} ms (hiccups) in {} of {n} intervals: latencies include the rig's pauses",
-                *stalls.iter().max().unwrap_or(&0) as f64 / 1e6,
-                stalls.len()
-            ));
-        }
-        let hiccups = HiccupSummary {
-            count: all.len(),
-            p50_ns: quantile(all, 0.5),
-            p99_ns: quantile(all, 0.99),
-            p999_ns: quantile(all, 0.999),
-            max_ns: max(all),
-            stalled_intervals: stalls.len(),
-            histogram: EncodedHistogram::encode(all),
-        };
-
-        if run.connect.failed > 0 {
-            reasons.push(format!(
-                "{} of {} clients could not connect before the run (the first error: {}): the load came from fewer clients than asked while they kept trying",
-                thousands(run.connect.failed as u64),
-                thousands(cx.plan.clients() as u64),
-                run.connect.first_error.as_deref().unwrap_or("-")
-            ));
-        }
-
-        // Fairness.
-        let clients = cx.plan.clients();
-        let (fairness, all) = run_fairness(run, &intervals, clients, th.starved_median)
-            .map_err(|e| anyhow::anyhow!("reading the per-client counts back: {e}"))?;
-        let starved_clients = fairness.starved_clients;
-        let per_client = all as f64 / clients.max(1) as f64;
-        if let Some(j) = fairness
-            .jain
-            .filter(|&j| j < th.jain && per_client >= JAIN_MIN_OPS_PER_CLIENT)
-        {
-            reasons.push(format!(
-                "operations were spread unevenly over the clients: Jain's index {j:.2} (per client min {}, median {}, max {})",
-                thousands(fairness.min),
-                median_text(fairness.median),
-                thousands(fairness.max)
-            ));
-        }
-        if starved_clients > 0 {
-            reasons.push(format!(
-                "{} of {} clients were starved (completed nothing in at least half of the intervals while the median client completed {:.0} or more; Jain's index {})",
-                thousands(starved_clients as u64),
-                thousands(clients as u64),
-                th.starved_median,
-                fairness.jain.map_or("-".to_string(), |j| format!("{j:.2}"))
-            ));
-        }
-
-        // Little's law.
-        let littles_law = (done > 0 && cx.measured_s > 0.0).then(|| {
-            let x = done as f64 / cx.measured_s;
-            let w = cx.mean_latency_ns / 1e9;
-            let (expected, actual) = match cx.plan.mode {
-                // Every client stream (`--pipeline` of them per connection) is one in flight.
-                Mode::Closed { think, .. } => {
-                    (x * (w + think.as_secs_f64()), cx.plan.clients() as f64)
-                }
-                Mode::Open { rate, .. } => (x * w, rate * w),
-            };
-            let deviation = if actual > 0.0 {
-                (expected - actual) / actual
-            } else {
-                0.0
-            };
-            let judged = !cx.pauses
-                && done as f64 >= LITTLE_MIN_OPS_PER_CLIENT * clients.max(1) as f64
-                && actual > 0.0;
-            LittlesLaw {
-                expected,
-                actual,
-                deviation,
-                judged,
-            }
-        });
-        if let Some(l) = littles_law.as_ref().filter(|l| l.judged) {
-            if l.deviation.abs() > th.little_tolerance {
-                let what = match cx.plan.mode {
-                    Mode::Closed { .. } if l.deviation > 0.0 => format!(
-                        "throughput × (latency + think time) gives {:.2} clients busy of {:.0}: latencies reach beyond the measured part (operations that ended after it)",
-                        l.expected, l.actual
-                    ),
-                    Mode::Closed { .. } => format!(
-                        "throughput × (latency + think time) gives {:.2} clients busy of {:.0}: operations spent time outside the measured latency (in the rig)",
-                        l.expected, l.actual
-                    ),
-                    Mode::Open { .. } => format!(
-                        "operations completed at {:+.0} % of the arrival rate",
-                        l.deviation * 100.0
-                    ),
-                };
-                reasons.push(format!(
-                    "Little's law is off by {:.0} %: {what}",
-                    l.deviation.abs() * 100.0
-                ));
-            }
-        }
-
-        // The open loop's schedule.
-        if let Some(late) = cx.late_starts {
-            if done > 0 && late as f64 > th.late_share * done as f64 {
-                let after = match cx.plan.mode {
-                    Mode::Open { late_after, .. } => late_after,
-                    Mode::Closed { .. } => Default::default(),
-                };
-                reasons.push(format!(
-                    "{} of {} operations started more than {} late against the schedule",
-                    thousands(late),
-                    thousands(done),
-                    humantime::format_duration(after)
-                ));
-            }
-        }
-        if cx.missed_starts > 0 {
-            reasons.push(format!(
-                "{} scheduled arrivals never started: the rate was not delivered",
-                thousands(cx.missed_starts)
-            ));
-        }
-
-        Ok(Validity {
-            verdict: Verdict::of(&reasons),
-            reasons,
-            rig,
-            hiccups,
-            fairness,
-            littles_law,
-            thresholds: th,
-            trends: Vec::new(),
-        })
-    }
-
-    /// The trend tests over the measured intervals of full length (`interval_s`), with a
-    /// reason for each series still drifting.
-    pub fn with_trends(mut self, intervals: &[IntervalRecord], interval_s: f64) -> Validity {
-        let th = self.thresholds;
-        self.trends = drift::trends(intervals, interval_s, th.drift_p, th.drift_change);
-        self.reasons.extend(
-            self.trends
-                .iter()
-                .filter(|t| t.drifting)
-                .map(TrendTest::reason),
-        );
-        self.verdict = Verdict::of(&self.reasons);
-        self
-    }
-
-    /// The console's closing line: `valid`, or `suspect: REASON; REASON`.
-    pub fn line(&self) -> String {
-        match self.verdict {
-            Verdict::Valid => "valid".to_string(),
-            Verdict::Suspect => format!("suspect: {}", self.reasons.join("; ")),
-        }
     }
 }
 

@@ -180,26 +180,16 @@ impl NativeRecord {
         NativeRecord::of(&step.op, &step.templates)
     }
 
-    /// `op` with its `templates` (none for a setup statement).
+    /// `op` with its `templates` (none for a setup statement): a statement with its
+    /// parameters, any other operation by its label.
     fn of(op: &NativeOp<ValueKind>, templates: &[Template]) -> NativeRecord {
         let args: Vec<String> = templates.iter().map(|t| t.source().to_string()).collect();
-        match op {
-            NativeOp::Sql { query, .. } => NativeRecord::Sql {
-                sql: query.clone(),
+        match op.statement() {
+            Some(query) => NativeRecord::Sql {
+                sql: query.to_string(),
                 params: args,
             },
-            NativeOp::Redis { .. }
-            | NativeOp::LdapSearch { .. }
-            | NativeOp::LdapBind { .. }
-            | NativeOp::LdapAdd { .. }
-            | NativeOp::LdapModify { .. }
-            | NativeOp::LdapDelete { .. }
-            | NativeOp::Http { .. }
-            | NativeOp::RecordInsert { .. }
-            | NativeOp::RecordRead { .. }
-            | NativeOp::RecordUpdate { .. }
-            | NativeOp::RecordScan { .. }
-            | NativeOp::RecordDelete { .. } => NativeRecord::Other {
+            None => NativeRecord::Other {
                 kind: op.label().to_string(),
                 args,
             },

@@ -1,8 +1,8 @@
 //! The one executor: a [`RunPlan`] in, a [`RunResult`] out. `run`, every sweep point and
 //! every study run go through here: connect, load, run the engine, summarise.
 
-mod assemble;
 pub mod fd_limit;
+pub mod growth;
 mod load_marker;
 mod observe;
 
@@ -14,17 +14,17 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 
 use crate::analysis::steady;
+use crate::assemble::{self, RunFacts};
 use crate::engine::{self, LoadPlan, Mode, Prepared, Slots};
 use crate::error::InputError;
-use crate::plan::{Given, LoadMarker, RunPlan};
+use crate::plan::{Given, LoadMarker, LoadSetting, RunPlan};
 use crate::report::console::{self, Live, LoadBar};
 use crate::report::host;
 use crate::report::metrics::MetricsServer;
-use crate::result::recover::StreamHeader;
-use crate::result::{RunFacts, RunResult, VerifyRecord, WarmupAuto};
+use crate::result::{RunResult, VerifyRecord, WarmupAuto};
 use crate::targets::peer::PeerTarget;
 use crate::targets::{with_target_type, Target};
-use crate::vocab::{Family, NativeOp, RunStep, ValueKind};
+use crate::vocab::{Family, LdapOp, NativeOp, RunStep, ValueKind};
 use crate::workload::{OpKind, OpSpec};
 use observe::Observers;
 
@@ -110,10 +110,8 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     } else {
         None
     };
-    let mut result = match &auto {
-        Some((plan, _)) => assemble::result(plan, &data_run, prepared, started_at)?,
-        None => assemble::result(plan, &data_run, prepared, started_at)?,
-    };
+    let recorded = auto.as_ref().map_or(plan, |(plan, _)| plan);
+    let mut result = assemble::build(facts(recorded, prepared, started_at), &data_run)?;
     if let Some((_, record)) = auto {
         if !record.settled {
             result.notes.push(format!(
@@ -130,6 +128,22 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
         result.verify.push(record);
     }
     Ok(result)
+}
+
+/// What the run was beside the engine's measurements, for its result and its stream: the
+/// plan as the result records it, this host, and what happened before the run.
+fn facts(plan: &RunPlan, prepared: Prepared, started_at: SystemTime) -> RunFacts<'_> {
+    RunFacts {
+        workload: &plan.workload,
+        ops: &plan.ops,
+        plan: &plan.load,
+        target_url: plan.target.shown(),
+        target_kind: plan.target.scheme().to_string(),
+        prepared,
+        host: host::facts(),
+        started_at,
+        thresholds: plan.thresholds,
+    }
 }
 
 /// `--warmup auto`: cut the warm-up where the successes per full interval settle (MSER-5,
@@ -338,23 +352,7 @@ fn live_view(plan: &RunPlan, prepared: &Prepared, started_at: SystemTime) -> Res
     let jsonl_path = plan.outputs.result.with_extension("jsonl");
     let mut jsonl = std::fs::File::create(&jsonl_path)
         .with_context(|| format!("could not create '{}'", jsonl_path.display()))?;
-    let mut header = StreamHeader::of(&RunFacts {
-        workload: &plan.workload,
-        ops: &plan.ops,
-        plan: &plan.load,
-        target_url: plan.target.shown(),
-        target_kind: plan.target.scheme().to_string(),
-        prepared: Prepared {
-            server_version: prepared.server_version.clone(),
-            loaded: prepared.loaded,
-            setup: prepared.setup,
-            settled: prepared.settled,
-            before_run: prepared.before_run,
-        },
-        host: host::facts(),
-        started_at,
-        thresholds: plan.thresholds,
-    });
+    let mut header = assemble::stream_header(&facts(plan, prepared.clone(), started_at));
     header.label = plan.label.clone();
     let mut line = serde_json::to_vec(&header)?;
     line.push(b'\n');
@@ -508,7 +506,7 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
         let what = match &op.kind {
             OpKind::Tx(_) => "is a transaction, and a transaction's state",
             OpKind::Authenticate => "authenticates again, and who is logged in",
-            OpKind::Native(step) if matches!(step.op, NativeOp::LdapBind { .. }) => {
+            OpKind::Native(step) if matches!(step.op, NativeOp::Ldap(LdapOp::Bind { .. })) => {
                 "binds, and who is bound"
             }
             _ => continue,
@@ -523,15 +521,13 @@ fn check_pipeline<T: Target>(plan: &RunPlan, target: &T) -> Result<(), InputErro
     Ok(())
 }
 
-/// The pipeline depth as the user gave it, for messages: `[load] pipeline` at its place in
-/// the workload file when the file says this depth, else the flag (which overrides the file).
+/// The pipeline depth as the user gave it, for messages: by its flag, or at its place in the
+/// workload file when the file gave it.
 fn pipeline_given(plan: &RunPlan) -> Given<usize> {
     let p = plan.load.pipeline;
-    match &plan.workload.load.pipeline {
-        Some(s) if *s.get_ref() == p as u64 => {
-            Given::file(p, "pipeline", s.span(), &plan.source.as_source())
-        }
-        _ => Given::flag(p, "--pipeline"),
+    match plan.given(LoadSetting::Pipeline) {
+        Some(g) => g.clone().map(|_| p),
+        None => Given::flag(p, "--pipeline"),
     }
 }
 

@@ -17,12 +17,12 @@ use super::{
     Request, RunOutcome, Slot, StudyRecord, StudyTable,
 };
 use crate::analysis::full_intervals;
+use crate::duration;
 use crate::error::InputError;
 use crate::plan::RunPlan;
 use crate::result::RunResult;
 use crate::targets::{with_target_type, Target, TargetUrl};
 use crate::vocab::ErrorClass;
-use crate::workload::duration;
 
 const WORKLOAD: &str = include_str!("connections.toml");
 

@@ -1,7 +1,7 @@
 //! The growth table (seed 003's shape): a row per number of records stored, a column per
 //! backend, seconds per 1000 added in the cells; under it each column's fitted class, its
 //! slope with the 95 % interval, and the implied upper bound in requests per second. The
-//! columns are filled by running the shared growth loop ([`super::growth`]) on each backend.
+//! columns are filled by running the shared growth loop ([`crate::runner::growth`]) on each backend.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -12,14 +12,14 @@ use anyhow::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{batch_failure, clean, error_class, growth, Backend, BackendState, StudyRecord};
+use super::{batch_failure, clean, error_class, Backend, BackendState, StudyRecord};
 use crate::engine;
 use crate::plan::RunPlan;
 use crate::report::html::esc;
 use crate::report::plot::growths::{self, Series};
 use crate::result::sweep::GrowthModel;
 use crate::result::{self, RunResult, RunStatus};
-use crate::runner::{self, View};
+use crate::runner::{self, growth, View};
 use crate::targets::{with_target_type, Target};
 use crate::vocab::ErrorClass;
 

@@ -11,7 +11,6 @@ mod backend_table;
 mod connections;
 mod directory;
 mod documents;
-pub mod growth;
 mod growth_table;
 mod ladder_table;
 mod order_entry;

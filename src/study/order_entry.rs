@@ -20,10 +20,10 @@ use super::{
 use crate::emulate::supplier::{Supplier, SupplierHandle, SupplierStats};
 use crate::engine;
 use crate::error::InputError;
-use crate::plan::RunPlan;
+use crate::plan::{Factor, LoadSetting, RunPlan, Value};
 use crate::result::RunResult;
 use crate::targets::{redact, with_target_type, Target};
-use crate::vocab::NativeOp;
+use crate::vocab::{NativeOp, SqlOp};
 use crate::workload::VerifySpec;
 
 const WORKLOAD: &str = include_str!("../../workloads/order-entry.toml");
@@ -227,37 +227,35 @@ fn column_plans(
     supplier: &str,
     queue: &str,
 ) -> Result<Vec<(u64, RunPlan)>, InputError> {
-    let plan = |ir: u64, rate: f64| {
-        let mut flags: Vec<String> = Vec::new();
-        let sets = [
-            ("ir", ir.to_string()),
-            ("supplier_url", supplier.to_string()),
-            ("queue_url", queue.to_string()),
-        ];
-        let sets = switches
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.clone()))
-            .chain(sets);
-        for (k, v) in sets {
-            flags.extend(["--set".to_string(), format!("{k}={v}")]);
-        }
-        flags.extend(
-            [
-                "--rate",
-                &rate.to_string(),
-                "--max-in-flight",
-                &s.in_flight.to_string(),
-                "--duration",
-                &format!("{}s", s.seconds),
-                // The same choices and draws at every point, so a rerun repeats the study.
-                "--seed",
-                "1",
-            ]
-            .map(String::from),
-        );
-        super::plan_with_flags(workload, url, &flags)
-    };
-    let first = plan(1, s.rate_per_ir)?;
+    // Ir 1 from the flags; every other Ir is that plan varied (its `ir` and its rate).
+    let mut flags: Vec<String> = Vec::new();
+    let sets = [
+        ("ir", "1".to_string()),
+        ("supplier_url", supplier.to_string()),
+        ("queue_url", queue.to_string()),
+    ];
+    let sets = switches
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.clone()))
+        .chain(sets);
+    for (k, v) in sets {
+        flags.extend(["--set".to_string(), format!("{k}={v}")]);
+    }
+    flags.extend(
+        [
+            "--rate",
+            &s.rate_per_ir.to_string(),
+            "--max-in-flight",
+            &s.in_flight.to_string(),
+            "--duration",
+            &format!("{}s", s.seconds),
+            // The same choices and draws at every point, so a rerun repeats the study.
+            "--seed",
+            "1",
+        ]
+        .map(String::from),
+    );
+    let first = super::plan_with_flags(workload, url, &flags)?;
     let weight = |keep: fn(&str) -> bool| -> f64 {
         first
             .ops
@@ -269,7 +267,14 @@ fn column_plans(
     let scale = weight(|_| true) / weight(|name| name != "send-po");
     ladder(s.ir_max)
         .into_iter()
-        .map(|ir| Ok((ir, plan(ir, s.rate_per_ir * ir as f64 * scale)?)))
+        .map(|ir| {
+            let rate = s.rate_per_ir * ir as f64 * scale;
+            let plan = first.vary_all(&[
+                (Factor::Param("ir".into()), Value::Count(ir)),
+                (Factor::Load(LoadSetting::Rate), Value::Number(rate)),
+            ])?;
+            Ok((ir, plan))
+        })
         .collect()
 }
 
@@ -627,10 +632,12 @@ fn first_values<T: Target>(target: &T, queries: &[String]) -> Result<Vec<String>
         queries: queries
             .iter()
             .enumerate()
-            .map(|(id, q)| NativeOp::Sql {
-                id,
-                query: q.clone(),
-                params: Vec::new(),
+            .map(|(id, q)| {
+                NativeOp::Sql(SqlOp {
+                    id,
+                    query: q.clone(),
+                    params: Vec::new(),
+                })
             })
             .collect(),
     };

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use super::{redact, TargetUrl};
+use crate::duration;
 use crate::error::InputError;
-use crate::workload::duration;
 
 /// Where a server listens and who to log in as.
 #[derive(Clone)]

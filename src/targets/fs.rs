@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use super::attachment::{self, Attachment, CHUNK};
 use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind, RECORD_TABLE};
+use crate::vocab::{
+    ErrorClass, Family, NativeOp, Op, OpError, OpFamily, Outcome, RecordOp, ValueKind, RECORD_TABLE,
+};
 
 /// The folder under DIR that holds everything this target creates.
 pub const NAMESPACE: &str = "loadrig_kv";
@@ -146,7 +148,7 @@ impl Target for Fs {
 
     /// Files have no order to scan in.
     fn refuses(&self, op: &NativeOp<ValueKind>) -> bool {
-        matches!(op, NativeOp::RecordScan { .. })
+        matches!(op, NativeOp::Record(RecordOp::Scan { .. }))
     }
 
     fn connect(&self) -> impl Future<Output = Result<FsSession, OpError>> {
@@ -248,8 +250,12 @@ impl FsSession {
         let rows = match *op {
             Op::Nop => 0,
             Op::Native {
-                op: native, args, ..
-            } => self.record(native, args)?,
+                op: NativeOp::Record(record),
+                args,
+                ..
+            } => self.record(record, args)?,
+            // Every other family: the runner refuses them before anything runs.
+            Op::Native { op: other, .. } => return Err(not_run(other.label())),
             // Files have no transactions: a tx of record steps runs them in order, and a
             // rollback undoes nothing (docs/builtins.md, "YCSB built-ins").
             Op::Begin | Op::Commit | Op::Rollback => 0,
@@ -281,7 +287,7 @@ impl FsSession {
 impl FsSession {
     /// A record operation on the record's file: its fields one after the other, each as
     /// its length (4 bytes, little-endian) and its bytes. Rows: records read or written.
-    fn record(&mut self, op: &NativeOp<ValueKind>, args: &[Vec<u8>]) -> Result<u64, OpError> {
+    fn record(&mut self, op: &RecordOp<ValueKind>, args: &[Vec<u8>]) -> Result<u64, OpError> {
         let key = String::from_utf8_lossy(&args[0]);
         let path = file_for(&self.records, 0, &key);
         let field = |at: usize| -> Result<usize, OpError> {
@@ -294,7 +300,7 @@ impl FsSession {
             })
         };
         match op {
-            NativeOp::RecordInsert { .. } => {
+            RecordOp::Insert { .. } => {
                 let mut file = match OpenOptions::new().write(true).create_new(true).open(&path) {
                     Ok(f) => f,
                     Err(e) if e.kind() == ErrorKind::AlreadyExists => {
@@ -310,7 +316,7 @@ impl FsSession {
                 self.sync_record(&file, &path)?;
                 Ok(1)
             }
-            NativeOp::RecordRead { field: f, .. } => {
+            RecordOp::Read { field: f, .. } => {
                 let Some(fields) = self.read_fields(&path)? else {
                     return Ok(0);
                 };
@@ -319,7 +325,7 @@ impl FsSession {
                     None => Ok(1),
                 }
             }
-            NativeOp::RecordUpdate { field: f, .. } => {
+            RecordOp::Update { field: f, .. } => {
                 let Some(mut fields) = self.read_fields(&path)? else {
                     return Ok(0);
                 };
@@ -339,23 +345,13 @@ impl FsSession {
                 self.sync_record(&file, &path)?;
                 Ok(1)
             }
-            NativeOp::RecordDelete { .. } => match fs::remove_file(&path) {
+            RecordOp::Delete { .. } => match fs::remove_file(&path) {
                 Ok(()) => Ok(1),
                 Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
                 Err(e) => Err(io_error(&path, e)),
             },
-            NativeOp::RecordScan { .. }
-            | NativeOp::Sql { .. }
-            | NativeOp::Redis { .. }
-            | NativeOp::LdapSearch { .. }
-            | NativeOp::LdapBind { .. }
-            | NativeOp::LdapAdd { .. }
-            | NativeOp::LdapModify { .. }
-            | NativeOp::LdapDelete { .. }
-            | NativeOp::Http { .. } => Err(OpError::new(
-                ErrorClass::Other,
-                format!("fs:// targets do not run {}", op.label()),
-            )),
+            // Refused before anything runs (`refuses`).
+            RecordOp::Scan { .. } => Err(not_run(op.label())),
         }
     }
 
@@ -398,6 +394,14 @@ pub fn encode_fields(fields: &[Vec<u8>]) -> Vec<u8> {
         out.extend_from_slice(f);
     }
     out
+}
+
+/// The error for an operation files cannot run.
+fn not_run(label: &str) -> OpError {
+    OpError::new(
+        ErrorClass::Other,
+        format!("fs:// targets do not run {label}"),
+    )
 }
 
 /// The fields of a record file, `None` when it is not one.

@@ -61,7 +61,7 @@ use super::tls::Tls;
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::stats::connect_phases::{ConnectPhases, PhaseClock, PhaseTimes};
-use crate::vocab::{self, ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
+use crate::vocab::{self, ErrorClass, Family, LdapOp, NativeOp, Op, OpError, Outcome, ValueKind};
 
 /// How long connecting and the first bind may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -531,14 +531,14 @@ impl LdapSession {
 
     async fn native(
         &mut self,
-        op: &NativeOp<ValueKind>,
+        op: &LdapOp<ValueKind>,
         args: &[Vec<u8>],
         capture: bool,
     ) -> Result<Outcome, OpError> {
         let shown = self.dir.shown.clone();
         let arg = |i: usize| args.get(i).map_or(Ok(""), |a| text(a));
         match op {
-            NativeOp::LdapSearch { scope, attrs, .. } => {
+            LdapOp::Search { scope, attrs, .. } => {
                 let scope = match scope {
                     vocab::Scope::Base => Scope::Base,
                     vocab::Scope::One => Scope::OneLevel,
@@ -546,7 +546,7 @@ impl LdapSession {
                 };
                 self.search(arg(0)?, scope, arg(1)?, attrs, capture).await
             }
-            NativeOp::LdapBind { .. } => {
+            LdapOp::Bind { .. } => {
                 let password = args
                     .get(1)
                     .map(|p| String::from_utf8_lossy(p))
@@ -554,7 +554,7 @@ impl LdapSession {
                 let result = self.conn.simple_bind(arg(0)?, &password).await;
                 rows_of(&shown, result, 1, false).map(Outcome::rows)
             }
-            NativeOp::LdapAdd { attrs, .. } | NativeOp::LdapModify { replace: attrs, .. } => {
+            LdapOp::Add { attrs, .. } | LdapOp::Modify { replace: attrs, .. } => {
                 let mut values = args.get(1..).unwrap_or(&[]).iter();
                 let mut sets: Vec<(&[u8], HashSet<&[u8]>)> = Vec::with_capacity(attrs.len());
                 for (name, templates) in attrs {
@@ -567,7 +567,7 @@ impl LdapSession {
                 }
                 let dn = arg(0)?;
                 self.in_txn();
-                let result = if matches!(op, NativeOp::LdapAdd { .. }) {
+                let result = if matches!(op, LdapOp::Add { .. }) {
                     self.conn.add(dn, sets).await
                 } else {
                     let mods = sets.into_iter().map(|(n, v)| Mod::Replace(n, v)).collect();
@@ -576,23 +576,12 @@ impl LdapSession {
                 };
                 rows_of(&shown, result, 1, false).map(Outcome::rows)
             }
-            NativeOp::LdapDelete { .. } => {
+            LdapOp::Delete { .. } => {
                 let dn = arg(0)?;
                 self.in_txn();
                 let result = self.conn.delete(dn).await;
                 rows_of(&shown, result, 1, true).map(Outcome::rows)
             }
-            NativeOp::Sql { .. }
-            | NativeOp::Redis { .. }
-            | NativeOp::Http { .. }
-            | NativeOp::RecordInsert { .. }
-            | NativeOp::RecordRead { .. }
-            | NativeOp::RecordUpdate { .. }
-            | NativeOp::RecordScan { .. }
-            | NativeOp::RecordDelete { .. } => Err(OpError::new(
-                ErrorClass::Other,
-                format!("ldap:// targets do not run {}", op.label()),
-            )),
         }
     }
 
@@ -621,10 +610,17 @@ impl LdapSession {
                 rows_of(&shown, self.conn.delete(&dn).await, 1, true)?
             }
             Op::Native {
-                op: native,
+                op: NativeOp::Ldap(ldap),
                 args,
                 capture,
-            } => return self.native(native, args, capture).await,
+            } => return self.native(ldap, args, capture).await,
+            // Every other family: the runner refuses them before anything runs.
+            Op::Native { op: other, .. } => {
+                return Err(OpError::new(
+                    ErrorClass::Other,
+                    format!("ldap:// targets do not run {}", other.label()),
+                ))
+            }
             Op::Begin => return self.begin().await,
             Op::Commit => return self.end(true).await,
             Op::Rollback => return self.end(false).await,

@@ -29,7 +29,7 @@ use std::future::Future;
 pub use crate::error::redact;
 use crate::error::InputError;
 use crate::vocab::{
-    ErrorClass, Family, NativeOp, Op, OpError, Outcome, RecordLayout, RunStep, ValueKind,
+    ErrorClass, Family, NativeOp, Op, OpError, Outcome, RecordLayout, RecordOp, RunStep, ValueKind,
 };
 
 /// A configured system under test. Shared by all clients; each client opens its own session.
@@ -196,10 +196,10 @@ pub async fn insert_records<S: Session + ?Sized>(
 ) -> Result<(), OpError> {
     let mut args: Vec<Vec<u8>> = Vec::new();
     for (key, values) in records {
-        let op = NativeOp::RecordInsert {
+        let op = NativeOp::Record(RecordOp::Insert {
             key: ValueKind::Bytes,
             values: vec![ValueKind::Bytes; values.len()],
-        };
+        });
         args.clear();
         args.push(key.as_bytes().to_vec());
         args.extend(values.iter().cloned());

@@ -51,7 +51,7 @@ use super::tls::{NetStream, Tls};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::stats::connect_phases::{ConnectPhases, PhaseClock, PhaseTimes};
-use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, ValueKind};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, RecordOp, ValueKind};
 use crate::workload::OpKind;
 
 /// Every key a kv operation touches starts with this; cleanup removes exactly these.
@@ -471,7 +471,7 @@ impl RedisSession {
     /// delete: DEL + ZREM). Rows: records read or written.
     async fn record(
         &mut self,
-        op: &NativeOp<ValueKind>,
+        op: &RecordOp<ValueKind>,
         args: &[Vec<u8>],
     ) -> Result<Outcome, OpError> {
         let key = [PREFIX.as_bytes(), &args[0]].concat();
@@ -486,7 +486,7 @@ impl RedisSession {
             }
         };
         let rows = match op {
-            NativeOp::RecordInsert { .. } => {
+            RecordOp::Insert { .. } => {
                 let names: Vec<Vec<u8>> = (0..args.len() - 1)
                     .map(|i| format!("field{i}").into_bytes())
                     .collect();
@@ -501,14 +501,14 @@ impl RedisSession {
                     .await?;
                 1
             }
-            NativeOp::RecordRead { field: f, .. } => {
+            RecordOp::Read { field: f, .. } => {
                 let one = match f {
                     Some(_) => Some(field(1)?),
                     None => None,
                 };
                 self.read_record(&key, one.as_deref()).await?
             }
-            NativeOp::RecordUpdate { field: f, .. } => {
+            RecordOp::Update { field: f, .. } => {
                 let names: Vec<Vec<u8>> = match f {
                     Some(_) => vec![field(1)?],
                     None => (0..args.len() - 1)
@@ -524,7 +524,7 @@ impl RedisSession {
                 self.command(&cmd).await?;
                 1
             }
-            NativeOp::RecordScan { field: f, .. } => {
+            RecordOp::Scan { field: f, .. } => {
                 if self.in_tx {
                     return Err(OpError::new(
                         ErrorClass::Other,
@@ -560,21 +560,13 @@ impl RedisSession {
                 }
                 rows
             }
-            NativeOp::RecordDelete { .. } => {
+            RecordOp::Delete { .. } => {
                 let range = self.command(&[b"DEL", &key]).await?;
                 let rows = self.rows_of(range)?;
                 self.command(&[b"ZREM", RECORD_INDEX.as_bytes(), &args[0]])
                     .await?;
                 rows
             }
-            NativeOp::Sql { .. }
-            | NativeOp::Redis { .. }
-            | NativeOp::LdapSearch { .. }
-            | NativeOp::LdapBind { .. }
-            | NativeOp::LdapAdd { .. }
-            | NativeOp::LdapModify { .. }
-            | NativeOp::LdapDelete { .. }
-            | NativeOp::Http { .. } => return Err(super::unsupported(&Op::Nop, "redis://")),
         };
         Ok(Outcome::rows(if self.in_tx { 0 } else { rows }))
     }
@@ -604,33 +596,17 @@ impl RedisSession {
             Op::Update { key, value } => (b"SET", key, Some(value), Some(b"XX")),
             Op::Delete { key } => (b"DEL", key, None, None),
             Op::Native {
-                op: NativeOp::Redis { .. },
+                op: NativeOp::Redis(_),
                 args,
                 capture,
             } => return self.native(args, capture).await,
             Op::Native {
-                op:
-                    op @ (NativeOp::RecordInsert { .. }
-                    | NativeOp::RecordRead { .. }
-                    | NativeOp::RecordUpdate { .. }
-                    | NativeOp::RecordScan { .. }
-                    | NativeOp::RecordDelete { .. }),
+                op: NativeOp::Record(op),
                 args,
                 ..
             } => return self.record(op, args).await,
-            // Every other family's operation, by name: a new variant of a family this
-            // target runs must be handled above before this compiles.
-            Op::Native {
-                op:
-                    NativeOp::Sql { .. }
-                    | NativeOp::LdapSearch { .. }
-                    | NativeOp::LdapBind { .. }
-                    | NativeOp::LdapAdd { .. }
-                    | NativeOp::LdapModify { .. }
-                    | NativeOp::LdapDelete { .. }
-                    | NativeOp::Http { .. },
-                ..
-            } => return Err(super::unsupported(op, "redis://")),
+            // Every other family: the runner refuses them before anything runs.
+            Op::Native { .. } => return Err(super::unsupported(op, "redis://")),
             Op::Begin => {
                 self.command(&[b"MULTI"]).await?;
                 self.in_tx = true;
@@ -709,7 +685,7 @@ fn batch_accepts(kind: &OpKind) -> bool {
             true
         }
         OpKind::Native(step) => {
-            matches!(step.op, NativeOp::Redis { .. })
+            matches!(step.op, NativeOp::Redis(_))
                 && step.capture.is_empty()
                 && step.when.is_empty()
                 && step.peer.is_none()
@@ -725,7 +701,7 @@ fn batch_encode(op: &Op<'_>, _: Option<&Context>, out: &mut Vec<u8>) -> Result<(
         Op::Update { key, value } => push_kv(out, b"SET", key, Some(value), Some(b"XX")),
         Op::Delete { key } => push_kv(out, b"DEL", key, None, None),
         Op::Native {
-            op: NativeOp::Redis { .. },
+            op: NativeOp::Redis(_),
             args,
             capture: false,
         } => {

@@ -64,9 +64,9 @@ use rand_distr::{Distribution, Exp};
 
 use super::{Params, Session, Target, TargetUrl};
 use crate::clock::{self, Instant};
+use crate::duration;
 use crate::error::InputError;
 use crate::vocab::{ErrorClass, Family, Op, OpError, Outcome};
-use crate::workload::duration;
 
 /// One component of the latency distribution.
 #[derive(Debug, Clone)]

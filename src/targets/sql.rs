@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use super::{Params, TargetUrl};
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, NativeOp, OpError, Outcome, RunStep, ValueKind, RECORD_TABLE};
+use crate::vocab::{ErrorClass, OpError, Outcome, RecordOp, RunStep, ValueKind, RECORD_TABLE};
 
 /// The kv table's name, as a literal for `concat!`: the one place that names it.
 macro_rules! kv_table {
@@ -226,11 +226,11 @@ pub fn insert_chunks(records: &[Record]) -> Vec<&[Record]> {
 /// A record operation as SQL on the record table: the statement (placeholders `$1`, `$2`,
 /// ... in order of appearance, which every SQL target accepts), its parameters' kinds and
 /// its arguments in placeholder order. `args` are the operation's arguments in
-/// [`NativeOp::map_args`] order. A statement that is not a record operation gives `None`.
+/// [`crate::vocab::NativeOp::map_args`] order.
 pub fn record_statement(
-    op: &NativeOp<ValueKind>,
+    op: &RecordOp<ValueKind>,
     args: &[Vec<u8>],
-) -> Option<Result<RecordStatement, OpError>> {
+) -> Result<RecordStatement, OpError> {
     let field = |at: usize| -> Result<String, OpError> {
         let text = args
             .get(at)
@@ -246,85 +246,70 @@ pub fn record_statement(
     };
     let text = |n: usize| vec![ValueKind::Bytes; n];
     let t = RECORD_TABLE;
-    let built = (|| {
-        Ok(match op {
-            NativeOp::RecordInsert { values, .. } => {
-                let columns: String = (0..values.len()).map(|i| format!(", FIELD{i}")).collect();
-                let marks: String = (2..=values.len() + 1).map(|i| format!(", ${i}")).collect();
-                RecordStatement {
-                    query: format!("INSERT INTO {t} (YCSB_KEY{columns}) VALUES ($1{marks})"),
-                    kinds: text(values.len() + 1),
-                    args: args.to_vec(),
-                }
+    Ok(match op {
+        RecordOp::Insert { values, .. } => {
+            let columns: String = (0..values.len()).map(|i| format!(", FIELD{i}")).collect();
+            let marks: String = (2..=values.len() + 1).map(|i| format!(", ${i}")).collect();
+            RecordStatement {
+                query: format!("INSERT INTO {t} (YCSB_KEY{columns}) VALUES ($1{marks})"),
+                kinds: text(values.len() + 1),
+                args: args.to_vec(),
             }
-            NativeOp::RecordRead { field: f, .. } => {
-                let columns = match f {
-                    Some(_) => field(1)?,
-                    None => "*".to_string(),
-                };
-                RecordStatement {
-                    query: format!("SELECT {columns} FROM {t} WHERE YCSB_KEY = $1"),
-                    kinds: text(1),
-                    args: args[..1].to_vec(),
-                }
-            }
-            NativeOp::RecordUpdate {
-                field: f, values, ..
-            } => {
-                let (set, first) = match f {
-                    Some(_) => (format!("{} = $1", field(1)?), 2),
-                    None => (
-                        (0..values.len())
-                            .map(|i| format!("FIELD{i} = ${}", i + 1))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        1,
-                    ),
-                };
-                let mut ordered = args[first..].to_vec();
-                ordered.push(args[0].clone());
-                RecordStatement {
-                    query: format!(
-                        "UPDATE {t} SET {set} WHERE YCSB_KEY = ${}",
-                        values.len() + 1
-                    ),
-                    kinds: text(values.len() + 1),
-                    args: ordered,
-                }
-            }
-            NativeOp::RecordScan { field: f, .. } => {
-                let columns = match f {
-                    Some(_) => format!("YCSB_KEY, {}", field(2)?),
-                    None => "*".to_string(),
-                };
-                RecordStatement {
-                    query: format!(
-                        "SELECT {columns} FROM {t} WHERE YCSB_KEY >= $1 ORDER BY YCSB_KEY LIMIT $2"
-                    ),
-                    kinds: vec![ValueKind::Bytes, ValueKind::Integer],
-                    args: args[..2].to_vec(),
-                }
-            }
-            NativeOp::RecordDelete { .. } => RecordStatement {
-                query: format!("DELETE FROM {t} WHERE YCSB_KEY = $1"),
+        }
+        RecordOp::Read { field: f, .. } => {
+            let columns = match f {
+                Some(_) => field(1)?,
+                None => "*".to_string(),
+            };
+            RecordStatement {
+                query: format!("SELECT {columns} FROM {t} WHERE YCSB_KEY = $1"),
                 kinds: text(1),
                 args: args[..1].to_vec(),
-            },
-            NativeOp::Sql { .. }
-            | NativeOp::Redis { .. }
-            | NativeOp::LdapSearch { .. }
-            | NativeOp::LdapBind { .. }
-            | NativeOp::LdapAdd { .. }
-            | NativeOp::LdapModify { .. }
-            | NativeOp::LdapDelete { .. }
-            | NativeOp::Http { .. } => return Err(None),
-        })
-    })();
-    match built {
-        Ok(st) => Some(Ok(st)),
-        Err(Some(e)) => Some(Err(e)),
-        Err(None) => None,
-    }
+            }
+        }
+        RecordOp::Update {
+            field: f, values, ..
+        } => {
+            let (set, first) = match f {
+                Some(_) => (format!("{} = $1", field(1)?), 2),
+                None => (
+                    (0..values.len())
+                        .map(|i| format!("FIELD{i} = ${}", i + 1))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    1,
+                ),
+            };
+            let mut ordered = args[first..].to_vec();
+            ordered.push(args[0].clone());
+            RecordStatement {
+                query: format!(
+                    "UPDATE {t} SET {set} WHERE YCSB_KEY = ${}",
+                    values.len() + 1
+                ),
+                kinds: text(values.len() + 1),
+                args: ordered,
+            }
+        }
+        RecordOp::Scan { field: f, .. } => {
+            let columns = match f {
+                Some(_) => format!("YCSB_KEY, {}", field(2)?),
+                None => "*".to_string(),
+            };
+            RecordStatement {
+                query: format!(
+                    "SELECT {columns} FROM {t} WHERE YCSB_KEY >= $1 ORDER BY YCSB_KEY LIMIT $2"
+                ),
+                kinds: vec![ValueKind::Bytes, ValueKind::Integer],
+                args: args[..2].to_vec(),
+            }
+        }
+        RecordOp::Delete { .. } => RecordStatement {
+            query: format!("DELETE FROM {t} WHERE YCSB_KEY = $1"),
+            kinds: text(1),
+            args: args[..1].to_vec(),
+        },
+    })
 }
 
 /// `$1`, `$2`, ... as `?` (MySQL's placeholders), for record statements, whose
@@ -343,12 +328,6 @@ pub fn question_marks(query: &str) -> String {
         }
     }
     out
-}
-
-/// [`record_statement`] of an operation known to be a record operation.
-pub fn record_sql(op: &NativeOp<ValueKind>, args: &[Vec<u8>]) -> Result<RecordStatement, OpError> {
-    record_statement(op, args)
-        .unwrap_or_else(|| Err(OpError::new(ErrorClass::Other, "not a record operation")))
 }
 
 /// A record operation as one SQL statement ([`record_statement`]).
@@ -399,12 +378,12 @@ impl RecordCache {
     /// placeholders (MySQL).
     pub fn plan(
         &mut self,
-        op: &NativeOp<ValueKind>,
+        op: &RecordOp<ValueKind>,
         args: &[Vec<u8>],
         question_marks: bool,
     ) -> Result<RecordPlan, OpError> {
         // The field's number, if the operation names one (a field that is not a number
-        // fails in record_sql, with its message).
+        // fails in record_statement, with its message).
         let number = |field: Option<&ValueKind>, at: usize| match field {
             None => Ok(None),
             Some(_) => args
@@ -415,30 +394,30 @@ impl RecordCache {
                 .ok_or(()),
         };
         let key = match op {
-            NativeOp::RecordInsert { values, .. } => Ok((0, None, values.len())),
-            NativeOp::RecordRead { field, .. } => number(field.as_ref(), 1).map(|f| (1, f, 0)),
-            NativeOp::RecordUpdate { field, values, .. } => {
+            RecordOp::Insert { values, .. } => Ok((0, None, values.len())),
+            RecordOp::Read { field, .. } => number(field.as_ref(), 1).map(|f| (1, f, 0)),
+            RecordOp::Update { field, values, .. } => {
                 number(field.as_ref(), 1).map(|f| (2, f, values.len()))
             }
-            NativeOp::RecordScan { field, .. } => number(field.as_ref(), 2).map(|f| (3, f, 0)),
-            _ => Ok((4, None, 0)),
+            RecordOp::Scan { field, .. } => number(field.as_ref(), 2).map(|f| (3, f, 0)),
+            RecordOp::Delete { .. } => Ok((4, None, 0)),
         };
         let Ok(key) = key else {
-            return Err(record_sql(op, args).err().unwrap_or_else(|| {
+            return Err(record_statement(op, args).err().unwrap_or_else(|| {
                 OpError::new(ErrorClass::Other, "record field is not a field number")
             }));
         };
         if let Some(plan) = self.plans.get(&key) {
             return Ok(plan.clone());
         }
-        let st = record_sql(op, args)?;
+        let st = record_statement(op, args)?;
         let query = if question_marks {
             self::question_marks(&st.query)
         } else {
             st.query
         };
         let (prefix, key_last) = match op {
-            NativeOp::RecordUpdate { field, .. } => (0, Some(if field.is_some() { 2 } else { 1 })),
+            RecordOp::Update { field, .. } => (0, Some(if field.is_some() { 2 } else { 1 })),
             _ => (st.args.len(), None),
         };
         let plan = RecordPlan {
@@ -716,12 +695,12 @@ mod tests {
 
     #[test]
     fn record_operations_as_sql_with_arguments_in_placeholder_order() {
-        use NativeOp::*;
+        use RecordOp::*;
         let b = ValueKind::Bytes;
         let args = |v: &[&str]| v.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
-        let sql = |op: NativeOp<ValueKind>, a: &[&str]| record_sql(&op, &args(a)).unwrap();
+        let sql = |op: RecordOp<ValueKind>, a: &[&str]| record_statement(&op, &args(a)).unwrap();
         let st = sql(
-            RecordInsert {
+            Insert {
                 key: b,
                 values: vec![b; 2],
             },
@@ -733,7 +712,7 @@ mod tests {
         );
         assert_eq!(st.args, args(&["k", "v0", "v1"]));
         let st = sql(
-            RecordRead {
+            Read {
                 key: b,
                 field: None,
             },
@@ -744,7 +723,7 @@ mod tests {
             "SELECT * FROM loadrig_usertable WHERE YCSB_KEY = $1"
         );
         let st = sql(
-            RecordRead {
+            Read {
                 key: b,
                 field: Some(ValueKind::Integer),
             },
@@ -756,7 +735,7 @@ mod tests {
         );
         assert_eq!(st.args, args(&["k"]));
         let st = sql(
-            RecordUpdate {
+            Update {
                 key: b,
                 field: Some(ValueKind::Integer),
                 values: vec![b],
@@ -769,7 +748,7 @@ mod tests {
         );
         assert_eq!(st.args, args(&["v", "k"]));
         let st = sql(
-            RecordUpdate {
+            Update {
                 key: b,
                 field: None,
                 values: vec![b; 2],
@@ -782,7 +761,7 @@ mod tests {
         );
         assert_eq!(st.args, args(&["a", "c", "k"]));
         let st = sql(
-            RecordScan {
+            Scan {
                 key: b,
                 count: ValueKind::Integer,
                 field: None,
@@ -798,13 +777,13 @@ mod tests {
             question_marks(&st.query),
             "SELECT * FROM loadrig_usertable WHERE YCSB_KEY >= ? ORDER BY YCSB_KEY LIMIT ?"
         );
-        let st = sql(RecordDelete { key: b }, &["k"]);
+        let st = sql(Delete { key: b }, &["k"]);
         assert_eq!(
             st.query,
             "DELETE FROM loadrig_usertable WHERE YCSB_KEY = $1"
         );
-        let e = record_sql(
-            &RecordRead {
+        let e = record_statement(
+            &Read {
                 key: b,
                 field: Some(b),
             },
@@ -812,7 +791,6 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.message, "record field 'x' is not a field number");
-        assert!(record_statement(&Redis { args: vec![] }, &[]).is_none());
         assert_eq!(
             create_records(2),
             [
@@ -824,11 +802,11 @@ mod tests {
 
     #[test]
     fn record_plans_are_kept_by_shape_and_borrow_their_arguments() {
-        use NativeOp::*;
+        use RecordOp::*;
         let (b, i) = (ValueKind::Bytes, ValueKind::Integer);
         let args = |v: &[&str]| v.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
         let mut cache = RecordCache::default();
-        let read = RecordRead {
+        let read = Read {
             key: b,
             field: Some(i),
         };
@@ -841,7 +819,7 @@ mod tests {
             &*other.query,
             "SELECT FIELD4 FROM loadrig_usertable WHERE YCSB_KEY = $1"
         );
-        let all = RecordRead {
+        let all = Read {
             key: b,
             field: None,
         };
@@ -850,7 +828,7 @@ mod tests {
         // A field that is not a number never runs as another shape.
         let e = cache.plan(&read, &args(&["k1", "x"]), false).unwrap_err();
         assert_eq!(e.message, "record field 'x' is not a field number");
-        let update = RecordUpdate {
+        let update = Update {
             key: b,
             field: Some(i),
             values: vec![b],
@@ -861,7 +839,7 @@ mod tests {
             "UPDATE loadrig_usertable SET FIELD1 = ? WHERE YCSB_KEY = ?"
         );
         assert_eq!(&*plan.args(&args(&["k", "1", "v"])), &args(&["v", "k"])[..]);
-        let scan = RecordScan {
+        let scan = Scan {
             key: b,
             count: i,
             field: None,

@@ -20,7 +20,7 @@ use super::attachment::{self, Attachment};
 use super::sql::{self, Dialect, Isolation, Kv};
 use super::{Params, Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, RunStep};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, RunStep, SqlOp};
 
 pub struct Sqlite {
     path: PathBuf,
@@ -144,17 +144,12 @@ impl SqliteSession {
         let rows = match *op {
             Op::Nop => 0,
             Op::Native {
-                op: NativeOp::Sql { query, .. },
+                op: NativeOp::Sql(SqlOp { query, .. }),
                 args,
                 capture,
             } => return self.sql(query, args, capture),
             Op::Native {
-                op:
-                    op @ (NativeOp::RecordInsert { .. }
-                    | NativeOp::RecordRead { .. }
-                    | NativeOp::RecordUpdate { .. }
-                    | NativeOp::RecordScan { .. }
-                    | NativeOp::RecordDelete { .. }),
+                op: NativeOp::Record(op),
                 args,
                 ..
             } => {
@@ -164,19 +159,8 @@ impl SqliteSession {
                     .map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.message.into()))?;
                 return self.sql(&plan.query, &plan.args(args), false);
             }
-            // Every other family's operation, by name: a new variant of a family this
-            // target runs must be handled above before this compiles.
-            Op::Native {
-                op:
-                    NativeOp::Redis { .. }
-                    | NativeOp::LdapSearch { .. }
-                    | NativeOp::LdapBind { .. }
-                    | NativeOp::LdapAdd { .. }
-                    | NativeOp::LdapModify { .. }
-                    | NativeOp::LdapDelete { .. }
-                    | NativeOp::Http { .. },
-                ..
-            } => return Err(rusqlite::Error::InvalidQuery),
+            // Every other family: the runner refuses them before anything runs.
+            Op::Native { .. } => return Err(rusqlite::Error::InvalidQuery),
             Op::Begin => {
                 self.conn.execute_batch("BEGIN IMMEDIATE")?;
                 0

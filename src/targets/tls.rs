@@ -37,6 +37,26 @@ use crate::vocab::{ErrorClass, OpError};
 /// The URL options every TLS-capable target accepts.
 pub const OPTIONS: [&str; 2] = ["ca", "insecure"];
 
+/// The mode a target URL asks for, as the result records it (`None`: a target without a
+/// network), read from its scheme and options as the targets read them.
+pub fn mode_of_url(url: &str) -> Option<TlsMode> {
+    let url = TargetUrl::parse(url).ok()?;
+    let option = |name: &str| url.options.get(name).map(|v| v.to_ascii_lowercase());
+    let on = match url.scheme.as_str() {
+        "rediss" | "https" | "ldaps" => true,
+        "redis" | "http" => false,
+        "ldap" => option("starttls").as_deref() == Some("true"),
+        "postgres" | "postgresql" => option("sslmode").is_some_and(|m| m != "disable"),
+        "mysql" | "mariadb" => option("ssl-mode").is_some_and(|m| m != "disabled"),
+        _ => return None,
+    };
+    Some(match (on, option("insecure").as_deref()) {
+        (false, _) => TlsMode::Off,
+        (true, Some("true")) => TlsMode::Insecure,
+        (true, _) => TlsMode::Verified,
+    })
+}
+
 /// A target's TLS settings: the mode, and for `Verified` the roots it trusts.
 #[derive(Clone)]
 pub struct Tls {
@@ -384,6 +404,23 @@ impl AsyncWrite for NetStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mode_follows_the_url() {
+        let m = |u: &str| mode_of_url(u).map(TlsMode::name);
+        assert_eq!(m("redis://h:1/0"), Some("off"));
+        assert_eq!(m("rediss://h:1/0?ca=/x"), Some("verified"));
+        assert_eq!(m("https://h:1?insecure=true"), Some("insecure"));
+        assert_eq!(m("postgres://u@h/db?sslmode=verify-full"), Some("verified"));
+        assert_eq!(m("postgres://u@h/db?sslmode=disable"), Some("off"));
+        assert_eq!(
+            m("mysql://u@h/db?ssl-mode=REQUIRED&insecure=true"),
+            Some("insecure")
+        );
+        assert_eq!(m("ldap://h:1?starttls=true"), Some("verified"));
+        assert_eq!(m("sqlite://./a.db"), None);
+        assert_eq!(m("not a url"), None);
+    }
 
     #[test]
     fn each_failed_check_gets_its_own_fix() {

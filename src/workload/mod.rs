@@ -5,9 +5,9 @@
 //! when templates are compiled, so a run never meets an unknown name.
 
 pub mod builtin;
-pub mod duration;
 pub mod figures;
 pub mod import;
+pub mod load;
 mod namespace;
 pub mod ops;
 pub mod peers;
@@ -18,12 +18,14 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use toml::Spanned;
 
+use crate::duration;
 use crate::error::{line_col, InputError};
-use crate::vocab::{NativeOp, RunStep, ValueKind};
+use crate::vocab::{NativeOp, RunStep, SqlOp, ValueKind};
 pub use figures::FigureSpec;
+pub use load::LoadSection;
 pub use ops::{OpKind, OpSpec, Pause, Repeat, Retry, Step, When};
 pub use peers::Peer;
 pub use template::{GenState, Template};
@@ -187,48 +189,6 @@ where
     })
 }
 
-/// A value a workload writes either as a whole number from 0 or as a string. Not serde's
-/// untagged enum, whose error says only "did not match any variant": this one says what
-/// was found and what was expected.
-fn number_or_string<'de, D, Out>(
-    d: D,
-    expecting: &'static str,
-    number: fn(u64) -> Out,
-    text: fn(String) -> Out,
-) -> Result<Out, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    struct Either<Out> {
-        expecting: &'static str,
-        number: fn(u64) -> Out,
-        text: fn(String) -> Out,
-    }
-    impl<Out> serde::de::Visitor<'_> for Either<Out> {
-        type Value = Out;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str(self.expecting)
-        }
-        fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Out, E> {
-            Ok((self.number)(n))
-        }
-        fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Out, E> {
-            match u64::try_from(n) {
-                Ok(n) => Ok((self.number)(n)),
-                Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(n), &self)),
-            }
-        }
-        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Out, E> {
-            Ok((self.text)(s.to_string()))
-        }
-    }
-    d.deserialize_any(Either {
-        expecting,
-        number,
-        text,
-    })
-}
-
 /// A value a workload writes either as one string or as a list of strings (`when`, `only`,
 /// LDAP attribute values). Not serde's untagged enum, whose error says only "did not match
 /// any variant": this one says what was found and what was expected.
@@ -281,97 +241,11 @@ pub struct VerifySpec {
     pub queries: Vec<NativeOp<ValueKind>>,
 }
 
-/// `[load]`: defaults for the load flags of `loadrig run`.
-#[derive(Debug, Default, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct LoadSection {
-    pub clients: Option<Spanned<u64>>,
-    pub rate: Option<Spanned<f64>>,
-    pub arrivals: Option<Spanned<String>>,
-    pub max_in_flight: Option<Spanned<u64>>,
-    pub think_time: Option<Spanned<String>>,
-    pub duration: Option<Spanned<String>>,
-    pub ops: Option<Spanned<OpsCount>>,
-    pub samples: Option<Spanned<u64>>,
-    pub interval: Option<Spanned<String>>,
-    pub warmup: Option<Spanned<String>>,
-    pub seed: Option<Spanned<u64>>,
-    pub connection: Option<Spanned<String>>,
-    /// A number of client threads, or `"per-client"`.
-    pub threads: Option<Spanned<ThreadCount>>,
-    /// Connections opened per second before the run.
-    pub connect_rate: Option<Spanned<f64>>,
-    /// Operations in flight per connection.
-    pub pipeline: Option<Spanned<u64>>,
-    /// When a pipelined connection writes again: `"each"`, `"all"` or a number of streams.
-    pub pipeline_refill: Option<Spanned<Refill>>,
-    /// The CPU time slice the client threads ask for: a duration, or `"kernel"`.
-    pub client_slice: Option<Spanned<String>>,
-}
-
 /// `[records]`: `fields = N` or `"{param}"` (YCSB's `fieldcount`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RecordsSection {
     fields: Spanned<toml::Value>,
-}
-
-/// `[load] pipeline_refill`: a number of streams, or `"each"`, `"all"` (or a number as
-/// text, as `--pipeline-refill` gives it).
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-pub enum Refill {
-    Streams(u64),
-    Word(String),
-}
-
-impl<'de> Deserialize<'de> for Refill {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let expecting = "a number of streams, or \"each\" or \"all\"";
-        number_or_string(d, expecting, Refill::Streams, Refill::Word)
-    }
-}
-
-/// `[load] threads`: a number, or `"per-client"` (a thread per connection, up to
-/// [`crate::engine::THREAD_PER_CONNECTION_MAX`]); `--threads` gives either as text.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(untagged)]
-pub enum ThreadCount {
-    Number(u64),
-    Word(String),
-}
-
-impl<'de> Deserialize<'de> for ThreadCount {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let expecting = "a number of threads, or \"per-client\"";
-        number_or_string(d, expecting, ThreadCount::Number, ThreadCount::Word)
-    }
-}
-
-/// `[load] ops`: a number, or `"{param}"` naming an integer parameter (YCSB's
-/// `operationcount`); after compiling, always a number.
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-pub enum OpsCount {
-    Number(u64),
-    Param(String),
-}
-
-impl<'de> Deserialize<'de> for OpsCount {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let expecting = "a number of operations, or \"{param}\" naming an integer parameter";
-        number_or_string(d, expecting, OpsCount::Number, OpsCount::Param)
-    }
-}
-
-impl OpsCount {
-    /// The count (a `Param` is resolved when the workload is compiled).
-    pub fn value(&self) -> u64 {
-        match self {
-            OpsCount::Number(n) => *n,
-            OpsCount::Param(_) => 0,
-        }
-    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -412,6 +286,7 @@ pub struct Workload {
     pub switches: BTreeMap<String, Vec<String>>,
     /// `[peers]`, in name order; steps name them by index.
     pub peers: Vec<Peer>,
+    /// `[load]` as written: `plan` reads it with the flags (`plan::load`).
     pub load: LoadSection,
     pub data: Option<DataSpec>,
     /// `[records]`: with it, `[data]` stores whole records (its `value` drawn per field)
@@ -468,10 +343,8 @@ impl Source<'_> {
 /// properties of `--properties` files, applied in order (a later one wins).
 pub fn compile(source: &Source<'_>, overrides: &[Setting]) -> Result<Workload, InputError> {
     let file: WorkloadFile = toml::from_str(source.text).map_err(|e| {
-        let span = e.span().unwrap_or(0..0);
-        source
-            .error(span, e.message().trim().to_string())
-            .help("see `loadrig init session-store` for a complete example")
+        let at = e.span().map_or(0, |s| s.start);
+        load::file_error(source, at, e.message().trim().to_string())
     })?;
     let (mut params, floors) = declared_params(source, &file.params)?;
     let (switches, helps) = declared_switches(source, &file.switches, &mut params)?;
@@ -496,14 +369,6 @@ pub fn compile(source: &Source<'_>, overrides: &[Setting]) -> Result<Workload, I
         }),
         None => None,
     };
-    let mut load = file.load;
-    if let Some(ops) = &mut load.ops {
-        if let OpsCount::Param(text) = ops.get_ref() {
-            let n = data_count(source, &params, &Spanned::new(ops.span(), toml::Value::String(text.clone())))
-                .map_err(|_| source.error(ops.span(), format!("ops \"{text}\" must name an integer parameter, like \"{{operationcount}}\"")))?;
-            *ops = Spanned::new(ops.span(), OpsCount::Number(n));
-        }
-    }
     let mut compiler = op_compiler(source, &params);
     compiler.switches = &switches;
     compiler.peers = &peers;
@@ -541,7 +406,7 @@ pub fn compile(source: &Source<'_>, overrides: &[Setting]) -> Result<Workload, I
         params,
         switches,
         peers,
-        load,
+        load: file.load,
         data,
         records,
         ops,
@@ -781,7 +646,7 @@ fn compile_before_run(
                 (None, None, Some(statement)) => {
                     check_setup_namespace(compiler, statement, "before_run")?;
                     let sql = ops::SqlArgsRef { query: statement };
-                    if let NativeOp::Sql { query, .. } = compiler.setup_sql(&sql, None)? {
+                    if let NativeOp::Sql(SqlOp { query, .. }) = compiler.setup_sql(&sql, None)? {
                         steps.push(RunStep::Sql(query));
                     }
                     continue;

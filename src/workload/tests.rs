@@ -290,7 +290,7 @@ fn a_let_named_in_statement_text_writes_one_statement_per_value() {
         .ops
         .iter()
         .map(|o| match o {
-            NativeOp::Sql { id, query, .. } => (*id, query.as_str()),
+            NativeOp::Sql(SqlOp { id, query, .. }) => (*id, query.as_str()),
             _ => panic!("not sql"),
         })
         .collect();
@@ -307,7 +307,7 @@ fn a_let_named_in_statement_text_writes_one_statement_per_value() {
     // The value the let holds picks the statement.
     let values = |v: &str| vec![v.as_bytes().to_vec(); w.capture_slots];
     assert!(
-        matches!(step.op_now(&values("3")), NativeOp::Sql { query, .. } if query.ends_with("'3'"))
+        matches!(step.op_now(&values("3")), NativeOp::Sql(SqlOp { query, .. }) if query.ends_with("'3'"))
     );
     let (message, at) = error(
         &op(r#"t = "{zipf 1..5}""#, "SELECT 1 FROM loadrig_t{t}"),
@@ -490,6 +490,11 @@ tx = [
         ),
         (
             "tx = [ { sql = \"SELECT 1\" }, { rollback = {}, sql = \"SELECT 2\" } ]",
+            "a rollback step is { rollback = {}",
+            "w.toml:10:30",
+        ),
+        (
+            "tx = [ { sql = \"SELECT 1\" }, { rollback = {}, record = { delete = { key = \"k\" } } } ]",
             "a rollback step is { rollback = {}",
             "w.toml:10:30",
         ),

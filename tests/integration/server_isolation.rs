@@ -12,7 +12,7 @@ use loadrig::targets::mysql::Mysql;
 use loadrig::targets::postgres::Postgres;
 use loadrig::targets::sqlite::Sqlite;
 use loadrig::targets::{Params, Session, Target, TargetUrl};
-use loadrig::vocab::{ErrorClass, NativeOp, Op, OpError, ValueKind};
+use loadrig::vocab::{ErrorClass, NativeOp, Op, OpError, SqlOp, ValueKind};
 
 fn block_on<F: Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
@@ -35,11 +35,11 @@ fn target<T: Target>(url: &str, query: &str, params: &Params) -> T {
 
 /// One SQL statement without parameters; `id` numbers it for the statement cache.
 async fn sql<S: Session>(s: &mut S, id: usize, query: &str) -> Result<Vec<String>, OpError> {
-    let op: NativeOp<ValueKind> = NativeOp::Sql {
+    let op: NativeOp<ValueKind> = NativeOp::Sql(SqlOp {
         id,
         query: query.to_string(),
         params: Vec::new(),
-    };
+    });
     let capture = query.starts_with("SELECT") || query.starts_with("SHOW");
     let out = s
         .execute(&Op::Native {

@@ -9,9 +9,9 @@ use anyhow::Result;
 use super::{esc, page_head};
 use crate::analysis::compare::{percent_text, Comparison};
 use crate::analysis::shift::OpShift;
+use crate::duration::human_ns;
 use crate::report::comparison::table;
 use crate::report::plot::shift::{chart, quantile_label};
-use crate::workload::duration::human_ns;
 
 /// The page of one comparison.
 pub fn render_comparison(c: &Comparison) -> Result<String> {

@@ -8,11 +8,11 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use super::{esc, kv_table, page_head};
+use crate::duration::human_ns;
 use crate::report::console::{rate, thousands};
 use crate::report::plot::{sweep as splot, Plot};
 use crate::report::sweep::summary;
 use crate::result::sweep::{SweepResult, SweepStatus, VaryKind};
-use crate::workload::duration::human_ns;
 
 /// The console summary in blocks: a line that does not start with a space opens one.
 fn blocks(s: &SweepResult) -> Vec<String> {

@@ -10,7 +10,7 @@ use ldap3::{LdapConnAsync, Scope, SearchEntry};
 
 use super::filter::{reversed_upper, Schema, ATTRS};
 use crate::targets::{Session, Target, TargetUrl};
-use crate::vocab::{ErrorClass, NativeOp, Op, OpError, ValueKind};
+use crate::vocab::{ErrorClass, LdapOp, NativeOp, Op, OpError, SqlOp, ValueKind};
 use crate::workload::import::ldif::{Person, PERSON_CLASSES};
 
 /// SQL rows per transaction while loading.
@@ -51,11 +51,11 @@ fn runtime() -> Result<tokio::runtime::Runtime, OpError> {
 }
 
 fn sql_op(id: usize, query: String, params: usize) -> NativeOp<ValueKind> {
-    NativeOp::Sql {
+    NativeOp::Sql(SqlOp {
         id,
         query,
         params: vec![ValueKind::Bytes; params],
-    }
+    })
 }
 
 /// The table and its indexes. PostgreSQL's upper-cased columns compare bytes (`COLLATE
@@ -177,13 +177,13 @@ fn native<'a>(op: &'a NativeOp<ValueKind>, args: &'a [Vec<u8>]) -> Op<'a> {
 }
 
 fn ldap_add(attrs: &[(&str, usize)]) -> NativeOp<ValueKind> {
-    NativeOp::LdapAdd {
+    NativeOp::Ldap(LdapOp::Add {
         dn: ValueKind::Bytes,
         attrs: attrs
             .iter()
             .map(|(name, n)| (name.to_string(), vec![ValueKind::Bytes; *n]))
             .collect(),
-    }
+    })
 }
 
 /// Add the `ou=people` entry, then the people over `in_flight` connections at once (each

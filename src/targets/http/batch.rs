@@ -22,7 +22,7 @@ use std::sync::{Arc, LazyLock};
 use super::head::{self, Framing};
 use super::{escape_key, status_error, write_request, HttpArgs, Server, Status, NO_HEADERS};
 use crate::targets::pipelined::{Batched, Codec, Context};
-use crate::vocab::{ErrorClass, NativeOp, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, HttpOp, NativeOp, Op, OpError, Outcome};
 use crate::workload::OpKind;
 
 pub static CODEC: Codec = Codec {
@@ -49,7 +49,7 @@ fn accepts(kind: &OpKind) -> bool {
     match kind {
         OpKind::Put { .. } | OpKind::Get { .. } | OpKind::Delete { .. } => true,
         OpKind::Native(step) => {
-            matches!(&step.op, NativeOp::Http { method, .. } if method != "HEAD")
+            matches!(&step.op, NativeOp::Http(HttpOp { method, .. }) if method != "HEAD")
                 && step.capture.is_empty()
                 && step.when.is_empty()
                 && step.peer.is_none()
@@ -73,12 +73,12 @@ fn encode(op: &Op<'_>, context: Option<&Context>, out: &mut Vec<u8>) -> Result<(
         Op::Delete { key } => write_request(out, "DELETE", end, kv(key), NO_HEADERS, &[]),
         Op::Native {
             op:
-                NativeOp::Http {
+                NativeOp::Http(HttpOp {
                     method,
                     headers,
                     body,
                     ..
-                },
+                }),
             args,
             capture: false,
         } => {
@@ -232,7 +232,7 @@ fn decode(kind: &OpKind, frame: &[u8]) -> Result<Outcome, OpError> {
             _ => return fail(Some(204)),
         },
         OpKind::Native(step) => match &step.op {
-            NativeOp::Http { expect, .. } => {
+            NativeOp::Http(HttpOp { expect, .. }) => {
                 if expect.map_or(code < 400, |e| code == e) {
                     1
                 } else {

@@ -59,7 +59,7 @@ use super::tls::{Tls, TlsMode};
 use super::{unsupported, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::stats::connect_phases::{ConnectPhases, PhaseClock};
-use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, RunStep, ValueKind};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, RunStep, SqlOp, ValueKind};
 
 /// SQL text per data-loading statement: well under the server's max_allowed_packet.
 const LOAD_CHUNK_BYTES: usize = 1 << 20;
@@ -659,12 +659,7 @@ async fn run<L: Link>(link: &mut L, op: &Op<'_>) -> Result<Outcome, OpError> {
         Op::Update { key, value } => link.kv(Kv::Update, &[value, key.as_bytes()]).await?,
         Op::Delete { key } => link.kv(Kv::Delete, &[key.as_bytes()]).await?,
         Op::Native {
-            op:
-                op @ (NativeOp::RecordInsert { .. }
-                | NativeOp::RecordRead { .. }
-                | NativeOp::RecordUpdate { .. }
-                | NativeOp::RecordScan { .. }
-                | NativeOp::RecordDelete { .. }),
+            op: NativeOp::Record(op),
             args,
             ..
         } => {
@@ -674,23 +669,12 @@ async fn run<L: Link>(link: &mut L, op: &Op<'_>) -> Result<Outcome, OpError> {
                 .await;
         }
         Op::Native {
-            op: NativeOp::Sql { id, query, params },
+            op: NativeOp::Sql(SqlOp { id, query, params }),
             args,
             capture,
         } => return link.native(*id, query, params, args, capture).await,
-        // Every other family's operation, by name: a new variant of a family this
-        // target runs must be handled above before this compiles.
-        Op::Native {
-            op:
-                NativeOp::Redis { .. }
-                | NativeOp::LdapSearch { .. }
-                | NativeOp::LdapBind { .. }
-                | NativeOp::LdapAdd { .. }
-                | NativeOp::LdapModify { .. }
-                | NativeOp::LdapDelete { .. }
-                | NativeOp::Http { .. },
-            ..
-        } => return Err(unsupported(op, "mysql://")),
+        // Every other family: the runner refuses them before anything runs.
+        Op::Native { .. } => return Err(unsupported(op, "mysql://")),
         Op::Begin => return text(link, "BEGIN").await,
         Op::Commit => return text(link, "COMMIT").await,
         Op::Rollback => return text(link, "ROLLBACK").await,

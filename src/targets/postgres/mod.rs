@@ -89,7 +89,7 @@ use super::tls::Tls;
 use super::{unsupported, Params, Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::stats::connect_phases::{ConnectPhases, PhaseClock, PhaseTimes};
-use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, RunStep};
+use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, RunStep, SqlOp};
 
 /// A PostgreSQL server and how to log in to it.
 pub struct Postgres {
@@ -863,17 +863,12 @@ impl TokioSession {
             }
             Op::Delete { key } => self.kv(Kv::Delete, &[Param::Raw(key.as_bytes())]).await?,
             Op::Native {
-                op: NativeOp::Sql { id, query, .. },
+                op: NativeOp::Sql(SqlOp { id, query, .. }),
                 args,
                 capture,
             } => return self.native(*id, query, args, capture).await,
             Op::Native {
-                op:
-                    op @ (NativeOp::RecordInsert { .. }
-                    | NativeOp::RecordRead { .. }
-                    | NativeOp::RecordUpdate { .. }
-                    | NativeOp::RecordScan { .. }
-                    | NativeOp::RecordDelete { .. }),
+                op: NativeOp::Record(op),
                 args,
                 ..
             } => {
@@ -882,19 +877,8 @@ impl TokioSession {
                     .native(plan.id, &plan.query, &plan.args(args), false)
                     .await;
             }
-            // Every other family's operation, by name: a new variant of a family this
-            // target runs must be handled above before this compiles.
-            Op::Native {
-                op:
-                    NativeOp::Redis { .. }
-                    | NativeOp::LdapSearch { .. }
-                    | NativeOp::LdapBind { .. }
-                    | NativeOp::LdapAdd { .. }
-                    | NativeOp::LdapModify { .. }
-                    | NativeOp::LdapDelete { .. }
-                    | NativeOp::Http { .. },
-                ..
-            } => return Err(unsupported(op, "postgres://")),
+            // Every other family: the runner refuses them before anything runs.
+            Op::Native { .. } => return Err(unsupported(op, "postgres://")),
             Op::Begin => return self.batch(self.begin).await,
             Op::Commit => return self.batch("COMMIT").await,
             Op::Rollback => return self.batch("ROLLBACK").await,

@@ -41,7 +41,7 @@ use crate::stats::connect_phases::PhaseTimes;
 use crate::targets::pipelined::{BatchEnd, Batched, Codec, Context};
 use crate::targets::sql::{Dialect, Kv};
 use crate::targets::tls::NetStream;
-use crate::vocab::{ErrorClass, NativeOp, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, NativeOp, Op, OpError, Outcome, SqlOp};
 use crate::workload::{OpKind, OpSpec};
 
 /// The extended protocol for the batch driver, used at `--pipeline 1` too (`one_in_flight`): one
@@ -105,7 +105,7 @@ fn kv_name(kv: Kv) -> &'static str {
 fn accepts(kind: &OpKind) -> bool {
     match kind {
         OpKind::Native(step) => {
-            let NativeOp::Sql { query, params, .. } = &step.op else {
+            let NativeOp::Sql(SqlOp { query, params, .. }) = &step.op else {
                 return false;
             };
             let one_command =
@@ -136,7 +136,7 @@ fn prepare(ops: &[OpSpec], out: &mut Vec<u8>) {
     for o in ops {
         let (name, query) = match &o.kind {
             OpKind::Native(step) => match &step.op {
-                NativeOp::Sql { id, query, .. } => (format!("lr{id}"), query.as_str()),
+                NativeOp::Sql(SqlOp { id, query, .. }) => (format!("lr{id}"), query.as_str()),
                 _ => continue,
             },
             kind => match kv_of(kind) {
@@ -174,7 +174,7 @@ fn bind_execute(op: &Op<'_>, _: Option<&Context>, out: &mut Vec<u8>) -> Result<(
         Op::Update { key, value } => bind_binary(out, Kv::Update, &[key.as_bytes(), value]),
         Op::Delete { key } => bind_binary(out, Kv::Delete, &[key.as_bytes()]),
         Op::Native {
-            op: NativeOp::Sql { id, .. },
+            op: NativeOp::Sql(SqlOp { id, .. }),
             args,
             ..
         } => {

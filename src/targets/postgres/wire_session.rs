@@ -30,7 +30,7 @@ use super::{convert, documents, text, wire, Param, Postgres};
 use crate::targets::readbuf::ReadBuf;
 use crate::targets::socket;
 use crate::targets::sql::{self, check_arity, Dialect, Kv, Prepared};
-use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome};
+use crate::vocab::{ErrorClass, NativeOp, Op, OpError, Outcome, SqlOp};
 
 /// A statement prepared on this connection.
 pub(super) struct Statement {
@@ -312,7 +312,7 @@ impl WireSession {
                 (st, false)
             }
             Op::Native {
-                op: NativeOp::Sql { id, query, .. },
+                op: NativeOp::Sql(SqlOp { id, query, .. }),
                 args,
                 capture,
             } => {
@@ -326,7 +326,11 @@ impl WireSession {
                 conn.bind_execute(&st, &mut converted(args, &st))?;
                 (st, capture)
             }
-            Op::Native { op, args, .. } if op.family() == Family::Record => {
+            Op::Native {
+                op: NativeOp::Record(op),
+                args,
+                ..
+            } => {
                 let plan = self.prepared.records.plan(op, args, false)?;
                 let Some(st) = self.prepared.native_ready(plan.id) else {
                     return Ok(None);
@@ -350,11 +354,15 @@ impl WireSession {
             Op::Update { key, value } => self.kv(Kv::Update, &[key.as_bytes(), value]).await,
             Op::Delete { key } => self.kv(Kv::Delete, &[key.as_bytes()]).await,
             Op::Native {
-                op: NativeOp::Sql { id, query, .. },
+                op: NativeOp::Sql(SqlOp { id, query, .. }),
                 args,
                 capture,
             } => self.native(*id, query, args, capture).await,
-            Op::Native { op, args, .. } if op.family() == Family::Record => {
+            Op::Native {
+                op: NativeOp::Record(op),
+                args,
+                ..
+            } => {
                 let plan = self.prepared.records.plan(op, args, false)?;
                 self.native(plan.id, &plan.query, &plan.args(args), false)
                     .await

@@ -1,14 +1,22 @@
 //! The vocabulary every layer shares: an operation as a target receives it ([`Op`],
-//! [`NativeOp`]), what it did ([`Outcome`]), and how it failed ([`OpError`], [`ErrorClass`],
-//! counted in [`ErrorCounts`]).
+//! [`NativeOp`], by family in `native/`), what it did ([`Outcome`]), and how it failed
+//! ([`OpError`], [`ErrorClass`], counted in [`ErrorCounts`]).
 //!
 //! This is the bottom layer: it imports nothing from the crate.
+
+mod native;
 
 use std::ops::{AddAssign, Index, IndexMut};
 
 use serde::{Deserialize, Serialize};
 
-/// How a network target's connections are protected, as the result records it.
+pub use native::{
+    Family, HttpOp, LdapOp, NativeOp, OpFamily, Piece, RecordLayout, RecordOp, RedisOp, Scope,
+    SqlOp, CAPTURES, RECORD_TABLE,
+};
+
+/// How a network target's connections are protected, as the result records it (read from
+/// a target URL by `targets::tls::mode_of_url`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TlsMode {
     Off,
@@ -25,33 +33,6 @@ impl TlsMode {
             TlsMode::Verified => "verified",
             TlsMode::Insecure => "insecure",
         }
-    }
-
-    /// The mode a target URL asks for (`None`: a target without a network), read from its
-    /// scheme and options as the targets read them (`targets::tls`).
-    pub fn of_url(url: &str) -> Option<TlsMode> {
-        let (scheme, rest) = url.split_once("://")?;
-        let query = rest.split_once('?').map_or("", |(_, q)| q);
-        let option = |name: &str| {
-            query
-                .split('&')
-                .filter_map(|p| p.split_once('='))
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_ascii_lowercase())
-        };
-        let on = match scheme {
-            "rediss" | "https" | "ldaps" => true,
-            "redis" | "http" => false,
-            "ldap" => option("starttls").as_deref() == Some("true"),
-            "postgres" | "postgresql" => option("sslmode").is_some_and(|m| m != "disable"),
-            "mysql" | "mariadb" => option("ssl-mode").is_some_and(|m| m != "disabled"),
-            _ => return None,
-        };
-        Some(match (on, option("insecure").as_deref()) {
-            (false, _) => TlsMode::Off,
-            (true, Some("true")) => TlsMode::Insecure,
-            (true, _) => TlsMode::Verified,
-        })
     }
 }
 
@@ -335,39 +316,6 @@ pub enum Op<'a> {
     Rollback,
 }
 
-/// The families of native operations; a target runs some of them ([`NativeOp::family`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    Sql,
-    Redis,
-    Ldap,
-    Http,
-    /// `record.*`: YCSB's record operations, which each store that holds records (SQL,
-    /// Redis, files) maps onto its own layout.
-    Record,
-}
-
-impl Family {
-    pub const ALL: [Family; 5] = [
-        Family::Sql,
-        Family::Redis,
-        Family::Ldap,
-        Family::Http,
-        Family::Record,
-    ];
-
-    /// Its name as users write it: "sql", "redis", "ldap", "http" or "record".
-    pub fn name(self) -> &'static str {
-        match self {
-            Family::Sql => "sql",
-            Family::Redis => "redis",
-            Family::Ldap => "ldap",
-            Family::Http => "http",
-            Family::Record => "record",
-        }
-    }
-}
-
 /// What a native argument's values are, so a driver can bind them with their own type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValueKind {
@@ -405,270 +353,9 @@ impl RunStep {
     }
 }
 
-/// LDAP search scope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    Base,
-    One,
-    Sub,
-}
-
-/// An operation native to one family of systems, generic over its argument slots `A`: the
-/// workload compiles `NativeOp<Template>`, and a target receives `NativeOp<ValueKind>`, the
-/// same shape with each argument's kind, beside the rendered arguments (see [`Op::Native`]).
-#[derive(Debug, Clone, PartialEq)]
-pub enum NativeOp<A> {
-    /// `id` numbers the workload's statements, so sessions can cache prepared statements.
-    Sql {
-        id: usize,
-        query: String,
-        params: Vec<A>,
-    },
-    Redis {
-        args: Vec<A>,
-    },
-    LdapSearch {
-        base: A,
-        scope: Scope,
-        filter: A,
-        attrs: Vec<String>,
-    },
-    LdapBind {
-        dn: A,
-        password: A,
-    },
-    LdapAdd {
-        dn: A,
-        attrs: Vec<(String, Vec<A>)>,
-    },
-    LdapModify {
-        dn: A,
-        replace: Vec<(String, Vec<A>)>,
-    },
-    LdapDelete {
-        dn: A,
-    },
-    Http {
-        method: String,
-        path: A,
-        headers: Vec<(String, A)>,
-        body: Option<A>,
-        expect: Option<u16>,
-    },
-    /// YCSB's `insert`: a new record, `values` its fields in order (field0, field1, ...).
-    RecordInsert {
-        key: A,
-        values: Vec<A>,
-    },
-    /// YCSB's `read`: every field, or the one field numbered `field`.
-    RecordRead {
-        key: A,
-        field: Option<A>,
-    },
-    /// YCSB's `update`: every field (`values` holds one per field), or the one field
-    /// numbered `field` (`values` holds one).
-    RecordUpdate {
-        key: A,
-        field: Option<A>,
-        values: Vec<A>,
-    },
-    /// YCSB's `scan`: `count` records from `key` on, in the store's key order; every field
-    /// or the one numbered `field`.
-    RecordScan {
-        key: A,
-        count: A,
-        field: Option<A>,
-    },
-    /// YCSB's `delete`.
-    RecordDelete {
-        key: A,
-    },
-}
-
-/// The table (SQL), hash prefix (Redis) or folder (files) that holds the records of the
-/// `record.*` operations: loadrig's name for YCSB's `usertable`.
-pub const RECORD_TABLE: &str = "loadrig_usertable";
-
-/// A record's fields as the `record.*` operations and `[records]` lay them out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RecordLayout {
-    /// YCSB's `fieldcount`: fields `field0` .. `field{fields-1}`.
-    pub fields: usize,
-}
-
-impl<A> NativeOp<A> {
-    /// The family of systems that run it.
-    pub fn family(&self) -> Family {
-        match self {
-            NativeOp::Sql { .. } => Family::Sql,
-            NativeOp::Redis { .. } => Family::Redis,
-            NativeOp::LdapSearch { .. }
-            | NativeOp::LdapBind { .. }
-            | NativeOp::LdapAdd { .. }
-            | NativeOp::LdapModify { .. }
-            | NativeOp::LdapDelete { .. } => Family::Ldap,
-            NativeOp::Http { .. } => Family::Http,
-            NativeOp::RecordInsert { .. }
-            | NativeOp::RecordRead { .. }
-            | NativeOp::RecordUpdate { .. }
-            | NativeOp::RecordScan { .. }
-            | NativeOp::RecordDelete { .. } => Family::Record,
-        }
-    }
-
-    pub fn label(&self) -> &'static str {
-        match self {
-            NativeOp::Sql { .. } => "sql",
-            NativeOp::Redis { .. } => "redis",
-            NativeOp::LdapSearch { .. } => "ldap.search",
-            NativeOp::LdapBind { .. } => "ldap.bind",
-            NativeOp::LdapAdd { .. } => "ldap.add",
-            NativeOp::LdapModify { .. } => "ldap.modify",
-            NativeOp::LdapDelete { .. } => "ldap.delete",
-            NativeOp::Http { .. } => "http",
-            NativeOp::RecordInsert { .. } => "record.insert",
-            NativeOp::RecordRead { .. } => "record.read",
-            NativeOp::RecordUpdate { .. } => "record.update",
-            NativeOp::RecordScan { .. } => "record.scan",
-            NativeOp::RecordDelete { .. } => "record.delete",
-        }
-    }
-
-    /// The same operation with every argument replaced by `f` of it, `f` called in the
-    /// order the rendered arguments are handed to a target: SQL parameters and Redis
-    /// arguments as written; search base, filter; bind DN, password; add or modify DN, then
-    /// each attribute's values; delete DN; HTTP path, header values, body; a record's key,
-    /// then (scan) the count, then the field number if one, then the values.
-    pub fn map_args<B>(self, mut f: impl FnMut(A) -> B) -> NativeOp<B> {
-        match self {
-            NativeOp::Sql { id, query, params } => NativeOp::Sql {
-                id,
-                query,
-                params: params.into_iter().map(f).collect(),
-            },
-            NativeOp::Redis { args } => NativeOp::Redis {
-                args: args.into_iter().map(f).collect(),
-            },
-            NativeOp::LdapSearch {
-                base,
-                scope,
-                filter,
-                attrs,
-            } => {
-                let base = f(base);
-                NativeOp::LdapSearch {
-                    base,
-                    scope,
-                    filter: f(filter),
-                    attrs,
-                }
-            }
-            NativeOp::LdapBind { dn, password } => {
-                let dn = f(dn);
-                NativeOp::LdapBind {
-                    dn,
-                    password: f(password),
-                }
-            }
-            NativeOp::LdapAdd { dn, attrs } => {
-                let dn = f(dn);
-                NativeOp::LdapAdd {
-                    dn,
-                    attrs: map_values(attrs, &mut f),
-                }
-            }
-            NativeOp::LdapModify { dn, replace } => {
-                let dn = f(dn);
-                NativeOp::LdapModify {
-                    dn,
-                    replace: map_values(replace, &mut f),
-                }
-            }
-            NativeOp::LdapDelete { dn } => NativeOp::LdapDelete { dn: f(dn) },
-            NativeOp::Http {
-                method,
-                path,
-                headers,
-                body,
-                expect,
-            } => {
-                let path = f(path);
-                let headers = headers.into_iter().map(|(k, v)| (k, f(v))).collect();
-                NativeOp::Http {
-                    method,
-                    path,
-                    headers,
-                    body: body.map(f),
-                    expect,
-                }
-            }
-            NativeOp::RecordInsert { key, values } => {
-                let key = f(key);
-                NativeOp::RecordInsert {
-                    key,
-                    values: values.into_iter().map(f).collect(),
-                }
-            }
-            NativeOp::RecordRead { key, field } => {
-                let key = f(key);
-                NativeOp::RecordRead {
-                    key,
-                    field: field.map(f),
-                }
-            }
-            NativeOp::RecordUpdate { key, field, values } => {
-                let key = f(key);
-                let field = field.map(&mut f);
-                NativeOp::RecordUpdate {
-                    key,
-                    field,
-                    values: values.into_iter().map(f).collect(),
-                }
-            }
-            NativeOp::RecordScan { key, count, field } => {
-                let key = f(key);
-                let count = f(count);
-                NativeOp::RecordScan {
-                    key,
-                    count,
-                    field: field.map(f),
-                }
-            }
-            NativeOp::RecordDelete { key } => NativeOp::RecordDelete { key: f(key) },
-        }
-    }
-}
-
-/// An LDAP entry's attribute values, mapped in order.
-fn map_values<A, B>(
-    attrs: Vec<(String, Vec<A>)>,
-    f: &mut impl FnMut(A) -> B,
-) -> Vec<(String, Vec<B>)> {
-    attrs
-        .into_iter()
-        .map(|(name, v)| (name, v.into_iter().map(&mut *f).collect()))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tls_mode_follows_the_url() {
-        let m = |u: &str| TlsMode::of_url(u).map(TlsMode::name);
-        assert_eq!(m("redis://h:1/0"), Some("off"));
-        assert_eq!(m("rediss://h:1/0?ca=/x"), Some("verified"));
-        assert_eq!(m("https://h:1?insecure=true"), Some("insecure"));
-        assert_eq!(m("postgres://u@h/db?sslmode=verify-full"), Some("verified"));
-        assert_eq!(m("postgres://u@h/db?sslmode=disable"), Some("off"));
-        assert_eq!(
-            m("mysql://u@h/db?ssl-mode=REQUIRED&insecure=true"),
-            Some("insecure")
-        );
-        assert_eq!(m("ldap://h:1?starttls=true"), Some("verified"));
-        assert_eq!(m("sqlite://./a.db"), None);
-    }
 
     #[test]
     fn error_counts_index_by_class() {
@@ -724,74 +411,6 @@ mod tests {
         let map: std::collections::HashMap<ErrorClass, u64> =
             serde_json::from_str(r#"{"deadlock": 3}"#).unwrap();
         assert_eq!(map[&ErrorClass::Deadlock], 3, "usable as a map key");
-    }
-
-    #[test]
-    fn families_have_their_names() {
-        let names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
-        assert_eq!(names, ["sql", "redis", "ldap", "http", "record"]);
-    }
-
-    #[test]
-    fn native_ops_know_their_family() {
-        let search = NativeOp::LdapSearch {
-            base: (),
-            scope: Scope::Sub,
-            filter: (),
-            attrs: Vec::new(),
-        };
-        assert_eq!(
-            (search.family(), search.label()),
-            (Family::Ldap, "ldap.search")
-        );
-        let redis = NativeOp::Redis { args: vec![(); 2] };
-        assert_eq!((redis.family(), redis.label()), (Family::Redis, "redis"));
-    }
-
-    /// The numbers of the arguments `map_args` visits, in visiting order.
-    fn visit_order(op: NativeOp<u32>) -> Vec<u32> {
-        let mut seen = Vec::new();
-        op.map_args(|a| seen.push(a));
-        seen
-    }
-
-    #[test]
-    fn map_args_visits_arguments_in_the_documented_order() {
-        let add = NativeOp::LdapAdd {
-            dn: 0,
-            attrs: vec![("cn".into(), vec![1, 2]), ("sn".into(), vec![3])],
-        };
-        assert_eq!(visit_order(add), [0, 1, 2, 3]);
-        let search = NativeOp::LdapSearch {
-            base: 0,
-            scope: Scope::One,
-            filter: 1,
-            attrs: vec!["cn".into()],
-        };
-        assert_eq!(visit_order(search), [0, 1]);
-        let http = NativeOp::Http {
-            method: "POST".into(),
-            path: 0,
-            headers: vec![("a".into(), 1), ("b".into(), 2)],
-            body: Some(3),
-            expect: None,
-        };
-        assert_eq!(visit_order(http.clone()), [0, 1, 2, 3]);
-        // The shape survives the mapping.
-        let kinds = http.map_args(|_| ValueKind::Bytes);
-        assert_eq!(
-            kinds,
-            NativeOp::Http {
-                method: "POST".into(),
-                path: ValueKind::Bytes,
-                headers: vec![
-                    ("a".into(), ValueKind::Bytes),
-                    ("b".into(), ValueKind::Bytes)
-                ],
-                body: Some(ValueKind::Bytes),
-                expect: None,
-            }
-        );
     }
 
     #[test]

@@ -1,4 +1,8 @@
-//! Durations as people write them: "30s", "500ms", "2m", "1h 30m" (humantime).
+//! Durations as people write them ("30s", "500ms", "2m", "1h 30m", read with humantime) and
+//! as the console and reports show them ("81.9µs"). A bottom-layer module of its own, so that
+//! formatting a number imports nothing but this.
+//!
+//! It imports nothing of the crate but `error`.
 
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! The growth loop shared by `loadrig sweep --growth-batch` and the studies: batches of a
 //! plan run one after another against one store until it holds the limit, each batch timed
-//! against the records already stored, and the complexity class fitted to the series.
+//! against the records already stored, and the complexity class fitted to the series. It
+//! lives with the executor, below both, so that no command reaches into a study.
 
 use anyhow::Result;
 
@@ -35,7 +36,7 @@ pub fn grow(
     let (mut stored, mut k, mut series) = (initial, 0, Vec::new());
     let (mut complete, mut notes) = (true, Vec::new());
     while stored < limit {
-        let plan = base.growth_batch(batch, k);
+        let plan = base.growth_batch(batch, k)?;
         let Some(result) = run_batch(&plan, stored)? else {
             complete = false;
             break;

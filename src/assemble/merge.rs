@@ -9,14 +9,17 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::models::LatencyModes;
-use super::validity::{self, FairnessInterval, FairnessSummary, LittlesLaw, Validity, Verdict};
-use super::{
-    ConnectPhasesRecord, ConnectRecord, EncodedHistogram, ErrorMessage, IntervalOp, IntervalRecord,
-    OpResult, RunResult, RunStatus, ShardsRecord, Statements,
-};
+use crate::analysis::modes;
+use crate::analysis::validity::{fairness, with_trends};
 use crate::engine::{LoadPlan, Mode, Shard};
 use crate::error::InputError;
+use crate::result::validity::{
+    self, FairnessInterval, FairnessSummary, LittlesLaw, Validity, Verdict,
+};
+use crate::result::{
+    ConnectPhasesRecord, ConnectRecord, EncodedHistogram, ErrorMessage, FigureRecord, IntervalOp,
+    IntervalRecord, OpResult, RunResult, RunStatus, ShardsRecord, Statements,
+};
 use crate::stats::{new_hist, Hist, LatencySummary, SeriesSummary};
 
 /// One shard's result and the file it came from (named in every message about it).
@@ -46,12 +49,7 @@ impl ShardFile {
 const MAX_MESSAGES: usize = 20;
 
 /// Merge `files` into one run; `allow_partial` accepts missing or interrupted shards.
-/// `find_modes` finds the latency modes of the merged total (`analysis::modes::find`).
-pub fn merge(
-    mut files: Vec<ShardFile>,
-    allow_partial: bool,
-    find_modes: impl FnOnce(&Hist) -> LatencyModes,
-) -> Result<RunResult, InputError> {
+pub fn merge(mut files: Vec<ShardFile>, allow_partial: bool) -> Result<RunResult, InputError> {
     let (missing, interrupted) = check(&mut files, allow_partial)?;
     let refs: Vec<&RunResult> = files.iter().map(|f| &f.result).collect();
     let first = refs[0];
@@ -69,7 +67,7 @@ pub fn merge(
     let totals: Vec<&OpResult> = refs.iter().map(|r| &r.total).collect();
     let total = merge_op(&totals, measured_s, &counts(None), open)?;
     let all = decode(&total.histogram, "total")?;
-    let latency_modes = find_modes(&all);
+    let latency_modes = modes::find(&all);
     let count = first.load.shard.map_or(1, |s| s.count);
     let mut notes = shard_notes(&files, count, &missing, &interrupted);
     notes.extend(latency_modes.note());
@@ -119,8 +117,8 @@ pub fn merge(
         ..first.clone()
     };
     let interval_s = merged.load.interval.as_secs_f64();
-    merged.validity =
-        merged_validity(&files, &intervals, &merged).map(|v| v.with_trends(&intervals, interval_s));
+    merged.validity = merged_validity(&files, &intervals, &merged)
+        .map(|v| with_trends(v, &intervals, interval_s));
     merged.intervals = intervals;
     merged.figures = merged
         .figures
@@ -604,7 +602,7 @@ fn summary_bound(lags: &[&LatencySummary]) -> LatencySummary {
 }
 
 /// A workload figure again from the merged operation counts.
-fn figure(f: &super::FigureRecord, ops: &[OpResult], measured_s: f64) -> super::FigureRecord {
+fn figure(f: &FigureRecord, ops: &[OpResult], measured_s: f64) -> FigureRecord {
     let completed = ops
         .iter()
         .filter(|o| f.ops.contains(&o.name))
@@ -615,7 +613,7 @@ fn figure(f: &super::FigureRecord, ops: &[OpResult], measured_s: f64) -> super::
         "hour" => 3600.0,
         _ => 1.0,
     };
-    super::FigureRecord {
+    FigureRecord {
         completed,
         value: if measured_s > 0.0 {
             completed as f64 / measured_s * per_s / f.divisor
@@ -718,7 +716,7 @@ fn merged_validity(
             .unwrap_or(0),
         histogram: EncodedHistogram::encode(&hiccup),
     };
-    let fairness = fairness(files, intervals, merged, first.thresholds.starved_median);
+    let fairness = merged_fairness(files, intervals, merged, first.thresholds.starved_median);
     let littles_law = littles_law(&all, merged, done);
     let reasons: Vec<String> = files
         .iter()
@@ -741,7 +739,7 @@ fn merged_validity(
 }
 
 /// Fairness over every client of every shard, from the shards' per-client interval counts.
-fn fairness(
+fn merged_fairness(
     files: &[ShardFile],
     intervals: &[IntervalRecord],
     merged: &RunResult,
@@ -775,7 +773,7 @@ fn fairness(
         })
         .collect();
     let judged: Vec<&[u64]> = judged.iter().map(|v| &v[..]).collect();
-    FairnessSummary::of(&totals, &judged, starved_median)
+    fairness::summary(&totals, &judged, starved_median)
 }
 
 /// Little's law over the whole run: L = λW with the merged throughput and mean latency.

@@ -1,0 +1,414 @@
+//! Each load setting's reader: what its value must be (its checks and their messages, by
+//! the flag's name or at its place in the file), its default, and what it becomes in the
+//! `LoadPlan`. `resolve_load` calls them in one order, so that of several problems the
+//! same one is always reported.
+
+use std::time::Duration;
+
+use super::settings::Settings;
+use super::table::{LoadSetting as S, Value};
+use crate::engine::{slice, Arrivals, Connection, LoadPlan, Mode, THREAD_PER_CONNECTION_MAX};
+use crate::error::InputError;
+use crate::plan::given::Given;
+use crate::workload;
+
+/// Open loop: a start later than this against the schedule counts as late.
+pub const DEFAULT_LATE_AFTER: Duration = Duration::from_millis(1);
+/// The reporting interval when neither flag nor file sets one.
+const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+/// How long a run lasts when nothing says when to stop.
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// The most clients, in-flight operations or threads one run may have.
+const MAX_COUNT: u64 = 10_000;
+
+/// Why a run stops at [`MAX_COUNT`], and where more load comes from.
+const BEYOND_ONE_RUN: &str = "one run keeps at most 10,000 clients (or client streams, in-flight operations, threads), each with its own connection, counters and fairness figures; for more load, run shards in several processes or machines (--shard I/N, docs/distributed.md) and merge them";
+
+/// Whether the run is an open loop, after refusing flags that belong to the other kind.
+pub fn is_open(s: &Settings) -> Result<bool, InputError> {
+    let (rate, clients) = (s.get(S::Rate), s.get(S::Clients));
+    if let (Some(r), Some(c)) = (rate, clients) {
+        if r.is_flag() && c.is_flag() {
+            return Err(InputError::new("--rate and --clients cannot be used together")
+                .help("--clients N runs a closed loop (N clients back to back); --rate R runs an open loop, whose concurrency is set with --max-in-flight"));
+        }
+        if !r.is_flag() && !c.is_flag() {
+            return Err(r.error("[load] sets both rate and clients").help(
+                "keep clients for a closed loop, or rate (with max_in_flight) for an open loop",
+            ));
+        }
+    }
+    // A flag chooses the loop; else the file's rate makes it open.
+    let open = rate.is_some_and(|r| r.is_flag() || clients.is_none());
+    let misplaced = if open {
+        vec![(
+            S::ThinkTime,
+            "--think-time applies to closed loops only",
+            "an open loop starts operations on its schedule; drop --think-time or use --clients",
+        )]
+    } else {
+        vec![
+            (
+                S::MaxInFlight,
+                "--max-in-flight applies to open loops only",
+                "add --rate R, or use --clients N for a closed loop",
+            ),
+            (
+                S::Arrivals,
+                "--arrivals applies to open loops only",
+                "add --rate R",
+            ),
+            (
+                S::LateAfter,
+                "--late-after applies to open loops only",
+                "add --rate R",
+            ),
+        ]
+    };
+    match misplaced
+        .into_iter()
+        .find(|(s_, _, _)| s.flag(*s_).is_some())
+    {
+        Some((_, message, help)) => Err(InputError::new(message).help(help)),
+        None => Ok(open),
+    }
+}
+
+/// `interval`: at least 1 ms; 1 s when not given.
+pub fn interval(s: &Settings) -> Result<Duration, InputError> {
+    let Some(g) = s.get(S::Interval) else {
+        return Ok(DEFAULT_INTERVAL);
+    };
+    let d = g.duration()?;
+    if d < Duration::from_millis(1) {
+        return Err(g
+            .error("the interval must be at least 1ms")
+            .help("for example --interval 1s"));
+    }
+    Ok(d)
+}
+
+/// `--warmup auto`: the warm-up is found after the run (MSER-5) instead of given. Only the
+/// flag takes `auto`.
+pub fn warmup_is_auto(s: &Settings) -> bool {
+    s.flag(S::Warmup)
+        .is_some_and(|g| g.text().trim().eq_ignore_ascii_case("auto"))
+}
+
+/// `warmup`: none when not given, nor with `--warmup auto` (the runner cuts it afterwards).
+pub fn warmup(s: &Settings) -> Result<Duration, InputError> {
+    match s.get(S::Warmup) {
+        Some(_) if warmup_is_auto(s) => Ok(Duration::ZERO),
+        Some(g) => g.duration(),
+        None => Ok(Duration::ZERO),
+    }
+}
+
+/// When a run stops: after a time, after a count of operations (whichever comes first), or
+/// after exactly `samples` intervals.
+pub struct Stop {
+    pub duration: Option<Duration>,
+    pub ops: Option<u64>,
+    pub samples: Option<u64>,
+}
+
+/// `duration`, `ops`, `samples` (the flags' replace the file's as a whole when settings are
+/// merged). `samples` K sets the duration to K intervals; nothing at all runs for 10 s.
+pub fn stop_conditions(s: &Settings, interval: Duration) -> Result<Stop, InputError> {
+    let duration = match s.get(S::Duration) {
+        Some(g) => {
+            let d = g.duration()?;
+            Some(g.clone().map(|_| d))
+        }
+        None => None,
+    };
+    let count = |setting| match s.get(setting) {
+        Some(g) => g.count().map(|n| Some(g.clone().map(|_| n))),
+        None => Ok(None),
+    };
+    let (ops, samples) = (count(S::Ops)?, count(S::Samples)?);
+    if let (Some(k), Some(_)) = (&samples, &duration) {
+        return Err(k.error("--samples and --duration cannot be used together")
+            .help("--samples K --interval T runs exactly K intervals of length T; --duration sets the length directly"));
+    }
+    if let (Some(k), Some(_)) = (&samples, &ops) {
+        return Err(k
+            .error("--samples and --ops cannot be used together")
+            .help("choose one stop condition"));
+    }
+    for g in [&samples, &ops].into_iter().flatten() {
+        if g.value == 0 {
+            return Err(g.error("--samples and --ops must be at least 1"));
+        }
+    }
+    if let Some(d) = duration.as_ref().filter(|d| d.value.is_zero()) {
+        return Err(d
+            .error("--duration must be above zero")
+            .help("for example --duration 30s"));
+    }
+    let (ops, samples) = (ops.map(|g| g.value), samples.map(|g| g.value));
+    let duration = match (samples, duration, ops) {
+        (Some(k), _, _) => Some(interval * k.min(u32::MAX as u64) as u32),
+        (None, None, None) => Some(DEFAULT_DURATION),
+        (None, d, _) => d.map(|g| g.value),
+    };
+    Ok(Stop {
+        duration,
+        ops,
+        samples,
+    })
+}
+
+/// A closed loop: `clients` (1) with `think_time` (none) after each operation.
+pub fn closed_mode(s: &Settings) -> Result<Mode, InputError> {
+    let think = match s.get(S::ThinkTime) {
+        Some(g) => g.duration()?,
+        None => Duration::ZERO,
+    };
+    let clients = match s.get(S::Clients) {
+        Some(g) => checked_count(g)?,
+        None => 1,
+    };
+    Ok(Mode::Closed {
+        clients: clients as usize,
+        think,
+    })
+}
+
+/// An open loop: `rate`, `arrivals`, and as its concurrency `max_in_flight`, or else the
+/// file's `clients` (a closed-loop workload run with `--rate` keeps its concurrency).
+pub fn open_mode(s: &Settings) -> Result<Mode, InputError> {
+    let rate = s
+        .get(S::Rate)
+        .ok_or_else(|| InputError::new("an open loop needs a rate"))?;
+    let arrivals = match s.get(S::Arrivals) {
+        None => Arrivals::Constant,
+        Some(g) => match g.text().as_str() {
+            "constant" => Arrivals::Constant,
+            "poisson" => Arrivals::Poisson,
+            other => {
+                return Err(g.error(format!(
+                    "{} {other}: expected constant or poisson",
+                    g.name()
+                )))
+            }
+        },
+    };
+    let workers = match s.get(S::MaxInFlight).or(s.get(S::Clients)) {
+        Some(g) => checked_count(g)?,
+        None => 1,
+    };
+    let late_after = match s.get(S::LateAfter) {
+        Some(g) => g.duration()?,
+        None => DEFAULT_LATE_AFTER,
+    };
+    let per_s = rate.number()?;
+    let rate = rate.clone().map(|_| per_s);
+    if !(rate.value > 0.0 && rate.value.is_finite()) {
+        return Err(rate.error(format!(
+            "{} {}: expected operations per second above zero",
+            rate.name(),
+            rate.value
+        )));
+    }
+    if rate.value / (workers as f64) < 1e-3 {
+        return Err(InputError::new(format!(
+            "--rate {} spread over {workers} in flight is under one operation per 1000 s each",
+            rate.value
+        ))
+        .help("lower --max-in-flight"));
+    }
+    Ok(Mode::Open {
+        rate: rate.value,
+        arrivals,
+        workers: workers as usize,
+        late_after,
+    })
+}
+
+/// `--op-timeout`, else the workload's `op_timeout` (checked when it was compiled).
+pub fn op_timeout(s: &Settings, file: Option<Duration>) -> Result<Option<Duration>, InputError> {
+    match s.get(S::OpTimeout) {
+        Some(g) => Ok(Some(workload::positive(g.duration()?, &g.name())?)),
+        None => Ok(file),
+    }
+}
+
+/// How many connections a second the clients open before the run, as given; `None`: the
+/// engine's default for the number of clients ([`LoadPlan::connect_pace`]).
+pub fn connect_rate(s: &Settings) -> Result<Option<f64>, InputError> {
+    let Some(g) = s.get(S::ConnectRate) else {
+        return Ok(None);
+    };
+    let rate = match &g.value {
+        Value::Text(text) => {
+            let text = text.trim();
+            let number = text.strip_suffix("/s").unwrap_or(text).trim();
+            number.parse::<f64>().map_err(|_| {
+                g.error(format!(
+                    "{} {text}: expected connections per second, like 2000/s",
+                    g.name()
+                ))
+            })?
+        }
+        _ => g.number()?,
+    };
+    if !(rate.is_finite() && rate > 0.0) {
+        return Err(g
+            .error(format!(
+                "{} {rate}: expected connections per second above 0",
+                g.name()
+            ))
+            .help("for example --connect-rate 2000/s, or connect_rate = 2000 in [load]"));
+    }
+    Ok(Some(rate))
+}
+
+/// `connection`: `persistent` (the default) or `per-op`.
+pub fn connection(s: &Settings) -> Result<Connection, InputError> {
+    let Some(g) = s.get(S::Connection) else {
+        return Ok(Connection::Persistent);
+    };
+    match g.text().as_str() {
+        "persistent" => Ok(Connection::Persistent),
+        "per-op" => Ok(Connection::PerOp),
+        other => Err(g
+            .error(format!(
+                "{} {other}: expected persistent or per-op",
+                g.name()
+            ))
+            .help("per-op opens (and authenticates) a new connection inside every operation")),
+    }
+}
+
+/// `client_slice`: the slice the client threads will run with, when this kernel takes the
+/// request ([`slice::takes`]); `None` for `kernel` or a kernel without custom slices.
+pub fn client_slice(s: &Settings) -> Result<Option<Duration>, InputError> {
+    let Some(g) = s.get(S::ClientSlice) else {
+        return Ok(slice::takes(slice::DEFAULT).then_some(slice::DEFAULT));
+    };
+    let text = g.text();
+    let text = text.trim();
+    if text == "kernel" {
+        return Ok(None);
+    }
+    let asked = g.duration()?;
+    if !(slice::SHORTEST..=slice::LONGEST).contains(&asked) {
+        return Err(g
+            .error(format!(
+                "{} {text}: the kernel takes slices from 100us to 100ms",
+                g.name()
+            ))
+            .help("for example 100us, or kernel for the kernel's default"));
+    }
+    Ok(slice::takes(asked).then_some(asked))
+}
+
+/// `pipeline` P: 1 to [`MAX_COUNT`], with persistent connections, and no more client
+/// streams in all than [`MAX_COUNT`]; 1 when not given.
+pub fn pipeline(s: &Settings, plan: &LoadPlan) -> Result<usize, InputError> {
+    let Some(g) = s.get(S::Pipeline) else {
+        return Ok(1);
+    };
+    let p = checked_count(g)?;
+    if p > 1 && plan.connection == Connection::PerOp {
+        return Err(g
+            .error(format!(
+                "{} {p} cannot be used with --connection per-op: an operation that opens its own connection has nothing to share it with",
+                g.name()
+            ))
+            .help("drop one of them"));
+    }
+    let streams = p.saturating_mul(plan.connections() as u64);
+    if streams > MAX_COUNT {
+        return Err(g
+            .error(format!(
+                "{} {p} with {} connections makes {streams} client streams; at most {MAX_COUNT}",
+                g.name(),
+                plan.connections()
+            ))
+            .help(format!(
+                "fewer --clients (or --max-in-flight), or a smaller --pipeline; {BEYOND_ONE_RUN}"
+            )));
+    }
+    Ok(p as usize)
+}
+
+/// `pipeline_refill`: how many of a connection's `p` streams are free before it writes
+/// again, 1 to `p` (`each` is 1, `all` is `p`); 1 when not given.
+pub fn pipeline_refill(s: &Settings, p: usize) -> Result<usize, InputError> {
+    let Some(g) = s.get(S::PipelineRefill) else {
+        return Ok(1);
+    };
+    let given = g.text();
+    let n = match given.trim() {
+        "each" => Some(1),
+        "all" => Some(p as u64),
+        text => text.parse().ok(),
+    };
+    match n {
+        Some(n) if (1..=p as u64).contains(&n) => Ok(n as usize),
+        _ => Err(g
+            .error(format!(
+                "{} {given}: expected each, all, or a number of streams from 1 to the pipeline's {p}",
+                g.name()
+            ))
+            .help("for example --pipeline 16 --pipeline-refill all, or pipeline_refill = \"all\" in [load]")),
+    }
+}
+
+/// `threads`: a count, or `per-client` (a thread for each of the `connections`, up to
+/// [`THREAD_PER_CONNECTION_MAX`]); one per core when not given.
+pub fn threads(s: &Settings, connections: usize) -> Result<usize, InputError> {
+    let Some(g) = s.get(S::Threads) else {
+        return Ok(std::thread::available_parallelism().map_or(1, |n| n.get()));
+    };
+    if let Value::Count(_) = g.value {
+        return Ok(checked_count(g)? as usize);
+    }
+    let text = g.text();
+    let text = text.trim();
+    if text == "per-client" {
+        return Ok(connections.clamp(1, THREAD_PER_CONNECTION_MAX));
+    }
+    match text.parse::<u64>() {
+        Ok(n) => Ok(checked_count(&g.clone().map(|_| Value::Count(n)))? as usize),
+        Err(_) => Err(g
+            .error(format!(
+                "{} {text}: expected a number of threads or per-client",
+                g.name()
+            ))
+            .help("per-client gives each connection a thread of its own (up to 256)")),
+    }
+}
+
+/// `seed`, if given.
+pub fn seed(s: &Settings) -> Result<Option<u64>, InputError> {
+    s.get(S::Seed).map(Given::count).transpose()
+}
+
+/// A count of clients, in-flight operations or threads: 1 to 10,000, refused by the
+/// setting's name (at its place in the file).
+fn checked_count(g: &Given<Value>) -> Result<u64, InputError> {
+    let n = g.count()?;
+    check_count(n, &g.name()).map_err(|e| InputError {
+        help: e.help,
+        ..g.error(e.message)
+    })?;
+    Ok(n)
+}
+
+/// A count of clients, in-flight operations or threads: 1 to 10,000.
+fn check_count(n: u64, flag: &str) -> Result<(), InputError> {
+    if n == 0 {
+        return Err(InputError::new(format!(
+            "{flag} {n}: expected 1 to {MAX_COUNT}"
+        )));
+    }
+    if n > MAX_COUNT {
+        return Err(
+            InputError::new(format!("{flag} {n}: expected 1 to {MAX_COUNT}")).help(BEYOND_ONE_RUN),
+        );
+    }
+    Ok(())
+}
