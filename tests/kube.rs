@@ -89,6 +89,31 @@ fn manifests_are_an_indexed_job_with_the_target_from_a_secret() {
         ("db-url", "url")
     );
     assert!(target.value.is_none());
+    // The shards run as nobody; the init container gives them the results directory.
+    let pod = spec.template.spec.as_ref().expect("pod spec");
+    let security = pod.security_context.as_ref().expect("pod security");
+    assert_eq!(
+        (
+            security.run_as_user,
+            security.run_as_group,
+            security.fs_group
+        ),
+        (Some(65534), Some(65534), Some(65534))
+    );
+    let shard = c.security_context.as_ref().expect("container security");
+    assert_eq!(shard.run_as_non_root, Some(true));
+    assert_eq!(shard.allow_privilege_escalation, Some(false));
+    let init = &pod.init_containers.as_ref().expect("init containers")[0];
+    assert_eq!(init.image.as_deref(), Some("reg/loadrig:1"));
+    assert_eq!(
+        init.args.as_deref().expect("args"),
+        ["kube-results", "/results", "--owner", "65534:65534"]
+    );
+    let caps = init.security_context.as_ref().expect("init security");
+    assert_eq!(caps.run_as_user, Some(0));
+    let caps = caps.capabilities.as_ref().expect("capabilities");
+    assert_eq!(caps.add.as_deref(), Some(&["CHOWN".to_string()][..]));
+    assert_eq!(caps.drop.as_deref(), Some(&["ALL".to_string()][..]));
     // A password on the command line is refused, and nothing is printed.
     let (stdout, err) = d.code(
         2,
@@ -213,4 +238,40 @@ fn property_files_reach_the_pods_as_set_flags() {
         ["recordcount=10", "readallfields=false", "recordcount=20"]
     );
     assert!(!args.iter().any(|a| a == "-P" || a == "--properties"));
+}
+
+#[test]
+fn the_results_directory_becomes_the_shards_and_run_as_root_needs_no_init() {
+    let d = Dir::new();
+    let out = d.ok(&[
+        "kube", "noop", "--shards", "2", "-c", "2", "--run-as", "0:0",
+    ]);
+    let job: Job = of_kind(&items(&out), "Job");
+    let pod = job.spec.expect("spec").template.spec.expect("pod");
+    assert!(pod.init_containers.is_none());
+    assert_eq!(pod.security_context.expect("security").run_as_user, Some(0));
+    let (stdout, err) = d.code(
+        2,
+        &[
+            "kube", "noop", "--shards", "2", "-c", "2", "--run-as", "nobody",
+        ],
+    );
+    assert!(stdout.is_empty() && err.contains("UID:GID"), "{err}");
+    // The init container's command, on a directory owned by this test's user (mode 0755).
+    let results = d.join("results");
+    std::fs::create_dir(&results).expect("mkdir");
+    let dir = results.to_str().expect("utf-8");
+    // SAFETY: geteuid only reads the process's user id.
+    if unsafe { libc::geteuid() } == 0 {
+        d.ok(&["kube-results", dir, "--owner", "65534:65534"]);
+        let meta = std::fs::metadata(&results).expect("meta");
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!((meta.uid(), meta.gid()), (65534, 65534));
+        // Theirs now: nothing more to do, and nothing said.
+        let (_, err) = d.code(0, &["kube-results", dir, "--owner", "65534:65534"]);
+        assert!(err.is_empty(), "{err}");
+    } else {
+        let (_, err) = d.code(2, &["kube-results", dir, "--owner", "65534:65534"]);
+        assert!(err.contains("--run-as"), "{err}");
+    }
 }

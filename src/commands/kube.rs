@@ -12,16 +12,16 @@ use std::time::SystemTime;
 use anyhow::Result;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
+    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
     ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec,
-    PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, SecretKeySelector, Volume,
-    VolumeMount, VolumeResourceRequirements,
+    PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec,
+    SecretKeySelector, SecurityContext, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{json, Value};
 
-use crate::cli::{KubeArgs, RunArgs};
+use crate::cli::{KubeArgs, KubeResultsArgs, RunArgs};
 use crate::error::InputError;
 use crate::plan;
 use crate::workload::{builtin, Setting};
@@ -51,7 +51,7 @@ pub fn kube(args: &KubeArgs) -> Result<ExitCode> {
 
 /// The objects, checked as `loadrig run` would check the flags, before anything is printed.
 pub fn manifests(args: &KubeArgs, now: SystemTime) -> Result<Vec<Value>, InputError> {
-    check(args)?;
+    let user = check(args)?;
     let (_, text) = builtin::resolve(&args.run.workload)?;
     let mut first = args.run.clone();
     first.shard = Some(format!("0/{}", args.shards));
@@ -79,12 +79,14 @@ pub fn manifests(args: &KubeArgs, now: SystemTime) -> Result<Vec<Value>, InputEr
         &name,
         &claim,
         &run_args(&args.run, &sets, args.shards, &at),
+        user,
     );
     objects.push(to_value(&job));
     Ok(objects)
 }
 
-fn check(args: &KubeArgs) -> Result<(), InputError> {
+/// The flags checked; the user and group the shards run as.
+fn check(args: &KubeArgs) -> Result<User, InputError> {
     let r = &args.run;
     if args.shards == 0 || args.shards > 10_000 {
         return Err(InputError::new(format!(
@@ -119,7 +121,32 @@ fn check(args: &KubeArgs) -> Result<(), InputError> {
             )));
         }
     }
-    Ok(())
+    User::parse(&args.run_as)
+}
+
+/// A numeric user and group (the image has no /etc/passwd to look names up in).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct User {
+    uid: u32,
+    gid: u32,
+}
+
+impl User {
+    fn parse(text: &str) -> Result<User, InputError> {
+        let bad = || {
+            InputError::new(format!("--run-as '{text}': expected UID:GID"))
+                .help("numbers, e.g. 65534:65534 (nobody) or 0:0 (root)")
+        };
+        let (uid, gid) = text.split_once(':').ok_or_else(bad)?;
+        Ok(User {
+            uid: uid.parse().map_err(|_| bad())?,
+            gid: gid.parse().map_err(|_| bad())?,
+        })
+    }
+
+    fn is_root(self) -> bool {
+        self.uid == 0
+    }
 }
 
 /// A name Kubernetes accepts (DNS-1123 label), from the workload's name.
@@ -175,7 +202,7 @@ fn results_claim(name: &str, namespace: &str) -> PersistentVolumeClaim {
 
 /// The Indexed Job: pod I runs shard I of N; no pod is retried (a replacement would start
 /// late and write over the result; `loadrig merge` names a missing shard instead).
-fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String]) -> Job {
+fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String], user: User) -> Job {
     let n = args.shards as i32;
     let container = Container {
         name: "loadrig".to_string(),
@@ -191,8 +218,30 @@ fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String]) -> Job {
             mount("workload", WORKLOAD_DIR),
             mount("results", RESULTS_DIR),
         ]),
+        security_context: Some(unprivileged(&[], Some(!user.is_root()))),
         ..Default::default()
     };
+    // The results directory made the shards' whatever the volume's owner; as root, the
+    // shards can write it already.
+    let init = (!user.is_root()).then(|| {
+        vec![Container {
+            name: "results-owner".to_string(),
+            image: Some(args.image.clone()),
+            args: Some(vec![
+                "kube-results".to_string(),
+                RESULTS_DIR.to_string(),
+                "--owner".to_string(),
+                format!("{}:{}", user.uid, user.gid),
+            ]),
+            volume_mounts: Some(vec![mount("results", RESULTS_DIR)]),
+            security_context: Some(SecurityContext {
+                run_as_user: Some(0),
+                run_as_group: Some(0),
+                ..unprivileged(&["CHOWN"], Some(false))
+            }),
+            ..Default::default()
+        }]
+    });
     let scrape = BTreeMap::from([
         ("prometheus.io/scrape".to_string(), "true".to_string()),
         ("prometheus.io/port".to_string(), METRICS_PORT.to_string()),
@@ -212,14 +261,42 @@ fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String]) -> Job {
             template: PodTemplateSpec {
                 metadata: Some(pod_meta),
                 spec: Some(PodSpec {
+                    init_containers: init,
                     containers: vec![container],
                     restart_policy: Some("Never".to_string()),
+                    security_context: Some(pod_security(user)),
                     volumes: Some(volumes(name, claim)),
                     ..Default::default()
                 }),
             },
             ..Default::default()
         }),
+        ..Default::default()
+    }
+}
+
+/// The pod's user, and `fsGroup` for the volumes whose ownership Kubernetes manages (most
+/// block storage): the shards' group then owns the results directory from the start.
+fn pod_security(user: User) -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_user: Some(user.uid.into()),
+        run_as_group: Some(user.gid.into()),
+        fs_group: Some(user.gid.into()),
+        // Only the top directory's owner checked on each mount, not every file on a big volume.
+        fs_group_change_policy: Some("OnRootMismatch".to_string()),
+        ..Default::default()
+    }
+}
+
+/// No privilege escalation and no capabilities but `add`.
+fn unprivileged(add: &[&str], non_root: Option<bool>) -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".to_string()]),
+            add: (!add.is_empty()).then(|| add.iter().map(|c| c.to_string()).collect()),
+        }),
+        run_as_non_root: non_root,
         ..Default::default()
     }
 }
@@ -359,4 +436,41 @@ fn next_steps(args: &KubeArgs, job: &str) -> String {
         ns = args.namespace,
         secret = args.target_secret
     )
+}
+
+/// `loadrig kube-results DIR --owner UID:GID`, the pods' init container (as root, with only
+/// CAP_CHOWN): gives DIR to the shards' user unless that user can write it already (their
+/// directory, an fsGroup-managed volume, a world-writable export).
+pub fn results_dir(args: &KubeResultsArgs) -> Result<ExitCode> {
+    use std::os::unix::fs::MetadataExt;
+    let user = User::parse(&args.owner)?;
+    let dir = &args.dir;
+    let meta = std::fs::metadata(dir)
+        .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", dir.display()))?;
+    let writable = (meta.uid() == user.uid && meta.mode() & 0o300 == 0o300)
+        || (meta.gid() == user.gid && meta.mode() & 0o030 == 0o030)
+        || meta.mode() & 0o003 == 0o003;
+    if writable {
+        return Ok(ExitCode::SUCCESS);
+    }
+    std::os::unix::fs::chown(dir, Some(user.uid), Some(user.gid)).map_err(|e| {
+        InputError::new(format!(
+            "cannot give '{}' (owner {}:{}) to the shards' user {}:{}: {e}",
+            dir.display(),
+            meta.uid(),
+            meta.gid(),
+            user.uid,
+            user.gid
+        ))
+        .help("give the volume's directory to that user, or run the shards as its owner (loadrig kube --run-as UID:GID)")
+    })?;
+    eprintln!(
+        "gave '{}' (owner {}:{}) to {}:{}",
+        dir.display(),
+        meta.uid(),
+        meta.gid(),
+        user.uid,
+        user.gid
+    );
+    Ok(ExitCode::SUCCESS)
 }
