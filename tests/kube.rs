@@ -60,6 +60,12 @@ fn manifests_are_an_indexed_job_with_the_target_from_a_secret() {
     let spec = job.spec.as_ref().expect("spec");
     assert_eq!(spec.completion_mode.as_deref(), Some("Indexed"));
     assert_eq!((spec.parallelism, spec.completions), (Some(4), Some(4)));
+    // A failed shard costs its own index only: the others run on (no Job-wide limit).
+    assert_eq!(
+        (spec.backoff_limit_per_index, spec.max_failed_indexes),
+        (Some(0), Some(4))
+    );
+    assert_eq!(spec.backoff_limit, None);
     let c = container(&job);
     assert_eq!(c.image.as_deref(), Some("reg/loadrig:1"));
     let args = c.args.clone().expect("args");

@@ -201,7 +201,8 @@ fn results_claim(name: &str, namespace: &str) -> PersistentVolumeClaim {
 }
 
 /// The Indexed Job: pod I runs shard I of N; no pod is retried (a replacement would start
-/// late and write over the result; `loadrig merge` names a missing shard instead).
+/// late and write over the result; `loadrig merge` names a missing shard instead), and a
+/// failed pod costs its own index only: the other shards run to their end.
 fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String], user: User) -> Job {
     let n = args.shards as i32;
     let container = Container {
@@ -257,7 +258,10 @@ fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String], user: User) -> 
             completion_mode: Some("Indexed".to_string()),
             completions: Some(n),
             parallelism: Some(n),
-            backoff_limit: Some(0),
+            // Per index (Kubernetes 1.29+): with the Job-wide `backoffLimit: 0` the first
+            // failure ended every other shard (`BackoffLimitExceeded` deletes their pods).
+            backoff_limit_per_index: Some(0),
+            max_failed_indexes: Some(n),
             template: PodTemplateSpec {
                 metadata: Some(pod_meta),
                 spec: Some(PodSpec {
