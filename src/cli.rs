@@ -394,6 +394,11 @@ pub struct KubeArgs {
     /// export owned by root refuses them otherwise; fsGroup does not reach those).
     #[arg(long, default_value = "65534:65534", value_name = "UID:GID")]
     pub run_as: String,
+
+    /// For a cluster on one machine whose target listens on its loopback: the pods use the
+    /// node's network, and serve no metrics (N pods would share one port).
+    #[arg(long)]
+    pub host_network: bool,
 }
 
 #[derive(Debug, Args)]

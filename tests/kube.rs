@@ -281,3 +281,44 @@ fn the_results_directory_becomes_the_shards_and_run_as_root_needs_no_init() {
         assert!(err.contains("--run-as"), "{err}");
     }
 }
+
+#[test]
+fn host_network_for_one_machine_binds_no_port() {
+    let d = Dir::new();
+    let out = d.ok(&["kube", "noop", "--shards", "2", "-c", "2", "--host-network"]);
+    let job: Job = of_kind(&items(&out), "Job");
+    let template = job.spec.expect("spec").template;
+    assert!(template.metadata.expect("meta").annotations.is_none());
+    let pod = template.spec.expect("pod");
+    assert_eq!(pod.host_network, Some(true));
+    let c = &pod.containers[0];
+    assert!(c.ports.is_none());
+    let args = c.args.clone().expect("args");
+    assert!(!args.iter().any(|a| a == "--metrics-addr"), "{args:?}");
+}
+
+#[test]
+fn names_kubernetes_would_refuse_are_refused_first() {
+    let d = Dir::new();
+    for (flag, value) in [
+        ("--image", "Loadrig:1"),
+        ("--image", "reg/load rig:1"),
+        ("--namespace", "Bench"),
+        ("--target-secret", "db_url"),
+        ("--results-claim", "-claim"),
+    ] {
+        let (stdout, err) = d.code(2, &["kube", "noop", "--shards", "1", flag, value]);
+        assert!(
+            stdout.is_empty() && err.contains(flag),
+            "{flag} {value}: {err}"
+        );
+    }
+    d.ok(&[
+        "kube",
+        "noop",
+        "--shards",
+        "1",
+        "--image",
+        "localhost:5000/loadrig:V1",
+    ]);
+}

@@ -78,7 +78,7 @@ pub fn manifests(args: &KubeArgs, now: SystemTime) -> Result<Vec<Value>, InputEr
         args,
         &name,
         &claim,
-        &run_args(&args.run, &sets, args.shards, &at),
+        &run_args(&args.run, &sets, args.shards, &at, !args.host_network),
         user,
     );
     objects.push(to_value(&job));
@@ -94,6 +94,7 @@ fn check(args: &KubeArgs) -> Result<User, InputError> {
             args.shards
         )));
     }
+    check_names(args)?;
     let set = [
         (r.shard.is_some(), "--shard (each pod gets its own)"),
         (
@@ -122,6 +123,56 @@ fn check(args: &KubeArgs) -> Result<User, InputError> {
         }
     }
     User::parse(&args.run_as)
+}
+
+/// What Kubernetes would refuse only at `kubectl apply` (names), or the kubelet only once
+/// the pods exist (`InvalidImageName`), refused before anything is printed.
+fn check_names(args: &KubeArgs) -> Result<(), InputError> {
+    let names = [
+        ("--namespace", Some(&args.namespace), 63, false),
+        ("--target-secret", Some(&args.target_secret), 253, true),
+        ("--results-claim", args.results_claim.as_ref(), 253, true),
+    ];
+    for (flag, name, max, dots) in names {
+        let Some(name) = name else { continue };
+        let ok = name.len() <= max
+            && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && name.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && name.chars().all(|c| {
+                c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (dots && c == '.')
+            });
+        if !ok {
+            return Err(InputError::new(format!(
+                "{flag} '{name}': not a Kubernetes name"
+            ))
+            .help(format!(
+                "lowercase letters, digits and '-'{}, at most {max}, starting and ending with a letter or digit",
+                if dots { " or '.'" } else { "" }
+            )));
+        }
+    }
+    // The repository's path (after the registry, before the tag or digest) is lowercase.
+    let image = &args.image;
+    let name = image.split('@').next().unwrap_or_default();
+    let path = name.split_once('/').map_or(name, |(host, path)| {
+        if host.contains(['.', ':']) || host == "localhost" {
+            path
+        } else {
+            name
+        }
+    });
+    let path = path.rsplit_once(':').map_or(path, |(p, _)| p);
+    if path.is_empty()
+        || image.chars().any(char::is_whitespace)
+        || path.chars().any(|c| c.is_ascii_uppercase())
+    {
+        return Err(
+            InputError::new(format!("--image '{image}': not an image reference")).help(
+                "REGISTRY/NAME:TAG, the name in lowercase, e.g. registry.example.com/loadrig:1",
+            ),
+        );
+    }
+    Ok(())
 }
 
 /// A numeric user and group (the image has no /etc/passwd to look names up in).
@@ -210,11 +261,13 @@ fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String], user: User) -> 
         image: Some(args.image.clone()),
         args: Some(run.to_vec()),
         env: Some(env(args)),
-        ports: Some(vec![ContainerPort {
-            name: Some("metrics".to_string()),
-            container_port: METRICS_PORT,
-            ..Default::default()
-        }]),
+        ports: (!args.host_network).then(|| {
+            vec![ContainerPort {
+                name: Some("metrics".to_string()),
+                container_port: METRICS_PORT,
+                ..Default::default()
+            }]
+        }),
         volume_mounts: Some(vec![
             mount("workload", WORKLOAD_DIR),
             mount("results", RESULTS_DIR),
@@ -251,7 +304,7 @@ fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String], user: User) -> 
     let mut pod_meta = meta(name, "shard", &args.namespace);
     pod_meta.name = None;
     pod_meta.namespace = None;
-    pod_meta.annotations = Some(scrape);
+    pod_meta.annotations = (!args.host_network).then_some(scrape);
     Job {
         metadata: meta(name, "run", &args.namespace),
         spec: Some(JobSpec {
@@ -268,6 +321,9 @@ fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String], user: User) -> 
                     init_containers: init,
                     containers: vec![container],
                     restart_policy: Some("Never".to_string()),
+                    host_network: args.host_network.then_some(true),
+                    // The shards never talk to the Kubernetes API.
+                    automount_service_account_token: Some(false),
                     security_context: Some(pod_security(user)),
                     volumes: Some(volumes(name, claim)),
                     ..Default::default()
@@ -368,10 +424,11 @@ fn mount(name: &str, path: &str) -> VolumeMount {
 }
 
 /// The container's arguments: `loadrig run` with the user's flags, this pod's shard, the
-/// agreed start, the target from the environment (loadrig expands `${VAR}` in URLs).
+/// agreed start, the target from the environment (loadrig expands `${VAR}` in URLs), the
+/// metrics endpoint unless the pods share the node's network.
 /// `sets` are the `--properties` files' lines and the `--set` flags, all as `--set`: the
 /// pods cannot read the files.
-fn run_args(r: &RunArgs, sets: &[Setting], shards: usize, at: &str) -> Vec<String> {
+fn run_args(r: &RunArgs, sets: &[Setting], shards: usize, at: &str, metrics: bool) -> Vec<String> {
     let mut a: Vec<String> = vec!["run".into(), format!("{WORKLOAD_DIR}/workload.toml")];
     let mut flag = |name: &str, value: Option<String>| {
         if let Some(v) = value {
@@ -416,7 +473,10 @@ fn run_args(r: &RunArgs, sets: &[Setting], shards: usize, at: &str) -> Vec<Strin
     flag("--load-timeout", Some(r.load_timeout.clone()));
     flag("--shard", Some(format!("$(JOB_COMPLETION_INDEX)/{shards}")));
     flag("--start-at", Some(at.to_string()));
-    flag("--metrics-addr", Some(format!("0.0.0.0:{METRICS_PORT}")));
+    flag(
+        "--metrics-addr",
+        metrics.then(|| format!("0.0.0.0:{METRICS_PORT}")),
+    );
     flag(
         "--out",
         Some(format!("{RESULTS_DIR}/shard-$(JOB_COMPLETION_INDEX).json")),
