@@ -2,7 +2,8 @@
 # The whole test suite, as README.md states it and .ci/run calls it.
 # Checks formatting and lints, starts throwaway servers on free loopback ports
 # (scripts/services.sh: PostgreSQL, MariaDB, Redis, OpenLDAP, nginx), runs every
-# test with LOADRIG_REQUIRE_ALL=1 (so no server test may skip), and stops the servers.
+# test with LOADRIG_REQUIRE_ALL=1 (so no server test may skip), then `loadrig kube` on a
+# one-node Kubernetes (scripts/k8s.sh e2e), and stops the servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,3 +36,13 @@ scripts/services.sh up
 eval "$(scripts/services.sh env)"
 
 cargo test --locked --all-targets --no-fail-fast
+
+# `loadrig kube` end to end on a one-node Kubernetes built here (docs/distributed.md): the
+# first run on a machine builds the components from Go modules into the user's cache
+# (minutes), later runs start the cluster in seconds; it is stopped and removed after.
+if [ "$(id -u)" = 0 ]; then
+    scripts/k8s.sh e2e
+else
+    echo "scripts/k8s.sh e2e needs root (containers, mounts): skipped" >&2
+    [ "${LOADRIG_REQUIRE_ALL:-}" != 1 ] || exit 1
+fi
