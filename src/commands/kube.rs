@@ -2,8 +2,10 @@
 //! workload as N shards started at one instant (docs/distributed.md), printed as one JSON
 //! `List` for `kubectl apply -f -`: a ConfigMap holding the workload, a volume claim for
 //! the results (unless one is named), and an Indexed Job whose pod I runs
-//! `loadrig run … --shard I/N --start-at T`. The target's URL, password included, comes
-//! from a Secret through an environment variable, never from the manifests.
+//! `loadrig run … --shard I/N --start-at T` (after an init container that gives the results
+//! directory to the shards' user: `loadrig kube-results`, also here). The target's URL,
+//! password included, comes from a Secret through an environment variable, never from the
+//! manifests.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
