@@ -2,6 +2,8 @@
 # A one-node Kubernetes on this machine's loopback, for `loadrig kube`'s end-to-end test
 # (docs/distributed.md): no registry, no Docker daemon, no pod network needed.
 #
+#   scripts/k8s.sh build  install Debian's packages and build the components and the pause
+#                         image (cached), starting nothing: scripts/test.sh runs it beside cargo
 #   scripts/k8s.sh up     install Debian's packages, build the components (cached), start
 #                         containerd, etcd, the control plane and a kubelet, import the
 #                         images (pause, loadrig); prints the environment to use it
@@ -365,13 +367,18 @@ e2e() {
 }
 
 case ${1:-} in
+    build)
+        install
+        build_kube
+        build_pause
+        ;;
     up) up ;;
     down) down ;;
     env) env_lines ;;
     why) why "${2:-}" ;;
     e2e) e2e ;;
     *)
-        echo "usage: $0 up|down|env|why [NAMESPACE]|e2e" >&2
+        echo "usage: $0 build|up|down|env|why [NAMESPACE]|e2e" >&2
         exit 2
         ;;
 esac
