@@ -141,6 +141,7 @@ record_host() {
     for s in "${SYSCTLS[@]}"; do echo "$s=$(sysctl -n "$s")"; done >"$STATE/sysctls"
     iptables_rules >"$STATE/iptables.before"
     for d in "${HOST_DIRS[@]}"; do [ -e "$d" ] || echo "$d"; done >"$STATE/host-dirs"
+    find /sys/fs/cgroup -maxdepth 2 -name k8s.io >"$STATE/cgroups.before" 2>/dev/null || true
     ip -br link | cut -d' ' -f1 >"$STATE/links.before"
 }
 
@@ -326,19 +327,32 @@ down() {
             ip link delete "$link" 2>/dev/null || true
         done
     fi
+    # containerd's cgroup (named after its namespace) in every hierarchy, empty by now.
+    if [ -f "$STATE/cgroups.before" ]; then
+        new_cgroups | while read -r d; do rmdir "$d" 2>/dev/null || true; done
+    fi
     check_clean
+    # The folders the runtime made outside the state folder, with what it left in them.
     [ -f "$STATE/host-dirs" ] && while read -r d; do rm -rf "$d"; done <"$STATE/host-dirs"
     rm -rf "$STATE"
-    say "down: processes stopped, sysctls restored, no mounts or iptables chains left, $STATE removed"
+    say "down: processes stopped, sysctls restored, no mounts, iptables chains or cgroups left, $STATE removed"
+}
+
+new_cgroups() {
+    find /sys/fs/cgroup -maxdepth 2 -name k8s.io | grep -vxF -f "$STATE/cgroups.before" || true
 }
 
 # What `down` promises, checked: no mount under the state folder, the iptables rules as
-# they were, no process of ours.
+# they were, no cgroup of containerd's left, no process of ours.
 check_clean() {
     local bad=0
     if grep -qF " $STATE/" /proc/mounts; then say "still mounted: $(grep -F " $STATE/" /proc/mounts)"; bad=1; fi
     if [ -f "$STATE/iptables.before" ] && ! diff "$STATE/iptables.before" <(iptables_rules) >&2; then
         say "iptables rules differ from before up (above)"
+        bad=1
+    fi
+    if [ -f "$STATE/cgroups.before" ] && [ -n "$(new_cgroups)" ]; then
+        say "cgroups left: $(new_cgroups | tr '\n' ' ')"
         bad=1
     fi
     for f in "$STATE"/pids/*; do [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && { say "still running: $f"; bad=1; }; done
