@@ -41,7 +41,7 @@ rustup target list --installed 2>/dev/null | grep -qx $target || rustup target a
 cargo build --locked --profile "$profile" --target $target --bin loadrig
 dir=$profile
 [ "$profile" = dev ] && dir=debug
-binary=target/$target/$dir/loadrig
+binary=${CARGO_TARGET_DIR:-target}/$target/$dir/loadrig
 
 rootfs=$(mktemp -d)
 trap 'rm -rf "$rootfs"' EXIT
