@@ -1,5 +1,7 @@
 # The loadrig image for `loadrig kube` (docs/distributed.md): the release binary built in a
 # Rust image, copied into a slim Debian one. Build: docker build -t REGISTRY/loadrig:TAG .
+# Where no registry or Docker daemon is at hand, scripts/image.sh writes a static
+# (musl, FROM scratch) image of the same program as a tarball.
 FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./

@@ -60,6 +60,10 @@ pub enum Command {
     /// Print Kubernetes manifests that run a workload as N shards started together (a
     /// ConfigMap, a results volume claim and an Indexed Job); `kubectl apply -f -` takes them.
     Kube(Box<KubeArgs>),
+    /// The init container of `loadrig kube`'s pods: give the results directory to the
+    /// shards' user unless they can write it already.
+    #[command(hide = true)]
+    KubeResults(KubeResultsArgs),
     /// Rebuild a result file from the `.jsonl` interval stream of a run that was killed
     /// before it wrote one: `loadrig recover loadrig-results/r.jsonl`.
     Recover(RecoverArgs),
@@ -388,6 +392,28 @@ pub struct KubeArgs {
     /// with the manifests).
     #[arg(long, value_name = "NAME")]
     pub results_claim: Option<String>,
+
+    /// The user and group the shards run as. Unless 0:0, an init container running as root
+    /// with only CAP_CHOWN first gives them the results directory (a hostPath or an NFS
+    /// export owned by root refuses them otherwise; fsGroup does not reach those).
+    #[arg(long, default_value = "65534:65534", value_name = "UID:GID")]
+    pub run_as: String,
+
+    /// For a cluster on one machine whose target listens on its loopback: the pods use the
+    /// node's network, and serve no metrics (N pods would share one port).
+    #[arg(long)]
+    pub host_network: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct KubeResultsArgs {
+    /// The mounted results directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+
+    /// The shards' user and group, as `loadrig kube --run-as` gives them.
+    #[arg(long, value_name = "UID:GID")]
+    pub owner: String,
 }
 
 #[derive(Debug, Args)]

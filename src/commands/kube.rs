@@ -2,8 +2,10 @@
 //! workload as N shards started at one instant (docs/distributed.md), printed as one JSON
 //! `List` for `kubectl apply -f -`: a ConfigMap holding the workload, a volume claim for
 //! the results (unless one is named), and an Indexed Job whose pod I runs
-//! `loadrig run … --shard I/N --start-at T`. The target's URL, password included, comes
-//! from a Secret through an environment variable, never from the manifests.
+//! `loadrig run … --shard I/N --start-at T` (after an init container that gives the results
+//! directory to the shards' user: `loadrig kube-results`, also here). The target's URL,
+//! password included, comes from a Secret through an environment variable, never from the
+//! manifests.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -12,16 +14,16 @@ use std::time::SystemTime;
 use anyhow::Result;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
+    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
     ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec,
-    PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, SecretKeySelector, Volume,
-    VolumeMount, VolumeResourceRequirements,
+    PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec,
+    SecretKeySelector, SecurityContext, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{json, Value};
 
-use crate::cli::{KubeArgs, RunArgs};
+use crate::cli::{KubeArgs, KubeResultsArgs, RunArgs};
 use crate::error::InputError;
 use crate::plan;
 use crate::workload::{builtin, Setting};
@@ -51,7 +53,7 @@ pub fn kube(args: &KubeArgs) -> Result<ExitCode> {
 
 /// The objects, checked as `loadrig run` would check the flags, before anything is printed.
 pub fn manifests(args: &KubeArgs, now: SystemTime) -> Result<Vec<Value>, InputError> {
-    check(args)?;
+    let user = check(args)?;
     let (_, text) = builtin::resolve(&args.run.workload)?;
     let mut first = args.run.clone();
     first.shard = Some(format!("0/{}", args.shards));
@@ -78,13 +80,15 @@ pub fn manifests(args: &KubeArgs, now: SystemTime) -> Result<Vec<Value>, InputEr
         args,
         &name,
         &claim,
-        &run_args(&args.run, &sets, args.shards, &at),
+        &run_args(&args.run, &sets, args.shards, &at, !args.host_network),
+        user,
     );
     objects.push(to_value(&job));
     Ok(objects)
 }
 
-fn check(args: &KubeArgs) -> Result<(), InputError> {
+/// The flags checked; the user and group the shards run as.
+fn check(args: &KubeArgs) -> Result<User, InputError> {
     let r = &args.run;
     if args.shards == 0 || args.shards > 10_000 {
         return Err(InputError::new(format!(
@@ -92,6 +96,7 @@ fn check(args: &KubeArgs) -> Result<(), InputError> {
             args.shards
         )));
     }
+    check_names(args)?;
     let set = [
         (r.shard.is_some(), "--shard (each pod gets its own)"),
         (
@@ -119,7 +124,82 @@ fn check(args: &KubeArgs) -> Result<(), InputError> {
             )));
         }
     }
+    User::parse(&args.run_as)
+}
+
+/// What Kubernetes would refuse only at `kubectl apply` (names), or the kubelet only once
+/// the pods exist (`InvalidImageName`), refused before anything is printed.
+fn check_names(args: &KubeArgs) -> Result<(), InputError> {
+    let names = [
+        ("--namespace", Some(&args.namespace), 63, false),
+        ("--target-secret", Some(&args.target_secret), 253, true),
+        ("--results-claim", args.results_claim.as_ref(), 253, true),
+    ];
+    for (flag, name, max, dots) in names {
+        let Some(name) = name else { continue };
+        let ok = name.len() <= max
+            && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && name.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && name.chars().all(|c| {
+                c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (dots && c == '.')
+            });
+        if !ok {
+            return Err(InputError::new(format!(
+                "{flag} '{name}': not a Kubernetes name"
+            ))
+            .help(format!(
+                "lowercase letters, digits and '-'{}, at most {max}, starting and ending with a letter or digit",
+                if dots { " or '.'" } else { "" }
+            )));
+        }
+    }
+    // The repository's path (after the registry, before the tag or digest) is lowercase.
+    let image = &args.image;
+    let name = image.split('@').next().unwrap_or_default();
+    let path = name.split_once('/').map_or(name, |(host, path)| {
+        if host.contains(['.', ':']) || host == "localhost" {
+            path
+        } else {
+            name
+        }
+    });
+    let path = path.rsplit_once(':').map_or(path, |(p, _)| p);
+    if path.is_empty()
+        || image.chars().any(char::is_whitespace)
+        || path.chars().any(|c| c.is_ascii_uppercase())
+    {
+        return Err(
+            InputError::new(format!("--image '{image}': not an image reference")).help(
+                "REGISTRY/NAME:TAG, the name in lowercase, e.g. registry.example.com/loadrig:1",
+            ),
+        );
+    }
     Ok(())
+}
+
+/// A numeric user and group (the image has no /etc/passwd to look names up in).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct User {
+    uid: u32,
+    gid: u32,
+}
+
+impl User {
+    fn parse(text: &str) -> Result<User, InputError> {
+        let bad = || {
+            InputError::new(format!("--run-as '{text}': expected UID:GID"))
+                .help("numbers, e.g. 65534:65534 (nobody) or 0:0 (root)")
+        };
+        let (uid, gid) = text.split_once(':').ok_or_else(bad)?;
+        Ok(User {
+            uid: uid.parse().map_err(|_| bad())?,
+            gid: gid.parse().map_err(|_| bad())?,
+        })
+    }
+
+    fn is_root(self) -> bool {
+        self.uid == 0
+    }
 }
 
 /// A name Kubernetes accepts (DNS-1123 label), from the workload's name.
@@ -174,25 +254,50 @@ fn results_claim(name: &str, namespace: &str) -> PersistentVolumeClaim {
 }
 
 /// The Indexed Job: pod I runs shard I of N; no pod is retried (a replacement would start
-/// late and write over the result; `loadrig merge` names a missing shard instead).
-fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String]) -> Job {
+/// late and write over the result; `loadrig merge` names a missing shard instead), and a
+/// failed pod costs its own index only: the other shards run to their end.
+fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String], user: User) -> Job {
     let n = args.shards as i32;
     let container = Container {
         name: "loadrig".to_string(),
         image: Some(args.image.clone()),
         args: Some(run.to_vec()),
         env: Some(env(args)),
-        ports: Some(vec![ContainerPort {
-            name: Some("metrics".to_string()),
-            container_port: METRICS_PORT,
-            ..Default::default()
-        }]),
+        ports: (!args.host_network).then(|| {
+            vec![ContainerPort {
+                name: Some("metrics".to_string()),
+                container_port: METRICS_PORT,
+                ..Default::default()
+            }]
+        }),
         volume_mounts: Some(vec![
             mount("workload", WORKLOAD_DIR),
             mount("results", RESULTS_DIR),
         ]),
+        security_context: Some(unprivileged(&[], Some(!user.is_root()))),
         ..Default::default()
     };
+    // The results directory made the shards' whatever the volume's owner; as root, the
+    // shards can write it already.
+    let init = (!user.is_root()).then(|| {
+        vec![Container {
+            name: "results-owner".to_string(),
+            image: Some(args.image.clone()),
+            args: Some(vec![
+                "kube-results".to_string(),
+                RESULTS_DIR.to_string(),
+                "--owner".to_string(),
+                format!("{}:{}", user.uid, user.gid),
+            ]),
+            volume_mounts: Some(vec![mount("results", RESULTS_DIR)]),
+            security_context: Some(SecurityContext {
+                run_as_user: Some(0),
+                run_as_group: Some(0),
+                ..unprivileged(&["CHOWN"], Some(false))
+            }),
+            ..Default::default()
+        }]
+    });
     let scrape = BTreeMap::from([
         ("prometheus.io/scrape".to_string(), "true".to_string()),
         ("prometheus.io/port".to_string(), METRICS_PORT.to_string()),
@@ -201,25 +306,59 @@ fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String]) -> Job {
     let mut pod_meta = meta(name, "shard", &args.namespace);
     pod_meta.name = None;
     pod_meta.namespace = None;
-    pod_meta.annotations = Some(scrape);
+    pod_meta.annotations = (!args.host_network).then_some(scrape);
     Job {
         metadata: meta(name, "run", &args.namespace),
         spec: Some(JobSpec {
             completion_mode: Some("Indexed".to_string()),
             completions: Some(n),
             parallelism: Some(n),
-            backoff_limit: Some(0),
+            // Per index (Kubernetes 1.29+): with the Job-wide `backoffLimit: 0` the first
+            // failure ended every other shard (`BackoffLimitExceeded` deletes their pods).
+            backoff_limit_per_index: Some(0),
+            max_failed_indexes: Some(n),
             template: PodTemplateSpec {
                 metadata: Some(pod_meta),
                 spec: Some(PodSpec {
+                    init_containers: init,
                     containers: vec![container],
                     restart_policy: Some("Never".to_string()),
+                    host_network: args.host_network.then_some(true),
+                    // The shards never talk to the Kubernetes API.
+                    automount_service_account_token: Some(false),
+                    security_context: Some(pod_security(user)),
                     volumes: Some(volumes(name, claim)),
                     ..Default::default()
                 }),
             },
             ..Default::default()
         }),
+        ..Default::default()
+    }
+}
+
+/// The pod's user, and `fsGroup` for the volumes whose ownership Kubernetes manages (most
+/// block storage): the shards' group then owns the results directory from the start.
+fn pod_security(user: User) -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_user: Some(user.uid.into()),
+        run_as_group: Some(user.gid.into()),
+        fs_group: Some(user.gid.into()),
+        // Only the top directory's owner checked on each mount, not every file on a big volume.
+        fs_group_change_policy: Some("OnRootMismatch".to_string()),
+        ..Default::default()
+    }
+}
+
+/// No privilege escalation and no capabilities but `add`.
+fn unprivileged(add: &[&str], non_root: Option<bool>) -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".to_string()]),
+            add: (!add.is_empty()).then(|| add.iter().map(|c| c.to_string()).collect()),
+        }),
+        run_as_non_root: non_root,
         ..Default::default()
     }
 }
@@ -287,10 +426,11 @@ fn mount(name: &str, path: &str) -> VolumeMount {
 }
 
 /// The container's arguments: `loadrig run` with the user's flags, this pod's shard, the
-/// agreed start, the target from the environment (loadrig expands `${VAR}` in URLs).
+/// agreed start, the target from the environment (loadrig expands `${VAR}` in URLs), the
+/// metrics endpoint unless the pods share the node's network.
 /// `sets` are the `--properties` files' lines and the `--set` flags, all as `--set`: the
 /// pods cannot read the files.
-fn run_args(r: &RunArgs, sets: &[Setting], shards: usize, at: &str) -> Vec<String> {
+fn run_args(r: &RunArgs, sets: &[Setting], shards: usize, at: &str, metrics: bool) -> Vec<String> {
     let mut a: Vec<String> = vec!["run".into(), format!("{WORKLOAD_DIR}/workload.toml")];
     let mut flag = |name: &str, value: Option<String>| {
         if let Some(v) = value {
@@ -320,7 +460,10 @@ fn run_args(r: &RunArgs, sets: &[Setting], shards: usize, at: &str) -> Vec<Strin
     flag("--load-timeout", Some(r.load_timeout.clone()));
     flag("--shard", Some(format!("$(JOB_COMPLETION_INDEX)/{shards}")));
     flag("--start-at", Some(at.to_string()));
-    flag("--metrics-addr", Some(format!("0.0.0.0:{METRICS_PORT}")));
+    flag(
+        "--metrics-addr",
+        metrics.then(|| format!("0.0.0.0:{METRICS_PORT}")),
+    );
     flag(
         "--out",
         Some(format!("{RESULTS_DIR}/shard-$(JOB_COMPLETION_INDEX).json")),
@@ -344,4 +487,41 @@ fn next_steps(args: &KubeArgs, job: &str) -> String {
         ns = args.namespace,
         secret = args.target_secret
     )
+}
+
+/// `loadrig kube-results DIR --owner UID:GID`, the pods' init container (as root, with only
+/// CAP_CHOWN): gives DIR to the shards' user unless that user can write it already (their
+/// directory, an fsGroup-managed volume, a world-writable export).
+pub fn results_dir(args: &KubeResultsArgs) -> Result<ExitCode> {
+    use std::os::unix::fs::MetadataExt;
+    let user = User::parse(&args.owner)?;
+    let dir = &args.dir;
+    let meta = std::fs::metadata(dir)
+        .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", dir.display()))?;
+    let writable = (meta.uid() == user.uid && meta.mode() & 0o300 == 0o300)
+        || (meta.gid() == user.gid && meta.mode() & 0o030 == 0o030)
+        || meta.mode() & 0o003 == 0o003;
+    if writable {
+        return Ok(ExitCode::SUCCESS);
+    }
+    std::os::unix::fs::chown(dir, Some(user.uid), Some(user.gid)).map_err(|e| {
+        InputError::new(format!(
+            "cannot give '{}' (owner {}:{}) to the shards' user {}:{}: {e}",
+            dir.display(),
+            meta.uid(),
+            meta.gid(),
+            user.uid,
+            user.gid
+        ))
+        .help("give the volume's directory to that user, or run the shards as its owner (loadrig kube --run-as UID:GID)")
+    })?;
+    eprintln!(
+        "gave '{}' (owner {}:{}) to {}:{}",
+        dir.display(),
+        meta.uid(),
+        meta.gid(),
+        user.uid,
+        user.gid
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -38,6 +38,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::History(args) => history::history(&args),
         Command::Merge(args) => merge::merge(&args),
         Command::Kube(args) => kube::kube(&args),
+        Command::KubeResults(args) => kube::results_dir(&args),
         Command::Export(args) => export::export(&args),
         Command::Recover(args) => recover::recover(&args),
         Command::Ops(args) => ops::ops(&args),

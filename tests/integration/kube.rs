@@ -58,6 +58,12 @@ fn manifests_are_an_indexed_job_with_the_target_from_a_secret() {
     let spec = job.spec.as_ref().expect("spec");
     assert_eq!(spec.completion_mode.as_deref(), Some("Indexed"));
     assert_eq!((spec.parallelism, spec.completions), (Some(4), Some(4)));
+    // A failed shard costs its own index only: the others run on (no Job-wide limit).
+    assert_eq!(
+        (spec.backoff_limit_per_index, spec.max_failed_indexes),
+        (Some(0), Some(4))
+    );
+    assert_eq!(spec.backoff_limit, None);
     let c = container(&job);
     assert_eq!(c.image.as_deref(), Some("reg/loadrig:1"));
     let args = c.args.clone().expect("args");
@@ -87,6 +93,31 @@ fn manifests_are_an_indexed_job_with_the_target_from_a_secret() {
         ("db-url", "url")
     );
     assert!(target.value.is_none());
+    // The shards run as nobody; the init container gives them the results directory.
+    let pod = spec.template.spec.as_ref().expect("pod spec");
+    let security = pod.security_context.as_ref().expect("pod security");
+    assert_eq!(
+        (
+            security.run_as_user,
+            security.run_as_group,
+            security.fs_group
+        ),
+        (Some(65534), Some(65534), Some(65534))
+    );
+    let shard = c.security_context.as_ref().expect("container security");
+    assert_eq!(shard.run_as_non_root, Some(true));
+    assert_eq!(shard.allow_privilege_escalation, Some(false));
+    let init = &pod.init_containers.as_ref().expect("init containers")[0];
+    assert_eq!(init.image.as_deref(), Some("reg/loadrig:1"));
+    assert_eq!(
+        init.args.as_deref().expect("args"),
+        ["kube-results", "/results", "--owner", "65534:65534"]
+    );
+    let caps = init.security_context.as_ref().expect("init security");
+    assert_eq!(caps.run_as_user, Some(0));
+    let caps = caps.capabilities.as_ref().expect("capabilities");
+    assert_eq!(caps.add.as_deref(), Some(&["CHOWN".to_string()][..]));
+    assert_eq!(caps.drop.as_deref(), Some(&["ALL".to_string()][..]));
     // A password on the command line is refused, and nothing is printed.
     let (stdout, err) = d.code(
         2,
@@ -211,4 +242,81 @@ fn property_files_reach_the_pods_as_set_flags() {
         ["recordcount=10", "readallfields=false", "recordcount=20"]
     );
     assert!(!args.iter().any(|a| a == "-P" || a == "--properties"));
+}
+
+#[test]
+fn the_results_directory_becomes_the_shards_and_run_as_root_needs_no_init() {
+    let d = Dir::new();
+    let out = d.ok(&[
+        "kube", "noop", "--shards", "2", "-c", "2", "--run-as", "0:0",
+    ]);
+    let job: Job = of_kind(&items(&out), "Job");
+    let pod = job.spec.expect("spec").template.spec.expect("pod");
+    assert!(pod.init_containers.is_none());
+    assert_eq!(pod.security_context.expect("security").run_as_user, Some(0));
+    let (stdout, err) = d.code(
+        2,
+        &[
+            "kube", "noop", "--shards", "2", "-c", "2", "--run-as", "nobody",
+        ],
+    );
+    assert!(stdout.is_empty() && err.contains("UID:GID"), "{err}");
+    // The init container's command, on a directory owned by this test's user (mode 0755).
+    let results = d.join("results");
+    std::fs::create_dir(&results).expect("mkdir");
+    let dir = results.to_str().expect("utf-8");
+    // SAFETY: geteuid only reads the process's user id.
+    if unsafe { libc::geteuid() } == 0 {
+        d.ok(&["kube-results", dir, "--owner", "65534:65534"]);
+        let meta = std::fs::metadata(&results).expect("meta");
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!((meta.uid(), meta.gid()), (65534, 65534));
+        // Theirs now: nothing more to do, and nothing said.
+        let (_, err) = d.code(0, &["kube-results", dir, "--owner", "65534:65534"]);
+        assert!(err.is_empty(), "{err}");
+    } else {
+        let (_, err) = d.code(2, &["kube-results", dir, "--owner", "65534:65534"]);
+        assert!(err.contains("--run-as"), "{err}");
+    }
+}
+
+#[test]
+fn host_network_for_one_machine_binds_no_port() {
+    let d = Dir::new();
+    let out = d.ok(&["kube", "noop", "--shards", "2", "-c", "2", "--host-network"]);
+    let job: Job = of_kind(&items(&out), "Job");
+    let template = job.spec.expect("spec").template;
+    assert!(template.metadata.expect("meta").annotations.is_none());
+    let pod = template.spec.expect("pod");
+    assert_eq!(pod.host_network, Some(true));
+    let c = &pod.containers[0];
+    assert!(c.ports.is_none());
+    let args = c.args.clone().expect("args");
+    assert!(!args.iter().any(|a| a == "--metrics-addr"), "{args:?}");
+}
+
+#[test]
+fn names_kubernetes_would_refuse_are_refused_first() {
+    let d = Dir::new();
+    for (flag, value) in [
+        ("--image", "Loadrig:1"),
+        ("--image", "reg/load rig:1"),
+        ("--namespace", "Bench"),
+        ("--target-secret", "db_url"),
+        ("--results-claim", "-claim"),
+    ] {
+        let (stdout, err) = d.code(2, &["kube", "noop", "--shards", "1", flag, value]);
+        assert!(
+            stdout.is_empty() && err.contains(flag),
+            "{flag} {value}: {err}"
+        );
+    }
+    d.ok(&[
+        "kube",
+        "noop",
+        "--shards",
+        "1",
+        "--image",
+        "localhost:5000/loadrig:V1",
+    ]);
 }

@@ -33,6 +33,7 @@ mod history;
 mod hostile_results;
 mod import_pgbench;
 mod kube;
+mod kube_cluster;
 mod layers;
 mod mysql_wire;
 mod ops;
