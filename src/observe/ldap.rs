@@ -128,9 +128,12 @@ impl LdapSource {
             "monitorCounter",
             "monitoredInfo",
         ];
+        // Not the entry per open connection: with thousands of clients that is thousands.
+        let filter = "(|(monitorOpInitiated=*)(objectClass=monitorCounterObject)\
+                      (&(objectClass=monitoredObject)(monitoredInfo=*)))";
         let found = self
             .conn
-            .search(MONITOR, Scope::Subtree, "(objectClass=*)", attrs.to_vec())
+            .search(MONITOR, Scope::Subtree, filter, attrs.to_vec())
             .await
             .map_err(|e| e.to_string())?;
         let (entries, result) = (found.0, found.1);

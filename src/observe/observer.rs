@@ -286,7 +286,12 @@ impl Walk<'_> {
                 for s in &mut self.servers {
                     s.sample_sessions(&mut self.notes).await;
                 }
-                next_sample = (next_sample + every.unwrap_or_default()).max(Instant::now());
+                // Samples that came late are skipped, not made up back to back.
+                let every = every.unwrap_or_default();
+                next_sample += every;
+                if next_sample <= Instant::now() {
+                    next_sample = Instant::now() + every;
+                }
             };
             let now = Instant::now();
             let index = if stop {

@@ -61,6 +61,18 @@ fn listening_inodes(port: u16) -> HashSet<u64> {
     inodes
 }
 
+/// Programs that hold a port only to forward it: their processes are not the server's.
+const FORWARDERS: &[&str] = &[
+    "docker-proxy",
+    "rootlessport",
+    "rootlesskit",
+    "slirp4netns",
+    "kubectl",
+    "ssh",
+    "sshd",
+    "socat",
+];
+
 /// Every process id under /proc.
 fn pids() -> Vec<u32> {
     let Ok(dir) = fs::read_dir("/proc") else {
@@ -105,6 +117,18 @@ pub fn find_server(port: u16) -> Result<u32, NotFound> {
         .copied()
         .filter(|&p| stat(p).is_none_or(|s| !holders.contains(&s.ppid)))
         .min();
+    if let Some(pid) = root {
+        let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let comm = comm.trim();
+        if FORWARDERS.contains(&comm) {
+            return Err(NotFound {
+                why: format!(
+                    "port {port} is held by {comm} (pid {pid}), which forwards it to a server elsewhere (a container, a VM, a tunnel)"
+                ),
+                enable: "running loadrig where the server's own processes are".into(),
+            });
+        }
+    }
     root.ok_or_else(|| NotFound {
         why: format!(
             "the process listening on port {port} is not readable ({denied} processes' file descriptors were not): it belongs to another user"
