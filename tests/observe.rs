@@ -138,7 +138,7 @@ fn postgres_counts_statements_exactly_and_finds_its_processes() {
                 let c = pg(&url, "observe_exact").await;
                 // The backend lives across a boundary, so the tree is seen to gain and
                 // lose it.
-                tokio::time::sleep(Duration::from_millis(450)).await;
+                tokio::time::sleep(Duration::from_millis(700)).await;
                 for i in 0..N {
                     c.query("SELECT $1::int4 AS observe_exact_count", &[&(i as i32)])
                         .await
@@ -275,15 +275,20 @@ fn postgres_says_what_an_unprivileged_role_cannot_see() {
         return;
     };
     let _one = trust_db();
-    // Another role's session in loadrig_trust's database, busy the whole time.
+    // Another role's session in loadrig_trust's database, connected the whole time (its
+    // state is hidden whatever it is).
     let other = in_trust_db(&url);
+    let (connected, connected_rx) = std::sync::mpsc::channel();
+    let (done, done_rx) = std::sync::mpsc::channel::<()>();
     let sleeper = std::thread::spawn(move || {
         runtime().block_on(async {
             let c = pg(&other, "observe_other_role").await;
-            c.execute("SELECT pg_sleep(2.5)", &[]).await.expect("sleep");
+            connected.send(()).unwrap();
+            let _ = done_rx.recv();
+            drop(c);
         })
     });
-    std::thread::sleep(Duration::from_millis(300));
+    connected_rx.recv().expect("the other role connected");
     let d = common::Dir::new();
     let out = d.ok(&[
         "observe",
@@ -295,6 +300,7 @@ fn postgres_says_what_an_unprivileged_role_cannot_see() {
         "1s",
         "--json",
     ]);
+    done.send(()).unwrap();
     sleeper.join().unwrap();
     let o: Observation = serde_json::from_str(&out).expect("the observation as JSON");
     let pgss = unavailable(&o, "pg_stat_statements").expect("pg_stat_statements is reported");
