@@ -776,3 +776,48 @@ fn a_server_behind_the_target_is_observed_too() {
         );
     }
 }
+
+#[test]
+fn the_intervals_follow_the_runs_grid() {
+    // Not the Redis whose commands another test counts.
+    let Some(url) = server_url("LOADRIG_REDIS_OPEN_URL") else {
+        return;
+    };
+    // The run starts after the observer is ready, as a run that waits for it would.
+    let start = Instant::now() + Duration::from_millis(400);
+    let mut observer = Observer::start(
+        config(&url, Sessions::All),
+        start,
+        Duration::from_millis(150),
+    )
+    .expect("observer starts");
+    assert!(observer.wait_ready(Duration::from_secs(30)));
+    while Instant::now() < start + Duration::from_millis(700) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let live = observer.new_intervals();
+    let o = observer.finish();
+    assert!(!live.is_empty() && live.len() <= o.intervals.len());
+    assert_eq!(
+        o.intervals[..live.len()],
+        live[..],
+        "the live intervals are the observation's"
+    );
+    let first = &o.intervals[0];
+    assert_eq!(first.index, 0, "the first interval is the run's first");
+    assert!(first.start_s >= 0.0, "nothing before the run's start");
+    for pair in o.intervals.windows(2) {
+        assert!(
+            pair[1].index > pair[0].index,
+            "{:?}",
+            o.intervals
+                .iter()
+                .map(|i| (i.index, i.start_s, i.end_s))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(
+            pair[1].start_s, pair[0].end_s,
+            "each interval begins where the last ended"
+        );
+    }
+}

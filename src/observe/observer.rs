@@ -294,10 +294,11 @@ impl Walk<'_> {
                 }
             };
             let now = Instant::now();
+            // Boundary 0 is the run's start: what came before it is no interval of the run.
             let index = if stop {
-                self.next_index(now).saturating_sub(1)
+                Some(self.next_index(now).saturating_sub(1))
             } else {
-                k.saturating_sub(1)
+                k.checked_sub(1)
             };
             self.boundary(index, last, now).await;
             last = now;
@@ -310,16 +311,16 @@ impl Walk<'_> {
     }
 
     /// Read every server and hand the interval from `from` to `to` on (nothing for the
-    /// lead-in before the run's start).
-    async fn boundary(&mut self, index: u64, from: Instant, to: Instant) {
+    /// lead-in before the run's start, `index` None).
+    async fn boundary(&mut self, index: Option<u64>, from: Instant, to: Instant) {
         let mut figures = Vec::new();
         for s in &mut self.servers {
             figures.push(s.boundary(&mut self.notes).await.unwrap_or_default());
         }
         self.user_queries(to, &mut figures).await;
-        if to <= self.start {
+        let Some(index) = index.filter(|_| to > self.start) else {
             return;
-        }
+        };
         let mut figures = figures.into_iter();
         let interval = ObservedInterval {
             index,
