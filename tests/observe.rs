@@ -409,13 +409,22 @@ fn postgres_user_queries_run_read_only_and_a_failing_one_is_named() {
             "SELECT current_setting('transaction_read_only')",
         ),
         query("broken", "SELECT * FROM loadrig_observe_no_such_table"),
+        query("write", "SELECT nextval('loadrig_observe_seq')"),
     ];
+    let rt = runtime();
+    let c = rt.block_on(pg(&url, "observe_queries"));
+    rt.block_on(c.batch_execute("CREATE SEQUENCE IF NOT EXISTS loadrig_observe_seq"))
+        .expect("sequence");
     let o = observe_while(
         cfg,
         Duration::from_millis(200),
         Duration::from_millis(700),
         || {},
     );
+    rt.block_on(c.batch_execute("DROP SEQUENCE loadrig_observe_seq"))
+        .expect("drop");
+    let write = unavailable(&o, "[[observe]] write").expect("a write is refused");
+    assert!(write.why.contains("read-only transaction"), "{write}");
     let values: Vec<_> = o.intervals.iter().flat_map(|i| &i.target.queries).collect();
     assert!(
         values
@@ -453,10 +462,8 @@ fn mariadb_counts_questions_and_digests_exactly() {
         return;
     };
     const N: u64 = 20;
-    let mut cfg = config(&url, Sessions::All);
-    cfg.queries = vec![query("answer", "SELECT 42")];
     let o = observe_while(
-        cfg,
+        config(&url, Sessions::All),
         Duration::from_millis(200),
         Duration::from_millis(300),
         || {
@@ -491,11 +498,6 @@ fn mariadb_counts_questions_and_digests_exactly() {
     assert!(
         o.cost.server_time_ms.is_some(),
         "performance_schema counts the observer's own time"
-    );
-    let answers: Vec<_> = o.intervals.iter().flat_map(|i| &i.target.queries).collect();
-    assert!(
-        !answers.is_empty() && answers.iter().all(|v| v.value == Some(42.0)),
-        "{answers:?}"
     );
 }
 
@@ -552,6 +554,58 @@ fn mariadb_row_lock_waits_are_counted() {
         .unwrap();
     assert!(counter(&o, "global_status.Innodb_row_lock_waits") >= BLOCKED as f64);
     assert!(max_gauge(&o, "global_status.Innodb_row_lock_current_waits").unwrap_or(0.0) >= 1.0);
+}
+
+#[test]
+fn mariadb_user_queries_are_read_only() {
+    use mysql_async::prelude::Queryable;
+    let Some(url) = server_url("LOADRIG_MYSQL_URL") else {
+        return;
+    };
+    let rt = runtime();
+    let mut c = rt.block_on(async {
+        let mut c = mysql(&url).await;
+        c.query_drop("DROP TABLE IF EXISTS loadrig_observe_ro")
+            .await
+            .unwrap();
+        c.query_drop("CREATE TABLE loadrig_observe_ro (n INT) ENGINE=InnoDB")
+            .await
+            .unwrap();
+        c.query_drop("INSERT INTO loadrig_observe_ro VALUES (0)")
+            .await
+            .unwrap();
+        c
+    });
+    let mut cfg = config(&url, Sessions::All);
+    cfg.queries = vec![
+        query("answer", "SELECT 42"),
+        query("write", "UPDATE loadrig_observe_ro SET n = n + 1"),
+    ];
+    let o = observe_while(
+        cfg,
+        Duration::from_millis(200),
+        Duration::from_millis(500),
+        || {},
+    );
+    let n: Option<i64> = rt
+        .block_on(c.query_first("SELECT n FROM loadrig_observe_ro"))
+        .unwrap();
+    rt.block_on(c.query_drop("DROP TABLE loadrig_observe_ro"))
+        .unwrap();
+    assert_eq!(n, Some(0), "the observer wrote nothing");
+    let write = unavailable(&o, "[[observe]] write").expect("a write is refused");
+    assert!(
+        write.why.to_ascii_uppercase().contains("READ ONLY"),
+        "{write}"
+    );
+    let answers: Vec<_> = o.intervals.iter().flat_map(|i| &i.target.queries).collect();
+    assert!(
+        !answers.is_empty()
+            && answers
+                .iter()
+                .all(|v| v.name == "answer" && v.value == Some(42.0)),
+        "{answers:?}"
+    );
 }
 
 // --- Redis -----------------------------------------------------------------------------

@@ -103,6 +103,8 @@ impl MysqlPlan {
             .db_name((!ep.path.is_empty()).then(|| ep.path.clone()))
             .prefer_socket(false)
             .stmt_cache_size(32)
+            // Every transaction of the observer's is read-only, a user's queries' included.
+            .init(vec!["SET SESSION TRANSACTION READ ONLY"])
             .ssl_opts(ssl_opts(&tls));
         Ok(MysqlPlan {
             opts: opts.into(),
@@ -179,7 +181,7 @@ impl MysqlSource {
             schema: None,
             status_calls: 0.0,
             deadlocks_noted: false,
-            queries_sent: 1,
+            queries_sent: 2,
         };
         let enable = "performance_schema = ON in the server's configuration (a restart), and SELECT ON performance_schema.* for the observer's user";
         if on != Some(1) {
@@ -338,19 +340,18 @@ impl MysqlSource {
         Some(s.own_last_ms - s.own_first_ms?)
     }
 
-    /// A user's query in a read-only transaction: the first column of its first row.
+    /// A user's query in a (read-only) transaction of its own: the first column of its
+    /// first row.
     pub async fn user_query(&mut self, q: &UserQuery) -> Result<QueryValue, String> {
-        self.queries_sent += 3;
-        self.conn
-            .query_drop("START TRANSACTION READ ONLY")
+        self.queries_sent += 1;
+        // A prepared statement: one statement only, whatever the text holds; read-only, as
+        // every transaction of the observer's session.
+        let row: Option<mysql_async::Row> = self
+            .conn
+            .exec_first(q.sql.as_str(), ())
             .await
             .map_err(|e| message(&e))?;
-        // A prepared statement: one statement only, whatever the text holds.
-        let row: Result<Option<mysql_async::Row>, _> =
-            self.conn.exec_first(q.sql.as_str(), ()).await;
-        let _ = self.conn.query_drop("ROLLBACK").await;
         let text = row
-            .map_err(|e| message(&e))?
             .and_then(|row| row.as_ref(0).cloned())
             .and_then(|v| match v {
                 mysql_async::Value::NULL => None,

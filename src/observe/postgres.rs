@@ -57,6 +57,9 @@ impl PgPlan {
             .user(&user)
             .dbname(if ep.path.is_empty() { &user } else { &ep.path })
             .application_name("loadrig-observer")
+            // Every transaction of the observer's is read-only, a user's queries' included;
+            // set at login, so no statement of its own shows among the server's statements.
+            .options("-c default_transaction_read_only=on")
             .connect_timeout(timeout)
             .ssl_mode(if on {
                 SslMode::Require
@@ -485,25 +488,23 @@ impl PgSource {
         Some(s.own_last_ms - s.own_first_ms?)
     }
 
-    /// A user's query in a read-only transaction: the first column of its first row.
+    /// A user's query in a (read-only) transaction of its own: the first column of its
+    /// first row.
     pub async fn user_query(&mut self, q: &UserQuery) -> Result<QueryValue, String> {
-        self.queries_sent += 3;
+        self.queries_sent += 1;
         // As text, whatever its type: the row as JSON, its first field (json keeps order).
+        // The connection is read-only (its startup options), so this transaction is too.
         let sql = format!(
             "SELECT value FROM (SELECT row_to_json(q) AS r FROM ({}) AS q LIMIT 1) AS loadrig_observer_q, \
              json_each_text(loadrig_observer_q.r) LIMIT 1",
             q.sql
         );
-        let tx = self
+        let rows = self
             .client
-            .build_transaction()
-            .read_only(true)
-            .start()
+            .query(&sql, &[])
             .await
             .map_err(|e| message(&e))?;
-        let rows = tx.query(&sql, &[]).await.map_err(|e| message(&e));
-        let _ = tx.rollback().await;
-        let text: Option<String> = rows?.first().and_then(|row| row.get(0));
+        let text: Option<String> = rows.first().and_then(|row| row.get(0));
         Ok(QueryValue::from_text(&q.name, text))
     }
 }
