@@ -267,7 +267,7 @@ impl PgSource {
             application_name: sample_app,
             statements: None,
             tally: Tally::default(),
-            queries_sent: 4,
+            queries_sent: 3,
         };
         source.statements = source.prepare_statements(&f, notes).await;
         Ok(source)
@@ -303,6 +303,7 @@ impl PgSource {
              WHERE dbid = {} AND queryid::text = ANY($1) GROUP BY queryid",
             f.db_oid
         );
+        self.queries_sent += 3;
         let prepared = async {
             let totals = self.client.prepare(&totals).await?;
             let texts = self.client.prepare(&texts).await?;
