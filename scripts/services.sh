@@ -339,6 +339,9 @@ max_connections = 300
 ssl = on
 ssl_cert_file = '$STATE/tls/server.crt'
 ssl_key_file = '$STATE/tls/server.key'
+# The server's own time and calls per statement, for loadrig's observer (docs/observe.md);
+# the extension is created in the loadrig database below.
+shared_preload_libraries = 'pg_stat_statements'
 EOF
     chown -R "$SVC_USER:$SVC_USER" "$dir"
     launch postgres "$dir/log" "${AS_SVC[@]}" "$bin/postgres" -D "$dir/data"
@@ -348,6 +351,10 @@ EOF
         -c "CREATE DATABASE loadrig OWNER loadrig" \
         -c "CREATE ROLE loadrig_trust LOGIN" \
         -c "CREATE DATABASE loadrig_trust OWNER loadrig_trust" >/dev/null
+    # As the superuser, in loadrig's database only: the observer never creates it, and
+    # loadrig_trust's database stays without it (what observing there lacks is tested).
+    "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir/run" -p "$port" -U postgres -d loadrig \
+        -c "CREATE EXTENSION pg_stat_statements" >/dev/null
     write_fragment postgres LOADRIG_PG_HOST=127.0.0.1 "LOADRIG_PG_PORT=$port" \
         LOADRIG_PG_USER=loadrig "LOADRIG_PG_PASSWORD=$pw" LOADRIG_PG_DB=loadrig \
         "LOADRIG_PG_URL=postgres://loadrig:$pw@127.0.0.1:$port/loadrig" \
@@ -372,6 +379,8 @@ max_connections = 300
 ssl-cert = $STATE/tls/server.crt
 ssl-key = $STATE/tls/server.key
 ssl-ca = $STATE/tls/ca.crt
+# Statement digests and wait summaries for loadrig's observer (docs/observe.md).
+performance_schema = ON
 EOF
     chown -R "$SVC_USER:$SVC_USER" "$dir"
     "${AS_SVC[@]}" mariadb-install-db --defaults-file="$dir/my.cnf" --skip-test-db \
@@ -386,6 +395,7 @@ CREATE DATABASE loadrig;
 CREATE USER 'loadrig'@'127.0.0.1' IDENTIFIED BY '$pw';
 CREATE USER 'loadrig'@'localhost' IDENTIFIED BY '$pw';
 GRANT ALL PRIVILEGES ON loadrig.* TO 'loadrig'@'127.0.0.1', 'loadrig'@'localhost';
+GRANT SELECT ON performance_schema.* TO 'loadrig'@'127.0.0.1', 'loadrig'@'localhost';
 EOF
     write_fragment mariadb LOADRIG_MYSQL_HOST=127.0.0.1 "LOADRIG_MYSQL_PORT=$port" \
         LOADRIG_MYSQL_USER=loadrig "LOADRIG_MYSQL_PASSWORD=$pw" LOADRIG_MYSQL_DB=loadrig \
@@ -461,6 +471,7 @@ include /etc/ldap/schema/inetorgperson.schema
 include /etc/ldap/schema/nis.schema
 modulepath /usr/lib/ldap
 moduleload back_mdb
+moduleload back_monitor
 # ldaps:// on its own port, and StartTLS on the plain one.
 TLSCACertificateFile $STATE/tls/ca.crt
 TLSCertificateFile $STATE/tls/server.crt
@@ -477,6 +488,11 @@ rootpw $(slappasswd -s "$pw")
 directory $dir/data
 index objectClass eq,pres
 index cn,uid eq,pres,sub
+
+# cn=Monitor (operations, threads, waiters) for loadrig's observer, readable by the
+# admin the tests bind as and by nobody else.
+database monitor
+access to * by dn.exact="$LDAP_ADMIN" read by * none
 EOF
     chown -R "$SVC_USER:$SVC_USER" "$dir"
     # -d none: stay in the foreground, errors (only) to our log, not to a syslog.
@@ -558,6 +574,14 @@ http {
             gzip_types text/plain;
             gzip_min_length 1;
             access_log $dir/counted.log combined;
+        }
+        # Connections and requests as nginx counts them, for loadrig's observer
+        # (?status=/nginx_status on the target URL).
+        location = /nginx_status {
+            stub_status;
+            allow 127.0.0.1;
+            deny all;
+            access_log off;
         }
         location /dav/ {
             dav_methods PUT DELETE MKCOL COPY MOVE;

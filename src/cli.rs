@@ -83,6 +83,10 @@ pub enum Command {
     /// `loadrig emulate supplier --listen 127.0.0.1:0 --delay 5s` (docs/emulate.md).
     #[command(subcommand)]
     Emulate(EmulateCommand),
+    /// Watch a server without loading it: what it counts, where its sessions wait and what
+    /// its processes spend, every interval (docs/observe.md):
+    /// `loadrig observe --target postgres://… --interval 1s --for 1m`.
+    Observe(ObserveArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -105,6 +109,39 @@ pub struct SupplierArgs {
     /// How long the supplier takes to answer `POST /po`.
     #[arg(long, value_name = "DURATION", default_value = "0s")]
     pub response_time: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ObserveArgs {
+    /// The server to observe, as a target URL (postgres, mysql, redis, ldap, http with
+    /// `?status=/PATH`).
+    #[arg(long, short = 't')]
+    pub target: String,
+
+    /// A server behind the target to observe as well (slapd's back-sql's database).
+    #[arg(long, value_name = "URL")]
+    pub behind: Option<String>,
+
+    /// How often to read the server's counters.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub interval: String,
+
+    /// How long to observe (default: until Ctrl-C).
+    #[arg(long = "for", value_name = "DURATION")]
+    pub duration: Option<String>,
+
+    /// PostgreSQL's active-session samples per second (0: none).
+    #[arg(long, value_name = "N", default_value_t = crate::observe::DEFAULT_SESSION_RATE)]
+    pub session_rate: f64,
+
+    /// Sample only the backends with this application_name (default: every client backend
+    /// of the database but the observer's).
+    #[arg(long, value_name = "NAME")]
+    pub application_name: Option<String>,
+
+    /// Print the whole observation as JSON at the end instead of a line per interval.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,6 +12,8 @@
 //! - [`stats`]: per-client counters and HdrHistograms, exact merges, summaries.
 //! - [`targets`]: one file per system under test, behind the `Target`/`Session` traits.
 //! - [`emulate`]: stand-ins for the systems a workload talks to besides its target.
+//! - [`observe`]: the server under test observed interval by interval on connections of its
+//!   own (its counters, wait events, statements and processes).
 //! - [`result`]: the run file and the sweep file, the contract every output reads, with
 //!   their JSON Schemas in docs/schema/.
 //! - [`report`]: the console view, the summary, and what is computed from result files
@@ -34,6 +36,7 @@ pub mod emulate;
 pub mod engine;
 pub mod error;
 pub mod fuzzing;
+pub mod observe;
 pub mod plan;
 pub mod report;
 pub mod result;

@@ -10,6 +10,7 @@ mod history;
 mod import;
 mod kube;
 mod merge;
+mod observe;
 mod ops;
 mod recover;
 mod report;
@@ -45,5 +46,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Gen(what) => gen::gen(&what),
         Command::Import(what) => import::import(&what),
         Command::Emulate(what) => emulate::emulate(&what),
+        Command::Observe(args) => observe::observe(&args),
     }
 }

@@ -278,3 +278,33 @@ fn the_emulators_import_only_the_layers_below_the_targets() {
         "src/emulate/ imports {emulate:?}; it is in the targets' layer and may import only {allowed:?}"
     );
 }
+
+#[test]
+fn the_observer_imports_only_the_targets_layer_and_below() {
+    let edges = graph();
+    let allowed: BTreeSet<String> = ["error", "vocab", "clock", "duration", "stats", "targets"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert!(
+        edges.contains_key("observe"),
+        "src/observe/ is where the observer lives"
+    );
+    let observe = edges["observe"].clone();
+    assert!(
+        observe.is_subset(&allowed),
+        "src/observe/ imports {observe:?}; it is in the targets' layer and may import only {allowed:?}"
+    );
+    let above: Vec<&String> = edges
+        .iter()
+        .filter(|(m, to)| {
+            ["targets", "emulate", "stats", "workload"].contains(&m.as_str())
+                && to.contains("observe")
+        })
+        .map(|(m, _)| m)
+        .collect();
+    assert!(
+        above.is_empty(),
+        "{above:?} import src/observe/, which sits beside the targets, above them"
+    );
+}

@@ -36,6 +36,7 @@ mod kube;
 mod kube_cluster;
 mod layers;
 mod mysql_wire;
+mod observe;
 mod ops;
 mod pg_pipeline;
 mod pg_session;

@@ -1,0 +1,75 @@
+//! The server under test observed interval by interval, on connections of the observer's
+//! own: what the server itself counts (PostgreSQL's statistics views and pg_stat_statements,
+//! MySQL's global status and performance_schema, Redis's INFO, OpenLDAP's cn=Monitor,
+//! nginx's stub_status), where its backends spend their time (PostgreSQL's active-session
+//! samples), its processes on this machine (/proc), and a user's own read-only queries.
+//!
+//! The observer never resets statistics, creates an extension or changes a setting; what it
+//! cannot see is reported once, with what would let it, and never fails the run. It runs on
+//! a thread of its own ([`Observer::start`]), aligned to the run's interval grid, and hands
+//! out plain records ([`ObservedInterval`], [`Observation`]). docs/observe.md says what each
+//! target gives and needs.
+
+mod ldap;
+mod mysql;
+mod nginx;
+mod notes;
+mod observer;
+mod postgres;
+mod procfs;
+mod query;
+mod reading;
+mod record;
+mod redis;
+mod server;
+
+pub use observer::Observer;
+pub use query::{ObserveEntry, UserQuery};
+pub use record::{
+    Observation, ObservedInterval, ObserverCost, ProcessFigures, QueryValue, Role, ServerInterval,
+    StatementDelta, TimedWait, Unavailable, WaitProfile, WaitShare,
+};
+
+/// Active-session samples per second unless told otherwise.
+pub const DEFAULT_SESSION_RATE: f64 = 10.0;
+
+/// Which PostgreSQL backends the active-session samples read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sessions {
+    /// The run's own: the backends of the target's database whose `application_name` is
+    /// the one the run's clients carry (the URL's `application_name`, else `loadrig`). A
+    /// server behind the target is sampled whole, as with `All`.
+    Run,
+    /// Every client backend of the database but the observer's own.
+    All,
+    /// The backends with this `application_name`.
+    Application(String),
+}
+
+/// What to observe and how.
+#[derive(Debug, Clone)]
+pub struct ObserveConfig {
+    /// The target's URL, as the run was given it.
+    pub target: String,
+    /// A server behind the target to observe as well (slapd's back-sql in front of
+    /// PostgreSQL).
+    pub behind: Option<String>,
+    pub sessions: Sessions,
+    /// Active-session samples per second (0: none).
+    pub session_rate: f64,
+    /// The user's `[[observe]]` queries.
+    pub queries: Vec<UserQuery>,
+}
+
+impl ObserveConfig {
+    /// The target alone, the run's own sessions sampled at the default rate, no queries.
+    pub fn new(target: impl Into<String>) -> ObserveConfig {
+        ObserveConfig {
+            target: target.into(),
+            behind: None,
+            sessions: Sessions::Run,
+            session_rate: DEFAULT_SESSION_RATE,
+            queries: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! MySQL and MariaDB, on the observer's own connection (mysql_async): `SHOW GLOBAL STATUS`,
+//! and when `performance_schema` is on and readable, statement digests, wait summaries and
+//! the observer's own statements' time (by its thread).
+//!
+//! Every performance_schema statement of the observer names the alias `loadrig_observer`,
+//! which digests keep, so its own digests are left out of the statements; `SHOW GLOBAL
+//! STATUS` has no place for an alias, so the observer's own calls are taken off its digest.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, OptsBuilder, SslOpts};
+
+use super::notes::Notes;
+use super::reading::{number, Reading, StatementTotal};
+use super::record::{QueryValue, Role};
+use super::UserQuery;
+use crate::error::InputError;
+use crate::targets::endpoint::Endpoint;
+use crate::targets::tls::{Tls, TlsMode};
+use crate::targets::TargetUrl;
+
+/// `SHOW GLOBAL STATUS` variables recorded as counters (deltas), besides every `Handler_*`.
+const COUNTERS: &[&str] = &[
+    "Questions",
+    "Queries",
+    "Com_select",
+    "Com_insert",
+    "Com_update",
+    "Com_delete",
+    "Com_commit",
+    "Com_rollback",
+    "Connections",
+    "Aborted_connects",
+    "Bytes_received",
+    "Bytes_sent",
+    "Slow_queries",
+    "Innodb_row_lock_waits",
+    "Innodb_row_lock_time",
+    "Innodb_deadlocks",
+    "Innodb_buffer_pool_reads",
+    "Innodb_buffer_pool_read_requests",
+    "Innodb_buffer_pool_write_requests",
+    "Innodb_buffer_pool_wait_free",
+    "Innodb_data_reads",
+    "Innodb_data_writes",
+    "Innodb_data_fsyncs",
+    "Innodb_os_log_fsyncs",
+    "Innodb_log_writes",
+    "Innodb_log_waits",
+    "Innodb_rows_read",
+    "Innodb_rows_inserted",
+    "Innodb_rows_updated",
+    "Innodb_rows_deleted",
+    "Table_locks_immediate",
+    "Table_locks_waited",
+    "Created_tmp_tables",
+    "Created_tmp_disk_tables",
+    "Select_full_join",
+    "Select_scan",
+    "Sort_merge_passes",
+];
+
+/// ... and as gauges (values at the boundary).
+const GAUGES: &[&str] = &[
+    "Threads_running",
+    "Threads_connected",
+    "Innodb_row_lock_current_waits",
+    "Innodb_buffer_pool_pages_dirty",
+    "Innodb_buffer_pool_pages_free",
+];
+
+pub struct MysqlPlan {
+    opts: Opts,
+    timeout: Duration,
+    pub host: String,
+    pub port: u16,
+}
+
+impl MysqlPlan {
+    pub fn parse(url: &TargetUrl) -> Result<MysqlPlan, InputError> {
+        let mode = url.options.get("ssl-mode").map(|m| m.to_ascii_uppercase());
+        let on = match mode.as_deref() {
+            None | Some("DISABLED") => false,
+            Some("REQUIRED" | "VERIFY_CA" | "VERIFY_IDENTITY") => true,
+            Some(other) => {
+                return Err(InputError::new(format!(
+                    "ssl-mode={other}: expected DISABLED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY"
+                )))
+            }
+        };
+        let tls = Tls::from_url(url, on)?;
+        let ep = Endpoint::parse(url)?;
+        let timeout = Endpoint::connect_timeout(url, Duration::from_secs(5))?;
+        let port = ep.port.unwrap_or(3306);
+        let opts = OptsBuilder::default()
+            .ip_or_hostname(ep.host.clone())
+            .tcp_port(port)
+            .user(ep.user.clone())
+            .pass(ep.password.clone())
+            .db_name((!ep.path.is_empty()).then(|| ep.path.clone()))
+            .prefer_socket(false)
+            .stmt_cache_size(32)
+            // Every transaction of the observer's is read-only, a user's queries' included.
+            .init(vec!["SET SESSION TRANSACTION READ ONLY"])
+            .ssl_opts(ssl_opts(&tls));
+        Ok(MysqlPlan {
+            opts: opts.into(),
+            timeout,
+            host: ep.host,
+            port,
+        })
+    }
+}
+
+/// mysql_async's TLS settings, as the mysql target gives them.
+fn ssl_opts(tls: &Tls) -> Option<SslOpts> {
+    match tls.mode {
+        TlsMode::Off => None,
+        TlsMode::Insecure => Some(
+            SslOpts::default()
+                .with_danger_accept_invalid_certs(true)
+                .with_danger_skip_domain_validation(true),
+        ),
+        TlsMode::Verified => Some(match &tls.ca {
+            Some(path) => SslOpts::default()
+                .with_root_certs(vec![PathBuf::from(path).into()])
+                .with_disable_built_in_roots(true),
+            None => SslOpts::default(),
+        }),
+    }
+}
+
+fn message(e: &mysql_async::Error) -> String {
+    match e {
+        mysql_async::Error::Server(s) => format!("{} ({})", s.message, s.code),
+        other => other.to_string(),
+    }
+}
+
+/// performance_schema as the observer reads it.
+struct Schema {
+    /// The observer's own thread, for its cost.
+    thread: u64,
+    /// Rows of the digest table last seen from this `LAST_SEEN` on are fetched again.
+    since: String,
+    digests: HashMap<String, StatementTotal>,
+    own_first_ms: Option<f64>,
+    own_last_ms: f64,
+}
+
+pub struct MysqlSource {
+    role: Role,
+    conn: Conn,
+    schema: Option<Schema>,
+    /// `SHOW GLOBAL STATUS` calls so far, taken off its digest.
+    status_calls: f64,
+    deadlocks_noted: bool,
+    pub queries_sent: u64,
+}
+
+impl MysqlSource {
+    pub async fn connect(
+        plan: &MysqlPlan,
+        role: Role,
+        notes: &mut Notes,
+    ) -> Result<MysqlSource, String> {
+        let mut conn = tokio::time::timeout(plan.timeout, Conn::new(plan.opts.clone()))
+            .await
+            .map_err(|_| format!("no answer within {:?}", plan.timeout))?
+            .map_err(|e| message(&e))?;
+        let on: Option<i64> = conn
+            .query_first("SELECT @@performance_schema")
+            .await
+            .map_err(|e| message(&e))?;
+        let mut source = MysqlSource {
+            role,
+            conn,
+            schema: None,
+            status_calls: 0.0,
+            deadlocks_noted: false,
+            queries_sent: 2,
+        };
+        let enable = "performance_schema = ON in the server's configuration (a restart), and SELECT ON performance_schema.* for the observer's user";
+        if on != Some(1) {
+            notes.add(
+                role,
+                "performance_schema",
+                "performance_schema is off: no statement digests, wait summaries or the observer's own server time",
+                enable,
+            );
+            return Ok(source);
+        }
+        source.queries_sent += 1;
+        let thread: Result<Option<u64>, _> = source
+            .conn
+            .query_first(
+                "SELECT THREAD_ID FROM performance_schema.threads AS loadrig_observer WHERE PROCESSLIST_ID = CONNECTION_ID()",
+            )
+            .await;
+        match thread {
+            Ok(Some(thread)) => {
+                source.schema = Some(Schema {
+                    thread,
+                    since: "1970-01-01 00:00:00".into(),
+                    digests: HashMap::new(),
+                    own_first_ms: None,
+                    own_last_ms: 0.0,
+                })
+            }
+            Ok(None) => notes.add(
+                role,
+                "performance_schema",
+                "the observer's thread is not instrumented",
+                enable,
+            ),
+            Err(e) => notes.add(role, "performance_schema", message(&e), enable),
+        }
+        Ok(source)
+    }
+
+    /// Global status, and from performance_schema the digests, waits and own time.
+    pub async fn read(&mut self, notes: &mut Notes) -> Result<Reading, String> {
+        let mut r = Reading::default();
+        self.queries_sent += 1;
+        self.status_calls += 1.0;
+        let rows: Vec<(String, String)> = self
+            .conn
+            .query("SHOW GLOBAL STATUS")
+            .await
+            .map_err(|e| message(&e))?;
+        for (name, value) in rows {
+            let Some(v) = number(&value) else { continue };
+            if GAUGES.contains(&name.as_str()) {
+                r.gauges.insert(format!("global_status.{name}"), v);
+            } else if COUNTERS.contains(&name.as_str()) || name.starts_with("Handler_") {
+                r.counters.insert(format!("global_status.{name}"), v);
+            }
+        }
+        if !r.counters.contains_key("global_status.Innodb_deadlocks") && !self.deadlocks_noted {
+            self.deadlocks_noted = true;
+            notes.add(
+                self.role,
+                "deadlocks",
+                "this server's SHOW GLOBAL STATUS has no Innodb_deadlocks (MySQL counts them in information_schema.INNODB_METRICS, which needs PROCESS)",
+                "",
+            );
+        }
+        if self.schema.is_some() {
+            self.read_schema(&mut r).await?;
+        }
+        Ok(r)
+    }
+
+    async fn read_schema(&mut self, r: &mut Reading) -> Result<(), String> {
+        let Some(s) = &mut self.schema else {
+            return Ok(());
+        };
+        self.queries_sent += 3;
+        type Digest = (
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            u64,
+            u64,
+            String,
+        );
+        let rows: Vec<Digest> = self
+            .conn
+            .exec(
+                "SELECT SCHEMA_NAME, DIGEST, DIGEST_TEXT, COUNT_STAR, SUM_TIMER_WAIT, \
+                 DATE_FORMAT(LAST_SEEN, '%Y-%m-%d %H:%i:%s.%f') \
+                 FROM performance_schema.events_statements_summary_by_digest AS loadrig_observer \
+                 WHERE LAST_SEEN >= TIMESTAMP(?) - INTERVAL 1 SECOND",
+                (s.since.clone(),),
+            )
+            .await
+            .map_err(|e| message(&e))?;
+        for (schema, digest, text, calls, picos, seen) in rows {
+            let text = text.unwrap_or_default();
+            if text.contains("loadrig_observer") {
+                continue;
+            }
+            if seen > s.since {
+                s.since = seen;
+            }
+            let id = format!(
+                "{}/{}",
+                schema.unwrap_or_default(),
+                digest.unwrap_or_default()
+            );
+            let mut calls = calls as f64;
+            if text.trim() == "SHOW GLOBAL STATUS" {
+                calls = (calls - self.status_calls).max(0.0);
+            }
+            s.digests.insert(
+                id,
+                StatementTotal {
+                    text,
+                    calls,
+                    time_ms: picos as f64 / 1e9,
+                },
+            );
+        }
+        r.statements = s.digests.clone();
+        let waits: Vec<(String, u64, u64)> = self
+            .conn
+            .query(
+                "SELECT EVENT_NAME, COUNT_STAR, SUM_TIMER_WAIT \
+                 FROM performance_schema.events_waits_summary_global_by_event_name AS loadrig_observer \
+                 WHERE COUNT_STAR > 0",
+            )
+            .await
+            .map_err(|e| message(&e))?;
+        for (event, count, picos) in waits {
+            r.timed_waits
+                .insert(event, (count as f64, picos as f64 / 1e9));
+        }
+        let own: Option<Option<f64>> = self
+            .conn
+            .exec_first(
+                "SELECT SUM(SUM_TIMER_WAIT) + 0e0 \
+                 FROM performance_schema.events_statements_summary_by_thread_by_event_name AS loadrig_observer \
+                 WHERE THREAD_ID = ?",
+                (s.thread,),
+            )
+            .await
+            .map_err(|e| message(&e))?;
+        let own_ms = own.flatten().unwrap_or(0.0) / 1e9;
+        s.own_first_ms.get_or_insert(own_ms);
+        s.own_last_ms = own_ms;
+        Ok(())
+    }
+
+    /// The server time of the observer's own statements since its first reading.
+    pub fn own_time_ms(&self) -> Option<f64> {
+        let s = self.schema.as_ref()?;
+        Some(s.own_last_ms - s.own_first_ms?)
+    }
+
+    /// A user's query in a (read-only) transaction of its own: the first column of its
+    /// first row.
+    pub async fn user_query(&mut self, q: &UserQuery) -> Result<QueryValue, String> {
+        self.queries_sent += 1;
+        // A prepared statement: one statement only, whatever the text holds; read-only, as
+        // every transaction of the observer's session.
+        let row: Option<mysql_async::Row> = self
+            .conn
+            .exec_first(q.sql.as_str(), ())
+            .await
+            .map_err(|e| message(&e))?;
+        let text = row
+            .and_then(|row| row.as_ref(0).cloned())
+            .and_then(|v| match v {
+                mysql_async::Value::NULL => None,
+                mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+                mysql_async::Value::Int(i) => Some(i.to_string()),
+                mysql_async::Value::UInt(u) => Some(u.to_string()),
+                mysql_async::Value::Float(f) => Some(f.to_string()),
+                mysql_async::Value::Double(f) => Some(f.to_string()),
+                other => Some(other.as_sql(true)),
+            });
+        Ok(QueryValue::from_text(&q.name, text))
+    }
+}
