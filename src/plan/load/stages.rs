@@ -220,11 +220,17 @@ fn table(
         ),
         None => None,
     };
-    let rate = level_of(&st.rate, &st.rate_from, &st.rate_to, |x| *x);
-    let clients = level_of(&st.clients, &st.clients_from, &st.clients_to, |n| *n as f64);
+    let rate = level_of(&st.rate, &st.rate_from, &st.rate_to, |x| *x, RATE);
+    let clients = level_of(
+        &st.clients,
+        &st.clients_from,
+        &st.clients_to,
+        |n| *n as f64,
+        CLIENTS,
+    );
     let (kind, (from, to)) = match (rate, clients) {
-        (Some(r), None) => (StageKind::Rate, r.map_err(|f| err(f, half("rate", f)))?),
-        (None, Some(c)) => (StageKind::Clients, c.map_err(|f| err(f, half("clients", f)))?),
+        (Some(r), None) => (StageKind::Rate, r.map_err(|f| err(f, half("rate")))?),
+        (None, Some(c)) => (StageKind::Clients, c.map_err(|f| err(f, half("clients")))?),
         (Some(_), Some(_)) => {
             return Err(err(
                 "clients",
@@ -284,24 +290,29 @@ fn table(
     })
 }
 
-/// A level from its constant field or its two ends; `Err(field)`: one end alone.
+const RATE: [&str; 3] = ["rate", "rate_from", "rate_to"];
+const CLIENTS: [&str; 3] = ["clients", "clients_from", "clients_to"];
+
+/// A level from its constant field or its two ends; `Err(field)`: the field that does not
+/// go with the others (`names`: the constant field's, then the ends').
 fn level_of<T>(
     at: &Option<Spanned<T>>,
     from: &Option<Spanned<T>>,
     to: &Option<Spanned<T>>,
     f: impl Fn(&T) -> f64,
+    names: [&'static str; 3],
 ) -> Option<Result<(f64, f64), &'static str>> {
     match (at, from, to) {
         (None, None, None) => None,
         (Some(x), None, None) => Some(Ok((f(x.get_ref()), f(x.get_ref())))),
         (None, Some(a), Some(b)) => Some(Ok((f(a.get_ref()), f(b.get_ref())))),
-        (Some(_), _, _) => Some(Err("from")),
-        (None, Some(_), None) => Some(Err("from")),
-        (None, None, Some(_)) => Some(Err("to")),
+        (Some(_), _, _) => Some(Err(names[0])),
+        (None, Some(_), None) => Some(Err(names[1])),
+        (None, None, Some(_)) => Some(Err(names[2])),
     }
 }
 
-fn half(what: &str, _field: &str) -> String {
+fn half(what: &str) -> String {
     format!("give {what} alone (constant), or both {what}_from and {what}_to (a ramp)")
 }
 
