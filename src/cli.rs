@@ -76,7 +76,7 @@ pub enum Command {
     /// Print a run's load interval by interval without running it: an open loop's arrivals
     /// per interval (with stages, each interval's stage and the integral of the rate), a
     /// closed loop's clients: `loadrig schedule noop --stages 10s:0..1000/s --max-in-flight 4`.
-    Schedule(ScheduleArgs),
+    Schedule(Box<ScheduleArgs>),
     /// Generate test data: `loadrig gen ldif --entries 100000 -o people.ldif`.
     #[command(subcommand)]
     Gen(GenCommand),

@@ -57,12 +57,9 @@ where
     if marks.is_empty() {
         return Ok(());
     }
-    chart.draw_series(
-        marks
-            .iter()
-            .filter(|(x, _)| *x > 0.0)
-            .map(|(x, _)| DashedPathElement::new(vec![(*x, y0), (*x, y1)], 5, 4, MARK.stroke_width(1))),
-    )?;
+    chart.draw_series(marks.iter().filter(|(x, _)| *x > 0.0).map(|(x, _)| {
+        DashedPathElement::new(vec![(*x, y0), (*x, y1)], 5, 4, MARK.stroke_width(1))
+    }))?;
     chart.draw_series(marks.iter().map(|(x, name)| {
         EmptyElement::at((*x, y1))
             + Text::new(name.clone(), (4, 4), (FONT, 12).into_font().color(&MARK))
