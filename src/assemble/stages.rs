@@ -105,7 +105,9 @@ fn measure(
         all.merge(c);
     }
     let total = OpResult::of("total", &all, measured_s, &counts(None), open);
-    let offered = open.then(|| measured.iter().filter_map(|b| b.offered).sum());
+    // `+ 0.0` turns an empty sum's -0.0 into 0.
+    let offered = (open && !measured.is_empty())
+        .then(|| measured.iter().filter_map(|b| b.offered).sum::<f64>() + 0.0);
     let intervals = match (measured.first(), measured.last()) {
         (Some(a), Some(b)) => Some([a.index + 1, b.index + 1]),
         _ => None,

@@ -1048,6 +1048,10 @@ async fn open<T: Target>(
     let mut missed = Vec::new();
     loop {
         if ctx.stop.load(Ordering::Relaxed) || quota == Some(0) {
+            if staged {
+                // Ended early (`--stop-when`, Ctrl-C): the arrivals already due never started.
+                due.missed_before(Instant::now(), &mut missed);
+            }
             break;
         }
         let intended = due.intended;
