@@ -44,7 +44,7 @@ pub fn interval_line(r: &IntervalRecord) -> String {
             let _ = write!(line, " ({}/s due)", rate(due / secs));
         }
         if let Some(c) = r.clients {
-            let _ = write!(line, " ({c} clients)");
+            let _ = write!(line, " ({c} client{})", if c == 1 { "" } else { "s" });
         }
     }
     line

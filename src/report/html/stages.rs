@@ -1,11 +1,15 @@
 //! A run with stages in the report: one row per stage (its load, how far the run got, its
-//! figures and its own verdict) and what `--stop-when` found.
+//! figures and its own verdict, with a suspect stage's reasons under the table) and what
+//! `--stop-when` found.
 
 use std::fmt::Write as _;
 
 use super::esc;
 use crate::duration::human_ns;
-use crate::report::console::{rate, stage_heading, thousands};
+use crate::engine::StageKind;
+use crate::report::console::{rate, thousands};
+use crate::result::stages::StageRan;
+use crate::result::validity::Verdict;
 use crate::result::RunResult;
 
 /// The stages' table under the summary; nothing for runs without stages.
@@ -29,7 +33,9 @@ pub fn table(h: &mut String, runs: &[(String, RunResult)]) {
     if several {
         h.push_str("<th class=\"text\">run</th>");
     }
-    h.push_str("<th class=\"text\">stage</th><th class=\"text\">load</th><th>measured</th><th>ok</th><th>errors</th><th>ops/s</th><th>mean</th><th>p50</th><th>p99</th><th>p99.9</th><th>max</th><th>never started</th><th class=\"text\">verdict</th></tr></thead>\n<tbody>\n");
+    h.push_str("<th class=\"text\">stage</th><th>time (s)</th><th class=\"text\">load</th><th class=\"text\">ran</th><th>ok</th><th>errors</th><th>ops/s</th><th>due done</th><th>never started</th><th>p50</th><th>p99</th><th>max</th><th class=\"text\">verdict</th></tr></thead>\n<tbody>\n");
+    // Each suspect stage's reasons, listed under the table (a cell is too narrow for them).
+    let mut reasons: Vec<String> = Vec::new();
     for (label, r) in runs {
         for s in &r.stages {
             h.push_str("<tr>");
@@ -44,33 +50,66 @@ pub fn table(h: &mut String, runs: &[(String, RunResult)]) {
                     "–".into()
                 }
             };
-            // The heading without the name: `0.0s to 30.0s, 0/s to 2,000/s (linear), complete`.
-            let heading = stage_heading(s);
-            let load = heading
-                .split_once(": ")
-                .map_or(heading.as_str(), |(_, rest)| rest);
+            let level = |x: f64| match s.kind {
+                StageKind::Rate => format!("{}/s", rate(x)),
+                StageKind::Clients => format!("{x:.0}c"),
+            };
+            let load = if s.from == s.to {
+                level(s.from)
+            } else {
+                format!("{} → {}", level(s.from), level(s.to))
+            };
+            let ran = match s.ran {
+                StageRan::Complete => "complete",
+                StageRan::Cut => "cut short",
+                StageRan::NotRun => "not run",
+            };
+            let done = match s.offered {
+                Some(due) if due > 0.0 => format!(
+                    "{:.0}&nbsp;%",
+                    100.0 * (s.total.ok + s.total.errors) as f64 / due
+                ),
+                _ => "–".into(),
+            };
             let verdict = match &s.validity {
-                Some(v) => format!("{} ({})", v.line(), s.judged),
+                Some(v) if v.verdict == Verdict::Valid => format!("valid ({})", s.judged),
+                Some(v) => {
+                    let who = if several {
+                        format!("{label}, stage {}", s.name)
+                    } else {
+                        format!("stage {}", s.name)
+                    };
+                    reasons.push(format!("{who}: {}", v.reasons.join("; ")));
+                    format!("<span class=\"bad\">suspect</span> ({})", s.judged)
+                }
                 None => "–".to_string(),
             };
             let _ = writeln!(
                 h,
-                "<td class=\"text\">{}</td><td class=\"wrap\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"wrap\">{}</td></tr>",
+                "<td class=\"text\">{}</td><td>{:.1}–{:.1}</td><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td></tr>",
                 esc(&s.name),
-                esc(load),
-                esc(&human_ns(s.measured_s * 1e9)),
+                s.start_s,
+                s.end_s,
+                esc(&load),
+                ran,
                 thousands(s.total.ok),
                 thousands(s.total.errors),
                 rate(s.total.throughput_per_s),
-                t(l.mean_ns),
+                done,
+                thousands(s.missed_starts),
                 t(l.p50_ns as f64),
                 t(l.p99_ns as f64),
-                t(l.p999_ns as f64),
                 t(l.max_ns as f64),
-                thousands(s.missed_starts),
-                esc(&verdict),
+                verdict,
             );
         }
     }
     h.push_str("</tbody></table></div>\n");
+    if !reasons.is_empty() {
+        h.push_str("<ul class=\"stage-reasons\">\n");
+        for r in reasons {
+            let _ = writeln!(h, "<li>{}</li>", esc(&r));
+        }
+        h.push_str("</ul>\n");
+    }
 }
