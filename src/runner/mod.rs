@@ -464,8 +464,9 @@ fn describe_stages(plan: &LoadPlan) -> String {
         format!(", until '{}' for {} intervals", w.condition, w.consecutive)
     });
     format!(
-        "{how}, {} stages over {}{warm}{stop}: {}",
+        "{how}, {} stage{} over {}{warm}{stop}: {}",
         plan.stages.len(),
+        if plan.stages.len() == 1 { "" } else { "s" },
         humantime::format_duration(total),
         list.join(",")
     )
