@@ -208,6 +208,51 @@ impl Collector<'_> {
         self.intervals.push(brief);
         self.emitted += 1;
     }
+    /// The run has ended: emit what is left (up to the run's real end when it was cut
+    /// short) and hand over the run's data.
+    fn finish(
+        mut self,
+        stopped_at: Option<Instant>,
+        interrupted: bool,
+        observer: &mut dyn Observer,
+    ) -> RunData {
+        // The monitor closes the interval it is in, so the last one has its sample.
+        self.monitor.finish();
+        // A run that reached its deadline keeps the nominal grid; one cut short (Ctrl-C)
+        // or ended by an operation count ends its last interval when it really ended.
+        let cap =
+            (self.timeline.deadline.is_none() || stopped_at.is_some()).then_some(self.run_end);
+        let last = self
+            .pending
+            .keys()
+            .next_back()
+            .copied()
+            .unwrap_or(0)
+            .max(self.timeline.index_of(self.run_end));
+        while self.emitted <= last {
+            self.emit_next(cap, observer);
+        }
+        let measured_end = self.intervals.last().map_or(Duration::ZERO, |i| i.end);
+        let stopped = self.streak.stopped.map(|from_interval| Stopped {
+            from_interval,
+            at: self.stop_at.unwrap_or(self.run_end),
+        });
+        RunData {
+            connect: ConnectPhase::default(),
+            measured: measured_end.saturating_sub(self.timeline.warmup),
+            elapsed: self.run_end,
+            interrupted,
+            abandoned: self.left.iter().sum(),
+            missed: self.missed.iter().sum(),
+            missed_by_stage: self.missed,
+            stopped,
+            late_start: None,
+            intervals: self.intervals,
+            store: self.store,
+            totals: self.totals,
+            hiccups: self.hiccups,
+        }
+    }
 }
 
 /// Merge the client threads' reports into intervals, in order, until every client is done.
@@ -279,41 +324,7 @@ pub(super) fn collect(
             if let (true, Some(s)) = (abandoned, stopped_at) {
                 c.run_end = s.duration_since(t0);
             }
-            // The monitor closes the interval it is in, so the last one has its sample.
-            c.monitor.finish();
-            // A run that reached its deadline keeps the nominal grid; one cut short (Ctrl-C)
-            // or ended by an operation count ends its last interval when it really ended.
-            let cap = (timeline.deadline.is_none() || stopped_at.is_some()).then_some(c.run_end);
-            let last = c
-                .pending
-                .keys()
-                .next_back()
-                .copied()
-                .unwrap_or(0)
-                .max(timeline.index_of(c.run_end));
-            while c.emitted <= last {
-                c.emit_next(cap, observer);
-            }
-            let measured_end = c.intervals.last().map_or(Duration::ZERO, |i| i.end);
-            let stopped = c.streak.stopped.map(|from_interval| Stopped {
-                from_interval,
-                at: c.stop_at.unwrap_or(c.run_end),
-            });
-            return Ok(RunData {
-                connect: ConnectPhase::default(),
-                measured: measured_end.saturating_sub(timeline.warmup),
-                elapsed: c.run_end,
-                interrupted,
-                abandoned: c.left.iter().sum(),
-                missed: c.missed.iter().sum(),
-                missed_by_stage: c.missed,
-                stopped,
-                late_start: None,
-                intervals: c.intervals,
-                store: c.store,
-                totals: c.totals,
-                hiccups: c.hiccups,
-            });
+            return Ok(c.finish(stopped_at, interrupted, observer));
         }
         // A thread whose clients have all recorded their last operation has ended once
         // their `Done`s (right behind) arrive; until then it holds the emission back, so the

@@ -262,20 +262,8 @@ fn table(
                 ))
             }
         };
-    let unit = kind.unit();
-    let mut written = format!("{}:{from}", humantime::format_duration(duration));
-    if from != to {
-        written.push_str(&format!("..{to}"));
-    }
-    written.push_str(unit);
-    if let Some(n) = steps {
-        written.push_str(&format!(":steps={n}"));
-    }
-    if let Some(name) = &name {
-        written = format!("{name}={written}");
-    }
     Ok(StageInput {
-        written,
+        written: compact(name.as_deref(), duration, kind, (from, to), steps),
         label,
         at: Some(at),
         places,
@@ -288,6 +276,28 @@ fn table(
         steps,
         warmup: st.warmup.as_ref().is_some_and(|w| *w.get_ref()),
     })
+}
+
+/// A file's stage as `--stages` would write it: `ramp=30s:0..2000/s:steps=4`.
+fn compact(
+    name: Option<&str>,
+    duration: Duration,
+    kind: StageKind,
+    (from, to): (f64, f64),
+    steps: Option<u64>,
+) -> String {
+    let mut written = format!("{}:{from}", humantime::format_duration(duration));
+    if from != to {
+        written.push_str(&format!("..{to}"));
+    }
+    written.push_str(kind.unit());
+    if let Some(n) = steps {
+        written.push_str(&format!(":steps={n}"));
+    }
+    match name {
+        Some(name) => format!("{name}={written}"),
+        None => written,
+    }
 }
 
 const RATE: [&str; 3] = ["rate", "rate_from", "rate_to"];
