@@ -174,8 +174,14 @@ fn a_closed_loop_ramp_adds_its_clients_at_an_even_pace() {
         "250ms",
         "-o",
         "c.json",
+        "--report",
+        "c.html",
     ]);
     let r = d.result("c.json");
+    // The report has the stages' table (a row each) and throughput against the clients.
+    let page = std::fs::read_to_string(d.join("c.html")).unwrap();
+    assert!(page.contains("<table class=\"stages\">") && page.contains("id=\"offered\""));
+    assert!(page.contains("<td class=\"text\">top</td>"));
     assert_eq!(r.intervals.len(), 12);
     let mut last = 0;
     for i in &r.intervals {
