@@ -24,6 +24,7 @@ mod connect_failures;
 mod embedded_targets;
 mod emulate;
 mod engine;
+mod experiment_analysis;
 mod exports;
 mod faults;
 mod faults_netns;

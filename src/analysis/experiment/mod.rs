@@ -17,7 +17,7 @@ pub mod design;
 pub mod record;
 mod residuals;
 pub mod response;
-mod summary;
+pub mod summary;
 
 pub use design::{Design, FactorLevels};
 pub use record::{

@@ -108,10 +108,12 @@ impl Response {
             }
             Some(TOTAL) | None => None,
             Some(name) if known.ops.iter().any(|o| o == name) => Some(name.to_string()),
-            Some(name) => return Err(format!(
+            Some(name) => {
+                return Err(format!(
                 "response '{text}': the workload runs no operation '{name}' (its operations: {})",
                 known.ops.join(", ")
-            )),
+            ))
+            }
         };
         Ok(Response {
             text: text.to_string(),
