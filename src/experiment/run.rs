@@ -126,9 +126,21 @@ impl Experiment {
             let mut record = old;
             record.status = ExperimentStatus::Running;
             record.responses = self.inputs.responses.clone();
+            // The runs written count; each response is read from them again (the responses
+            // asked for now may be others).
             for run in &mut record.runs {
-                let file = self.dir.join(&run.file);
-                run.done = result::read(&file).is_ok_and(|r| r.status == RunStatus::Complete);
+                run.responses.clear();
+                let written = result::read(&self.dir.join(&run.file))
+                    .ok()
+                    .filter(|r| r.status == RunStatus::Complete);
+                run.done = written.is_some();
+                for r in written.iter() {
+                    for resp in &self.responses {
+                        if let Ok(v) = resp.value(r) {
+                            run.responses.insert(resp.text.clone(), v);
+                        }
+                    }
+                }
             }
             return Ok((record, true));
         }
@@ -187,6 +199,9 @@ impl Experiment {
                 left.len(),
                 record.seed
             ));
+        }
+        for line in crate::report::experiment::plan_lines(&record) {
+            say(&line);
         }
         runner::install_ctrl_c();
         engine::INTERRUPTED.store(false, Ordering::SeqCst);

@@ -132,7 +132,7 @@ fn response_section(
             h,
             &format!("interaction-{i}"),
             &format!("Interaction: {} × {}", r.design.factors[f].factor.name, r.design.factors[g].factor.name),
-            "The mean response at each level of the first factor, a line per level of the second (the two-factor interaction with the largest share). Parallel lines: no interaction; lines that diverge or cross: the effect of one factor depends on the other.",
+            "The mean response at each level of the first factor, a line per level of the second (the largest two-factor interaction told apart from noise, else the two largest main effects). Parallel lines: no interaction; lines that diverge or cross: the effect of one factor depends on the other.",
             &eplot::interaction(a, &r.design)?,
         );
     }

@@ -52,7 +52,7 @@ pub fn main_effects(a: &ResponseAnalysis) -> Result<String> {
         for (l, level) in m.levels.iter().enumerate() {
             labels.push((x + l as f64, format!("{}={level}", m.factor)));
         }
-        x += m.levels.len() as f64 + 0.6;
+        x += m.levels.len() as f64 + 1.0;
         series.push((m.factor.clone(), pts));
     }
     let (y0, y1) = y_range(a.main_effects.iter().flat_map(|m| m.means.iter().copied()));
@@ -65,7 +65,7 @@ pub fn main_effects(a: &ResponseAnalysis) -> Result<String> {
             .margin_right(40)
             .x_label_area_size(52)
             .y_label_area_size(86)
-            .build_cartesian_2d(-0.5..x - 0.1, y0..y1)?;
+            .build_cartesian_2d(-0.5..x - 1.5, y0..y1)?;
         let label_of = |v: &f64| {
             labels
                 .iter()
@@ -80,14 +80,14 @@ pub fn main_effects(a: &ResponseAnalysis) -> Result<String> {
             .bold_line_style(GRID_BOLD)
             .axis_desc_style((FONT, 14))
             .label_style((FONT, 12))
-            .x_labels(labels.len() * 5 + 10)
+            .x_labels((x as usize) * 2 + 2)
             .x_label_formatter(&label_of)
             .y_label_formatter(&|v| value_text(&unit, *v))
             .disable_x_mesh()
             .draw()?;
         chart
             .draw_series(DashedLineSeries::new(
-                vec![(-0.5, grand), (x - 0.1, grand)],
+                vec![(-0.5, grand), (x - 1.5, grand)],
                 6,
                 4,
                 RGBColor(150, 150, 150).stroke_width(1),
@@ -115,8 +115,8 @@ pub fn main_effects(a: &ResponseAnalysis) -> Result<String> {
     })
 }
 
-/// The two factors to draw together: the largest two-factor interaction's, else the first
-/// two. None with one factor.
+/// The two factors to draw together: the largest two-factor interaction's that is
+/// distinguishable from noise, else the two largest main effects'. None with one factor.
 pub fn interaction_pair(a: &ResponseAnalysis, d: &DesignRecord) -> Option<(usize, usize)> {
     if d.factors.len() < 2 {
         return None;
@@ -126,14 +126,22 @@ pub fn interaction_pair(a: &ResponseAnalysis, d: &DesignRecord) -> Option<(usize
             .iter()
             .position(|f| f.factor.letter.starts_with(letter))
     };
+    let mut mains: Vec<_> = a.effects.iter().filter(|e| e.order == 1).collect();
+    mains.sort_by(|x, y| y.share.total_cmp(&x.share));
+    let largest = || -> Option<(usize, usize)> {
+        let f = index(mains.first()?.term.chars().next()?)?;
+        let g = index(mains.get(1)?.term.chars().next()?)?;
+        Some((f.min(g), f.max(g)))
+    };
     a.effects
         .iter()
-        .filter(|e| e.order == 2)
+        .filter(|e| e.order == 2 && e.significant == Some(true))
         .max_by(|x, y| x.share.total_cmp(&y.share))
         .and_then(|e| {
             let mut letters = e.term.chars();
             Some((index(letters.next()?)?, index(letters.next()?)?))
         })
+        .or_else(largest)
         .or(Some((0, 1)))
 }
 
