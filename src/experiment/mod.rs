@@ -299,6 +299,9 @@ fn cell_plans(
         let name = |e: InputError| {
             let mut e = e;
             e.message = format!("the cell {}: {}", text.join(", "), e.message);
+            if e.help.is_none() {
+                e.help = Some("each cell is the base plan with its levels, as `loadrig run` would take them: check the factor's name and levels".into());
+            }
             e
         };
         let plan = base.vary_all(&levels).map_err(name)?;

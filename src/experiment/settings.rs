@@ -347,6 +347,14 @@ fn settle(admin: &Admin, name: &str, value: &str) {
 
 /// The journals waiting on the server with this key.
 fn pending(key: &str) -> Result<Vec<Pointer>> {
+    Ok(all_pending()?
+        .into_iter()
+        .filter(|p| p.key == key)
+        .collect())
+}
+
+/// Every journal waiting, on any server.
+fn all_pending() -> Result<Vec<Pointer>> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(state_dir()) else {
         return Ok(out);
@@ -363,9 +371,7 @@ fn pending(key: &str) -> Result<Vec<Pointer>> {
             let _ = std::fs::remove_file(entry.path());
             continue;
         }
-        if p.key == key {
-            out.push(p);
-        }
+        out.push(p);
     }
     Ok(out)
 }
@@ -421,6 +427,13 @@ pub fn cleanup(url: &TargetUrl) -> Result<Vec<String>> {
                 let _ = std::fs::remove_file(entry.path());
             }
         }
+    }
+    for other in all_pending()? {
+        lines.push(format!(
+            "note: the settings journal {} waits for another server: loadrig cleanup --target {} (with the privilege to ALTER SYSTEM)",
+            other.journal.display(),
+            other.server
+        ));
     }
     Ok(lines)
 }
