@@ -91,13 +91,13 @@ impl Fit {
     }
 }
 
+/// A term's estimates: its contrast (two-level terms only) and its deviations, each with
+/// the levels it belongs to.
+pub type TermEstimate = (Option<f64>, Vec<(Vec<usize>, f64)>);
+
 /// The estimates of every term from the observations (cell by cell, the same number in
 /// each): what both the fit and each bootstrap resample compute.
-pub fn estimates(
-    design: &Design,
-    terms: &[Term],
-    ys: &[Vec<f64>],
-) -> Vec<(Option<f64>, Vec<(Vec<usize>, f64)>)> {
+pub fn estimates(design: &Design, terms: &[Term], ys: &[Vec<f64>]) -> Vec<TermEstimate> {
     let means: Vec<f64> = ys.iter().map(|c| mean(c)).collect();
     terms
         .iter()
@@ -252,7 +252,7 @@ fn deviations(design: &Design, factors: &[usize], means: &[f64]) -> Vec<(Vec<usi
                     .filter(|(cell, _)| chosen.iter().all(|&i| cell[factors[i]] == combo[i]))
                     .map(|(_, m)| *m)
                     .collect();
-                let sign = if (factors.len() - chosen.len()) % 2 == 0 {
+                let sign = if (factors.len() - chosen.len()).is_multiple_of(2) {
                     1.0
                 } else {
                     -1.0

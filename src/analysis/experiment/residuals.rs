@@ -26,7 +26,7 @@ pub fn anderson_darling(values: &[f64]) -> Option<(f64, f64)> {
     }
     let m = mean(values);
     let sd = (values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
-    if !(sd > 0.0) || !sd.is_finite() {
+    if sd.is_nan() || sd <= 0.0 || !sd.is_finite() {
         return None;
     }
     let mut z: Vec<f64> = values.iter().map(|v| (v - m) / sd).collect();

@@ -32,7 +32,7 @@ fn number(v: f64) -> String {
         let digits = whole.to_string();
         let mut out = String::new();
         for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
                 out.push(',');
             }
             out.push(c);
@@ -148,14 +148,15 @@ pub fn sentences(design: &Design, a: &ResponseAnalysis) -> Vec<String> {
         }
     }
     let interactions: Vec<&&EffectRecord> = ranked.iter().filter(|e| e.order > 1).collect();
-    if !interactions.is_empty() && a.intervals != IntervalMethod::None {
-        if interactions.iter().all(|e| e.significant == Some(false)) {
-            let total: f64 = interactions.iter().map(|e| e.share).sum();
-            out.push(format!(
-                "no interaction is distinguishable from noise (together {})",
-                percent(total)
-            ));
-        }
+    if !interactions.is_empty()
+        && a.intervals != IntervalMethod::None
+        && interactions.iter().all(|e| e.significant == Some(false))
+    {
+        let total: f64 = interactions.iter().map(|e| e.share).sum();
+        out.push(format!(
+            "no interaction is distinguishable from noise (together {})",
+            percent(total)
+        ));
     }
     if a.error.df > 0 {
         let pooled = if a.error.pooled.is_empty() {
