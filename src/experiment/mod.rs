@@ -192,12 +192,17 @@ impl Experiment {
         .map_err(|why| {
             let e = InputError::new(why);
             // A factor's own problem is reported where the factor was given.
-            let at = inputs
+            let factor = inputs
                 .factors
                 .iter()
-                .find(|f| e.message.contains(&format!("factor {} ", f.name)))
-                .map_or(&inputs.fraction_at, |f| &f.at);
-            placed(e, at)
+                .find(|f| e.message.contains(&format!("factor {} ", f.name)));
+            let e = match factor {
+                Some(_) => e.help("give each factor once, with two or more different levels"),
+                None => e.help(
+                    "a generator gives a factor's letter (A, B, … in the order the factors are given) as the product of two or more other letters, each factor generated once: with four factors, --fraction D=ABC (docs/experiment.md)",
+                ),
+            };
+            placed(e, factor.map_or(&inputs.fraction_at, |f| &f.at))
         })?;
         if inputs.replicates == 0 {
             return Err(InputError::new("--replicates 0: every cell needs at least one run")
@@ -292,6 +297,9 @@ fn cell_plans(
                         )),
                         &inputs.factors[f].at,
                     )
+                    .help(e.help.unwrap_or_else(|| {
+                        "each level is written as the setting's flag takes it (clients=4,16, think_time=0s,10ms)".into()
+                    }))
                 })?;
                 levels.push((factor.clone(), value));
             }

@@ -59,7 +59,7 @@ fn known_effects_fall_inside_their_intervals_and_a_null_factor_is_not_called() {
         "--duration",
         "300ms",
         "--factor",
-        "url.latency=1ms,2ms",
+        "url.latency=1ms,3ms",
         "--factor",
         "url.extra=0ms,3ms",
         "--factor",
@@ -107,8 +107,9 @@ fn known_effects_fall_inside_their_intervals_and_a_null_factor_is_not_called() {
     }
     let a = &r.analyses[0];
     let effect = |t: &str| a.effects.iter().find(|e| e.term == t).unwrap();
-    // The latency rises by exactly the difference of the levels: 1 ms and 3 ms.
-    for (term, truth) in [("A", 1e6), ("B", 3e6)] {
+    // The latency rises by exactly the difference of the levels: 2 ms and 3 ms (large
+    // beside the late wake-ups of a busy machine, so both are called).
+    for (term, truth) in [("A", 2e6), ("B", 3e6)] {
         let c = effect(term).contrast.clone().unwrap();
         assert!(
             c.low.unwrap() <= truth && truth <= c.high.unwrap(),

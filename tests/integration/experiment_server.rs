@@ -120,8 +120,11 @@ fn synchronous_commit_is_applied_per_cell_and_restored_after_the_experiment() {
     let _lock = hold(&[Shared::Postgres]);
     let a = admin(&super_url);
     // An explicit value before: it must come back as that value, not as a reset.
-    a.query("ALTER SYSTEM SET synchronous_commit = 'local'; SELECT pg_reload_conf()")
+    // One statement per call: a simple query of several is one transaction, and ALTER
+    // SYSTEM refuses to run inside one.
+    a.query("ALTER SYSTEM SET synchronous_commit = 'local'")
         .unwrap();
+    a.query("SELECT pg_reload_conf()").unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let d = Dir::new();
     d.write("insert.toml", WORKLOAD);
@@ -130,8 +133,8 @@ fn synchronous_commit_is_applied_per_cell_and_restored_after_the_experiment() {
     let after = (admin(&super_url), ());
     let value = show(&after.0);
     let file = explicit(&after.0);
-    a.query("ALTER SYSTEM RESET synchronous_commit; SELECT pg_reload_conf()")
-        .unwrap();
+    a.query("ALTER SYSTEM RESET synchronous_commit").unwrap();
+    a.query("SELECT pg_reload_conf()").unwrap();
     assert!(
         out.status.success(),
         "{stdout}\n{}",
