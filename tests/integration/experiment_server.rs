@@ -267,3 +267,65 @@ fn a_unix_socket_host_is_a_postgres_target() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("Unix socket"));
     d.ok(&["cleanup", "--target", &super_url]);
 }
+
+#[test]
+fn a_failed_run_restores_the_setting_and_leaves_the_experiment_to_continue() {
+    let Some(target) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    let Some(super_url) = server_url("LOADRIG_PG_SUPER_URL") else {
+        return;
+    };
+    let _lock = hold(&[Shared::Postgres]);
+    let a = admin(&super_url);
+    let before = show(&a);
+    let d = Dir::new();
+    d.write("insert.toml", WORKLOAD);
+    // Seed 5 runs cell 1 (off, no TLS), then cell 3 (off, TLS verified against the
+    // system's CAs, which fails to connect) while the server has synchronous_commit off.
+    let out = output(
+        &d,
+        &[
+            "experiment",
+            "insert.toml",
+            "--target",
+            &target,
+            "--factor",
+            "server.synchronous_commit=on,off",
+            "--factor",
+            "url.sslmode=disable,verify-full",
+            "--replicates",
+            "1",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--response",
+            "insert.throughput",
+            "--settings-url",
+            &super_url,
+            "--seed",
+            "5",
+            "-o",
+            "exp",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The run's error decides the exit status (a certificate refused is the user's to fix: 2).
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("run 2 (server.synchronous_commit=off, url.sslmode=verify-full)"),
+        "{stderr}"
+    );
+    assert_eq!(show(&a), before);
+    assert_eq!(explicit(&a), None);
+    let r = record(&d.join("exp"));
+    assert_eq!(r.status, ExperimentStatus::Interrupted);
+    assert!(r.server_settings[0].restored);
+    assert_eq!(
+        r.runs.iter().map(|x| (x.cell, x.done)).collect::<Vec<_>>(),
+        [(1, true), (3, false), (2, false), (0, false)]
+    );
+    assert!(!d.join("exp/settings-journal.json").exists());
+    assert_eq!(pointers(&d), 0);
+}
