@@ -27,7 +27,9 @@ pub fn value_text(unit: &str, v: f64) -> String {
 }
 
 fn number(v: f64) -> String {
-    if v.abs() >= 1000.0 {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 1000.0 {
         let whole = v.abs().round() as u64;
         let digits = whole.to_string();
         let mut out = String::new();

@@ -150,7 +150,14 @@ fn response_section(
 
 fn anova_table(h: &mut String, a: &ResponseAnalysis) {
     h.push_str("<h3>Analysis of variance</h3>\n<div class=\"table-wrap\"><table>\n<thead><tr><th class=\"text\">source</th><th>sum of squares</th><th>df</th><th>mean square</th><th>F</th><th>p</th><th>share</th></tr></thead><tbody>\n");
-    let num = |v: f64| format!("{v:.4e}");
+    // Plain decimals where they read well, powers of ten for the squares of nanoseconds.
+    let num = |v: f64| {
+        if v == 0.0 || (1e-2..1e6).contains(&v.abs()) {
+            format!("{v:.4}")
+        } else {
+            format!("{v:.4e}")
+        }
+    };
     for e in a.effects.iter().filter(|e| !e.pooled) {
         let _ = writeln!(
             h,
