@@ -254,8 +254,15 @@ impl Experiment {
         say: Progress,
     ) -> Result<()> {
         let started = Instant::now();
+        // Each run clears INTERRUPTED as it starts: a Ctrl-C while a setting was applied or
+        // a target opened would be lost, the count is not.
+        let ctrl_c = engine::CTRL_C_COUNT.load(Ordering::SeqCst);
+        let stopped = || {
+            engine::INTERRUPTED.load(Ordering::SeqCst)
+                || engine::CTRL_C_COUNT.load(Ordering::SeqCst) != ctrl_c
+        };
         for (k, &i) in left.iter().enumerate() {
-            if engine::INTERRUPTED.load(Ordering::SeqCst) {
+            if stopped() {
                 return Ok(());
             }
             let entry = record.runs[i].clone();
@@ -293,7 +300,7 @@ impl Experiment {
             let per = started.elapsed().as_secs_f64() / (k + 1) as f64;
             let eta = per * (left.len() - k - 1) as f64;
             say(&progress_line(self, record, i, eta));
-            if result.status == RunStatus::Interrupted {
+            if result.status == RunStatus::Interrupted || stopped() {
                 return Ok(());
             }
         }

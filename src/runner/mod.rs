@@ -369,6 +369,7 @@ pub fn install_ctrl_c() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let _ = ctrlc::set_handler(|| {
+            engine::CTRL_C_COUNT.fetch_add(1, Ordering::SeqCst);
             if engine::INTERRUPTED.swap(true, Ordering::SeqCst) {
                 // A second Ctrl-C: the user wants out now.
                 std::process::exit(130);

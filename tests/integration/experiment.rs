@@ -59,9 +59,9 @@ fn known_effects_fall_inside_their_intervals_and_a_null_factor_is_not_called() {
         "--duration",
         "300ms",
         "--factor",
-        "url.latency=1ms,3ms",
+        "url.latency=1ms,6ms",
         "--factor",
-        "url.extra=0ms,3ms",
+        "url.extra=0ms,10ms",
         "--factor",
         "label=a,b",
         "--replicates",
@@ -107,9 +107,9 @@ fn known_effects_fall_inside_their_intervals_and_a_null_factor_is_not_called() {
     }
     let a = &r.analyses[0];
     let effect = |t: &str| a.effects.iter().find(|e| e.term == t).unwrap();
-    // The latency rises by exactly the difference of the levels: 2 ms and 3 ms (large
-    // beside the late wake-ups of a busy machine, so both are called).
-    for (term, truth) in [("A", 2e6), ("B", 3e6)] {
+    // The latency rises by exactly the difference of the levels: 5 ms and 10 ms (large
+    // beside the late wake-ups of a machine with a long run queue, so both are called).
+    for (term, truth) in [("A", 5e6), ("B", 10e6)] {
         let c = effect(term).contrast.clone().unwrap();
         assert!(
             c.low.unwrap() <= truth && truth <= c.high.unwrap(),
@@ -118,7 +118,14 @@ fn known_effects_fall_inside_their_intervals_and_a_null_factor_is_not_called() {
             c.low.unwrap(),
             c.high.unwrap()
         );
-        assert_eq!(effect(term).significant, Some(true));
+        assert_eq!(
+            effect(term).significant,
+            Some(true),
+            "{term}: {} [{}, {}]",
+            c.estimate,
+            c.low.unwrap(),
+            c.high.unwrap()
+        );
     }
     assert_eq!(
         effect("C").significant,
@@ -126,7 +133,7 @@ fn known_effects_fall_inside_their_intervals_and_a_null_factor_is_not_called() {
         "label changes nothing"
     );
     assert!(
-        a.summary[0].starts_with("url.extra (0ms → 3ms) explains"),
+        a.summary[0].starts_with("url.extra (0ms → 10ms) explains"),
         "{:?}",
         a.summary
     );
