@@ -113,6 +113,52 @@ fn placed(e: InputError, at: &Option<String>) -> InputError {
     }
 }
 
+/// What a factor varies: a server setting (with the privilege's URL given), or something
+/// of the plan by its name; refused with the names there are.
+fn factor_kind(
+    f: &FactorInput,
+    base: &RunPlan,
+    has_settings_url: bool,
+) -> Result<FactorKind, InputError> {
+    Ok(if let Some(setting) = f.name.strip_prefix("server.") {
+        let s = ServerFactor::new(setting, f.apply.clone()).map_err(|e| placed(e, &f.at))?;
+        if !has_settings_url {
+            return Err(placed(
+                InputError::new(format!(
+                    "factor {}: changing a server setting needs --settings-url, a URL of a role allowed to ALTER SYSTEM",
+                    f.name
+                ))
+                .help("e.g. --settings-url \"$LOADRIG_PG_SUPER_URL\" (scripts/services.sh's superuser on the Unix socket)"),
+                &f.at,
+            ));
+        }
+        FactorKind::Server(s)
+    } else {
+        if !f.apply.is_empty() {
+            return Err(placed(
+                InputError::new(format!(
+                    "factor {}: only a server.SETTING factor has apply statements",
+                    f.name
+                )),
+                &f.at,
+            ));
+        }
+        let factor = Factor::named(&f.name, &base.workload).ok_or_else(|| {
+            placed(
+                InputError::new(format!("factor '{}' names nothing a run can vary", f.name))
+                    .help(format!("name {}", what_varies(base))),
+                &f.at,
+            )
+        })?;
+        if matches!(factor, Factor::Load(LoadSetting::Seed)) {
+            return Err(placed(InputError::new(
+                "factor seed: the experiment gives every run its own seed; vary something the system under test does",
+            ), &f.at));
+        }
+        FactorKind::Plan(factor)
+    })
+}
+
 /// Every name a factor may take, for the message about one that names nothing.
 fn what_varies(base: &RunPlan) -> String {
     let settings: Vec<&str> = crate::plan::load::SPECS.iter().map(|s| s.name()).collect();
@@ -133,50 +179,10 @@ impl Experiment {
         let mut server = Vec::new();
         let mut levels = Vec::new();
         for (f, letter) in inputs.factors.iter().zip(letters) {
-            let kind = if let Some(setting) = f.name.strip_prefix("server.") {
-                let s =
-                    ServerFactor::new(setting, f.apply.clone()).map_err(|e| placed(e, &f.at))?;
-                if inputs.settings_url.is_none() {
-                    return Err(placed(
-                        InputError::new(format!(
-                            "factor {}: changing a server setting needs --settings-url, a URL of a role allowed to ALTER SYSTEM",
-                            f.name
-                        ))
-                        .help("e.g. --settings-url \"$LOADRIG_PG_SUPER_URL\" (scripts/services.sh's superuser on the Unix socket)"),
-                        &f.at,
-                    )
-                    .into());
-                }
+            let kind = factor_kind(f, &base, inputs.settings_url.is_some())?;
+            if let FactorKind::Server(s) = &kind {
                 server.push(s.clone());
-                FactorKind::Server(s)
-            } else {
-                if !f.apply.is_empty() {
-                    return Err(placed(
-                        InputError::new(format!(
-                            "factor {}: only a server.SETTING factor has apply statements",
-                            f.name
-                        )),
-                        &f.at,
-                    )
-                    .into());
-                }
-                let factor = Factor::named(&f.name, &base.workload).ok_or_else(|| {
-                    placed(
-                        InputError::new(format!(
-                            "factor '{}' names nothing a run can vary",
-                            f.name
-                        ))
-                        .help(format!("name {}", what_varies(&base))),
-                        &f.at,
-                    )
-                })?;
-                if matches!(factor, Factor::Load(LoadSetting::Seed)) {
-                    return Err(placed(InputError::new(
-                        "factor seed: the experiment gives every run its own seed; vary something the system under test does",
-                    ), &f.at).into());
-                }
-                FactorKind::Plan(factor)
-            };
+            }
             kinds.push(kind);
             levels.push(FactorLevels {
                 name: f.name.clone(),
