@@ -16,6 +16,7 @@
 //! - [`knee`]: latency objectives and the highest rate that meets one.
 //! - [`modes`]: clusters in a latency distribution, and whether they repeat at a period.
 //! - [`shift`]: the shift function (quantile by quantile differences) and distribution distances.
+//! - [`experiment`]: factorial designs, their effects, intervals and analysis of variance.
 //! - [`density`]: the kernel density estimate the modes and the report's latency plot share.
 //! - [`fit`]: least squares and goodness of fit shared by the models.
 //! - [`validity`]: the checks that judge whether a run's figures can be trusted, one file
@@ -26,6 +27,7 @@ pub mod changepoint;
 pub mod checks;
 pub mod compare;
 pub mod density;
+pub mod experiment;
 pub mod fit;
 pub mod growth;
 pub mod history;

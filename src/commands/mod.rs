@@ -4,6 +4,7 @@
 mod ab;
 mod compare;
 mod emulate;
+mod experiment;
 mod export;
 mod gen;
 mod history;
@@ -36,6 +37,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Init { name } => targets::init(&name),
         Command::Report(args) => report::report(&args),
         Command::Ab(args) => ab::ab(&args),
+        Command::Experiment(args) => experiment::experiment(&args),
         Command::Compare(args) => compare::compare(&args),
         Command::History(args) => history::history(&args),
         Command::Merge(args) => merge::merge(&args),

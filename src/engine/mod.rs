@@ -34,7 +34,7 @@ pub mod turns;
 mod tests;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::channel;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -63,6 +63,11 @@ pub use threads::{Slots, THREAD_PER_CONNECTION_MAX};
 
 /// Set by the Ctrl-C handler; the collector turns it into a stop of the current run.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// How many Ctrl-C (or SIGTERM) have arrived. Each run clears [`INTERRUPTED`] as it starts,
+/// so a caller running plan after plan (an experiment) compares this across a run instead:
+/// a Ctrl-C between two runs is not lost.
+pub static CTRL_C_COUNT: AtomicU64 = AtomicU64::new(0);
 
 /// No client could connect: the run fails (exit status 1), since it would measure nothing.
 #[derive(Debug, thiserror::Error)]

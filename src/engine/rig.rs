@@ -362,7 +362,10 @@ mod tests {
             }
         };
         std::hint::black_box(x);
-        assert!(advanced, "the process's CPU time did not advance by 10 ms in 60 s of spinning");
+        assert!(
+            advanced,
+            "the process's CPU time did not advance by 10 ms in 60 s of spinning"
+        );
     }
 
     #[test]

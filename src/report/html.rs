@@ -19,9 +19,11 @@ use crate::result::{OpResult, RunResult, RunStatus};
 use crate::targets::redact;
 
 mod compare;
+mod experiment;
 mod stages;
 mod sweep;
 pub use compare::render_comparison;
+pub use experiment::render_experiment;
 pub use sweep::render_sweep;
 
 const CSS: &str = include_str!("assets/report.css");

@@ -910,6 +910,7 @@ pub fn errors(runs: &[RunView]) -> Result<String> {
     })
 }
 
+pub mod experiment;
 pub mod growths;
 pub mod history;
 pub mod rig;

@@ -363,10 +363,13 @@ fn live_view(plan: &RunPlan, prepared: &Prepared, started_at: SystemTime) -> Res
     Ok(Live::new(op_names(&plan.ops), total_time, Some(jsonl)))
 }
 
-fn install_ctrl_c() {
+/// Ctrl-C (and SIGTERM) set `engine::INTERRUPTED`; a second one leaves at once. An
+/// experiment installs it before it changes a server setting, so that the first one restores.
+pub fn install_ctrl_c() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let _ = ctrlc::set_handler(|| {
+            engine::CTRL_C_COUNT.fetch_add(1, Ordering::SeqCst);
             if engine::INTERRUPTED.swap(true, Ordering::SeqCst) {
                 // A second Ctrl-C: the user wants out now.
                 std::process::exit(130);
