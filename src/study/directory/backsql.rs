@@ -69,7 +69,7 @@ fn first_existing(candidates: &[PathBuf]) -> Option<PathBuf> {
 pub fn find_install() -> Result<Install, String> {
     let on_path = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).map(|d| d.join("slapd")).collect())
-        .unwrap_or_else(Vec::new);
+        .unwrap_or_default();
     let slapd = first_existing(&[on_path, vec!["/usr/sbin/slapd".into()]].concat())
         .ok_or("slapd is not installed (Debian: apt-get install slapd)")?;
     let module_dirs: Vec<PathBuf> = [

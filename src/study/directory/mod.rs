@@ -512,7 +512,7 @@ impl Study<'_> {
             }
         };
         cells.backend.state = BackendState::Ran;
-        let started = self.start_backsql(row, mapping, &*target, &pg_url, setup, cells);
+        let started = self.start_backsql(row, mapping, &target, &pg_url, setup, cells);
         let (slapd, user_schema) = match started {
             Ok(s) => s,
             Err(e) => {
@@ -537,7 +537,7 @@ impl Study<'_> {
             Searched::Ran(run) if cells.backend.state == BackendState::Ran => {
                 let searches = run.operations.first().map_or(0, |op| op.ok + op.errors);
                 let explain = Explain {
-                    pg: &*target,
+                    pg: &target,
                     user_schema: &user_schema,
                     mapping,
                 };
