@@ -250,7 +250,7 @@ packages_of() {
     postgres) echo postgresql ;;
     mariadb) echo mariadb-server mariadb-client ;;
     redis | redis-open) echo redis-server ;;
-    slapd) echo slapd ldap-utils ;;
+    slapd) echo slapd ldap-utils unixodbc odbc-postgresql ;; # back_sql over ODBC: the directory study
     nginx) echo nginx curl ;;
     esac
 }

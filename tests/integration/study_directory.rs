@@ -1,88 +1,197 @@
-//! `loadrig study directory` (seed 002) end to end: 1,000 generated people in slapd and in
-//! SQLite and PostgreSQL under both schemas (the throwaway servers of scripts/services.sh,
-//! required under LOADRIG_REQUIRE_ALL=1), the same entries found everywhere, the optimised
-//! schema's plan through an index and the naive one's not, every search cell recomputed from
-//! its run file, the report in headless Chromium; and `loadrig gen ldif` deterministic and
-//! parseable. Bad input exits 2 before anything runs. Nothing here asserts a timing.
+//! `loadrig study directory` (seed 002) end to end on the seed's system: slapd's back-sql
+//! over the throwaway PostgreSQL through ODBC (the study starts one slapd per mapping; Debian's
+//! slapd, unixodbc and odbc-postgresql) beside the throwaway slapd's back-mdb, both required
+//! under LOADRIG_REQUIRE_ALL=1. The seed's finding is asserted from PostgreSQL's own plans:
+//! the search back-sql sends reaches the people through an index only with both of the seed's
+//! changes (upper-cased columns and indexes), and scans with either alone; the statements
+//! back-sql sends per LDAP search are counted by the server. Every row finds the generator's
+//! entries, every search cell is its run file's, and the study leaves no slapd, schema or
+//! password behind. `loadrig gen ldif` is deterministic and parseable. Bad input exits 2
+//! before anything runs. Nothing here asserts a timing.
 
 use crate::common::browser;
 use crate::common::study;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use crate::common::locks::{hold, Shared};
+use crate::common::needs::needs;
 use crate::common::{server_url, Dir};
 use browser::{check_page, Browser};
 use study::{record, rows};
 
-/// Row name, the variable its server's URL comes from (none: embedded), whether it has a plan.
-const ROWS: [(&str, Option<&str>, Option<&str>); 5] = [
-    ("OpenLDAP slapd (mdb)", Some("LOADRIG_LDAP_URL"), None),
-    ("SQLite naive", None, Some("scan")),
-    ("SQLite optimised", None, Some("index")),
-    ("PostgreSQL naive", Some("LOADRIG_PG_URL"), Some("scan")),
-    (
-        "PostgreSQL optimised",
-        Some("LOADRIG_PG_URL"),
-        Some("index"),
-    ),
+/// Row name and the plan of the statement that finds the people (none: back-mdb, no SQL).
+const ROWS: [(&str, Option<&str>); 5] = [
+    ("slapd back-mdb", None),
+    ("back-sql naive", Some("scan")),
+    ("back-sql upper-cased", Some("scan")),
+    ("back-sql indexed", Some("scan")),
+    ("back-sql upper+indexed", Some("index")),
 ];
+const SEARCHES: u64 = 40;
+/// The entries `(cn=fname21*)` finds among 1,000: user21 and user210..user219.
+const MATCHING: u64 = 11;
+
+/// slapd's back_sql module and psqlODBC, where Debian puts them.
+fn backsql_installed() -> Option<()> {
+    let module = Path::new("/usr/lib/ldap/back_sql.so").exists();
+    let driver = std::fs::read_dir("/usr/lib")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| e.path().join("odbc/psqlodbcw.so").exists());
+    needs(
+        "slapd's back_sql and psqlODBC",
+        "apt-get install slapd unixodbc odbc-postgresql",
+        (module && driver).then_some(()),
+    )
+}
+
+/// The per-search counts of the study's SQL lines ("    1.00 × base lookup: SELECT ..."),
+/// by what each statement is.
+fn per_search(plan: &str) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for line in plan.lines() {
+        let Some((n, rest)) = line.trim().split_once(" × ") else {
+            continue;
+        };
+        let what = rest.split(": ").next().unwrap().to_string();
+        *out.entry(what).or_insert(0.0) += n.parse::<f64>().unwrap();
+    }
+    out
+}
+
+/// Every file under `dir`, at any depth.
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
 
 #[test]
-fn directory_quick_finds_the_same_entries_everywhere_and_plans_as_the_seed_says() {
-    let present: Vec<bool> = ROWS
-        .iter()
-        .map(|(_, var, _)| var.is_none_or(|v| server_url(v).is_some()))
-        .collect();
+fn directory_backsql_plans_as_the_seed_says_and_counts_its_sql() {
+    let (Some(pg), Some(_), Some(())) = (
+        server_url("LOADRIG_PG_URL"),
+        server_url("LOADRIG_LDAP_URL"),
+        backsql_installed(),
+    ) else {
+        return;
+    };
     let _servers = hold(&[Shared::Postgres, Shared::SlapdAlone]);
     let d = Dir::new();
-    let out = d.ok(&["study", "directory", "--quick", "-o", "dir"]);
-    // 1,000 entries: the seed's 210100 cut to "21" names user21 and user210..user219.
+    let searches = format!("searches={SEARCHES}");
+    let out = d.ok(&[
+        "study",
+        "directory",
+        "--quick",
+        "--set",
+        &searches,
+        "-o",
+        "dir",
+    ]);
+    // 1,000 entries: the seed's 210100 cut to "21".
     assert!(out.contains("(cn=fname21*)"), "{out}");
-    assert!(out.contains("11 matching"), "{out}");
+    assert!(out.contains(&format!("{MATCHING} matching")), "{out}");
     let s = record(&d, "dir");
-    assert_eq!((s.sizes["entries"], s.sizes["searches"]), (1000, 200));
+    assert_eq!((s.sizes["entries"], s.sizes["searches"]), (1000, SEARCHES));
     assert_eq!(rows(&s).len(), ROWS.len());
-    for ((name, _, plan), present) in ROWS.iter().zip(&present) {
-        let r = &rows(&s)[ROWS.iter().position(|x| x.0 == *name).unwrap()];
-        assert_eq!(r.backend.name, *name);
+    let mut sql_per_search = Vec::new();
+    for (r, (name, plan)) in rows(&s).iter().zip(ROWS) {
+        assert_eq!(r.backend.name, name);
         assert!(out.contains(name), "{name} in the printed table");
-        if !present {
-            assert_eq!(r.backend.note.as_deref(), Some("not run: no URL"));
-            continue;
-        }
-        // Ran means its search found exactly the generator's 11 entries: one that differs
-        // fails with class protocol.
+        // Ran means slapd returned exactly the generator's entries (else class protocol).
         assert_eq!(
             r.backend.state.words(),
             "ran",
             "{name}: {:?}",
             r.backend.note
         );
-        assert!(r.cells[0].value.unwrap() > 0.0 && r.cells[1].value.unwrap() > 0.0);
-        assert!(
-            (r.cells[1].value.unwrap() * r.cells[0].value.unwrap() - 1000.0).abs() < 1e-6,
-            "{name}: entries/s is entries over load time"
-        );
-        let cell = &r.cells[2];
+        assert!(r.cells[0].value.unwrap() > 0.0, "{name}: a load time");
+        let cell = &r.cells[1];
         let run = cell.run.as_ref().expect("the search cell names its run");
-        assert_eq!(r.backend.runs, std::slice::from_ref(run));
         let file = loadrig::result::read(&d.join("dir").join(run)).expect("run file");
         let op = &file.operations[0];
         assert_eq!(cell.value, Some(op.throughput_per_s), "{name}: {run}");
-        assert_eq!((op.ok, op.errors), (200, 0), "{name}: 200 searches");
-        assert_eq!(op.rows, 200 * 11, "{name}: 11 entries per search");
-        assert_eq!(r.cells[3].label.as_deref(), *plan, "{name}: {:?}", r.plan);
-        assert_eq!(r.plan.is_some(), plan.is_some());
+        assert_eq!((op.ok, op.errors), (SEARCHES, 0), "{name}");
+        assert_eq!(op.rows, SEARCHES * MATCHING, "{name}: entries per search");
+        assert_eq!(r.cells[3].label.as_deref(), plan, "{name}: {:?}", r.plan);
+        let Some(_) = plan else {
+            assert!(r.cells[2].value.is_none() && r.plan.is_none(), "{name}");
+            continue;
+        };
+        // The statements back-sql sent, as PostgreSQL counted them: one lookup of the base,
+        // one candidate query per object class (the organizational units' cannot match the
+        // filter, and is sent anyway), and statements per entry found.
+        let text = r.plan.as_deref().unwrap();
+        let kinds = per_search(text);
+        assert_eq!(kinds["base lookup"], 1.0, "{name}: {text}");
+        assert_eq!(kinds["candidates of inetOrgPerson"], 1.0, "{name}: {text}");
+        assert_eq!(
+            kinds["candidates of organizationalUnit (1=0"], 1.0,
+            "{name}: {text}"
+        );
+        let per_entry = kinds["per entry"];
+        assert!(per_entry >= MATCHING as f64, "{name}: {text}");
+        let total: f64 = kinds.values().sum();
+        assert_eq!(r.cells[2].value, Some(total), "{name}: {text}");
+        let observed = r.cells[2].run.as_ref().expect("the observation file");
+        assert!(d.join("dir").join(observed).is_file(), "{observed}");
+        sql_per_search.push(total);
+        // The plan explained is of the statement back-sql sent, its literals put back.
+        assert!(text.contains("LIKE 'FNAME21%'"), "{name}: {text}");
+        let column = if name.contains("upper") { "cn_u" } else { "cn" };
+        if plan == Some("index") {
+            assert!(
+                text.contains(&format!("Index Cond: ((({column})::text ~>=~ 'FNAME21'")),
+                "{text}"
+            );
+        } else {
+            assert!(
+                !text.contains(&format!("Index Cond: ((({column})")),
+                "{name}: {text}"
+            );
+        }
     }
-    let page = std::fs::read_to_string(d.join("dir/report.html")).unwrap();
-    if present[1] {
-        assert!(page.contains("Query plans") && page.contains("SEARCH loadrig_dir_opt"));
-        assert!(page.contains("SCAN loadrig_dir_naive"));
+    // The seed's changes change how PostgreSQL answers each statement, not how many are sent.
+    assert!(
+        sql_per_search.windows(2).all(|w| w[0] == w[1]),
+        "{sql_per_search:?}"
+    );
+    // Each mapping's slapd read its ODBC data source from the study's folder, which holds no
+    // password (libpq takes it from slapd's environment), and is stopped.
+    let odbc = std::fs::read_to_string(d.join("dir/backsql/backsql/odbc.ini")).unwrap();
+    assert!(
+        odbc.contains("Driver") && odbc.contains("UseServerSidePrepare = 0"),
+        "{odbc}"
+    );
+    for var in ["LOADRIG_PG_PASSWORD", "LOADRIG_LDAP_PASSWORD"] {
+        let secret = std::env::var(var).unwrap();
+        for f in files_under(d.path()) {
+            let text = std::fs::read(&f).unwrap();
+            let found = text.windows(secret.len()).any(|w| w == secret.as_bytes());
+            assert!(!found, "{var} in {}", f.display());
+        }
     }
+    let backsql = rows(&s)[1].backend.target.clone().unwrap();
+    let port = backsql.rsplit(':').next().unwrap();
+    assert!(
+        std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_err(),
+        "the study's back-sql slapd is stopped"
+    );
+    // back-sql's schema and the people's tables are gone: cleanup finds nothing left.
+    let cleaned = d.ok(&["cleanup", "--target", &pg]);
+    assert!(cleaned.contains("removed 0 loadrig object(s)"), "{cleaned}");
     let Some(b) = Browser::start() else { return };
     let text = check_page(&b, &d.join("dir/report.html"), 0, 1);
-    for (name, _, _) in ROWS {
+    for (name, _) in ROWS {
         assert!(text.contains(name), "{name} in the report");
     }
 }

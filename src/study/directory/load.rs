@@ -1,19 +1,21 @@
 //! Loading the people into each backend through the targets' own sessions (measured load
-//! phases, not runs: a run's operations are templates, and the optimised schema's reversed
-//! DN is not one), reading back which entries a search finds, and the SQL query plans.
+//! phases, not runs: a run's operations are templates, and neither a reversed DN nor the
+//! generator's hashed telephone number is one), reading back which entries a search finds,
+//! and PostgreSQL's plans for the statements back-sql sent.
 
 use std::cell::Cell;
-use std::path::Path;
 use std::time::Instant;
 
 use ldap3::{LdapConnAsync, Scope, SearchEntry};
 
-use super::filter::{reversed_upper, Schema, ATTRS};
+use super::backsql::{Mapping, PEOPLE};
+use super::filter::{reversed_upper, ATTRS};
+use crate::targets::postgres::backsql::SCHEMA;
 use crate::targets::{Session, Target, TargetUrl};
 use crate::vocab::{ErrorClass, LdapOp, NativeOp, Op, OpError, SqlOp, ValueKind};
 use crate::workload::import::ldif::{Person, PERSON_CLASSES};
 
-/// SQL rows per transaction while loading.
+/// People per transaction while loading back-sql's tables.
 const BATCH: u64 = 1000;
 
 /// What one load phase needs: the entries (from the generator) and where they go.
@@ -55,116 +57,6 @@ fn sql_op(id: usize, query: String, params: usize) -> NativeOp<ValueKind> {
         id,
         query,
         params: vec![ValueKind::Bytes; params],
-    })
-}
-
-/// The table and its indexes. PostgreSQL's upper-cased columns compare bytes (`COLLATE
-/// "C"`), as SQLite's do, so that a prefix is a range of the index.
-fn create(schema: Schema, postgres: bool) -> Vec<String> {
-    let t = schema.table();
-    let c = if postgres { " COLLATE \"C\"" } else { "" };
-    let mut columns = vec![
-        "id INTEGER PRIMARY KEY".to_string(),
-        "dn TEXT NOT NULL".into(),
-    ];
-    let mut indexed: Vec<String> = Vec::new();
-    match schema {
-        Schema::Naive => {
-            // back-sql's schema: plain columns, indexed, that UPPER() keeps the index from.
-            for (_, col) in ATTRS {
-                columns.push(format!("{col} TEXT"));
-                indexed.push(col.into());
-            }
-            indexed.push("dn".into());
-        }
-        Schema::Optimised => {
-            columns.push(format!("dn_ru TEXT NOT NULL{c}"));
-            indexed.push("dn_ru".into());
-            for (_, col) in ATTRS {
-                columns.push(format!("{col} TEXT"));
-                columns.push(format!("{col}_u TEXT{c}"));
-                indexed.push(format!("{col}_u"));
-            }
-        }
-    }
-    let mut ddl = vec![format!("CREATE TABLE {t} ({})", columns.join(", "))];
-    ddl.extend(
-        indexed
-            .iter()
-            .map(|col| format!("CREATE INDEX {t}_{col} ON {t} ({col})")),
-    );
-    ddl
-}
-
-/// The insert of one person and its arguments, in column order.
-fn insert(schema: Schema) -> (String, usize) {
-    let mut names = vec!["id", "dn"];
-    if schema == Schema::Optimised {
-        names.push("dn_ru");
-    }
-    let mut all: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-    for (_, col) in ATTRS {
-        all.push(col.to_string());
-        if schema == Schema::Optimised {
-            all.push(format!("{col}_u"));
-        }
-    }
-    let marks: Vec<String> = (1..=all.len()).map(|k| format!("${k}")).collect();
-    let query = format!(
-        "INSERT INTO {} ({}) VALUES ({})",
-        schema.table(),
-        all.join(", "),
-        marks.join(", ")
-    );
-    (query, all.len())
-}
-
-fn row_args(schema: Schema, i: u64, p: &Person) -> Vec<Vec<u8>> {
-    let mut args = vec![i.to_string().into_bytes(), p.dn.clone().into_bytes()];
-    if schema == Schema::Optimised {
-        args.push(reversed_upper(&p.dn).into_bytes());
-    }
-    for (attr, _) in ATTRS {
-        let v = p.value(attr).unwrap_or_default();
-        args.push(v.as_bytes().to_vec());
-        if schema == Schema::Optimised {
-            args.push(v.to_uppercase().into_bytes());
-        }
-    }
-    args
-}
-
-/// Create the schema's table and load the people into it, `BATCH` rows a transaction, one
-/// connection; then `ANALYZE` (not timed) so the planner knows the table. Returns seconds.
-pub fn sql_load<T: Target>(
-    target: &T,
-    schema: Schema,
-    postgres: bool,
-    e: &Entries,
-) -> Result<f64, OpError> {
-    runtime()?.block_on(async {
-        let mut s = target.connect().await?;
-        let ddl = create(schema, postgres);
-        for (id, statement) in ddl.iter().enumerate() {
-            s.execute(&native(&sql_op(id, statement.clone(), 0), &[]))
-                .await?;
-        }
-        let (query, n) = insert(schema);
-        let insert = sql_op(ddl.len(), query, n);
-        let started = Instant::now();
-        for first in (0..e.count).step_by(BATCH as usize) {
-            s.execute(&Op::Begin).await?;
-            for i in first..(first + BATCH).min(e.count) {
-                let args = row_args(schema, i, &e.person(i));
-                s.execute(&native(&insert, &args)).await?;
-                e.progress(i + 1, started);
-            }
-            s.execute(&Op::Commit).await?;
-        }
-        let seconds = started.elapsed().as_secs_f64();
-        let analyze = sql_op(ddl.len() + 1, format!("ANALYZE {}", schema.table()), 0);
-        s.execute(&native(&analyze, &[])).await?;
-        Ok(seconds)
     })
 }
 
@@ -235,43 +127,6 @@ pub fn ldap_load<T: Target>(target: &T, e: &Entries, in_flight: u64) -> Result<f
     })
 }
 
-/// The DNs an SQL search returns, read in one row: the query as the search runs it, its
-/// DNs joined by line breaks (`group_concat` on SQLite, `string_agg` on PostgreSQL).
-pub fn sql_found<T: Target>(
-    target: &T,
-    query: &str,
-    args: &[String],
-    postgres: bool,
-) -> Result<Vec<String>, OpError> {
-    let agg = if postgres {
-        "string_agg(dn, chr(10))"
-    } else {
-        "group_concat(dn, char(10))"
-    };
-    let op = sql_op(
-        0,
-        format!("SELECT {agg} FROM ({query}) AS found"),
-        args.len(),
-    );
-    let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
-    runtime()?.block_on(async {
-        let mut s = target.connect().await?;
-        let out = s
-            .execute(&Op::Native {
-                op: &op,
-                args: &args,
-                capture: true,
-            })
-            .await?;
-        let joined = out.captured.first().cloned().unwrap_or_default();
-        Ok(String::from_utf8_lossy(&joined)
-            .split('\n')
-            .filter(|d| !d.is_empty())
-            .map(normal_dn)
-            .collect())
-    })
-}
-
 /// The DNs an LDAP subtree search returns, read with ldap3 itself (the target's search
 /// counts entries; the study needs them all).
 pub fn ldap_found(url: &TargetUrl, base: &str, filter: &str) -> Result<Vec<String>, OpError> {
@@ -314,48 +169,145 @@ pub fn normal_dn(dn: &str) -> String {
         .to_lowercase()
 }
 
-/// SQLite's plan for the query (`EXPLAIN QUERY PLAN`, with the arguments bound), one line
-/// per step.
-pub fn sqlite_plan(path: &Path, query: &str, args: &[String]) -> Result<String, OpError> {
-    let fail =
-        |e: rusqlite::Error| OpError::new(ErrorClass::Other, format!("EXPLAIN QUERY PLAN: {e}"));
-    let conn = rusqlite::Connection::open(path).map_err(fail)?;
-    let mut st = conn
-        .prepare(&format!("EXPLAIN QUERY PLAN {query}"))
-        .map_err(fail)?;
-    let lines: Vec<String> = st
-        .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
-        .map_err(fail)?
-        .collect::<Result<_, _>>()
-        .map_err(fail)?;
-    Ok(lines.join("\n"))
+/// One text value: the first column of the first row of `query` (no arguments).
+async fn captured<S: Session>(s: &mut S, id: usize, query: &str) -> Result<Vec<u8>, OpError> {
+    let op = sql_op(id, query.to_string(), 0);
+    let out = s
+        .execute(&Op::Native {
+            op: &op,
+            args: &[],
+            capture: true,
+        })
+        .await?;
+    Ok(out.captured.first().cloned().unwrap_or_default())
 }
 
-/// PostgreSQL's plan for the query (`EXPLAIN (FORMAT JSON)` with the arguments bound, as
-/// the runs prepare it), one line per node: type, index, table.
-pub fn postgres_plan<T: Target>(
+/// The PostgreSQL user's current schema, where the `loadrig_` tables go.
+pub fn user_schema<T: Target>(target: &T) -> Result<String, OpError> {
+    runtime()?.block_on(async {
+        let mut s = target.connect().await?;
+        let schema = captured(&mut s, 0, "SELECT current_schema()::text").await?;
+        Ok(String::from_utf8_lossy(&schema).into_owned())
+    })
+}
+
+/// Create back-sql's schema and the people's tables for `mapping`, then load the people,
+/// `BATCH` people a transaction on one connection, each as its row and its `ldap_entries`
+/// row (the loader fills the upper-cased columns and `dn_ru`, as the seed's triggers
+/// would); then `ANALYZE` (not timed), so the planner knows the tables. Returns seconds.
+pub fn backsql_load<T: Target>(
     target: &T,
+    mapping: Mapping,
+    e: &Entries,
+    loadrig_dn: &str,
+) -> Result<f64, OpError> {
+    let setup: Vec<String> = mapping
+        .create()
+        .into_iter()
+        .chain(mapping.metadata(loadrig_dn, e.people))
+        .collect();
+    let mut people_cols = vec!["id".to_string()];
+    for (_, col) in ATTRS {
+        people_cols.push(col.to_string());
+        if mapping.upper {
+            people_cols.push(format!("{col}_u"));
+        }
+    }
+    let marks = |n: usize| {
+        (1..=n)
+            .map(|k| format!("${k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let person = sql_op(
+        setup.len(),
+        format!(
+            "INSERT INTO {PEOPLE} ({}) VALUES ({})",
+            people_cols.join(", "),
+            marks(people_cols.len())
+        ),
+        people_cols.len(),
+    );
+    let entry_cols = if mapping.upper {
+        "id, dn, dn_ru, keyval"
+    } else {
+        "id, dn, keyval"
+    };
+    let n_entry = if mapping.upper { 4 } else { 3 };
+    let entry = sql_op(
+        setup.len() + 1,
+        format!(
+            "INSERT INTO {SCHEMA}.ldap_entries ({entry_cols}, oc_map_id, parent) VALUES ({}, 1, 2)",
+            marks(n_entry)
+        ),
+        n_entry,
+    );
+    runtime()?.block_on(async {
+        let mut s = target.connect().await?;
+        for (id, statement) in setup.iter().enumerate() {
+            s.execute(&native(&sql_op(id, statement.clone(), 0), &[]))
+                .await?;
+        }
+        let started = Instant::now();
+        for first in (0..e.count).step_by(BATCH as usize) {
+            s.execute(&Op::Begin).await?;
+            for i in first..(first + BATCH).min(e.count) {
+                let p = e.person(i);
+                let mut row = vec![i.to_string().into_bytes()];
+                for (attr, _) in ATTRS {
+                    let v = p.value(attr).unwrap_or_default();
+                    row.push(v.as_bytes().to_vec());
+                    if mapping.upper {
+                        row.push(v.to_uppercase().into_bytes());
+                    }
+                }
+                s.execute(&native(&person, &row)).await?;
+                // Ids 1 and 2 are the units above the people.
+                let mut ldap = vec![(i + 3).to_string().into_bytes(), p.dn.clone().into_bytes()];
+                if mapping.upper {
+                    ldap.push(reversed_upper(&normal_dn(&p.dn)).into_bytes());
+                }
+                ldap.push(i.to_string().into_bytes());
+                s.execute(&native(&entry, &ldap)).await?;
+                e.progress(i + 1, started);
+            }
+            s.execute(&Op::Commit).await?;
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        for (k, table) in [PEOPLE.to_string(), format!("{SCHEMA}.ldap_entries")]
+            .iter()
+            .enumerate()
+        {
+            let analyze = sql_op(setup.len() + 2 + k, format!("ANALYZE {table}"), 0);
+            s.execute(&native(&analyze, &[])).await?;
+        }
+        Ok(seconds)
+    })
+}
+
+/// PostgreSQL's plan for `query` (a statement back-sql sent, its literals put back), as
+/// back-sql's connection sees the tables: `EXPLAIN (FORMAT JSON)`, one line per node (type,
+/// index, table, conditions).
+pub fn explain<T: Target>(
+    target: &T,
+    user_schema: &str,
     query: &str,
-    args: &[String],
-) -> Result<String, OpError> {
-    let op = sql_op(0, format!("EXPLAIN (FORMAT JSON) {query}"), args.len());
-    let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+) -> Result<(String, serde_json::Value), OpError> {
     let json = runtime()?.block_on(async {
         let mut s = target.connect().await?;
-        let out = s
-            .execute(&Op::Native {
-                op: &op,
-                args: &args,
-                capture: true,
-            })
-            .await?;
-        Ok::<_, OpError>(out.captured.first().cloned().unwrap_or_default())
+        let path = format!(
+            "SET search_path TO {SCHEMA}, \"{}\"",
+            user_schema.replace('"', "\"\"")
+        );
+        s.execute(&native(&sql_op(0, path, 0), &[])).await?;
+        captured(&mut s, 1, &format!("EXPLAIN (FORMAT JSON) {query}")).await
     })?;
     let plan: serde_json::Value = serde_json::from_slice(&json)
         .map_err(|e| OpError::new(ErrorClass::Protocol, format!("EXPLAIN's JSON: {e}")))?;
+    let root = plan[0]["Plan"].clone();
     let mut lines = Vec::new();
-    plan_lines(&plan[0]["Plan"], 0, &mut lines);
-    Ok(lines.join("\n"))
+    plan_lines(&root, 0, &mut lines);
+    Ok((lines.join("\n"), root))
 }
 
 fn plan_lines(node: &serde_json::Value, depth: usize, out: &mut Vec<String>) {
@@ -379,20 +331,5 @@ fn plan_lines(node: &serde_json::Value, depth: usize, out: &mut Vec<String>) {
     out.push(line);
     for child in node["Plans"].as_array().into_iter().flatten() {
         plan_lines(child, depth + 1, out);
-    }
-}
-
-/// `index` when the plan reaches the table through an index (SQLite's `SEARCH`,
-/// PostgreSQL's index and bitmap index scans), else `scan`.
-pub fn plan_kind(plan: &str) -> &'static str {
-    let by_index = plan.lines().any(|l| {
-        l.trim_start().starts_with("SEARCH")
-            || l.contains("Index Scan")
-            || l.contains("Index Only Scan")
-    });
-    if by_index {
-        "index"
-    } else {
-        "scan"
     }
 }

@@ -1,23 +1,29 @@
-//! Study `directory` (seed 002, OpenLDAP back-sql with 100,000 entries): the same generated
-//! people loaded into slapd (LDAP adds, many in flight) and into SQLite and PostgreSQL under
-//! two schemas (back-sql's naive one and the seed's optimised one), then the seed's prefix
-//! search issued K times over one connection on each. Rows: backend × schema; columns: load
-//! time, entries per second, searches per second, and whether the SQL plan uses an index.
-//! Every backend must return the entries the generator says match; one that differs fails
-//! with class `protocol`.
+//! Study `directory` (seed 002, OpenLDAP's back-sql with 100,000 entries): the seed's system
+//! itself, slapd's back-sql over PostgreSQL through ODBC, first with the naive mapping
+//! back-sql's SQL defeats, then with the seed's two changes one at a time (pre-upper-cased
+//! columns; indexes) and together, beside slapd's own back-mdb. Every row is searched through
+//! slapd over LDAP (the seed's search K times over one connection), so the rows compare like
+//! with like. Columns: load time, searches per second, the SQL statements back-sql sent
+//! PostgreSQL per search (counted by the server) and how PostgreSQL reached the people for
+//! the statement that finds them (its plan). Every row must return the entries the generator
+//! says match; one that differs fails with class `protocol`.
 
+mod backsql;
 mod filter;
 mod load;
+mod statements;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use self::filter::{Filter, Schema};
+use self::backsql::{Install, Mapping, Slapd};
+use self::filter::Filter;
 use self::load::Entries;
 use super::{
     error_class, Backend, BackendRow, BackendState, BackendTable, Measure, MeasureCell, Request,
@@ -25,65 +31,54 @@ use super::{
 };
 use crate::engine;
 use crate::error::InputError;
+use crate::observe::{ObserveConfig, Observer};
 use crate::plan::RunPlan;
-use crate::result::{self, RunStatus};
+use crate::result::{self, RunResult, RunStatus};
 use crate::runner::{self, View};
 use crate::targets::ldap::Ldap;
 use crate::targets::postgres::Postgres;
-use crate::targets::sqlite::Sqlite;
-use crate::targets::{redact, Target};
-use crate::vocab::ErrorClass;
+use crate::targets::{expand_env, redact, Target, TargetUrl};
+use crate::vocab::{ErrorClass, OpError};
 use crate::workload::import::ldif::{self, Person};
 
 const MEASURES: [(&str, &str, &str); 4] = [
-    ("load", "s", "time to load the entries (a measured load phase through the target's driver, not a run: SQL in transactions of 1000 rows on one connection, LDAP adds on 8 connections at once)"),
-    ("entries/s", "entries/s", "entries loaded per second"),
-    ("searches/s", "ops/s", "the search issued K times over one connection (a run of one client)"),
-    ("plan", "words", "how the SQL query reaches the rows: index or scan (EXPLAIN below)"),
+    ("load", "s", "time to load the entries, a measured load phase through the target's driver, not a run: back-mdb by LDAP adds on 8 connections at once; back-sql by SQL inserts into its tables, 1000 people a transaction on one connection"),
+    ("searches/s", "ops/s", "the search issued K times over one LDAP connection to slapd (a run of one client)"),
+    ("SQL/search", "statements", "SQL statements back-sql sent PostgreSQL per LDAP search, as pg_stat_statements counted them (read by loadrig's observer); those naming back-sql's tables: the BEGIN and ROLLBACK around each search name none and are left out"),
+    ("plan", "words", "how PostgreSQL reaches the people in the statement back-sql sent to find them (its text from pg_stat_statements, EXPLAINed): index, or scan when no index condition names the filter's column"),
 ];
 const LOAD: usize = 0;
-const RATE: usize = 1;
-const SEARCH: usize = 2;
+const SEARCH: usize = 1;
+const SQL: usize = 2;
 const PLAN: usize = 3;
 
-/// LDAP adds in flight while loading (one connection each).
+/// LDAP adds in flight while loading back-mdb (one connection each).
 const IN_FLIGHT: u64 = 8;
 /// The telephone numbers' seed: the same entries as `loadrig gen ldif` writes by default.
 const SEED: u64 = 1;
+/// The observer's interval during a back-sql search run.
+const OBSERVE_EVERY: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    Slapd,
-    Sqlite,
-    Postgres,
+    Mdb,
+    BackSql(Mapping),
 }
 
-/// A row: name, short name, backend, schema (none for slapd).
-const ROWS: [(&str, &str, Kind, Option<Schema>); 5] = [
-    ("OpenLDAP slapd (mdb)", "slapd", Kind::Slapd, None),
+const fn sql(upper: bool, indexes: bool) -> Kind {
+    Kind::BackSql(Mapping { upper, indexes })
+}
+
+/// A row: name, short name (`--only`), what it runs on.
+const ROWS: [(&str, &str, Kind); 5] = [
+    ("slapd back-mdb", "mdb", Kind::Mdb),
+    ("back-sql naive", "backsql", sql(false, false)),
+    ("back-sql upper-cased", "backsql-upper", sql(true, false)),
+    ("back-sql indexed", "backsql-indexed", sql(false, true)),
     (
-        "SQLite naive",
-        "sqlite-naive",
-        Kind::Sqlite,
-        Some(Schema::Naive),
-    ),
-    (
-        "SQLite optimised",
-        "sqlite-opt",
-        Kind::Sqlite,
-        Some(Schema::Optimised),
-    ),
-    (
-        "PostgreSQL naive",
-        "pg-naive",
-        Kind::Postgres,
-        Some(Schema::Naive),
-    ),
-    (
-        "PostgreSQL optimised",
-        "pg-opt",
-        Kind::Postgres,
-        Some(Schema::Optimised),
+        "back-sql upper+indexed",
+        "backsql-upper-indexed",
+        sql(true, true),
     ),
 ];
 
@@ -121,7 +116,7 @@ fn sizes(req: &Request) -> Result<Sizes, InputError> {
                 })
         };
         match name.as_str() {
-            "entries" => entries = count(10, 100_000_000)?,
+            "entries" => entries = count(10, 10_000_000)?,
             "searches" => searches = count(1, 100_000_000)?,
             "filter" => filter_text = Some(value.clone()),
             other => {
@@ -142,38 +137,59 @@ fn sizes(req: &Request) -> Result<Sizes, InputError> {
     })
 }
 
-/// PostgreSQL (any URL) and slapd (its URL with the bind DN, password and base).
+/// slapd (its URL with the bind DN, password and base) and the PostgreSQL behind back-sql.
 fn slots() -> Vec<Slot> {
-    vec![Slot::postgres("pg"), Slot::ldap()]
+    vec![Slot::ldap(), Slot::postgres("pg")]
 }
 
-/// One row: what it is, its URL (or why not), its search run's plan.
+/// One row: what it is, the URL its searches go to (or why it does not run).
 struct Row {
     name: &'static str,
     slug: &'static str,
     kind: Kind,
-    schema: Option<Schema>,
     url: Result<String, String>,
 }
 
-fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
-    let servers = super::servers(&req.targets, &slots(), "postgres, ldap")?;
+/// What the back-sql rows share: the installed pieces, the port their slapd listens on and
+/// the PostgreSQL behind it.
+struct BackSqlSetup {
+    install: Install,
+    port: u16,
+    pg_url: String,
+}
+
+fn backsql_setup(servers: &BTreeMap<&str, String>) -> Result<BackSqlSetup, String> {
+    let pg_url = servers
+        .get("pg")
+        .cloned()
+        .ok_or("no URL of the PostgreSQL behind back-sql")?;
+    let install = backsql::find_install()?;
+    let port = backsql::free_port().map_err(|e| format!("no free port for slapd: {e}"))?;
+    Ok(BackSqlSetup {
+        install,
+        port,
+        pg_url,
+    })
+}
+
+fn rows(
+    req: &Request,
+    servers: &BTreeMap<&str, String>,
+    setup: &Result<BackSqlSetup, String>,
+) -> Result<Vec<Row>, InputError> {
     let names: Vec<(&str, &str)> = ROWS.iter().map(|r| (r.0, r.1)).collect();
     let chosen = req.chosen(&names)?;
     Ok(ROWS
         .iter()
         .zip(chosen)
-        .map(|(&(name, slug, kind, schema), chosen)| {
-            let url = match kind {
-                Kind::Sqlite => Ok(format!("sqlite://{}/sqlite/directory.db", dir.display())),
-                Kind::Postgres => servers
-                    .get("pg")
-                    .cloned()
-                    .ok_or_else(|| "no URL".to_string()),
-                Kind::Slapd => servers
+        .map(|(&(name, slug, kind), chosen)| {
+            let url = match (kind, setup) {
+                (Kind::Mdb, _) => servers
                     .get("ldap")
                     .cloned()
                     .ok_or_else(|| "no URL".to_string()),
+                (Kind::BackSql(_), Ok(s)) => Ok(format!("ldap://127.0.0.1:{}", s.port)),
+                (Kind::BackSql(_), Err(why)) => Err(why.clone()),
             };
             let url = if chosen {
                 url
@@ -184,7 +200,6 @@ fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
                 name,
                 slug,
                 kind,
-                schema,
                 url,
             }
         })
@@ -192,15 +207,12 @@ fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
 }
 
 /// The base DN: the slapd URL's `base`, else dc=example,dc=com; the people go under
-/// `ou=people,ou=loadrig,BASE` everywhere (the ldap target's namespace).
-fn base(rows: &[Row]) -> Result<String, InputError> {
-    let from_ldap = rows
-        .iter()
-        .filter(|r| r.kind == Kind::Slapd)
-        .find_map(|r| r.url.as_ref().ok());
-    let base = match from_ldap {
+/// `ou=people,ou=loadrig,BASE` in every row (the ldap target's namespace on back-mdb, the
+/// suffix of the study's back-sql slapd), so every row returns the same DNs.
+fn base(servers: &BTreeMap<&str, String>) -> Result<String, InputError> {
+    let base = match servers.get("ldap") {
         Some(url) => {
-            let url = crate::targets::TargetUrl::parse(&crate::targets::expand_env(url)?)?;
+            let url = TargetUrl::parse(&expand_env(url)?)?;
             url.options.get("base").cloned().unwrap_or_default()
         }
         None => String::new(),
@@ -222,25 +234,20 @@ fn literal(s: &str) -> String {
     toml_str(&s.replace('{', "{{").replace('}', "}}"))
 }
 
-/// The workload of the search runs: one operation per backend kind.
-fn workload(people: &str, f: &Filter) -> Result<String, InputError> {
+/// The workload of the search runs: the one search, one operation per kind of slapd.
+fn workload(people: &str, f: &Filter) -> String {
     let mut text = format!(
-        "# The directory study (seed 002): the search each row issues K times over one connection.\n# `loadrig study directory` wrote this file; its runs used it with --op NAME --ops K.\nname = \"directory\"\ndescription = \"seed 002: the prefix search {}, on slapd and on SQL under two schemas\"\ntarget = \"sqlite://./loadrig-directory.db\"\n\n[load]\nclients = 1\n\n[[op]]\nname = \"ldap\"\nldap.search = {{ base = {}, scope = \"sub\", filter = {}, attrs = [\"uid\"] }}\n",
+        "# The directory study (seed 002): the search each row issues K times over one LDAP connection.\n# `loadrig study directory` wrote this file; its runs used it with --op NAME --ops K.\nname = \"directory\"\ndescription = \"seed 002: the prefix search {}, on slapd's back-mdb and back-sql\"\ntarget = \"ldap://127.0.0.1:389\"\n\n[load]\nclients = 1\n",
         f.text.replace('"', "'"),
-        literal(people),
-        literal(&f.text)
     );
-    for schema in [Schema::Naive, Schema::Optimised] {
-        let (query, args) = f.sql(schema, people)?;
-        let args: Vec<String> = args.iter().map(|a| literal(a)).collect();
+    for op in ["mdb", "backsql"] {
         text.push_str(&format!(
-            "\n[[op]]\nname = \"{}\"\nsql = {{ query = {}, params = [{}] }}\n",
-            schema.name(),
-            toml_str(&query),
-            args.join(", ")
+            "\n[[op]]\nname = \"{op}\"\nldap.search = {{ base = {}, scope = \"sub\", filter = {}, attrs = [\"uid\"] }}\n",
+            literal(people),
+            literal(&f.text)
         ));
     }
-    Ok(text)
+    text
 }
 
 fn search_plan(
@@ -250,7 +257,10 @@ fn search_plan(
     dir: &Path,
     s: &Sizes,
 ) -> Result<RunPlan, InputError> {
-    let op = row.schema.map_or("ldap", Schema::name);
+    let op = match row.kind {
+        Kind::Mdb => "mdb",
+        Kind::BackSql(_) => "backsql",
+    };
     let flags: Vec<String> = [
         "--op",
         op,
@@ -273,11 +283,14 @@ fn search_plan(
 pub fn run(req: &Request) -> Result<ExitCode> {
     let s = sizes(req)?;
     let dir = super::out_dir(req);
-    let rows = rows(req, &dir)?;
-    let people = ldif::people_dn(&base(&rows)?);
-    let text = workload(&people, &s.filter)?;
+    let servers = super::servers(&req.targets, &slots(), "ldap, postgres")?;
+    let setup = backsql_setup(&servers);
+    let rows = rows(req, &servers, &setup)?;
+    let loadrig_dn = base(&servers)?;
+    let people = ldif::people_dn(&loadrig_dn);
+    let text = workload(&people, &s.filter);
     // Every plan is resolved before anything runs: bad input exits 2 with nothing loaded.
-    let plans = super::prepare(&dir, "directory.toml", &text, &["sqlite"], |w| {
+    let plans = super::prepare(&dir, "directory.toml", &text, &["backsql"], |w| {
         rows.iter()
             .map(|r| {
                 r.url
@@ -303,18 +316,50 @@ pub fn run(req: &Request) -> Result<ExitCode> {
         expected.len(),
         dir.display()
     );
-    let mut table = new_table(&rows);
     let study = Study {
         s: &s,
         dir: &dir,
+        loadrig_dn: &loadrig_dn,
         people: &people,
         expected: &expected,
+        setup: setup.as_ref().ok(),
+    };
+    let mut table = BackendTable {
+        measures: Measure::all(&MEASURES),
+        rows: Vec::new(),
     };
     let mut complete = true;
-    for kind in [Kind::Slapd, Kind::Sqlite, Kind::Postgres] {
-        complete &= study.kind(kind, &rows, &plans, &mut table, complete)?;
+    let mut pg: Option<Arc<Postgres>> = None;
+    for (row, plan) in rows.iter().zip(&plans) {
+        let (Ok(url), Some(plan), true) = (&row.url, plan, complete) else {
+            let why = match &row.url {
+                Err(why) => why.clone(),
+                Ok(_) => "interrupted before it started".into(),
+            };
+            table.rows.push(empty_row(Backend::not_run(row.name, &why)));
+            continue;
+        };
+        println!("{}: {}", row.name, redact(url));
+        let mut cells = empty_row(Backend::new(row.name, Some(redact(url))));
+        complete &= match row.kind {
+            Kind::Mdb => study.mdb(row, plan, &mut cells)?,
+            Kind::BackSql(mapping) => study.backsql(row, mapping, plan, &mut pg, &mut cells)?,
+        };
+        if let Some(note) = &cells.backend.note {
+            println!("  {}: {note}", row.name);
+        }
+        table.rows.push(cells);
         record.table = StudyTable::Backends(table.clone());
         super::write_record(&record, &dir)?;
+    }
+    // The study's teardown: back-sql's schema and the people's tables go.
+    if let Some(pg) = pg {
+        if let Err(e) = super::clean(&*pg) {
+            eprintln!(
+                "  could not drop back-sql's schema and tables: {}",
+                e.message
+            );
+        }
     }
     record.table = StudyTable::Backends(table);
     super::finish(&mut record, &dir, complete)
@@ -329,128 +374,67 @@ fn new_record(req: &Request, s: &Sizes) -> StudyRecord {
             ("searches".into(), s.searches),
         ]),
         format!(
-            "{} entries loaded; the subtree search {} issued {} times over one connection",
+            "{} entries loaded; the subtree search {} issued {} times over one LDAP connection",
             s.entries, s.filter.text, s.searches
         ),
         StudyTable::Backends(BackendTable::default()),
     )
 }
 
-fn new_table(rows: &[Row]) -> BackendTable {
-    BackendTable {
-        measures: Measure::all(&MEASURES),
-        rows: rows
-            .iter()
-            .map(|r| empty_row(Backend::new(r.name, None)))
-            .collect(),
-    }
-}
-
 fn empty_row(backend: Backend) -> BackendRow {
     BackendRow::new(backend, MEASURES.len())
 }
 
-/// What every backend shares.
+/// How the search run went.
+enum Searched {
+    Ran(Box<RunResult>),
+    Failed,
+    Interrupted,
+}
+
+/// What explaining back-sql's statements needs.
+struct Explain<'a> {
+    pg: &'a Postgres,
+    user_schema: &'a str,
+    mapping: Mapping,
+}
+
+/// The observer of slapd and the PostgreSQL behind it, its first reading taken; none (and
+/// said why) when it could not start.
+fn observer(slapd: &Slapd, pg_url: &str) -> Option<Observer> {
+    let mut config = ObserveConfig::new(slapd.url());
+    config.behind = Some(pg_url.to_string());
+    match Observer::start(config, Instant::now(), OBSERVE_EVERY) {
+        Ok(mut o) => {
+            o.wait_ready(Duration::from_secs(10));
+            Some(o)
+        }
+        Err(e) => {
+            eprintln!("  the observer did not start: {e}");
+            None
+        }
+    }
+}
+
+/// What every row shares.
 struct Study<'a> {
     s: &'a Sizes,
     dir: &'a Path,
+    /// `ou=loadrig,BASE`: back-sql's suffix.
+    loadrig_dn: &'a str,
     people: &'a str,
     expected: &'a [String],
+    setup: Option<&'a BackSqlSetup>,
+}
+
+fn cell(value: f64) -> MeasureCell {
+    MeasureCell {
+        value: Some(value),
+        ..MeasureCell::default()
+    }
 }
 
 impl Study<'_> {
-    /// The rows of one kind of backend (`go`: nothing was interrupted before); false when
-    /// interrupted.
-    fn kind(
-        &self,
-        kind: Kind,
-        rows: &[Row],
-        plans: &[Option<RunPlan>],
-        table: &mut BackendTable,
-        go: bool,
-    ) -> Result<bool> {
-        let idx: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].kind == kind).collect();
-        for &i in &idx {
-            table.rows[i] = match (&rows[i].url, go) {
-                (Ok(url), true) => empty_row(Backend::new(rows[i].name, Some(redact(url)))),
-                (Err(why), _) => empty_row(Backend::not_run(rows[i].name, why)),
-                (Ok(_), false) => empty_row(Backend::not_run(
-                    rows[i].name,
-                    "interrupted before it started",
-                )),
-            };
-        }
-        let live: Vec<usize> = idx
-            .into_iter()
-            .filter(|&i| rows[i].url.is_ok() && go)
-            .collect();
-        if live.is_empty() {
-            return Ok(go);
-        }
-        let group: Vec<(&Row, &RunPlan)> = live
-            .iter()
-            .map(|&i| {
-                (
-                    &rows[i],
-                    plans[i].as_ref().expect("a plan per row with a URL"),
-                )
-            })
-            .collect();
-        let mut out: Vec<BackendRow> = live.iter().map(|&i| table.rows[i].clone()).collect();
-        let complete = match kind {
-            Kind::Slapd => self.backend::<Ldap>(&group, &mut out)?,
-            Kind::Sqlite => self.backend::<Sqlite>(&group, &mut out)?,
-            Kind::Postgres => self.backend::<Postgres>(&group, &mut out)?,
-        };
-        for (&i, row) in live.iter().zip(out) {
-            if let Some(note) = &row.backend.note {
-                println!("  {}: {note}", row.backend.name);
-            }
-            table.rows[i] = row;
-        }
-        Ok(complete)
-    }
-
-    /// One backend's rows (slapd's one, or an SQL server's two schemas) on one target:
-    /// clean, load, check the entries found, EXPLAIN, then the search run. False when
-    /// interrupted.
-    fn backend<T: Target>(
-        &self,
-        group: &[(&Row, &RunPlan)],
-        out: &mut [BackendRow],
-    ) -> Result<bool> {
-        let first = group[0].1;
-        let target = match T::from_url(&first.target.parsed, &first.workload.params) {
-            Ok(t) => Arc::new(t),
-            Err(e) => {
-                out.iter_mut()
-                    .for_each(|r| r.backend.fail(ErrorClass::Other, e.to_string()));
-                return Ok(true);
-            }
-        };
-        if let Err(e) = super::clean(&*target) {
-            out.iter_mut()
-                .for_each(|r| r.backend.fail(e.class, e.message.clone()));
-            return Ok(true);
-        }
-        for ((row, plan), cells) in group.iter().zip(out.iter_mut()) {
-            if engine::INTERRUPTED.load(Ordering::SeqCst) {
-                cells.backend.state = BackendState::Interrupted;
-                return Ok(false);
-            }
-            println!("{}: {}", row.name, redact(&plan.target.url));
-            cells.backend.state = BackendState::Ran;
-            if let Err(e) = self.load_and_check(&*target, row, plan, cells) {
-                cells.backend.fail(e.class, e.message);
-                continue;
-            }
-            if !self.search(Arc::clone(&target), row, plan, cells)? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
     fn entries<'b>(&'b self, label: &'b str) -> Entries<'b> {
         Entries {
             count: self.s.entries,
@@ -460,55 +444,227 @@ impl Study<'_> {
         }
     }
 
-    /// Load, then check that the search finds exactly the expected entries, then (SQL) the
-    /// plan.
-    fn load_and_check<T: Target>(
+    /// back-mdb on the services' slapd: clean, load by LDAP adds, check the entries found,
+    /// then the search run. False when interrupted.
+    fn mdb(&self, row: &Row, plan: &RunPlan, cells: &mut BackendRow) -> Result<bool> {
+        let Some(target) = super::open_clean::<Ldap>(&mut cells.backend, plan) else {
+            return Ok(true);
+        };
+        if engine::INTERRUPTED.load(Ordering::SeqCst) {
+            cells.backend.state = BackendState::Interrupted;
+            return Ok(false);
+        }
+        let loaded =
+            load::ldap_load(&*target, &self.entries(row.name), IN_FLIGHT).and_then(|seconds| {
+                cells.cells[LOAD] = cell(seconds);
+                load::ldap_found(&plan.target.parsed, self.people, &self.s.filter.text)
+            });
+        if let Err(e) = loaded.and_then(|found| self.check(found)) {
+            cells.backend.fail(e.class, e.message);
+            return Ok(true);
+        }
+        cells.cells[SQL] = MeasureCell::empty("back-mdb sends no SQL");
+        Ok(!matches!(
+            self.search(target, row, plan, cells)?,
+            Searched::Interrupted
+        ))
+    }
+
+    /// One back-sql mapping: clean, create and load its tables, start its slapd, check the
+    /// entries found, then the search run under observation, the statements counted and
+    /// the one that finds the people explained. False when interrupted.
+    fn backsql(
         &self,
-        target: &T,
         row: &Row,
+        mapping: Mapping,
         plan: &RunPlan,
+        pg: &mut Option<Arc<Postgres>>,
         cells: &mut BackendRow,
-    ) -> Result<(), crate::vocab::OpError> {
-        let e = self.entries(row.name);
-        let postgres = row.kind == Kind::Postgres;
-        let (seconds, found) = match row.schema {
-            None => (
-                load::ldap_load(target, &e, IN_FLIGHT)?,
-                load::ldap_found(&plan.target.parsed, self.people, &self.s.filter.text)?,
-            ),
-            Some(schema) => {
-                let seconds = load::sql_load(target, schema, postgres, &e)?;
-                let (query, args) =
-                    self.s.filter.sql(schema, self.people).map_err(|e| {
-                        crate::vocab::OpError::new(ErrorClass::Other, e.to_string())
-                    })?;
-                let found = load::sql_found(target, &query, &args, postgres)?;
-                let explained = if postgres {
-                    load::postgres_plan(target, &query, &args)?
-                } else {
-                    load::sqlite_plan(&self.dir.join("sqlite/directory.db"), &query, &args)?
-                };
-                cells.cells[PLAN] = MeasureCell {
-                    label: Some(load::plan_kind(&explained).to_string()),
-                    ..MeasureCell::default()
-                };
-                cells.plan = Some(format!("{query}\n{explained}"));
-                (seconds, found)
+    ) -> Result<bool> {
+        let setup = self.setup.expect("a back-sql row with a URL has its setup");
+        if engine::INTERRUPTED.load(Ordering::SeqCst) {
+            cells.backend.state = BackendState::Interrupted;
+            return Ok(false);
+        }
+        let pg_url = match expand_env(&setup.pg_url) {
+            Ok(u) => u,
+            Err(e) => {
+                cells.backend.fail(ErrorClass::Other, e.to_string());
+                return Ok(true);
             }
         };
-        cells.cells[LOAD] = MeasureCell {
-            value: Some(seconds),
-            ..MeasureCell::default()
+        let target = match pg.clone() {
+            Some(t) => t,
+            None => {
+                let pg_plan = TargetUrl::parse(&pg_url)
+                    .map_err(|e| OpError::new(ErrorClass::Other, e.to_string()))
+                    .and_then(|u| {
+                        Postgres::from_url(&u, &plan.workload.params)
+                            .map_err(|e| OpError::new(ErrorClass::Other, e.to_string()))
+                    });
+                match pg_plan {
+                    Ok(t) => pg.insert(Arc::new(t)).clone(),
+                    Err(e) => {
+                        cells.backend.fail(e.class, e.message);
+                        return Ok(true);
+                    }
+                }
+            }
         };
-        cells.cells[RATE] = MeasureCell {
-            value: Some(self.s.entries as f64 / seconds.max(1e-9)),
-            ..MeasureCell::default()
+        cells.backend.state = BackendState::Ran;
+        let started = self.start_backsql(row, mapping, &target, &pg_url, setup, cells);
+        let (slapd, user_schema) = match started {
+            Ok(s) => s,
+            Err(e) => {
+                cells.backend.fail(e.class, e.message);
+                return Ok(true);
+            }
         };
-        self.check(found)
+        let ldap = match Ldap::from_url(&plan.target.parsed, &plan.workload.params) {
+            Ok(t) => Arc::new(t),
+            Err(e) => {
+                cells.backend.fail(ErrorClass::Other, e.to_string());
+                return Ok(true);
+            }
+        };
+        let observer = observer(&slapd, &pg_url);
+        let searched = self.search(ldap, row, plan, cells)?;
+        let observation = observer.map(Observer::finish);
+        drop(slapd);
+        match searched {
+            Searched::Interrupted => return Ok(false),
+            Searched::Failed => return Ok(true),
+            Searched::Ran(run) if cells.backend.state == BackendState::Ran => {
+                let searches = run.operations.first().map_or(0, |op| op.ok + op.errors);
+                let explain = Explain {
+                    pg: &target,
+                    user_schema: &user_schema,
+                    mapping,
+                };
+                self.statements(row, &explain, observation, searches, cells)?;
+            }
+            Searched::Ran(_) => {}
+        }
+        Ok(true)
+    }
+
+    /// Clean, create and load back-sql's tables for `mapping`, start its slapd and check the
+    /// entries it finds; the slapd and the PostgreSQL user's schema.
+    fn start_backsql(
+        &self,
+        row: &Row,
+        mapping: Mapping,
+        pg: &Postgres,
+        pg_url: &str,
+        setup: &BackSqlSetup,
+        cells: &mut BackendRow,
+    ) -> Result<(Slapd, String), OpError> {
+        super::clean(pg)?;
+        let user_schema = load::user_schema(pg)?;
+        let seconds = load::backsql_load(pg, mapping, &self.entries(row.name), self.loadrig_dn)?;
+        cells.cells[LOAD] = cell(seconds);
+        let slapd = Slapd::start(
+            mapping,
+            &backsql::Start {
+                install: &setup.install,
+                dir: &self.dir.join("backsql").join(row.slug),
+                port: setup.port,
+                suffix: self.loadrig_dn,
+                pg_url,
+                user_schema: &user_schema,
+            },
+        )?;
+        let url = TargetUrl::parse(&slapd.url())
+            .map_err(|e| OpError::new(ErrorClass::Other, e.to_string()))?;
+        self.check(load::ldap_found(&url, self.people, &self.s.filter.text)?)?;
+        Ok((slapd, user_schema))
+    }
+
+    /// The statements back-sql sent per search (the observation written beside the run
+    /// file) and the plan of the one that finds the people.
+    fn statements(
+        &self,
+        row: &Row,
+        x: &Explain,
+        observation: Option<crate::observe::Observation>,
+        searches: u64,
+        cells: &mut BackendRow,
+    ) -> Result<()> {
+        let mapping = x.mapping;
+        let Some(obs) = observation else {
+            cells.cells[SQL] = MeasureCell::empty("the observer did not start");
+            return Ok(());
+        };
+        let file = format!("runs/{}-observe.json", row.slug);
+        result::write_atomic(&self.dir.join(&file), &serde_json::to_vec_pretty(&obs)?)?;
+        let sent = match statements::sent(&obs) {
+            Ok(sent) => sent,
+            Err(why) => {
+                cells.cells[SQL] = MeasureCell::empty(why);
+                return Ok(());
+            }
+        };
+        let total: u64 = sent.iter().map(|s| s.calls).sum();
+        cells.cells[SQL] = MeasureCell {
+            value: Some(total as f64 / searches.max(1) as f64),
+            run: Some(file),
+            note: None,
+            label: None,
+        };
+        let base_ndn = load::normal_dn(self.people);
+        let search = statements::Search {
+            mapping,
+            base_ndn: &base_ndn,
+            filter: &self.s.filter,
+        };
+        let mut text = format!(
+            "SQL per search ({searches} searches, {total} statements):\n{}",
+            statements::per_search_lines(&sent, searches)
+        );
+        let column = mapping.column(self.s.filter.column);
+        let explained = [
+            (
+                "the people's candidates",
+                statements::people_query(&sent),
+                search.candidate_values(),
+            ),
+            (
+                "the base lookup",
+                statements::base_lookup(&sent),
+                search.base_values(),
+            ),
+        ];
+        for (k, (what, st, values)) in explained.into_iter().enumerate() {
+            let Some(st) = st else {
+                text.push_str(&format!("\n{what}: not among the statements sent\n"));
+                continue;
+            };
+            let plan = statements::substitute(&st.text, &values).and_then(|q| {
+                load::explain(x.pg, x.user_schema, &q)
+                    .map(|(lines, json)| (q, lines, json))
+                    .map_err(|e| e.message)
+            });
+            match plan {
+                Ok((q, lines, json)) => {
+                    text.push_str(&format!("\n{what}, explained:\n{q}\n{lines}\n"));
+                    if k == 0 {
+                        cells.cells[PLAN] = MeasureCell {
+                            label: Some(statements::plan_kind(&json, &column).into()),
+                            ..MeasureCell::default()
+                        };
+                    }
+                }
+                Err(why) => {
+                    text.push_str(&format!("\n{what}: not explained: {why}\n{}\n", st.text))
+                }
+            }
+        }
+        cells.plan = Some(text);
+        Ok(())
     }
 
     /// The entries found against the generator's: the same set, or a `protocol` failure.
-    fn check(&self, mut found: Vec<String>) -> Result<(), crate::vocab::OpError> {
+    fn check(&self, mut found: Vec<String>) -> Result<(), OpError> {
         found.sort();
         if found == self.expected {
             return Ok(());
@@ -522,7 +678,7 @@ impl Study<'_> {
             .iter()
             .filter(|d| self.expected.binary_search(d).is_err())
             .count();
-        Err(crate::vocab::OpError::new(
+        Err(OpError::new(
             ErrorClass::Protocol,
             format!(
                 "{} returned {} entries, expected {} ({missing} missing, {extra} not matching)",
@@ -533,44 +689,45 @@ impl Study<'_> {
         ))
     }
 
-    /// The search run; false when interrupted.
+    /// The search run, its result file written and its cell filled.
     fn search<T: Target>(
         &self,
         target: Arc<T>,
         row: &Row,
         plan: &RunPlan,
         cells: &mut BackendRow,
-    ) -> Result<bool> {
+    ) -> Result<Searched> {
         let run = format!("runs/{}-search.json", row.slug);
         let mut plan = plan.clone();
         plan.outputs.result = self.dir.join(&run);
-        match runner::execute_on(target, &plan, View::Quiet) {
-            Err(e) => cells.backend.fail(error_class(&e), format!("{e:#}")),
-            Ok(r) => {
-                result::write_atomic(&plan.outputs.result, &serde_json::to_vec_pretty(&r)?)?;
-                cells.backend.runs.push(run.clone());
-                if r.status == RunStatus::Interrupted {
-                    cells.backend.state = BackendState::Interrupted;
-                    return Ok(false);
-                }
-                match r.operations.first() {
-                    Some(op) if op.ok > 0 => {
-                        cells.cells[SEARCH] = MeasureCell {
-                            value: Some(op.throughput_per_s),
-                            run: Some(run),
-                            note: (op.errors > 0).then(|| {
-                                format!("{} of {} searches failed", op.errors, op.ok + op.errors)
-                            }),
-                            ..MeasureCell::default()
-                        };
-                    }
-                    _ => {
-                        let (class, message) = super::batch_failure(&r);
-                        cells.backend.fail(class, message);
-                    }
-                }
+        let r = match runner::execute_on(target, &plan, View::Quiet) {
+            Err(e) => {
+                cells.backend.fail(error_class(&e), format!("{e:#}"));
+                return Ok(Searched::Failed);
+            }
+            Ok(r) => r,
+        };
+        result::write_atomic(&plan.outputs.result, &serde_json::to_vec_pretty(&r)?)?;
+        cells.backend.runs.push(run.clone());
+        if r.status == RunStatus::Interrupted {
+            cells.backend.state = BackendState::Interrupted;
+            return Ok(Searched::Interrupted);
+        }
+        match r.operations.first() {
+            Some(op) if op.ok > 0 => {
+                cells.cells[SEARCH] = MeasureCell {
+                    value: Some(op.throughput_per_s),
+                    run: Some(run),
+                    note: (op.errors > 0)
+                        .then(|| format!("{} of {} searches failed", op.errors, op.ok + op.errors)),
+                    ..MeasureCell::default()
+                };
+            }
+            _ => {
+                let (class, message) = super::batch_failure(&r);
+                cells.backend.fail(class, message);
             }
         }
-        Ok(true)
+        Ok(Searched::Ran(Box::new(r)))
     }
 }

@@ -60,6 +60,7 @@
 //! everything else → other. Messages never contain the password.
 
 pub mod admin;
+pub mod backsql;
 mod documents;
 mod scram;
 mod text;
@@ -999,9 +1000,10 @@ impl TokioSession {
     }
 
     async fn drop_namespace(&mut self) -> Result<u64, OpError> {
+        let schema = self.drop_backsql_schema().await?;
         let names = self.namespace_tables().await?;
         if names.is_empty() {
-            return Ok(0);
+            return Ok(schema);
         }
         if names.iter().any(|n| n == "loadrig_documents") {
             self.client
@@ -1015,7 +1017,24 @@ impl TokioSession {
             .batch_execute(&Dialect::Postgres.drop_tables(&names))
             .await
             .map_err(|e| classify(&e))?;
-        Ok(names.len() as u64)
+        Ok(names.len() as u64 + schema)
+    }
+
+    /// The directory study's back-sql schema, when it exists: 1 dropped, else 0.
+    async fn drop_backsql_schema(&mut self) -> Result<u64, OpError> {
+        let found = self
+            .client
+            .query(backsql::EXISTS, &[])
+            .await
+            .map_err(|e| classify(&e))?;
+        if found.is_empty() {
+            return Ok(0);
+        }
+        self.client
+            .batch_execute(&backsql::drop_statement())
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(1)
     }
 }
 

@@ -398,15 +398,31 @@ impl WireSession {
     }
 
     pub(super) async fn cleanup(&mut self) -> Result<u64, OpError> {
+        let schema = self.drop_backsql_schema().await?;
         let names = self.namespace_tables().await?;
         if names.is_empty() {
-            return Ok(0);
+            return Ok(schema);
         }
         if names.iter().any(|n| n == "loadrig_documents") {
             self.batch(documents::UNLINK_ALL).await?;
         }
         self.batch(&Dialect::Postgres.drop_tables(&names)).await?;
-        Ok(names.len() as u64)
+        Ok(names.len() as u64 + schema)
+    }
+
+    /// The directory study's back-sql schema, when it exists: 1 dropped, else 0.
+    async fn drop_backsql_schema(&mut self) -> Result<u64, OpError> {
+        if self
+            .conn
+            .simple(super::backsql::EXISTS, 1)
+            .await?
+            .rows
+            .is_empty()
+        {
+            return Ok(0);
+        }
+        self.batch(&super::backsql::drop_statement()).await?;
+        Ok(1)
     }
 
     /// [`super::COPY_BEGIN`], the binary COPY of `records`, then [`super::COPY_MERGE`]
