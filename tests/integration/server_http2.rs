@@ -431,7 +431,10 @@ fn auto_takes_what_alpn_chooses() {
         "name = \"auto\"\n[[op]]\nname = \"hello\"\nhttp = { path = \"/static/hello.txt\", expect = 200 }\n",
     );
     let auto2 = tls2.replace("http=2", "http=auto");
-    for (url, h2) in [(auto2, true), (with(&tls1, "http=auto"), false)] {
+    for (url, h2, file) in [
+        (auto2, true, "h2.json"),
+        (with(&tls1, "http=auto"), false, "h1.json"),
+    ] {
         d.ok(&[
             "run",
             "w.toml",
@@ -444,9 +447,9 @@ fn auto_takes_what_alpn_chooses() {
             "--ops",
             "100",
             "-o",
-            "r.json",
+            file,
         ]);
-        let r = d.result("r.json");
+        let r = d.result(file);
         assert_eq!((r.total.ok, r.total.errors), (100, 0), "{url}");
         let connect = r.connect.as_ref().unwrap();
         assert_eq!(connect.http2.is_some(), h2, "{url}");
@@ -456,4 +459,29 @@ fn auto_takes_what_alpn_chooses() {
             "{url}"
         );
     }
+    // compare and the HTML report show each side's phases and HTTP/2's streams.
+    let table = d.ok(&["compare", "h1.json", "h2.json"]);
+    let line = |side: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(side) && l.contains("connection phases: tcp"))
+            .unwrap_or_else(|| panic!("no {side} phases in {table}"))
+            .to_string()
+    };
+    assert!(!line("base").contains("http/2"), "{table}");
+    let new = line("new");
+    assert!(
+        new.contains("tls p50") && new.contains("http/2 preface p50"),
+        "{new}"
+    );
+    assert!(
+        new.contains("http/2 streams: 4 a connection (the server allows 128 at once)"),
+        "{new}"
+    );
+    d.ok(&["report", "h2.json", "-o", "h2.html"]);
+    let html = std::fs::read_to_string(d.join("h2.html")).unwrap();
+    assert!(
+        html.contains("http/2 preface p50") && html.contains("http/2 streams"),
+        "the report's connections table"
+    );
 }
