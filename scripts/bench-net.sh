@@ -10,7 +10,8 @@
 #          each connection writes its 16 again once all 16 are answered, as the script does;
 #          PIPELINE_REFILL=each refills a stream as soon as its response is read;
 #          PIPELINE_REFILL=both runs loadrig both ways, each as a further peer of all)
-#   http2: h2load -c50 -t2 -m1 on nginx's h2c port (HTTP/2 by prior knowledge), the same file
+#   http2: h2load -c50 -t2 -m1 on nginx's h2c benchmark port (HTTP/2 by prior knowledge, no
+#          GOAWAY after 1,000 requests: h2load does not reconnect), the same file
 #          vs  loadrig --clients 50 on ?http=2: one stream in flight on each of 50 connections
 #   http2-mux: the same with 16 streams a connection: h2load -m16  vs  loadrig --pipeline 16
 #          (50 connections, 800 streams, each refilled as soon as its response is in, as
@@ -168,7 +169,7 @@ loadrig_http_pipe_each() { loadrig_http_pipe each; }
 peer_http2() {
     /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
         h2load -c"$clients" -t2 -m"$1" -D"$secs" \
-        "http://127.0.0.1:$LOADRIG_HTTP2_PORT/static/hello.txt" >"$out/h2load.txt"
+        "http://127.0.0.1:$LOADRIG_HTTP2_BENCH_PORT/static/hello.txt" >"$out/h2load.txt"
     local n
     n=$(awk '/^requests:/ {print $8}' "$out/h2load.txt") # succeeded
     awk -v n="$n" -v c="$(cpu "$out/time")" \
@@ -185,7 +186,7 @@ description = "GET of nginx's small static file, as wrk does"
 name = "get"
 http = { path = "/static/hello.txt", expect = 200 }
 EOF
-    loadrig_case http.toml "$LOADRIG_HTTP2_URL" "$@"
+    loadrig_case http.toml "http://127.0.0.1:$LOADRIG_HTTP2_BENCH_PORT?http=2" "$@"
 }
 loadrig_http2_mux() { loadrig_http2 --pipeline "$depth"; }
 

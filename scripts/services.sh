@@ -513,7 +513,7 @@ EOF
 }
 
 start_nginx() {
-    local dir=$STATE/nginx port tls_port h2c_port h2_port h2_limits_port
+    local dir=$STATE/nginx port tls_port h2c_port h2_port h2_limits_port h2_bench_port
     nginx -V 2>&1 | grep -q -- --with-http_dav_module ||
         die "nginx: this build lacks ngx_http_dav_module (nginx -V)"
     port=$(free_port)
@@ -521,6 +521,7 @@ start_nginx() {
     h2c_port=$(free_port)
     h2_port=$(free_port)
     h2_limits_port=$(free_port)
+    h2_bench_port=$(free_port)
     mkdir -p "$dir/www/static" "$dir/www/dav" "$dir/tmp"
     printf 'hello from loadrig\n' >"$dir/www/static/hello.txt"
     head -c 4096 /dev/urandom >"$dir/www/static/4k.bin"
@@ -606,6 +607,14 @@ http {
         access_log $dir/h2-limits.log piped;
         location /static/ { }
     }
+    # HTTP/2 (h2c) for benchmarks: h2load does not reconnect after the GOAWAY nginx sends
+    # after keepalive_requests (1,000 by default), so here a connection lasts a whole run.
+    server {
+        listen 127.0.0.1:$h2_bench_port http2;
+        keepalive_requests 100000000;
+        root $dir/www;
+        location /static/ { }
+    }
 }
 EOF
     chown -R "$SVC_USER:$SVC_USER" "$dir"
@@ -620,7 +629,7 @@ EOF
         "LOADRIG_HTTPS2_URL=https://127.0.0.1:$h2_port?ca=$STATE/tls/ca.crt&http=2" \
         "LOADRIG_HTTPS2_PORT=$h2_port" \
         "LOADRIG_HTTP2_LIMITS_URL=http://127.0.0.1:$h2_limits_port?http=2" \
-        "LOADRIG_HTTP2_LIMITS_LOG=$dir/h2-limits.log"
+        "LOADRIG_HTTP2_LIMITS_LOG=$dir/h2-limits.log" "LOADRIG_HTTP2_BENCH_PORT=$h2_bench_port"
 }
 
 # --- commands --------------------------------------------------------------
