@@ -10,12 +10,20 @@
 #          each connection writes its 16 again once all 16 are answered, as the script does;
 #          PIPELINE_REFILL=each refills a stream as soon as its response is read;
 #          PIPELINE_REFILL=both runs loadrig both ways, each as a further peer of all)
+#   http2: h2load -c50 -t2 -m1 on nginx's h2c benchmark port (HTTP/2 by prior knowledge, no
+#          GOAWAY after 1,000 requests: h2load does not reconnect), the same file
+#          vs  loadrig --clients 50 on ?http=2: one stream in flight on each of 50 connections
+#   http2-mux: the same with 16 streams a connection: h2load -m16  vs  loadrig --pipeline 16
+#          (50 connections, 800 streams, each refilled as soon as its response is in, as
+#          h2load does)
 # Runs alternate, the order flipped each turn (peer, loadrig, loadrig, peer, ...). Each
 # process's own CPU (user + sys, from /usr/bin/time) is divided by the operations it
 # completed. Prints the medians of the repeats and the ratios loadrig / peer.
-# Usage: scripts/bench-net.sh [redis|http|http-pipe|all] [SECONDS] [REPEATS]
+# Usage: scripts/bench-net.sh [redis|http|http-pipe|http2|http2-mux|all] [SECONDS] [REPEATS]
+# (all: redis, http and http-pipe)
 # Servers come from scripts/services.sh in ${LOADRIG_SERVICES_DIR:-/tmp/loadrig-bench-net}
-# and are stopped at the end. Needs root (packages); installs wrk if it is missing.
+# and are stopped at the end. Needs root (packages); installs wrk and h2load
+# (nghttp2-client) if they are missing.
 # LOADRIG_BIN=PATH runs that loadrig binary and builds none (default: cargo build --release).
 # PLACEMENT=split runs the servers on the last CPU and every client on the others
 # (scripts/bench-compare.sh).
@@ -30,8 +38,8 @@ source scripts/bench-compare.sh
 which=${1:-all}
 secs=${2:-10}
 repeats=${3:-3}
-case $which in redis | http | http-pipe | all) ;; *)
-    echo "usage: $0 [redis|http|http-pipe|all] [SECONDS] [REPEATS]" >&2
+case $which in redis | http | http-pipe | http2 | http2-mux | all) ;; *)
+    echo "usage: $0 [redis|http|http-pipe|http2|http2-mux|all] [SECONDS] [REPEATS]" >&2
     exit 2
     ;;
 esac
@@ -52,6 +60,10 @@ need=()
 [[ $which == redis || $which == all ]] && need+=(redis)
 if [[ " ${need[*]} " == *" nginx "* ]] && ! command -v wrk >/dev/null; then
     apt-get install -y wrk >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y wrk >/dev/null; }
+fi
+if [[ $which == http2* ]] && ! command -v h2load >/dev/null; then
+    apt-get install -y nghttp2-client >/dev/null 2>&1 ||
+        { apt-get update -qq && apt-get install -y nghttp2-client >/dev/null; }
 fi
 [[ -x /usr/bin/time ]] || apt-get install -y time >/dev/null
 if [[ -n ${MEMTIER:-} && ! (-f $MEMTIER && -x $MEMTIER) ]]; then
@@ -152,6 +164,32 @@ loadrig_http_pipe() { # --clients counts connections: 50 of them, 16 streams on 
 }
 loadrig_http_pipe_each() { loadrig_http_pipe each; }
 
+# h2load on the h2c port: $1 streams at once on each of $clients connections; it counts
+# each response.
+peer_http2() {
+    /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
+        h2load -c"$clients" -t2 -m"$1" -D"$secs" \
+        "http://127.0.0.1:$LOADRIG_HTTP2_BENCH_PORT/static/hello.txt" >"$out/h2load.txt"
+    local n
+    n=$(awk '/^requests:/ {print $8}' "$out/h2load.txt") # succeeded
+    awk -v n="$n" -v c="$(cpu "$out/time")" \
+        '/^finished in/ {gsub(",", ""); printf "%.0f %.2f\n", $4, c * 1e6 / n}' "$out/h2load.txt"
+}
+peer_http2_one() { peer_http2 1; }
+peer_http2_mux() { peer_http2 "$depth"; }
+
+loadrig_http2() { # [loadrig options...]
+    cat >"$out/http.toml" <<'EOF'
+name = "http-get"
+description = "GET of nginx's small static file, as wrk does"
+[[op]]
+name = "get"
+http = { path = "/static/hello.txt", expect = 200 }
+EOF
+    loadrig_case http.toml "http://127.0.0.1:$LOADRIG_HTTP2_BENCH_PORT?http=2" "$@"
+}
+loadrig_http2_mux() { loadrig_http2 --pipeline "$depth"; }
+
 loadrig_case() { # workload target [loadrig options...]
     local workload=$1 target=$2
     shift 2
@@ -183,4 +221,10 @@ if [[ $which == http-pipe || $which == all ]]; then
     [[ $refill == both ]] && each=("loadrig, refill each" loadrig_http_pipe_each)
     CPU_GOAL=0.5 compare "http-p, refill $lr_refill" "wrk -t2 -s pipe" peer_http_pipe loadrig_http_pipe \
         "${each[@]}"
+fi
+if [[ $which == http2 ]]; then
+    compare http2 "h2load -m1" peer_http2_one loadrig_http2
+fi
+if [[ $which == http2-mux ]]; then
+    compare "http2, 16 streams" "h2load -m16" peer_http2_mux loadrig_http2_mux
 fi

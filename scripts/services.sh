@@ -515,11 +515,15 @@ EOF
 }
 
 start_nginx() {
-    local dir=$STATE/nginx port tls_port
+    local dir=$STATE/nginx port tls_port h2c_port h2_port h2_limits_port h2_bench_port
     nginx -V 2>&1 | grep -q -- --with-http_dav_module ||
         die "nginx: this build lacks ngx_http_dav_module (nginx -V)"
     port=$(free_port)
     tls_port=$(free_port)
+    h2c_port=$(free_port)
+    h2_port=$(free_port)
+    h2_limits_port=$(free_port)
+    h2_bench_port=$(free_port)
     mkdir -p "$dir/www/static" "$dir/www/dav" "$dir/tmp"
     printf 'hello from loadrig\n' >"$dir/www/static/hello.txt"
     head -c 4096 /dev/urandom >"$dir/www/static/4k.bin"
@@ -551,6 +555,10 @@ http {
     server {
         listen 127.0.0.1:$port;
         listen 127.0.0.1:$tls_port ssl;
+        # HTTP/2: cleartext by prior knowledge (h2c: this port speaks nothing else) and over
+        # TLS, where ALPN offers h2 (the port above offers only http/1.1).
+        listen 127.0.0.1:$h2c_port http2;
+        listen 127.0.0.1:$h2_port ssl http2;
         ssl_certificate $STATE/tls/server.crt;
         ssl_certificate_key $STATE/tls/server.key;
         root $dir/www;
@@ -591,6 +599,24 @@ http {
             client_max_body_size 16m;
         }
     }
+    # HTTP/2 (h2c) with low limits, for tests: 2 streams at once on a connection, and a
+    # GOAWAY after 20 requests on it. Each request's connection is logged.
+    server {
+        listen 127.0.0.1:$h2_limits_port http2;
+        http2_max_concurrent_streams 2;
+        keepalive_requests 20;
+        root $dir/www;
+        access_log $dir/h2-limits.log piped;
+        location /static/ { }
+    }
+    # HTTP/2 (h2c) for benchmarks: h2load does not reconnect after the GOAWAY nginx sends
+    # after keepalive_requests (1,000 by default), so here a connection lasts a whole run.
+    server {
+        listen 127.0.0.1:$h2_bench_port http2;
+        keepalive_requests 100000000;
+        root $dir/www;
+        location /static/ { }
+    }
 }
 EOF
     chown -R "$SVC_USER:$SVC_USER" "$dir"
@@ -600,7 +626,12 @@ EOF
     write_fragment nginx "LOADRIG_HTTP_URL=http://127.0.0.1:$port" "LOADRIG_HTTP_PORT=$port" \
         "LOADRIG_HTTPS_URL=https://127.0.0.1:$tls_port?ca=$STATE/tls/ca.crt" \
         "LOADRIG_HTTPS_PORT=$tls_port" "LOADRIG_HTTP_COUNTED_LOG=$dir/counted.log" \
-        "LOADRIG_HTTP_PIPED_LOG=$dir/piped.log"
+        "LOADRIG_HTTP_PIPED_LOG=$dir/piped.log" \
+        "LOADRIG_HTTP2_URL=http://127.0.0.1:$h2c_port?http=2" "LOADRIG_HTTP2_PORT=$h2c_port" \
+        "LOADRIG_HTTPS2_URL=https://127.0.0.1:$h2_port?ca=$STATE/tls/ca.crt&http=2" \
+        "LOADRIG_HTTPS2_PORT=$h2_port" \
+        "LOADRIG_HTTP2_LIMITS_URL=http://127.0.0.1:$h2_limits_port?http=2" \
+        "LOADRIG_HTTP2_LIMITS_LOG=$dir/h2-limits.log" "LOADRIG_HTTP2_BENCH_PORT=$h2_bench_port"
 }
 
 # --- commands --------------------------------------------------------------

@@ -240,6 +240,9 @@ pub struct RunInfo {
     pub status: RunStatus,
     pub full_intervals: usize,
     pub interval_s: f64,
+    /// The run's connections (their phases, HTTP/2's streams), as its result has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect: Option<crate::result::ConnectRecord>,
 }
 
 impl RunInfo {
@@ -252,6 +255,7 @@ impl RunInfo {
             status: r.status,
             full_intervals: full_intervals(r).len(),
             interval_s: interval_s(r),
+            connect: r.connect.clone(),
         }
     }
 }

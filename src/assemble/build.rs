@@ -12,8 +12,8 @@ use crate::result::stream::{StreamHeader, STREAM_KIND};
 use crate::result::validity::{self, Validity};
 use crate::result::{
     BeforeRunRecord, ConnectPhasesRecord, ConnectRecord, DataLoadRecord, FigureRecord, HostRecord,
-    IntervalRecord, OpResult, RunResult, RunStatus, SettledRecord, SetupRecord, TargetRecord,
-    WorkloadRecord, SCHEMA_VERSION,
+    Http2Record, IntervalRecord, OpResult, RunResult, RunStatus, SettledRecord, SetupRecord,
+    TargetRecord, WorkloadRecord, SCHEMA_VERSION,
 };
 use crate::stats::OpCounters;
 use crate::targets::tls::mode_of_url;
@@ -98,6 +98,7 @@ pub fn build(facts: RunFacts<'_>, run: &RunData) -> anyhow::Result<RunResult> {
             failed_clients: run.connect.failed,
             errors_by_class: run.connect.errors.iter().filter(|(_, n)| *n > 0).collect(),
             first_error: run.connect.first_error.clone(),
+            http2: run.connect.phases.as_ref().and_then(Http2Record::of),
         }),
         missed_starts: run.missed,
         abandoned_clients: run.abandoned,

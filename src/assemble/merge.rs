@@ -17,8 +17,8 @@ use crate::result::validity::{
     self, FairnessInterval, FairnessSummary, LittlesLaw, Validity, Verdict,
 };
 use crate::result::{
-    ConnectPhasesRecord, ConnectRecord, EncodedHistogram, ErrorMessage, FigureRecord, IntervalOp,
-    IntervalRecord, OpResult, RunResult, RunStatus, ShardsRecord, Statements,
+    ConnectPhasesRecord, ConnectRecord, EncodedHistogram, ErrorMessage, FigureRecord, Http2Record,
+    IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus, ShardsRecord, Statements,
 };
 use crate::stats::{new_hist, Hist, LatencySummary, SeriesSummary};
 
@@ -175,10 +175,24 @@ fn merge_connect(refs: &[&RunResult]) -> Option<ConnectRecord> {
             tcp,
             tls: phase(|p| p.tls.as_ref()),
             auth: phase(|p| p.auth.as_ref()),
+            http2: phase(|p| p.http2.as_ref()),
         }),
         failed_clients: parts.iter().map(|c| c.failed_clients).sum(),
         errors_by_class,
         first_error: parts.iter().find_map(|c| c.first_error.clone()),
+        http2: merge_http2(&parts),
+    })
+}
+
+/// The shards' HTTP/2 streams: the fewest the server allowed, the most a connection carried.
+fn merge_http2(parts: &[&ConnectRecord]) -> Option<Http2Record> {
+    let of: Vec<&Http2Record> = parts.iter().filter_map(|c| c.http2.as_ref()).collect();
+    let streams = of.iter().map(|h| h.streams_per_connection).max()?;
+    let allowed = of.iter().filter_map(|h| h.max_concurrent_streams).min();
+    Some(Http2Record {
+        max_concurrent_streams: allowed,
+        streams_per_connection: streams,
+        in_flight_per_connection: of.iter().map(|h| h.in_flight_per_connection).max()?,
     })
 }
 

@@ -88,7 +88,21 @@ fn method_line(c: &Comparison) -> String {
 fn run_lines(c: &Comparison, line: &mut dyn FnMut(&str, String)) {
     for (side, runs) in [("base", &c.base_runs), ("new ", &c.new_runs)] {
         match runs.as_slice() {
-            [one] => line(side, run_line(one)),
+            [one] => {
+                line(side, run_line(one));
+                // What the target timed of its connections (phases, HTTP/2's streams) and
+                // who could not connect; the clients' count and pace are in the run's file.
+                let rows: Vec<String> = one
+                    .connect
+                    .iter()
+                    .flat_map(super::console::connect_rows)
+                    .filter(|(k, _)| *k != "connect")
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect();
+                if !rows.is_empty() {
+                    line(side, rows.join("; "));
+                }
+            }
             many => line(
                 side,
                 format!(

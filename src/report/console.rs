@@ -384,6 +384,7 @@ pub fn connect_rows(c: &ConnectRecord) -> Vec<(&'static str, String)> {
         let mut parts = vec![phase("tcp", &p.tcp)];
         parts.extend(p.tls.as_ref().map(|s| phase("tls", s)));
         parts.extend(p.auth.as_ref().map(|s| phase("auth", s)));
+        parts.extend(p.http2.as_ref().map(|s| phase("http/2 preface", s)));
         rows.push((
             "connection phases",
             format!(
@@ -393,7 +394,31 @@ pub fn connect_rows(c: &ConnectRecord) -> Vec<(&'static str, String)> {
             ),
         ));
     }
+    if let Some(h) = &c.http2 {
+        rows.push(("http/2 streams", http2_line(h)));
+    }
     rows
+}
+
+/// What an HTTP/2 run's connections carried: "16 a connection, all in flight (the server
+/// allows 128)", or the cap when the server's limit held streams back.
+fn http2_line(h: &crate::result::Http2Record) -> String {
+    let allowed = match h.max_concurrent_streams {
+        Some(n) => format!("the server allows {} at once", thousands(n)),
+        None => "the server sets no limit".to_string(),
+    };
+    if h.in_flight_per_connection < h.streams_per_connection {
+        format!(
+            "{} a connection, capped at {} in flight ({allowed}): the others wait for a free stream, in their latency",
+            thousands(h.streams_per_connection),
+            thousands(h.in_flight_per_connection)
+        )
+    } else {
+        format!(
+            "{} a connection ({allowed})",
+            thousands(h.streams_per_connection)
+        )
+    }
 }
 
 /// The rig's own figures in one line: CPU, hiccups, fairness, Little's law.

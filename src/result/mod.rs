@@ -274,6 +274,36 @@ pub struct ConnectRecord {
     /// The first failure's message; left out when all connected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_error: Option<String>,
+    /// HTTP/2's streams: what the server allowed a connection and what the run put on one;
+    /// absent for every other protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<Http2Record>,
+}
+
+/// The streams of a run's HTTP/2 connections.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Http2Record {
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS, the fewest any connection was allowed;
+    /// absent when the server set no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_streams: Option<u64>,
+    /// The client streams one connection carried (`--pipeline`, 1 without).
+    pub streams_per_connection: u64,
+    /// The most of them in flight on a connection at once: `streams_per_connection` capped by
+    /// `max_concurrent_streams` (a stream beyond the cap waits for one of its connection's to
+    /// end, and the wait is in its latency).
+    pub in_flight_per_connection: u64,
+}
+
+impl Http2Record {
+    pub fn of(p: &crate::stats::connect_phases::ConnectPhases) -> Option<Http2Record> {
+        let s = p.http2_streams?;
+        Some(Http2Record {
+            max_concurrent_streams: s.allowed,
+            streams_per_connection: s.streams,
+            in_flight_per_connection: s.allowed.map_or(s.streams, |a| a.min(s.streams)),
+        })
+    }
 }
 
 fn is_zero_usize(n: &usize) -> bool {
@@ -292,6 +322,10 @@ pub struct ConnectPhasesRecord {
     /// login (SCRAM, AUTH, ...); absent where the target has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<LatencySummary>,
+    /// HTTP/2's connection preface and SETTINGS exchange, after TCP and TLS (until the server's
+    /// SETTINGS and its acknowledgement of loadrig's have arrived); absent for other protocols.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<LatencySummary>,
 }
 
 impl ConnectPhasesRecord {
@@ -301,6 +335,7 @@ impl ConnectPhasesRecord {
             tcp: LatencySummary::of(&p.tcp),
             tls: some(&p.tls),
             auth: some(&p.auth),
+            http2: some(&p.http2),
         }
     }
 }

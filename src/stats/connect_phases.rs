@@ -1,4 +1,5 @@
-//! Where a connection's time goes: TCP connect, TLS handshake, authentication.
+//! Where a connection's time goes: TCP connect, TLS handshake, authentication, and for
+//! HTTP/2 its connection preface and SETTINGS exchange (with the streams its server allowed).
 //!
 //! A target that can tell its phases apart keeps one [`PhaseClock`] shared by all its
 //! sessions and records every connection it opens (before the run, `connect` operations,
@@ -24,6 +25,20 @@ pub struct ConnectPhases {
     pub tcp: Hist,
     pub tls: Hist,
     pub auth: Hist,
+    /// HTTP/2's connection preface and SETTINGS exchange, after TCP and TLS.
+    pub http2: Hist,
+    /// HTTP/2's streams, once a connection spoke it.
+    pub http2_streams: Option<Http2Streams>,
+}
+
+/// What HTTP/2 connections allowed and carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http2Streams {
+    /// The fewest concurrent streams a server allowed on one connection
+    /// (SETTINGS_MAX_CONCURRENT_STREAMS); `None` while no server set a limit.
+    pub allowed: Option<u64>,
+    /// The most client streams one connection carried (`--pipeline`, 1 without).
+    pub streams: u64,
 }
 
 impl ConnectPhases {
@@ -32,6 +47,8 @@ impl ConnectPhases {
             tcp: new_hist(),
             tls: new_hist(),
             auth: new_hist(),
+            http2: new_hist(),
+            http2_streams: None,
         }
     }
 }
@@ -63,6 +80,25 @@ impl PhaseClock {
         }
     }
 
+    /// One HTTP/2 connection's preface and SETTINGS exchange, the concurrent streams its
+    /// server allowed (`None`: no limit) and the client streams it carries.
+    pub fn record_http2(&self, took: Duration, allowed: Option<u64>, streams: u64) {
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1);
+        let mut p = self.phases.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = p.http2.record(ns);
+        let before = p.http2_streams.unwrap_or(Http2Streams {
+            allowed: None,
+            streams: 0,
+        });
+        p.http2_streams = Some(Http2Streams {
+            allowed: match (before.allowed, allowed) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            streams: before.streams.max(streams),
+        });
+    }
+
     /// What was recorded so far; `None` before any connection.
     pub fn snapshot(&self) -> Option<ConnectPhases> {
         let p = self.phases.lock().unwrap_or_else(|e| e.into_inner());
@@ -92,5 +128,18 @@ mod tests {
         let p = clock.snapshot().unwrap();
         assert_eq!((p.tcp.len(), p.tls.len(), p.auth.len()), (2, 1, 2));
         assert!(p.tls.equivalent(p.tls.max(), 2_000_000));
+        assert!(p.http2.is_empty() && p.http2_streams.is_none());
+        clock.record_http2(ms(1), Some(128), 16);
+        clock.record_http2(ms(1), Some(100), 1);
+        clock.record_http2(ms(1), None, 4);
+        let p = clock.snapshot().unwrap();
+        assert_eq!(p.http2.len(), 3);
+        assert_eq!(
+            p.http2_streams,
+            Some(Http2Streams {
+                allowed: Some(100),
+                streams: 16
+            })
+        );
     }
 }

@@ -378,8 +378,8 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "Redis: keys loadrig:KEY, native command arrays, MULTI/EXEC transactions",
     ),
     (
-        "http://HOST[:PORT][/PREFIX][?kv_path=P]",
-        "HTTP/1.1 keep-alive: native requests; kv as WebDAV resources under kv_path",
+        "http://HOST[:PORT][/PREFIX][?kv_path=P&http=1.1|2]",
+        "HTTP/1.1 keep-alive, or HTTP/2 by prior knowledge (http=2): native requests; kv as WebDAV resources under kv_path",
     ),
     (
         "ldap://HOST[:PORT]?bind_dn=&password=&base=[&starttls=true]",
@@ -390,8 +390,8 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "Redis over TLS (rustls); every TLS target verifies the certificate unless insecure=true",
     ),
     (
-        "https://HOST[:PORT][/PREFIX][?ca=PATH|insecure=true]",
-        "HTTP/1.1 over TLS (rustls), as http://",
+        "https://HOST[:PORT][/PREFIX][?ca=PATH|insecure=true&http=1.1|2|auto]",
+        "HTTP/1.1 or HTTP/2 (h2 by ALPN) over TLS (rustls), as http://",
     ),
     (
         "ldaps://HOST[:PORT]?bind_dn=&password=&base=[&ca=PATH|insecure=true]",

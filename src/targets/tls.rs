@@ -128,6 +128,17 @@ impl Tls {
         self.mode != TlsMode::Off
     }
 
+    /// The same settings offering `protocols` by ALPN, in order of preference (HTTP/2's
+    /// `h2`); nothing changes when TLS is off.
+    pub fn with_alpn(mut self, protocols: &[&[u8]]) -> Tls {
+        if let Some(config) = &mut self.config {
+            let mut offered = ClientConfig::clone(config);
+            offered.alpn_protocols = protocols.iter().map(|p| p.to_vec()).collect();
+            *config = Arc::new(offered);
+        }
+        self
+    }
+
     /// The rustls configuration (None when TLS is off).
     pub fn config(&self) -> Option<Arc<ClientConfig>> {
         self.config.clone()
@@ -332,6 +343,14 @@ pub enum NetStream {
 }
 
 impl NetStream {
+    /// The protocol the server chose by ALPN; `None` on plain TCP or when it chose none.
+    pub fn alpn(&self) -> Option<&[u8]> {
+        match self {
+            NetStream::Plain(_) => None,
+            NetStream::Tls(tls) => tls.get_ref().1.alpn_protocol(),
+        }
+    }
+
     /// Read what has arrived into the room at the end of `buf` (waiting for at least one
     /// byte): the bytes read, 0 when the peer closed. Plain TCP reads with `try_read`
     /// ([`socket::fill`]); TLS reads and decrypts what its records hold.

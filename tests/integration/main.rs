@@ -52,6 +52,7 @@ mod scale;
 mod scaling;
 mod schema;
 mod server_http;
+mod server_http2;
 mod server_http_pipeline;
 mod server_isolation;
 mod server_ldap;

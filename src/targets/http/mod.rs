@@ -1,7 +1,12 @@
-//! `http://HOST[:PORT][/PREFIX][?kv_path=/dav/loadrig]`: an HTTP/1.1 server over one
-//! persistent (keep-alive) connection per client; `https://…` the same over TLS (options
-//! `ca=PATH`, `insecure=true`: see [`super::tls`]).
+//! `http://HOST[:PORT][/PREFIX][?kv_path=/dav/loadrig&http=1.1|2|auto]`: an HTTP server over
+//! one persistent connection per client; `https://…` the same over TLS (options `ca=PATH`,
+//! `insecure=true`: see [`super::tls`]).
 //!
+//! - `http=` the protocol: `1.1` (the default: HTTP/1.1 keep-alive, [`http1`]), `2` (HTTP/2,
+//!   [`http2`]: by prior knowledge on http://, h2 by ALPN on https://) or `auto` (https://:
+//!   what the server picks by ALPN between h2 and http/1.1, asked once before the run; on
+//!   http:// it is 1.1). A server that refuses HTTP/2 asked of it fails the connect with a
+//!   message that says so, so the run stops before it starts (exit 2).
 //! - `PREFIX`, the URL's path, goes in front of every request path.
 //! - native `http = { method, path, headers, body, expect }` sends one request and reads the
 //!   whole response body; rows = 1. With `expect`, another status is an error; without it,
@@ -17,65 +22,76 @@
 //!   resource exists (rows 0 otherwise); delete = `DELETE` (404 → rows 0).
 //! - With `attachment=PATH` or `attachment_size=N` (see [`super::attachment`]) a document
 //!   has an attachment, the resource of the same name with `.att` added: put sends the
-//!   document, then streams the attachment as the body of a second `PUT` (Content-Length
+//!   document, then streams the attachment as the body of a second `PUT` (its length
 //!   first, then 64 KiB at a time); get reads the document (404 → a `protocol` error), then
 //!   the attachment, checking its body piece by piece as it arrives; delete removes both.
 //! - `cleanup` sends `DELETE PREFIX/kv_path/` (`Depth: infinity`) and counts 1 if the
 //!   collection existed. `server_version` is the `Server` header of `HEAD PREFIX/`.
 //! - No `tx` and no `authenticate` (HTTP has no session login); `connect` opens a new
-//!   connection, which is the TCP handshake.
+//!   connection: the TCP handshake (TLS, HTTP/2's preface and settings when asked).
 //!
-//! When the server ends a keep-alive connection (`Connection: close`, as nginx does after
-//! `keepalive_requests`), the next operation opens a new one first, as wrk does; that
-//! reconnect is inside the operation's time. A reused connection that turns out closed
-//! before any byte of the response arrived (an idle timeout) is reopened and the request
-//! sent once more.
-//!
-//! The client is written here on `httparse` (the response parser hyper uses): each request
-//! is formatted into the client's reusable buffer and sent with one write, the response is
-//! parsed in place in its reusable read buffer (Content-Length, chunked, or until close;
-//! no body for HEAD, 1xx, 204 and 304), and nothing is allocated per request unless a body
-//! is captured. hyper's client costs several times more CPU per request (a dispatcher task
-//! per connection, channels, a HeaderMap per response), which on a machine shared with the
-//! server is throughput taken from the server.
-//!
-//! `--pipeline P` (HTTP/1.1 pipelining) goes through the engine's batch driver with the
-//! codec of [`batch`], and so does a run at one request in flight per connection whose
-//! every operation the codec carries (it costs fewer system calls than a session).
+//! The operations are written once ([`ops`]) over one request-response exchange that each
+//! protocol carries in its own way. `--pipeline P` on HTTP/1.1 (pipelining) goes through the
+//! engine's batch driver with the codec of [`batch`], and so does a run at one request in
+//! flight per connection whose every operation the codec carries (it costs fewer system
+//! calls than a session); on HTTP/2 it is P streams multiplexed on each connection, each a
+//! session of its own.
 //!
 //! Errors: refused, reset or closed connections and I/O failures → `connect` (the engine
 //! reconnects); statuses: 401, 403, 407 → `auth`; 408, 504 → `timeout`; 409, 412 →
 //! `constraint`; every other unexpected status → `other`, named in the message ("expected
-//! 200, got 404 Not Found"); a response that is not HTTP → `protocol`. Connecting must
-//! finish within 5 s.
+//! 200, got 404 Not Found"); a response that is not HTTP → `protocol`; HTTP/2's resets and
+//! GOAWAYs as [`http2`] says. Connecting must finish within 5 s.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod batch;
 mod head;
+mod http1;
+mod http2;
+mod ops;
 
-use head::Framing;
-
-use super::attachment::{self, Attachment, Check};
+use super::attachment::Attachment;
 use super::pipelined::{Batched, Codec};
-use super::readbuf::ReadBuf;
 use super::socket;
 use super::tls::{NetStream, Tls};
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
 use crate::stats::connect_phases::{ConnectPhases, PhaseClock, PhaseTimes};
-use crate::vocab::{ErrorClass, Family, HttpOp, NativeOp, Op, OpError, Outcome, ValueKind};
+use crate::vocab::{ErrorClass, Family, Op, OpError, Outcome, ValueKind};
+use http1::Http1Session;
+use http2::Http2Session;
 
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The kv collection unless `kv_path` says otherwise.
 pub const DEFAULT_KV_PATH: &str = "/dav/loadrig";
+/// What ALPN offers when HTTP/2 may be spoken, in order of preference: http/1.1 too, so that
+/// a server without h2 says so by choosing it rather than by ending the handshake.
+const ALPN_H2: [&[u8]; 2] = [b"h2", b"http/1.1"];
+
+/// The protocol a target speaks (`http=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    One,
+    Two,
+    /// Over TLS: what the server picks by ALPN.
+    Auto,
+}
+
+impl Version {
+    fn name(self) -> &'static str {
+        match self {
+            Version::One => "HTTP/1.1",
+            Version::Two => "HTTP/2",
+            Version::Auto => "auto",
+        }
+    }
+}
 
 /// What every session shares.
 struct Server {
@@ -84,7 +100,12 @@ struct Server {
     host: String,
     /// https:// (options `ca=`, `insecure=`) or off.
     tls: Tls,
-    /// Every connection's TCP and TLS times.
+    /// `http=` as asked (`Auto` only over TLS).
+    version: Version,
+    /// With `http=auto`: what the server chose by ALPN on the first connection, which every
+    /// later connection must choose too.
+    chosen: OnceLock<Version>,
+    /// Every connection's TCP and TLS times (and HTTP/2's preface).
     phases: PhaseClock,
     /// HOST:PORT, for messages and the Host header.
     shown: String,
@@ -107,10 +128,15 @@ impl Http {
         url: &TargetUrl,
         params: &BTreeMap<String, toml::Value>,
     ) -> Result<Http, InputError> {
-        let mut known = vec!["kv_path", "attachment", "attachment_size"];
+        let mut known = vec!["kv_path", "attachment", "attachment_size", "http"];
         known.extend(super::tls::OPTIONS);
         url.check_options(&known)?;
         let tls = Tls::from_url(url, url.scheme == "https")?;
+        let version = version_option(url, params, tls.is_on())?;
+        let tls = match version {
+            Version::One => tls,
+            Version::Two | Version::Auto => tls.with_alpn(&ALPN_H2),
+        };
         let default_port = if tls.is_on() { 443 } else { 80 };
         let (authority, path) = match url.location.find('/') {
             Some(i) => url.location.split_at(i),
@@ -172,6 +198,8 @@ impl Http {
                 addrs,
                 host: host.to_string(),
                 tls,
+                version,
+                chosen: OnceLock::new(),
                 phases: PhaseClock::default(),
                 shown: authority.to_string(),
                 line_end: format!(" HTTP/1.1\r\nHost: {authority}\r\n").into_bytes(),
@@ -180,6 +208,50 @@ impl Http {
                 attachment: Attachment::from_options(url, params)?,
             }),
         })
+    }
+
+    /// The protocol this run speaks: `http=` as asked, or with `auto` what the server picks
+    /// by ALPN, learnt from one connection opened here if none has been yet (on a thread of
+    /// its own, so that no caller's runtime is in the way). When that connection fails, 1.1
+    /// for now: the run's first connect then reports the failure.
+    fn protocol(&self) -> Version {
+        let server = &self.server;
+        if server.version != Version::Auto {
+            return server.version;
+        }
+        if let Some(&v) = server.chosen.get() {
+            return v;
+        }
+        std::thread::scope(|scope| {
+            let probe = scope.spawn(|| {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .ok()?;
+                rt.block_on(open(server)).ok().map(drop)
+            });
+            let _ = probe.join();
+        });
+        server.chosen.get().copied().unwrap_or(Version::One)
+    }
+}
+
+/// `http=` (from the URL or a workload parameter): 1.1 unless it says otherwise.
+fn version_option(
+    url: &TargetUrl,
+    params: &BTreeMap<String, toml::Value>,
+    tls: bool,
+) -> Result<Version, InputError> {
+    match url.option("http", params).as_deref() {
+        None | Some("1.1" | "1") => Ok(Version::One),
+        Some("2") => Ok(Version::Two),
+        Some("auto") if tls => Ok(Version::Auto),
+        // Cleartext has nothing to negotiate with (no ALPN; h2c's Upgrade is not offered).
+        Some("auto") => Ok(Version::One),
+        Some(other) => Err(InputError::new(format!(
+            "http={other}: expected 1.1, 2 or auto"
+        ))
+        .help("http=2 speaks HTTP/2 (by prior knowledge on http://, h2 by ALPN on https://); auto lets an https:// server choose")),
     }
 }
 
@@ -194,18 +266,40 @@ impl Target for Http {
         false
     }
 
-    /// Its sessions never share a connection: `--pipeline` goes through the batch driver
-    /// only ([`batch`]), which the runner checks the run can use.
+    /// HTTP/2 multiplexes streams, each a session; HTTP/1.1 sessions never share a
+    /// connection: `--pipeline` goes through the batch driver only ([`batch`]), which the
+    /// runner checks the run can use.
     fn cannot_pipeline(&self) -> Option<&'static str> {
-        Some(if self.server.attachment.is_some() {
-            "HTTP/1.1 pipelining does not carry attachments"
-        } else {
-            "only the batch driver pipelines HTTP/1.1 requests"
-        })
+        match self.protocol() {
+            Version::Two => None,
+            _ if self.server.attachment.is_some() => {
+                Some("HTTP/1.1 pipelining does not carry attachments")
+            }
+            _ => Some("only the batch driver pipelines HTTP/1.1 requests"),
+        }
+    }
+
+    fn connect_shared(&self, n: usize) -> impl Future<Output = Result<Vec<HttpSession>, OpError>> {
+        let server = Arc::clone(&self.server);
+        async move {
+            let stream = open(&server).await?;
+            if protocol_of(&server, &stream) != Version::Two {
+                return Err(OpError::new(
+                    ErrorClass::Connect,
+                    format!(
+                        "{}: the server chose HTTP/1.1, whose requests cannot share a connection as streams",
+                        server.shown
+                    ),
+                ));
+            }
+            let sessions = http2::connect(&server, stream, n).await?;
+            Ok(sessions.into_iter().map(HttpSession::Two).collect())
+        }
     }
 
     fn batch_codec(&self) -> Option<&'static Codec> {
-        self.server.attachment.is_none().then_some(&batch::CODEC)
+        (self.server.attachment.is_none() && self.protocol() == Version::One)
+            .then_some(&batch::CODEC)
     }
 
     fn connect_batched(&self) -> impl Future<Output = Result<Batched, OpError>> {
@@ -224,26 +318,32 @@ impl Target for Http {
         let server = Arc::clone(&self.server);
         async move {
             let stream = open(&server).await?;
-            Ok(HttpSession {
-                stream,
-                server,
-                path: String::with_capacity(128),
-                out: Vec::with_capacity(512),
-                inbuf: ReadBuf::new(16 * 1024),
-                body: Vec::new(),
-                reopen: false,
-                used: false,
-                want_server: false,
-                server_header: None,
-                check: None,
-                check_failed: None,
-                chunk: Vec::new(),
+            Ok(match protocol_of(&server, &stream) {
+                Version::Two => {
+                    let mut one = http2::connect(&server, stream, 1).await?;
+                    match one.pop() {
+                        Some(s) => HttpSession::Two(s),
+                        None => return Err(OpError::new(ErrorClass::Other, "no HTTP/2 session")),
+                    }
+                }
+                _ => HttpSession::One(Http1Session::new(server, stream)),
             })
         }
     }
 }
 
-/// Open one connection (TCP, then TLS for https://), within the connect timeout.
+/// The protocol a connection just opened speaks (what [`open`] found ALPN chose, or asked).
+fn protocol_of(server: &Server, stream: &NetStream) -> Version {
+    match server.version {
+        Version::Auto if stream.alpn() == Some(b"h2") => Version::Two,
+        Version::Auto => Version::One,
+        v => v,
+    }
+}
+
+/// Open one connection (TCP, then TLS for https://), within the connect timeout; with
+/// HTTP/2 over TLS, the server must have chosen h2 by ALPN (with `auto`, what the first
+/// connection chose).
 async fn open(server: &Server) -> Result<NetStream, OpError> {
     let connect = async {
         let started = Instant::now();
@@ -258,6 +358,7 @@ async fn open(server: &Server) -> Result<NetStream, OpError> {
                         tls: server.tls.is_on().then(|| started.elapsed() - tcp),
                         auth: None,
                     });
+                    check_alpn(server, &stream)?;
                     return Ok(stream);
                 }
                 Err(e) => last = Some(e),
@@ -285,30 +386,74 @@ async fn open(server: &Server) -> Result<NetStream, OpError> {
     }
 }
 
-/// One client's keep-alive connection and its reusable buffers.
-pub struct HttpSession {
-    stream: NetStream,
-    server: Arc<Server>,
-    /// The request path being built.
-    path: String,
-    /// The request being sent.
-    out: Vec<u8>,
-    /// Responses as read.
-    inbuf: ReadBuf,
-    /// The last response's body, when it was kept.
-    body: Vec<u8>,
-    /// The server said it closes the connection: open a new one before the next request.
-    reopen: bool,
-    /// A request has been answered on this connection (so it may have timed out idle).
-    used: bool,
-    /// Keep the next response's `Server` header in `server_header`.
-    want_server: bool,
-    server_header: Option<String>,
-    /// The attachment being read back, checked as the body arrives, and its first failure.
-    check: Option<Check>,
-    check_failed: Option<OpError>,
-    /// One piece of an attachment on its way out.
-    chunk: Vec<u8>,
+/// What the server chose by ALPN against what the target asked: `http=2` over TLS needs
+/// h2; `auto` needs every connection to choose as the first did.
+fn check_alpn(server: &Server, stream: &NetStream) -> Result<(), OpError> {
+    if !server.tls.is_on() {
+        return Ok(());
+    }
+    let chose = match stream.alpn() {
+        Some(p) => String::from_utf8_lossy(p).into_owned(),
+        None => "nothing".to_string(),
+    };
+    match server.version {
+        Version::Two if stream.alpn() != Some(b"h2") => Err(OpError::new(
+            ErrorClass::Connect,
+            format!(
+                "{} does not speak HTTP/2 over TLS: offered h2 and http/1.1 by ALPN, it chose {chose}; run with http=1.1 (or http=auto), or enable HTTP/2 on that port (nginx: listen … ssl http2)",
+                server.shown
+            ),
+        )),
+        Version::Auto => {
+            let now = protocol_of(server, stream);
+            let first = *server.chosen.get_or_init(|| now);
+            if first == now {
+                Ok(())
+            } else {
+                Err(OpError::new(
+                    ErrorClass::Connect,
+                    format!(
+                        "{} chose {chose} by ALPN where its first connection chose {}: a run keeps one protocol",
+                        server.shown,
+                        first.name()
+                    ),
+                ))
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// One client's session: on a keep-alive HTTP/1.1 connection of its own, or a stream of
+/// an HTTP/2 connection. One per client, so the smaller variant's unused bytes cost nothing
+/// worth a box (and its indirection on every operation).
+#[allow(clippy::large_enum_variant)]
+pub enum HttpSession {
+    One(Http1Session),
+    Two(Http2Session),
+}
+
+impl Session for HttpSession {
+    async fn server_version(&mut self) -> Option<String> {
+        match self {
+            HttpSession::One(s) => ops::server_version(s).await,
+            HttpSession::Two(s) => ops::server_version(s).await,
+        }
+    }
+
+    async fn execute(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
+        match self {
+            HttpSession::One(s) => ops::run(s, op).await,
+            HttpSession::Two(s) => ops::run(s, op).await,
+        }
+    }
+
+    async fn cleanup(&mut self) -> Result<u64, OpError> {
+        match self {
+            HttpSession::One(s) => ops::cleanup(s).await,
+            HttpSession::Two(s) => ops::cleanup(s).await,
+        }
+    }
 }
 
 /// A response's status line, as far as loadrig needs it.
@@ -472,476 +617,6 @@ fn write_request<'h>(
     Ok(())
 }
 
-impl HttpSession {
-    fn closed(&self) -> OpError {
-        OpError::new(
-            ErrorClass::Connect,
-            format!("{} closed the connection", self.server.shown),
-        )
-    }
-
-    fn io_error(&self, e: std::io::Error) -> OpError {
-        OpError::new(ErrorClass::Connect, format!("{}: {e}", self.server.shown))
-    }
-
-    async fn reconnect(&mut self) -> Result<(), OpError> {
-        self.stream = open(&self.server).await?;
-        self.inbuf.clear();
-        self.reopen = false;
-        self.used = false;
-        Ok(())
-    }
-
-    /// Format a request for `self.path` into `self.out`.
-    fn format<'h>(
-        &mut self,
-        method: &str,
-        headers: impl IntoIterator<Item = (&'h str, &'h [u8])>,
-        body: &[u8],
-    ) -> Result<(), OpError> {
-        self.out.clear();
-        write_request(
-            &mut self.out,
-            method,
-            &self.server.line_end,
-            |out| out.extend_from_slice(self.path.as_bytes()),
-            headers,
-            body,
-        )
-    }
-
-    /// Read more bytes into the buffer; `Ok(false)` at the end of the stream.
-    async fn fill(&mut self) -> Result<bool, OpError> {
-        let n = match self.stream.read(self.inbuf.spare()).await {
-            Ok(n) => n,
-            Err(e) => return Err(self.io_error(e)),
-        };
-        self.inbuf.advance(n);
-        Ok(n > 0)
-    }
-
-    /// Send `self.out` and read the whole response; returns its status. The body is kept
-    /// in `self.body` when `keep` is set. `head` says the request was a HEAD (no body).
-    async fn exchange(&mut self, head: bool, keep: bool) -> Result<Status, OpError> {
-        if self.reopen {
-            self.reconnect().await?;
-        }
-        let retry = self.used;
-        match self.round(head, keep).await {
-            // A reused connection closed before answering: the server dropped it idle.
-            Err(Retry::Closed) if retry => {
-                self.reconnect().await?;
-                self.round(head, keep).await.map_err(|e| match e {
-                    Retry::Closed => self.closed(),
-                    Retry::Failed(e) => e,
-                })
-            }
-            Err(Retry::Closed) => Err(self.closed()),
-            Err(Retry::Failed(e)) => Err(e),
-            Ok(status) => Ok(status),
-        }
-    }
-
-    async fn round(&mut self, head: bool, keep: bool) -> Result<Status, Retry> {
-        self.inbuf.rewind_if_drained();
-        if let Err(e) = self.stream.write_all(&self.out).await {
-            return Err(match e.kind() {
-                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => {
-                    Retry::Closed
-                }
-                _ => Retry::Failed(self.io_error(e)),
-            });
-        }
-        self.receive(head, keep).await
-    }
-
-    /// Read one response (its head, then its body); the request has been sent.
-    async fn receive(&mut self, head: bool, keep: bool) -> Result<Status, Retry> {
-        let started = self.inbuf.filled();
-        // The response head; informational (1xx) heads are skipped.
-        let (status, framing, close) = loop {
-            let parsed = match head::parse(self.inbuf.unread(), head, self.want_server) {
-                Ok(Some(h)) => {
-                    if self.want_server {
-                        self.server_header = h.server.map(|v| String::from_utf8_lossy(v).into());
-                    }
-                    let status = Status {
-                        code: h.code,
-                        reason: h.reason.to_string(),
-                    };
-                    Some(Ok((h.len, status, h.framing, h.close)))
-                }
-                Ok(None) => None,
-                Err(head::Bad::BadLength) => Some(Err(OpError::new(
-                    ErrorClass::Protocol,
-                    "bad Content-Length",
-                ))),
-                Err(head::Bad::Malformed(e)) => Some(Err(OpError::new(
-                    ErrorClass::Protocol,
-                    format!("{}: malformed response: {e}", self.server.shown),
-                ))),
-            };
-            match parsed {
-                Some(Ok((n, status, framing, close))) => {
-                    self.inbuf.consume(n);
-                    if (100..200).contains(&status.code) && status.code != 101 {
-                        continue;
-                    }
-                    break (status, framing, close);
-                }
-                Some(Err(e)) => return Err(Retry::Failed(e)),
-                None => match self.fill().await {
-                    Ok(true) => {}
-                    Ok(false) if self.inbuf.filled() == started => return Err(Retry::Closed),
-                    Ok(false) => return Err(Retry::Failed(self.closed())),
-                    Err(e) if self.inbuf.filled() == started => {
-                        let _ = e;
-                        return Err(Retry::Closed);
-                    }
-                    Err(e) => return Err(Retry::Failed(e)),
-                },
-            }
-        };
-        self.body.clear();
-        self.read_body(framing, keep).await.map_err(Retry::Failed)?;
-        self.used = true;
-        if close || framing == Framing::UntilClose {
-            self.reopen = true;
-        }
-        Ok(status)
-    }
-
-    /// Take `n` buffered bytes of body (all of them if fewer are there); returns how many.
-    fn take(&mut self, n: u64, keep: bool) -> u64 {
-        let have = (self.inbuf.unread().len() as u64).min(n) as usize;
-        let taken = self.inbuf.consume(have);
-        if keep {
-            self.body.extend_from_slice(&self.inbuf[taken]);
-        } else if self.check_failed.is_none() {
-            if let Some(check) = &mut self.check {
-                if let Err(e) = check.feed(&self.inbuf[taken]) {
-                    self.check_failed = Some(e);
-                }
-            }
-        }
-        have as u64
-    }
-
-    async fn read_body(&mut self, framing: Framing, keep: bool) -> Result<(), OpError> {
-        match framing {
-            Framing::None => Ok(()),
-            Framing::Length(mut left) => {
-                while left > 0 {
-                    left -= self.take(left, keep);
-                    if left > 0 && !self.fill().await? {
-                        return Err(self.closed());
-                    }
-                }
-                Ok(())
-            }
-            Framing::UntilClose => loop {
-                self.take(u64::MAX, keep);
-                if !self.fill().await? {
-                    return Ok(());
-                }
-            },
-            Framing::Chunked => loop {
-                let size = loop {
-                    match httparse::parse_chunk_size(self.inbuf.unread()) {
-                        Ok(httparse::Status::Complete((n, size))) => {
-                            self.inbuf.consume(n);
-                            break size;
-                        }
-                        Ok(httparse::Status::Partial) => {
-                            if !self.fill().await? {
-                                return Err(self.closed());
-                            }
-                        }
-                        Err(_) => {
-                            return Err(OpError::new(
-                                ErrorClass::Protocol,
-                                format!("{}: bad chunk size", self.server.shown),
-                            ))
-                        }
-                    }
-                };
-                if size == 0 {
-                    // Trailers, if any, end with an empty line.
-                    loop {
-                        let rest = self.inbuf.unread();
-                        if let Some(end) = rest.windows(2).position(|w| w == b"\r\n") {
-                            self.inbuf.consume(end + 2);
-                            if end == 0 {
-                                return Ok(());
-                            }
-                        } else if !self.fill().await? {
-                            return Err(self.closed());
-                        }
-                    }
-                }
-                let mut left = size;
-                while left > 0 {
-                    left -= self.take(left, keep);
-                    if left > 0 && !self.fill().await? {
-                        return Err(self.closed());
-                    }
-                }
-                // The CRLF after the chunk's data.
-                let mut crlf = 2;
-                while crlf > 0 {
-                    crlf -= self.take(crlf, false);
-                    if crlf > 0 && !self.fill().await? {
-                        return Err(self.closed());
-                    }
-                }
-            },
-        }
-    }
-
-    fn kv_path(&mut self, key: &str) {
-        self.path.clear();
-        self.path.push_str(&self.server.kv_root);
-        self.path.push('/');
-        push_key(&mut self.path, key);
-    }
-
-    /// A request without headers whose body is not kept.
-    async fn simple(&mut self, method: &str, body: &[u8]) -> Result<Status, OpError> {
-        self.format(method, NO_HEADERS, body)?;
-        self.exchange(method == "HEAD", false).await
-    }
-
-    async fn put(&mut self, value: &[u8]) -> Result<u64, OpError> {
-        let mut status = self.simple("PUT", value).await?;
-        if status.code == 409 {
-            // WebDAV: the collection is missing and this server does not create it on PUT.
-            let file = std::mem::take(&mut self.path);
-            self.path.push_str(&self.server.kv_root);
-            self.path.push('/');
-            self.simple("MKCOL", &[]).await?;
-            self.path = file;
-            status = self.simple("PUT", value).await?;
-        }
-        if (200..300).contains(&status.code) {
-            Ok(1)
-        } else {
-            Err(status_error(None, &status))
-        }
-    }
-
-    /// PUT the attachment of `key` (the path is set), streamed: the head with its
-    /// Content-Length, then the body a chunk at a time, then the response.
-    async fn put_attachment(&mut self, key: &str, a: &Attachment) -> Result<u64, OpError> {
-        if self.reopen {
-            self.reconnect().await?;
-        }
-        self.format("PUT", NO_HEADERS, &[])?;
-        // format wrote "Content-Length: 0" for the empty body: the real length instead.
-        let zero = b"Content-Length: 0\r\n\r\n";
-        if !self.out.ends_with(zero) {
-            return Err(OpError::new(
-                ErrorClass::Other,
-                "a PUT head without its length",
-            ));
-        }
-        self.out.truncate(self.out.len() - 5);
-        push_number(&mut self.out, a.size() as usize);
-        self.out.extend_from_slice(b"\r\n\r\n");
-        self.inbuf.rewind_if_drained();
-        self.stream
-            .write_all(&self.out)
-            .await
-            .map_err(|e| self.io_error(e))?;
-        let mut chunks = a.chunks(key)?;
-        while chunks.next_into(&mut self.chunk)? {
-            if let Err(e) = self.stream.write_all(&self.chunk).await {
-                return Err(self.io_error(e));
-            }
-        }
-        let status = self.receive(false, false).await.map_err(|e| match e {
-            Retry::Closed => self.closed(),
-            Retry::Failed(e) => e,
-        })?;
-        if (200..300).contains(&status.code) {
-            Ok(1)
-        } else {
-            Err(status_error(None, &status))
-        }
-    }
-
-    /// GET the attachment of `key` (the path is set) and check its body as it arrives.
-    async fn get_attachment(&mut self, key: &str, a: &Attachment) -> Result<u64, OpError> {
-        self.check = Some(a.check(key)?);
-        self.check_failed = None;
-        let status = self.simple("GET", &[]).await;
-        let check = self.check.take();
-        match status? {
-            s if s.code == 404 => Err(OpError::new(
-                ErrorClass::Protocol,
-                format!("attachment of {key} not found"),
-            )),
-            s if s.code != 200 => Err(status_error(Some(200), &s)),
-            _ => match (self.check_failed.take(), check) {
-                (Some(e), _) => Err(e),
-                (None, Some(check)) => check.finish().map(|()| 1),
-                (None, None) => Ok(1),
-            },
-        }
-    }
-
-    /// A document's kv operation, then the same on its attachment.
-    async fn attached(&mut self, op: &Op<'_>, key: &str, a: &Attachment) -> Result<u64, OpError> {
-        let rows = self.run_plain(op).await?.rows;
-        self.kv_path(key);
-        self.path.push_str(".att");
-        match *op {
-            Op::Put { .. } => self.put_attachment(key, a).await,
-            Op::Get { .. } if rows == 0 => Err(attachment::missing(key)),
-            Op::Get { .. } => self.get_attachment(key, a).await,
-            _ => {
-                self.simple("DELETE", &[]).await?;
-                Ok(rows)
-            }
-        }
-    }
-
-    async fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
-        let server = Arc::clone(&self.server);
-        if let (Some(a), Op::Put { key, .. } | Op::Get { key } | Op::Delete { key }) =
-            (&server.attachment, *op)
-        {
-            return self.attached(op, key, a).await.map(Outcome::rows);
-        }
-        self.run_plain(op).await
-    }
-
-    async fn native(
-        &mut self,
-        method: &str,
-        headers: &[(String, ValueKind)],
-        has_body: bool,
-        expect: Option<u16>,
-        args: &[Vec<u8>],
-        capture: bool,
-    ) -> Result<Outcome, OpError> {
-        let a = HttpArgs::split(headers, has_body, args)?;
-        self.path.clear();
-        self.path.push_str(&self.server.prefix);
-        self.path.push_str(&String::from_utf8_lossy(a.path));
-        self.format(method, a.headers(), a.body)?;
-        let status = self.exchange(method == "HEAD", capture).await?;
-        let ok = match expect {
-            Some(e) => status.code == e,
-            None => status.code < 400,
-        };
-        if !ok {
-            return Err(status_error(expect, &status));
-        }
-        let mut out = Outcome::rows(1);
-        if capture {
-            out.captured.push(std::mem::take(&mut self.body));
-        }
-        Ok(out)
-    }
-
-    async fn run_plain(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
-        let rows = match *op {
-            Op::Nop => 0,
-            Op::Put { key, value } => {
-                self.kv_path(key);
-                self.put(value).await?
-            }
-            Op::Get { key } => {
-                self.kv_path(key);
-                match self.simple("GET", &[]).await? {
-                    s if s.code == 200 => 1,
-                    s if s.code == 404 => 0,
-                    other => return Err(status_error(Some(200), &other)),
-                }
-            }
-            Op::Update { key, value } => {
-                self.kv_path(key);
-                match self.simple("HEAD", &[]).await? {
-                    s if s.code == 200 => self.put(value).await?,
-                    s if s.code == 404 => 0,
-                    other => return Err(status_error(Some(200), &other)),
-                }
-            }
-            Op::Delete { key } => {
-                self.kv_path(key);
-                match self.simple("DELETE", &[]).await? {
-                    s if (200..300).contains(&s.code) => 1,
-                    s if s.code == 404 => 0,
-                    other => return Err(status_error(Some(204), &other)),
-                }
-            }
-            Op::Native {
-                op:
-                    NativeOp::Http(HttpOp {
-                        method,
-                        headers,
-                        body,
-                        expect,
-                        ..
-                    }),
-                args,
-                capture,
-            } => {
-                return self
-                    .native(method, headers, body.is_some(), *expect, args, capture)
-                    .await
-            }
-            // Every other family (the runner refuses them before anything runs), and
-            // transactions, which HTTP has none of.
-            Op::Native { .. } | Op::Begin | Op::Commit | Op::Rollback => {
-                return Err(super::unsupported(op, "http://"))
-            }
-        };
-        Ok(Outcome::rows(rows))
-    }
-}
-
-/// Why a round trip failed: closed before any answer (may be retried once), or otherwise.
-enum Retry {
-    Closed,
-    Failed(OpError),
-}
-
-impl Session for HttpSession {
-    async fn server_version(&mut self) -> Option<String> {
-        self.path.clear();
-        self.path.push_str(&self.server.prefix);
-        self.path.push('/');
-        self.format("HEAD", NO_HEADERS, &[]).ok()?;
-        self.want_server = true;
-        let sent = self.exchange(true, false).await;
-        self.want_server = false;
-        sent.ok()?;
-        self.server_header.take()
-    }
-
-    fn execute(&mut self, op: &Op<'_>) -> impl Future<Output = Result<Outcome, OpError>> {
-        self.run(op)
-    }
-
-    /// Delete the kv collection (`PREFIX/kv_path/`); counts 1 if it existed.
-    async fn cleanup(&mut self) -> Result<u64, OpError> {
-        self.path.clear();
-        self.path.push_str(&self.server.kv_root);
-        self.path.push('/');
-        self.format("DELETE", [("Depth", &b"infinity"[..])], &[])?;
-        let status = self.exchange(false, false).await?;
-        match status.code {
-            200..=299 => Ok(1),
-            404 => Ok(0),
-            _ => Err(OpError::new(
-                status_error(Some(204), &status).class,
-                format!("DELETE {}: expected 204, got {status}", self.path),
-            )),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -966,111 +641,5 @@ mod tests {
         let h = Http::open(&url("http://127.0.0.1:1/api/"), &params).unwrap();
         assert_eq!(h.server.prefix, "/api");
         assert_eq!(h.server.kv_root, "/api/dav/loadrig");
-    }
-
-    /// A one-connection-at-a-time server on 127.0.0.1:0 that answers each request with the
-    /// next canned response, closing the connection after it when told; `None` closes the
-    /// connection without answering.
-    fn fixture(
-        responses: Vec<(Option<&'static str>, bool)>,
-    ) -> (u16, std::thread::JoinHandle<Vec<String>>) {
-        use std::io::{Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let handle = std::thread::spawn(move || {
-            let mut seen = Vec::new();
-            let mut responses = responses.into_iter();
-            'conns: while let Ok((mut s, _)) = listener.accept() {
-                loop {
-                    let mut req = Vec::new();
-                    let mut byte = [0u8; 1];
-                    while !req.ends_with(b"\r\n\r\n") {
-                        match s.read(&mut byte) {
-                            Ok(1) => req.push(byte[0]),
-                            _ => continue 'conns,
-                        }
-                    }
-                    seen.push(String::from_utf8_lossy(&req).into_owned());
-                    match responses.next() {
-                        Some((Some(r), close)) => {
-                            s.write_all(r.as_bytes()).unwrap();
-                            if responses.len() == 0 {
-                                break 'conns;
-                            }
-                            if close {
-                                continue 'conns;
-                            }
-                        }
-                        Some((None, _)) => continue 'conns,
-                        None => break 'conns,
-                    }
-                }
-            }
-            seen
-        });
-        (port, handle)
-    }
-
-    /// `GET` of the path given as the first argument.
-    fn get() -> NativeOp<ValueKind> {
-        NativeOp::Http(HttpOp {
-            method: "GET".into(),
-            path: ValueKind::Bytes,
-            headers: Vec::new(),
-            body: None,
-            expect: Some(200),
-        })
-    }
-
-    #[test]
-    fn reads_chunked_informational_close_and_until_close_responses() {
-        let (port, server) = fixture(vec![
-            (Some("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7;x=y\r\n, world\r\n0\r\nT: 1\r\n\r\n"), false),
-            (Some("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc"), true),
-            (Some("HTTP/1.1 200 OK\r\n\r\nuntil close"), true),
-            (Some("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"), false),
-            // The server drops the kept-alive connection: the client sends once more.
-            (None, true),
-            (Some("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"), true),
-        ]);
-        let url = TargetUrl::parse(&format!("http://127.0.0.1:{port}")).unwrap();
-        let target = Http::open(&url, &BTreeMap::new()).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let bodies = rt.block_on(async {
-            let mut s = target.connect().await.unwrap();
-            let mut bodies = Vec::new();
-            for path in ["/a", "/b", "/c", "/d", "/e"] {
-                let native = get();
-                let args = [path.as_bytes().to_vec()];
-                let r = s
-                    .execute(&Op::Native {
-                        op: &native,
-                        args: &args,
-                        capture: true,
-                    })
-                    .await;
-                bodies.push(
-                    r.map(|o| String::from_utf8(o.captured[0].clone()).unwrap())
-                        .map_err(|e| e.message),
-                );
-            }
-            bodies
-        });
-        assert_eq!(
-            bodies,
-            [
-                Ok("hello, world".to_string()),
-                Ok("abc".to_string()),
-                Ok("until close".to_string()),
-                Err("expected 200, got 404 Not Found".to_string()),
-                Ok("ok".to_string()),
-            ]
-        );
-        let seen = server.join().unwrap();
-        assert_eq!(seen.len(), 6, "the dropped request was sent again");
-        assert!(seen[0].starts_with("GET /a HTTP/1.1\r\nHost: 127.0.0.1:"));
     }
 }
