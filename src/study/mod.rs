@@ -59,7 +59,7 @@ pub const STUDIES: &[(&str, &str, &str)] = &[
     ),
     (
         "documents",
-        "embedded: files on tmpfs and on disk, sqlite; servers: postgres and http (WebDAV) from --target or LOADRIG_PG_URL, LOADRIG_HTTP_URL",
+        "seed 001: T clients each create W documents with an attachment, then every document is found and its attachment read back and checked; with a real quantised delay: Nagle's algorithm meeting the server's delayed ACK (WebDAV, nodelay=off) against TCP_NODELAY",
         "embedded: files on tmpfs and on disk, sqlite; servers: postgres and http (WebDAV) from --target or LOADRIG_PG_URL, LOADRIG_HTTP_URL",
     ),
     (
