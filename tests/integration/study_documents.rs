@@ -149,7 +149,10 @@ fn documents_quick_reads_every_attachment_back_on_every_backend() {
         let quantum = |at_ns: f64| (38e6..90e6).contains(&at_ns);
         assert!(modes.modes.iter().any(|m| quantum(m.at_ns)), "{modes:?}");
         let last = modes.modes.last().unwrap().at_ns / 1e6;
-        assert!((slowest.unwrap() - last).abs() < 1e-9 * last, "{slowest:?} {last}");
+        assert!(
+            (slowest.unwrap() - last).abs() < 1e-9 * last,
+            "{slowest:?} {last}"
+        );
         assert!(
             nagle.operations[0].latency.p50_ns >= 38_000_000,
             "most requests stall"
