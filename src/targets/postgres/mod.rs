@@ -110,6 +110,9 @@ pub struct Postgres {
     tokio_only: bool,
     /// `pipeline_sync=batch`: the batch driver closes each write's requests with one Sync.
     sync_per_batch: bool,
+    /// `scram_cache=off`: derive SCRAM's keys on every login, as libpq and JDBC do, instead
+    /// of once per password and salt (the connections study's uncached row).
+    pub(crate) scram_cache: bool,
 }
 
 impl Postgres {
@@ -125,6 +128,7 @@ impl Postgres {
             "insecure",
             "client",
             "pipeline_sync",
+            "scram_cache",
         ])?;
         let tokio_only = match url.options.get("client").map(String::as_str) {
             None | Some("loadrig") => false,
@@ -159,6 +163,15 @@ impl Postgres {
             config.password(p.as_bytes());
         }
         let sync_per_batch = pipeline_sync(url, params)?;
+        let scram_cache = match url.options.get("scram_cache").map(String::as_str) {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => {
+                return Err(InputError::new(format!(
+                    "scram_cache={other}: expected on (the default) or off"
+                )))
+            }
+        };
         let pg = Postgres {
             config,
             host: ep.host.clone(),
@@ -174,6 +187,7 @@ impl Postgres {
             begin,
             tokio_only,
             sync_per_batch,
+            scram_cache,
         };
         if sync_per_batch && !pg.own_client() {
             let why = if pg.tokio_only {
