@@ -321,7 +321,8 @@ start_postgres() {
     [[ -x $bin/postgres ]] || die "postgres: no server under /usr/lib/postgresql"
     port=$(free_port)
     pw=$(password)
-    # Superuser `postgres` only over the private socket (trust); TCP needs SCRAM.
+    # Superuser `postgres` only over the private socket (trust; LOADRIG_PG_SUPER_URL, for an
+    # experiment's server settings); TCP needs SCRAM.
     "${AS_SVC[@]}" "$bin/initdb" -D "$dir/data" -U postgres -E UTF8 --no-locale --no-sync \
         --auth-local=trust --auth-host=scram-sha-256 >"$dir/initdb.log" 2>&1 ||
         die "postgres: initdb failed; see $dir/initdb.log"
@@ -359,7 +360,8 @@ EOF
         LOADRIG_PG_USER=loadrig "LOADRIG_PG_PASSWORD=$pw" LOADRIG_PG_DB=loadrig \
         "LOADRIG_PG_URL=postgres://loadrig:$pw@127.0.0.1:$port/loadrig" \
         "LOADRIG_PG_TRUST_URL=postgres://loadrig_trust@127.0.0.1:$port/loadrig_trust" \
-        "LOADRIG_PG_TLS_URL=postgres://loadrig:$pw@127.0.0.1:$port/loadrig?sslmode=verify-full&ca=$STATE/tls/ca.crt"
+        "LOADRIG_PG_TLS_URL=postgres://loadrig:$pw@127.0.0.1:$port/loadrig?sslmode=verify-full&ca=$STATE/tls/ca.crt" \
+        "LOADRIG_PG_SUPER_URL=postgres://postgres@${dir//\//%2F}%2Frun:$port/loadrig"
 }
 
 start_mariadb() {

@@ -48,6 +48,10 @@ pub enum Command {
     /// Run two variants K rounds interleaved (A B A B …) and compare them run by run:
     /// `loadrig ab A.toml B.toml`, or one workload with --a-set/--b-set, --a-target/--b-target.
     Ab(Box<AbArgs>),
+    /// Run a factorial experiment: every combination of the factors' levels (or a fraction),
+    /// replicated, in random order; then each effect and interaction with its interval:
+    /// `loadrig experiment insert.toml --factor clients=4,16 --factor url.sslmode=disable,require`.
+    Experiment(Box<ExperimentArgs>),
     /// Compare result files: change, 95 % interval, test and verdict for each metric; one
     /// run per side (BASE NEW) or several (A1 A2 … -- B1 B2 …).
     Compare(CompareArgs),
@@ -73,6 +77,10 @@ pub enum Command {
     /// Print the first operations each client of a workload would send, with their
     /// parameters bound, without a target: `loadrig ops session-store --count 5`.
     Ops(OpsArgs),
+    /// Print a run's load interval by interval without running it: an open loop's arrivals
+    /// per interval (with stages, each interval's stage and the integral of the rate), a
+    /// closed loop's clients: `loadrig schedule noop --stages 10s:0..1000/s --max-in-flight 4`.
+    Schedule(Box<ScheduleArgs>),
     /// Generate test data: `loadrig gen ldif --entries 100000 -o people.ldif`.
     #[command(subcommand)]
     Gen(GenCommand),
@@ -186,6 +194,16 @@ pub struct LdifArgs {
     /// Write here instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ScheduleArgs {
+    /// The run, as `loadrig run` takes it (the target is not needed).
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// One JSON object per interval instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -553,4 +571,63 @@ mod tests {
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
     }
+}
+
+#[derive(Debug, Args)]
+pub struct ExperimentArgs {
+    /// The base load of every run, as for `loadrig run`; -o names the experiment's folder
+    /// (default loadrig-results/experiment-WORKLOAD-HASH, the same for the same command, so
+    /// that running it again continues an interrupted experiment).
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// A factor and its levels, NAME=L1,L2[,…] (repeatable): a load setting
+    /// (clients=4,16), a workload parameter (records=1000,100000), a target URL option
+    /// (url.pipeline_sync=op,batch) or a server setting (server.synchronous_commit=on,off,
+    /// with --settings-url).
+    #[arg(long = "factor", value_name = "NAME=LEVELS")]
+    pub factors: Vec<String>,
+
+    /// An experiment file: [[factor]] tables (name, levels, apply) and the design's
+    /// settings; the flags add to it and win over it (docs/experiment.md).
+    #[arg(long, value_name = "FILE")]
+    pub design: Option<PathBuf>,
+
+    /// A generator of a two-level fraction, D=ABC (repeatable; factors are lettered A, B, …
+    /// in the order given); without one every cell runs.
+    #[arg(long = "fraction", value_name = "GENERATOR")]
+    pub fraction: Vec<String>,
+
+    /// Runs per cell (default 3), in interleaved blocks.
+    #[arg(long, value_name = "R")]
+    pub replicates: Option<usize>,
+
+    /// What each run is judged by (repeatable; default throughput and p99): throughput,
+    /// p50…p999, mean, max, errors, OP.METRIC, a workload figure (tpmC), or a path in the
+    /// result file (figures.tpmC.value).
+    #[arg(long = "response", value_name = "RESPONSE")]
+    pub responses: Vec<String>,
+
+    /// linear (effects add; the default) or log (effects multiply).
+    #[arg(long, value_name = "SCALE")]
+    pub scale: Option<String>,
+
+    /// Which intervals judge an effect: auto (t, or the bootstrap when the residuals are
+    /// not normal; the default), t, or bootstrap.
+    #[arg(long, value_name = "KIND", default_value = "auto")]
+    pub intervals: String,
+
+    /// Take interactions of this many factors and more as noise (with one replicate the
+    /// only error estimate; only when asked).
+    #[arg(long, value_name = "ORDER")]
+    pub pool: Option<usize>,
+
+    /// A URL with the privilege to change the server settings that are factors (for
+    /// PostgreSQL a superuser, e.g. on its Unix socket: postgres://postgres@%2Frun%2Fpostgresql/DB).
+    #[arg(long, value_name = "URL")]
+    pub settings_url: Option<String>,
+
+    /// Print the design, the aliases, the runs and the time they take, and run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }

@@ -35,6 +35,7 @@ pub mod duration;
 pub mod emulate;
 pub mod engine;
 pub mod error;
+pub mod experiment;
 pub mod fuzzing;
 pub mod observe;
 pub mod plan;

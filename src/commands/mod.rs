@@ -4,6 +4,7 @@
 mod ab;
 mod compare;
 mod emulate;
+mod experiment;
 mod export;
 mod gen;
 mod history;
@@ -15,6 +16,7 @@ mod ops;
 mod recover;
 mod report;
 mod run;
+mod schedule;
 mod study;
 mod sweep;
 mod targets;
@@ -35,6 +37,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Init { name } => targets::init(&name),
         Command::Report(args) => report::report(&args),
         Command::Ab(args) => ab::ab(&args),
+        Command::Experiment(args) => experiment::experiment(&args),
         Command::Compare(args) => compare::compare(&args),
         Command::History(args) => history::history(&args),
         Command::Merge(args) => merge::merge(&args),
@@ -43,6 +46,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(args) => export::export(&args),
         Command::Recover(args) => recover::recover(&args),
         Command::Ops(args) => ops::ops(&args),
+        Command::Schedule(args) => schedule::schedule(&args),
         Command::Gen(what) => gen::gen(&what),
         Command::Import(what) => import::import(&what),
         Command::Emulate(what) => emulate::emulate(&what),

@@ -11,10 +11,16 @@ use crate::report::console;
 use crate::targets::{self, expand_env, redact, with_target_type, Params, Target, TargetUrl};
 use crate::workload::{self, builtin, Source};
 
-/// `loadrig cleanup --target URL`: drop loadrig's namespace on the target, nothing else.
+/// `loadrig cleanup --target URL`: put back the server settings an experiment that was
+/// killed left changed (its journal), and drop loadrig's namespace on the target, nothing else.
 pub fn cleanup(target: &str) -> Result<ExitCode> {
     let url = TargetUrl::parse(&expand_env(target)?)?;
     let shown = redact(target);
+    for line in
+        crate::experiment::settings::cleanup(&url).with_context(|| format!("target {shown}"))?
+    {
+        println!("{line}");
+    }
     let no_params = Params::new();
     let removed = with_target_type!(url.scheme.as_str(), T => {
         engine::cleanup(&T::from_url(&url, &no_params)?)

@@ -156,6 +156,26 @@ impl TargetSpec {
     pub fn scheme(&self) -> &str {
         &self.parsed.scheme
     }
+
+    /// The same target with `?option=value` (replacing the URL's own); whether the target
+    /// knows the option is for the target to say when it opens.
+    pub fn with_option(&self, option: &str, value: &str) -> Result<TargetSpec, InputError> {
+        let (head, query) = match self.url.split_once('?') {
+            Some((h, q)) => (h, q),
+            None => (self.url.as_str(), ""),
+        };
+        let mut pairs: Vec<String> = query
+            .split('&')
+            .filter(|p| !p.is_empty() && p.split('=').next() != Some(option))
+            .map(str::to_string)
+            .collect();
+        pairs.push(format!("{option}={value}"));
+        let url = format!("{head}?{}", pairs.join("&"));
+        Ok(TargetSpec {
+            parsed: TargetUrl::parse(&url)?,
+            url,
+        })
+    }
 }
 
 /// What happens to the workload's `[data]` before the measured run.
@@ -200,18 +220,25 @@ pub struct Outputs {
     pub metrics_addr: Option<String>,
 }
 
-/// What a plan can be varied in: any load setting, or a workload parameter (`--set
-/// NAME=VALUE`). A sweep varies one; a factorial experiment would vary several.
+/// What a plan can be varied in: any load setting, a workload parameter (`--set
+/// NAME=VALUE`), or an option of the target's URL (`url.pipeline_sync`: `?pipeline_sync=…`,
+/// replacing the URL's own). A sweep varies one; a factorial experiment several.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Factor {
     Load(LoadSetting),
     Param(String),
+    /// The option's name, without `url.`.
+    Url(String),
 }
 
 impl Factor {
-    /// What `name` (written without dashes) names: a load setting by its `[load]` key or its
-    /// flag's name (`think_time`, `late-after`), else one of the workload's parameters.
+    /// What `name` (written without dashes) names: `url.OPTION`, a load setting by its
+    /// `[load]` key or its flag's name (`think_time`, `late-after`), else one of the
+    /// workload's parameters.
     pub fn named(name: &str, workload: &Workload) -> Option<Factor> {
+        if let Some(option) = name.strip_prefix("url.").filter(|o| !o.is_empty()) {
+            return Some(Factor::Url(option.to_string()));
+        }
         match LoadSetting::named(name) {
             Some(setting) => Some(Factor::Load(setting)),
             None => workload
@@ -221,11 +248,39 @@ impl Factor {
         }
     }
 
-    /// The name `named` takes.
+    /// The name `named` takes (a URL option's without `url.`).
     pub fn name(&self) -> &str {
         match self {
             Factor::Load(setting) => setting.spec().name(),
-            Factor::Param(name) => name,
+            Factor::Param(name) | Factor::Url(name) => name,
+        }
+    }
+
+    /// A level written as text (`4`, `2.5`, `5ms`, `batch`), as the setting's flag, `--set`
+    /// or the URL would take it.
+    pub fn level(&self, text: &str) -> Result<Value, InputError> {
+        use load::Syntax;
+        let Factor::Load(setting) = self else {
+            return Ok(Value::Text(text.to_string()));
+        };
+        let spec = setting.spec();
+        match spec.syntax {
+            Syntax::Count | Syntax::CountOrParam(_) => {
+                text.trim().parse::<u64>().map(Value::Count).map_err(|_| {
+                    InputError::new(format!(
+                        "{} {text}: expected a whole number from 0",
+                        spec.flag
+                    ))
+                })
+            }
+            Syntax::Number => {
+                text.trim().parse::<f64>().map(Value::Number).map_err(|_| {
+                    InputError::new(format!("{} {text}: expected a number", spec.flag))
+                })
+            }
+            Syntax::Text | Syntax::CountOrWord(_) | Syntax::PerSecond | Syntax::Stages => {
+                Ok(Value::Text(text.to_string()))
+            }
         }
     }
 }
@@ -240,13 +295,33 @@ impl RunPlan {
     }
 
     /// The same plan with every factor at its value, resolved once (so that settings that
-    /// belong together, a rate and its concurrency, change together).
+    /// belong together, a rate and its concurrency, change together). Stages and a constant
+    /// load replace each other: varying the stages drops the command line's rate, clients
+    /// and stop conditions, and varying one of those drops its stages.
     pub fn vary_all(&self, levels: &[(Factor, Value)]) -> Result<RunPlan, InputError> {
         let mut plan = self.clone();
         let mut params = false;
+        let constant = [
+            LoadSetting::Rate,
+            LoadSetting::Clients,
+            LoadSetting::Duration,
+            LoadSetting::Ops,
+            LoadSetting::Samples,
+        ];
         for (factor, value) in levels {
             match factor {
-                Factor::Load(setting) => plan.load_source.flags.set(*setting, value.clone()),
+                Factor::Load(setting) => {
+                    let flags = &mut plan.load_source.flags;
+                    if *setting == LoadSetting::Stages {
+                        constant.iter().for_each(|s| drop(flags.remove(*s)));
+                    } else if constant.contains(setting) {
+                        flags.remove(LoadSetting::Stages);
+                    }
+                    flags.set(*setting, value.clone());
+                }
+                Factor::Url(option) => {
+                    plan.target = plan.target.with_option(option, &value.to_string())?
+                }
                 Factor::Param(name) => {
                     plan.source.sets.retain(|s| &s.name != name);
                     plan.source
@@ -299,5 +374,7 @@ impl RunPlan {
     }
 }
 
+#[cfg(test)]
+mod stage_tests;
 #[cfg(test)]
 mod tests;

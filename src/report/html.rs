@@ -19,8 +19,11 @@ use crate::result::{OpResult, RunResult, RunStatus};
 use crate::targets::redact;
 
 mod compare;
+mod experiment;
+mod stages;
 mod sweep;
 pub use compare::render_comparison;
+pub use experiment::render_experiment;
 pub use sweep::render_sweep;
 
 const CSS: &str = include_str!("assets/report.css");
@@ -72,6 +75,7 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
 
     h.push_str("<h2 id=\"summary\">Summary</h2>\n");
     summary_table(&mut h, runs);
+    stages::table(&mut h, runs);
     errors_table(&mut h, runs);
     retries_table(&mut h, runs);
     run_notes(&mut h, runs);

@@ -6,6 +6,7 @@
 
 pub mod comparison;
 pub mod console;
+pub mod experiment;
 pub mod export;
 pub mod history;
 pub mod host;

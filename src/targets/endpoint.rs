@@ -60,6 +60,12 @@ impl Endpoint {
                 None => (hostport.to_string(), None),
             }
         };
+        // `?host=` (libpq's: a PostgreSQL socket directory) wins over the authority's host,
+        // which may itself be percent-encoded (`%2Frun%2Fpostgresql`).
+        let host = match url.options.get("host") {
+            Some(h) => decode(h, &shown)?,
+            None => decode(&host, &shown)?,
+        };
         if host.is_empty() {
             return Err(InputError::new(format!(
                 "{shown}: no host; write {}://USER:PASSWORD@127.0.0.1:PORT/DB",

@@ -18,7 +18,12 @@
 //! sleep://?latency=1ms&unfair=3:4s                    the first 3 sessions answered every 4 s
 //! sleep://?latency=1ms&warm=4:3s                      4× slower at opening, 1× after 3 s
 //! sleep://?latency=1ms&runvar=0.3                    each run 0.7× to 1.3× (drawn per run)
+//! sleep://?latency=1ms&extra=2ms                     3 ms: extra adds to every drawn latency
 //! ```
+//!
+//! `extra=D` is the ground truth of factorial experiments (`loadrig experiment`): two
+//! factors, `url.latency` and `url.extra`, that add to one latency with known effects. It is
+//! added to the drawn latency before `runvar`, `usl` and `warm` scale it.
 //!
 //! `warm=F:T` is the ground truth of `--warmup auto`: an operation starting s after the
 //! target opened takes its latency × (1 + (F − 1)·(1 − s/T)) while s < T, a server
@@ -167,6 +172,8 @@ impl Server {
 /// The simulated server, shared by all sessions.
 struct Model {
     components: Vec<(f64, Dist)>,
+    /// `extra=D`: added to every drawn latency.
+    extra: Duration,
     total_weight: f64,
     stall: Option<Stall>,
     error_rate: f64,
@@ -197,6 +204,7 @@ impl Sleep {
     pub fn open(url: &TargetUrl) -> Result<Sleep, InputError> {
         url.check_options(&[
             "latency", "stall", "errors", "usl", "growth", "capacity", "unfair", "warm", "runvar",
+            "extra",
         ])?;
         let latency = url
             .options
@@ -204,6 +212,12 @@ impl Sleep {
             .map(String::as_str)
             .unwrap_or("0ms");
         let components = parse_mixture(latency)?;
+        let extra = match url.options.get("extra") {
+            Some(e) => duration::parse(e, "sleep:// extra").map_err(|_| {
+                InputError::new(format!("sleep:// extra={e}: expected a duration, like 2ms"))
+            })?,
+            None => Duration::ZERO,
+        };
         let stall = url
             .options
             .get("stall")
@@ -227,6 +241,7 @@ impl Sleep {
             model: Arc::new(Model {
                 total_weight: components.iter().map(|(w, _)| w).sum(),
                 components,
+                extra,
                 stall,
                 error_rate,
                 opened: Instant::now(),
@@ -513,6 +528,7 @@ impl Session for SleepSession {
             }
             pick -= w;
         }
+        d += t.extra;
         if t.runvar.is_some() {
             d = d.mul_f64(f64::from_bits(t.factor.load(Ordering::Relaxed)));
         }

@@ -34,6 +34,10 @@ fn committed_schemas_match_the_types() {
     check_schema(sweep::schema(), "sweep.schema.json");
     check_schema(loadrig::study::schema(), "study.schema.json");
     check_schema(loadrig::analysis::ab::schema(), "ab.schema.json");
+    check_schema(
+        loadrig::analysis::experiment::record::schema(),
+        "experiment.schema.json",
+    );
 }
 
 /// Every fixture file: (path, is a sweep file).

@@ -127,7 +127,7 @@ fn point_value(factor: &Factor, value: &str) -> Result<Value, InputError> {
                     factor.name()
                 ))
             }),
-        Factor::Param(_) => Ok(Value::Text(value.to_string())),
+        Factor::Param(_) | Factor::Url(_) => Ok(Value::Text(value.to_string())),
     }
 }
 
@@ -248,6 +248,7 @@ pub fn grid_course(
     let (given, flag) = match &factor {
         Factor::Load(s) => (base.load.get(*s).is_some(), s.spec().flag.to_string()),
         Factor::Param(p) => (base.set.iter().any(|(n, _)| n == p), format!("--set {p}")),
+        Factor::Url(o) => (false, format!("the target's ?{o}")),
     };
     if given {
         return Err(InputError::new(format!(

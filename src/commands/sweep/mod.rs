@@ -221,7 +221,7 @@ fn record(args: &SweepArgs, course: &Course, slo: &Option<Slo>, first: &RunPlan)
                 Factor::Load(LoadSetting::Rate) => VaryKind::Rate,
                 Factor::Load(LoadSetting::Pipeline) => VaryKind::Pipeline,
                 Factor::Load(_) => VaryKind::Threads,
-                Factor::Param(_) => VaryKind::Param,
+                Factor::Param(_) | Factor::Url(_) => VaryKind::Param,
             },
             args.vary.clone().unwrap_or_default(),
             values.clone(),

@@ -196,7 +196,7 @@ impl<T: Target> Sweeper<T> {
                 "add --slo 'p99 < 50ms' (your objective) to find the knee of this rate sweep"
                     .to_string(),
             ),
-            Factor::Load(_) | Factor::Param(_) => {}
+            Factor::Load(_) | Factor::Param(_) | Factor::Url(_) => {}
         }
     }
 

@@ -1,6 +1,10 @@
 //! `postgres://USER:PASSWORD@HOST:PORT/DB`: PostgreSQL through tokio-postgres, plain TCP or
 //! TLS (rustls, through tokio-postgres-rustls).
 //!
+//! - A Unix socket, as libpq takes one: a host that is a directory, percent-encoded in the
+//!   URL (`postgres://postgres@%2Frun%2Fpostgresql:5432/db`) or given as `?host=/run/postgresql`
+//!   (which wins over the URL's host); the socket is `DIR/.s.PGSQL.PORT`. Its sessions run
+//!   on tokio-postgres (loadrig's own client speaks TCP), without TLS, as libpq's do.
 //! - Options: `connect_timeout` (default 5 s, a duration or plain seconds) bounds the TCP
 //!   connect and the whole handshake (SCRAM included); `application_name`; `sslmode`:
 //!   `disable` (the default) or `require`, `verify-ca`, `verify-full`, which all encrypt and
@@ -55,6 +59,7 @@
 //! (I/O, end of stream) → connect, so the engine reconnects; a malformed reply → protocol;
 //! everything else → other. Messages never contain the password.
 
+pub mod admin;
 mod documents;
 mod scram;
 mod text;
@@ -96,6 +101,8 @@ pub struct Postgres {
     config: Config,
     host: String,
     port: u16,
+    /// A Unix socket (`DIR/.s.PGSQL.PORT`) when the host is a directory.
+    socket: Option<std::path::PathBuf>,
     /// The URL without the password, for messages.
     shown: String,
     tls: Tls,
@@ -129,6 +136,7 @@ impl Postgres {
             "client",
             "pipeline_sync",
             "scram_cache",
+            "host",
         ])?;
         let tokio_only = match url.options.get("client").map(String::as_str) {
             None | Some("loadrig") => false,
@@ -172,10 +180,23 @@ impl Postgres {
                 )))
             }
         };
+        let port = ep.port.unwrap_or(5432);
+        let socket = ep
+            .host
+            .starts_with('/')
+            .then(|| std::path::Path::new(&ep.host).join(format!(".s.PGSQL.{port}")));
+        if socket.is_some() && tls.is_on() {
+            return Err(InputError::new(format!(
+                "{}: sslmode asks for TLS, and the host is a Unix socket's directory",
+                ep.shown
+            ))
+            .help("leave out sslmode on a Unix socket (libpq does not encrypt one either), or connect over TCP"));
+        }
         let pg = Postgres {
             config,
             host: ep.host.clone(),
-            port: ep.port.unwrap_or(5432),
+            port,
+            socket,
             shown: ep.shown.clone(),
             rustls: tls
                 .config()
@@ -192,6 +213,8 @@ impl Postgres {
         if sync_per_batch && !pg.own_client() {
             let why = if pg.tokio_only {
                 "client=tokio-postgres"
+            } else if pg.socket.is_some() {
+                "a Unix socket"
             } else if pg.attachment.is_some() {
                 "documents with attachments"
             } else {
@@ -345,12 +368,28 @@ impl Postgres {
     /// Whether loadrig's own client can run this target's sessions: plain TCP, no
     /// documents, and not `client=tokio-postgres`.
     fn own_client(&self) -> bool {
-        self.rustls.is_none() && self.attachment.is_none() && !self.tokio_only
+        self.rustls.is_none()
+            && self.attachment.is_none()
+            && !self.tokio_only
+            && self.socket.is_none()
     }
 
     /// A session on tokio-postgres (TLS, documents, shared connections).
     async fn connect_tokio(&self) -> Result<TokioSession, OpError> {
         let started = Instant::now();
+        if let Some(path) = &self.socket {
+            let unix = self.unix(path).await?;
+            let connect_time = started.elapsed();
+            let left = self.timeout.saturating_sub(connect_time);
+            let (client, connection) =
+                handshake(left, self.config.connect_raw(unix, NoTls), classify).await?;
+            self.phases.record(PhaseTimes {
+                tcp: connect_time,
+                tls: None,
+                auth: Some(started.elapsed() - connect_time),
+            });
+            return Ok(self.session(client, connection));
+        }
         let tcp = self.tcp().await?;
         let tcp_time = started.elapsed();
         let left = self.timeout.saturating_sub(tcp_time);
@@ -414,6 +453,30 @@ impl Postgres {
             }
         };
         Ok(tcp)
+    }
+}
+
+impl Postgres {
+    /// A connection to the server's Unix socket, within the connect timeout.
+    async fn unix(&self, path: &std::path::Path) -> Result<tokio::net::UnixStream, OpError> {
+        match tokio::time::timeout(self.timeout, tokio::net::UnixStream::connect(path)).await {
+            Ok(Ok(s)) => Ok(s),
+            Ok(Err(e)) => Err(OpError::new(
+                ErrorClass::Connect,
+                format!(
+                    "connection failed (connect): {} ({}): {e}",
+                    self.shown,
+                    path.display()
+                ),
+            )),
+            Err(_) => Err(OpError::new(
+                ErrorClass::Connect,
+                format!(
+                    "connection failed (connect): no answer from {} within {:?}",
+                    self.shown, self.timeout
+                ),
+            )),
+        }
     }
 }
 
