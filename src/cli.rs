@@ -269,6 +269,12 @@ pub struct StudyArgs {
     #[arg(long, value_name = "COLUMNS", value_delimiter = ',')]
     pub only: Vec<String>,
 
+    /// session-stores: run the FS noindex and FS2 noindex columns in this folder (on a
+    /// filesystem you mounted) instead of on the ext4 image without dir_index the study
+    /// mounts when it runs as root.
+    #[arg(long, value_name = "PATH")]
+    pub fs_root: Option<PathBuf>,
+
     /// Name the studies and what each needs.
     #[arg(long, conflicts_with = "name")]
     pub list: bool,

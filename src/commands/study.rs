@@ -23,5 +23,6 @@ pub fn study(args: &StudyArgs) -> Result<ExitCode> {
         out: args.out.clone(),
         sets: args.set.clone(),
         only: args.only.clone(),
+        fs_root: args.fs_root.clone(),
     })
 }

@@ -1,5 +1,6 @@
 //! `loadrig list`, `init` and `cleanup`: what there is, and removing what loadrig made.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -29,6 +30,13 @@ pub fn cleanup(target: &str) -> Result<ExitCode> {
         "removed {} loadrig object(s) from {shown}",
         console::thousands(removed)
     );
+    // The session-stores study's unindexed image, left mounted by a killed study.
+    if url.scheme == "fs" && crate::study::unindexed_fs::release(Path::new(&url.location))? {
+        println!(
+            "unmounted the study's ext4 image at {} and removed it",
+            url.location
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

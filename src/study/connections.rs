@@ -1,7 +1,8 @@
 //! Study `connections` (seed 000): how fast each backend connects, authenticates, creates a
 //! record and fetches one, measured as the seed measured Documentum: one client repeats one
 //! operation, and the study counts the operations that succeed in each of K intervals of T.
-//! Rows are backends (SQLite as the embedded baseline; PostgreSQL with SCRAM and with trust,
+//! Rows are backends (SQLite as the embedded baseline; PostgreSQL with SCRAM, its keys cached
+//! as loadrig's client does or derived on every connect as libpq's, and with trust,
 //! MariaDB, Redis with and without AUTH, OpenLDAP with a simple bind); columns the rates, a
 //! fetch on a fresh connection against one on the open connection, and the handshake's share.
 
@@ -216,6 +217,15 @@ fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
             Auth::Derived,
         ),
         row(
+            "PostgreSQL scram-sha-256 uncached",
+            "pg-uncached",
+            server("pg").map(|u| {
+                let sep = if u.contains('?') { '&' } else { '?' };
+                format!("{u}{sep}scram_cache=off")
+            }),
+            Auth::Derived,
+        ),
+        row(
             "PostgreSQL trust",
             "pg-trust",
             server("pg-trust"),
@@ -421,8 +431,9 @@ fn derive_share(row: &mut BackendRow) {
 }
 
 /// PostgreSQL cannot authenticate again on an open connection: its authentication rate is
-/// read off the difference between a connect with SCRAM and one with trust (1 / the extra
-/// time per connect), when both rows ran.
+/// read off the difference between a connect with SCRAM (the row's own: keys cached, or
+/// derived on every connect as libpq does) and one with trust (1 / the extra time per
+/// connect), when both rows ran.
 fn derive_auth(table: &mut BackendTable, rows: &[Row]) {
     let connect = |slug: &str| {
         rows.iter()
@@ -430,11 +441,12 @@ fn derive_auth(table: &mut BackendTable, rows: &[Row]) {
             .and_then(|i| table.rows.get(i))
             .and_then(|r| r.cells[0].value)
     };
-    let (scram, trust) = (connect("pg"), connect("pg-trust"));
+    let trust = connect("pg-trust");
     for (i, r) in rows.iter().enumerate() {
         if !matches!(r.auth, Auth::Derived) || table.rows[i].backend.state != BackendState::Ran {
             continue;
         }
+        let scram = table.rows[i].cells[0].value;
         let cell = &mut table.rows[i].cells[1];
         *cell = match (scram, trust) {
             (Some(a), Some(b)) if a < b => MeasureCell {

@@ -3,10 +3,12 @@
 //! attachment back, checked byte for byte. Each phase is one closed-loop run (`--clients T
 //! --ops T*W`, so client c takes the keys c, c+T, ... in both). Rows are backends: files on
 //! tmpfs (the seed's "no network" reference), files on disk, SQLite, PostgreSQL, HTTP
-//! PUT/GET on WebDAV; and the seed's finding with ground truth: a `sleep://` server that
-//! delays some requests by 100 or 200 ms (the thread-pool coordination delay) against the
-//! same server without the delays, where the latency-mode finder must report clusters at
-//! multiples of 100 ms in the first and not in the second.
+//! PUT/GET on WebDAV; and the seed's finding (delays in fixed quanta, gone with a fix) on a
+//! real mechanism: the same WebDAV server with a client that keeps Nagle's algorithm on
+//! (`nodelay=off`) and writes an attachment's head and body separately, so the body waits
+//! for the server's delayed ACK (40 ms at least on Linux), against the same client with
+//! TCP_NODELAY (the fix). The latency-mode finder reports the quantum in the first. Domino's
+//! own delay came from its thread pool's coordination; this one is a different mechanism.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -31,7 +33,7 @@ const WORKLOAD: &str = include_str!("documents.toml");
 const PHASES: [&str; 2] = ["create", "search"];
 
 /// The columns: per phase elapsed seconds, mean, p50 and p99 response time; then the
-/// period of the latency modes of the create phase.
+/// slowest latency mode of the create phase.
 /// A row whose documents hold more attachment bytes than this is emptied once measured (the
 /// seed's sizes store 6 GB per backend); smaller ones stay for inspection.
 const KEEP_AT_MOST: u64 = 1 << 30;
@@ -62,13 +64,13 @@ fn measures() -> Vec<Measure> {
         }
     }
     m.push(Measure {
-        name: "delay period".into(),
+        name: "slowest mode".into(),
         unit: "ms".into(),
-        what: "the period of the latency modes of the create phase when they sit at multiples of one (analysis::modes); empty when they do not".into(),
+        what: "the slowest latency mode of the create phase (analysis::modes), every mode and the finder's verdict in its note".into(),
     });
     m
 }
-const PERIOD: usize = 8;
+const MODES: usize = 8;
 
 /// The study's sizes.
 struct Sizes {
@@ -118,19 +120,17 @@ fn sizes(req: &Request) -> Result<Sizes, InputError> {
     })
 }
 
-/// The seed's delays: most requests fast, some 100 ms and some 200 ms later; and the same
-/// server without them.
-const DELAYED: &str = "sleep://?latency=0.8*3ms,0.12*103ms,0.08*203ms";
-const CLEAN: &str = "sleep://?latency=3ms";
 /// The reproduction rows run at least this many operations per phase, so that the mode
-/// finder (which gives no verdict under 50 samples) sees every cluster with 10 or more.
-const REPRO_MIN_OPS: u64 = 600;
+/// finder (which gives no verdict under 50 samples) has twice that.
+const REPRO_MIN_OPS: u64 = 100;
+/// Their attachment: shorter than a segment, so Nagle holds it back whole.
+const REPRO_ATTACHMENT: u64 = 512;
 
 struct Row {
     name: &'static str,
     slug: &'static str,
     url: Result<String, String>,
-    /// A reproduction row: `sleep://`, no attachment, at least REPRO_MIN_OPS operations.
+    /// A reproduction row: a small attachment, at least REPRO_MIN_OPS operations.
     repro: bool,
 }
 
@@ -185,14 +185,14 @@ fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
             false,
         ),
         row("PostgreSQL", "pg", server("postgres"), false),
-        row("HTTP WebDAV", "http", http, false),
+        row("HTTP WebDAV", "http", http.clone(), false),
         row(
-            "100 ms delays (without fix)",
-            "delayed",
-            Ok(DELAYED.into()),
+            "Nagle + delayed ACK (without fix)",
+            "nagle",
+            http.clone().map(|u| format!("{u}&nodelay=off")),
             true,
         ),
-        row("no delays (fix)", "clean", Ok(CLEAN.into()), true),
+        row("TCP_NODELAY (fix)", "nodelay", http.clone(), true),
     ];
     req.leave_out_unchosen(&mut all, |r| (r.name, r.slug), |r| &mut r.url)?;
     Ok(all)
@@ -206,14 +206,19 @@ fn row_plans(
     dir: &Path,
     s: &Sizes,
 ) -> Result<Vec<RunPlan>, InputError> {
-    let docs = if row.repro {
-        s.docs.max(REPRO_MIN_OPS.div_ceil(s.threads))
+    let (threads, docs, attachment) = if row.repro {
+        let docs = s.docs.max(REPRO_MIN_OPS.div_ceil(s.threads));
+        (
+            s.threads,
+            docs,
+            format!("attachment_size={REPRO_ATTACHMENT}"),
+        )
     } else {
-        s.docs
-    };
-    let attachment = match &s.attachment {
-        Attachment::File { path, .. } => format!("attachment={}", path.display()),
-        Attachment::Generated { size } => format!("attachment_size={size}"),
+        let attachment = match &s.attachment {
+            Attachment::File { path, .. } => format!("attachment={}", path.display()),
+            Attachment::Generated { size } => format!("attachment_size={size}"),
+        };
+        (s.threads, s.docs, attachment)
     };
     PHASES
         .iter()
@@ -222,9 +227,9 @@ fn row_plans(
                 "--op".into(),
                 (*phase).into(),
                 "--clients".into(),
-                s.threads.to_string(),
+                threads.to_string(),
                 "--ops".into(),
-                (s.threads * docs).to_string(),
+                (threads * docs).to_string(),
                 "--warmup".into(),
                 "0s".into(),
                 "--seed".into(),
@@ -390,12 +395,12 @@ fn fill(row: &mut BackendRow, k: usize, r: &RunResult, run: &str) {
         }
     }
     if k == 0 {
-        row.cells[PERIOD] = period_cell(r, run);
+        row.cells[MODES] = modes_cell(r, run);
     }
 }
 
-/// The delay period the mode finder reports, with its finding in words.
-fn period_cell(r: &RunResult, run: &str) -> MeasureCell {
+/// The slowest latency mode the mode finder reports, with its finding in words.
+fn modes_cell(r: &RunResult, run: &str) -> MeasureCell {
     let Some(modes) = &r.latency_modes else {
         return MeasureCell::empty("no latency modes in this run file");
     };
@@ -403,7 +408,7 @@ fn period_cell(r: &RunResult, run: &str) -> MeasureCell {
         .summary_line()
         .unwrap_or_else(|| format!("{}: one cluster", modes.shape.replace('_', " ")));
     MeasureCell {
-        value: modes.periodic.as_ref().map(|p| p.period_ns / 1e6),
+        value: modes.modes.last().map(|m| m.at_ns / 1e6),
         run: Some(run.to_string()),
         ..MeasureCell::empty(words)
     }

@@ -17,6 +17,7 @@ mod order_entry;
 mod report;
 mod session_stores;
 mod table;
+pub mod unindexed_fs;
 
 pub use backend_table::{BackendRow, BackendTable, IntervalCounts, Measure, MeasureCell};
 pub use growth_table::{Bound, Cell, Column, GrowthTable};
@@ -58,7 +59,7 @@ pub const STUDIES: &[(&str, &str, &str)] = &[
     ),
     (
         "documents",
-        "seed 001: T clients each create W documents with an attachment, then every document is found and its attachment read back and checked; with the seed's 100 ms delays reproduced on sleep://",
+        "seed 001: T clients each create W documents with an attachment, then every document is found and its attachment read back and checked; with a real quantised delay: Nagle's algorithm meeting the server's delayed ACK (WebDAV, nodelay=off) against TCP_NODELAY",
         "embedded: files on tmpfs and on disk, sqlite; servers: postgres and http (WebDAV) from --target or LOADRIG_PG_URL, LOADRIG_HTTP_URL",
     ),
     (
@@ -68,8 +69,8 @@ pub const STUDIES: &[(&str, &str, &str)] = &[
     ),
     (
     "session-stores",
-    "seed 003: session records added in batches of 1000 up to 50,000, each batch timed against the records already stored, on every store",
-    "embedded: fs, sqlite (and dbm when built in); servers: postgres, mysql, redis from --target or LOADRIG_PG_URL, LOADRIG_MYSQL_URL, LOADRIG_REDIS_URL",
+    "seed 003: session records added in batches of 1000 up to 50,000, each batch timed against the records already stored, on every store and on a filesystem without directory indexing",
+    "embedded: fs, sqlite (and dbm when built in), fs on an ext4 image without directory indexing (root, or --fs-root PATH); servers: postgres, mysql, redis from --target or LOADRIG_PG_URL, LOADRIG_MYSQL_URL, LOADRIG_REDIS_URL",
     ),
 ];
 
@@ -83,6 +84,9 @@ pub struct Request {
     pub sets: Vec<(String, String)>,
     /// `--only`: the columns to run (name or short name, any case); empty: all.
     pub only: Vec<String>,
+    /// `--fs-root`: the session-stores study's unindexed-filesystem columns store here
+    /// instead of on the image it mounts.
+    pub fs_root: Option<PathBuf>,
 }
 
 impl Request {
@@ -146,6 +150,14 @@ pub fn list() -> String {
 
 /// Run the study `req.name`: every input is checked before the first run.
 pub fn run(req: &Request) -> Result<ExitCode> {
+    if req.fs_root.is_some() && req.name != "session-stores" {
+        return Err(InputError::new(format!(
+            "--fs-root: the {} study stores no files on a filesystem of your choice",
+            req.name
+        ))
+        .help("--fs-root is the session-stores study's")
+        .into());
+    }
     match req.name.as_str() {
         "connections" => connections::run(req),
         "directory" => directory::run(req),

@@ -2,7 +2,10 @@
 //! batch timed against the records already stored, on every store the machine offers: files
 //! in one folder (FS), in 256 shard folders (FS2 no_sync) and the same with a sync of the
 //! file system after each batch (FS2 sync), a dbm store opened for each record, SQLite,
-//! MariaDB and PostgreSQL with a new connection per record and with one, and Redis.
+//! MariaDB and PostgreSQL with a new connection per record and with one, and Redis; then
+//! FS and FS2 again on a filesystem without directory indexing (an ext4 image made with
+//! `-O ^dir_index` and loop-mounted when root, or `--fs-root PATH`), where one folder is
+//! O(n) as on the seed's machine.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,6 +14,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use super::growth_table::GrowthColumn;
+use super::unindexed_fs;
 use super::{Backend, Column, GrowthTable, Request, Slot, StudyRecord, StudyTable};
 use crate::error::InputError;
 use crate::plan::RunPlan;
@@ -20,13 +24,35 @@ const WORKLOAD: &str = include_str!("session-stores.toml");
 /// Where the seed gave its upper bounds.
 const BOUNDS_AT: [u64; 2] = [1000, 50_000];
 
-/// A column: its name, the target URL (or why it cannot run) and whether every record
-/// opens its own connection.
+/// A column: its name, the target URL (or why it cannot run), whether every record
+/// opens its own connection and whether it lives on the unindexed filesystem.
 struct Store {
     name: &'static str,
     slug: &'static str,
     url: Result<String, String>,
     per_op: bool,
+    unindexed: bool,
+}
+
+/// Where the unindexed-filesystem columns store: `--fs-root PATH` (checked to be a folder),
+/// or the image the study mounts in its folder (root only).
+fn unindexed_root(req: &Request, dir: &Path) -> Result<Result<String, String>, InputError> {
+    let Some(root) = &req.fs_root else {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        return Ok(if unsafe { libc::geteuid() } == 0 {
+            Ok(dir.join(unindexed_fs::MOUNT_DIR).display().to_string())
+        } else {
+            Err("needs root to mount, or --fs-root".into())
+        });
+    };
+    if !root.is_dir() {
+        return Err(InputError::new(format!(
+            "--fs-root {}: not a folder",
+            root.display()
+        ))
+        .help("name a folder on the mounted filesystem to test, e.g. --fs-root /mnt/ext4-nodirindex"));
+    }
+    Ok(Ok(root.display().to_string()))
 }
 
 /// The sizes: the seed's, `--quick`'s, or `--set batch=` / `--set records_max=`.
@@ -94,6 +120,7 @@ fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Store>, InputEr
         slug,
         url,
         per_op,
+        unindexed: false,
     };
     let mut all = vec![
         b("FS", "fs", Ok(format!("fs://{d}/fs")), false),
@@ -124,6 +151,25 @@ fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Store>, InputEr
         b("pg2", "pg2", server("postgres"), false),
         b("Redis", "redis", server("redis"), false),
     ];
+    let root = unindexed_root(req, dir)?;
+    for (name, slug, url) in [
+        ("FS noindex", "fs-noindex", "fs://{root}/loadrig_fs"),
+        (
+            "FS2 noindex",
+            "fs2-noindex",
+            "fs://{root}/loadrig_fs2?shards=256",
+        ),
+    ] {
+        all.push(Store {
+            unindexed: true,
+            ..b(
+                name,
+                slug,
+                root.clone().map(|r| url.replace("{root}", &r)),
+                false,
+            )
+        });
+    }
     req.leave_out_unchosen(&mut all, |r| (r.name, r.slug), |r| &mut r.url)?;
     Ok(all)
 }
@@ -178,11 +224,25 @@ pub fn run(req: &Request) -> Result<ExitCode> {
     );
     let mut complete = true;
     let mut table = GrowthTable::default();
+    // The image is mounted before the first unindexed column and unmounted when this drops.
+    let mut mounted: Option<Result<unindexed_fs::Mounted, String>> = None;
     for (b, plan) in backends.iter().zip(plans) {
-        let (Ok(url), Some(plan), true) = (&b.url, plan, complete) else {
-            let why = match (&b.url, complete) {
-                (Err(why), _) => why.clone(),
-                (_, false) => "interrupted before it started".into(),
+        let mount_failed = match (
+            b.unindexed && req.fs_root.is_none() && b.url.is_ok(),
+            complete,
+        ) {
+            (true, true) => mounted
+                .get_or_insert_with(|| unindexed_fs::mount(&dir, max))
+                .as_ref()
+                .err()
+                .cloned(),
+            _ => None,
+        };
+        let (Ok(url), Some(plan), true, None) = (&b.url, plan, complete, &mount_failed) else {
+            let why = match (&b.url, complete, &mount_failed) {
+                (Err(why), _, _) => why.clone(),
+                (_, false, _) => "interrupted before it started".into(),
+                (_, _, Some(why)) => format!("could not mount the unindexed image: {why}"),
                 _ => "no plan".into(),
             };
             table.push(Column::new(Backend::not_run(b.name, &why)));
@@ -206,6 +266,7 @@ pub fn run(req: &Request) -> Result<ExitCode> {
         record.table = StudyTable::Growth(table.clone());
         super::write_record(&record, &dir)?;
     }
+    drop(mounted);
     record.table = StudyTable::Growth(table);
     super::finish(&mut record, &dir, complete)
 }

@@ -69,6 +69,7 @@ mod study_connections;
 mod study_directory;
 mod study_documents;
 mod study_order_entry;
+mod study_unindexed_fs;
 mod tls;
 mod validity;
 mod value_size_limit;

@@ -15,9 +15,14 @@ use loadrig::study::BackendRow;
 use study::{record, row, rows};
 
 /// Row name, the variable its URL comes from (none: embedded), whether it re-authenticates.
-const ROWS: [(&str, Option<&str>, bool); 7] = [
+const ROWS: [(&str, Option<&str>, bool); 8] = [
     ("SQLite", None, false),
     ("PostgreSQL scram-sha-256", Some("LOADRIG_PG_URL"), false),
+    (
+        "PostgreSQL scram-sha-256 uncached",
+        Some("LOADRIG_PG_URL"),
+        false,
+    ),
     ("PostgreSQL trust", Some("LOADRIG_PG_TRUST_URL"), false),
     ("MariaDB password", Some("LOADRIG_MYSQL_URL"), true),
     ("Redis AUTH", Some("LOADRIG_REDIS_URL"), true),
@@ -111,24 +116,35 @@ fn connections_quick_runs_every_backend_and_its_cells_come_from_the_run_files() 
         let v = |k: usize| r.cells[k].value.unwrap();
         let share = 100.0 * (1.0 - v(4) / v(3)).max(0.0);
         assert!((v(5) - share).abs() < 1e-9, "{name}: handshake share");
-        if !reauth && *name != "PostgreSQL scram-sha-256" {
+        if !reauth && !name.starts_with("PostgreSQL scram-sha-256") {
             let note = r.cells[1].note.as_deref().unwrap_or_default();
             assert!(note.starts_with("not applicable: "), "{name}: {note}");
         }
     }
     // PostgreSQL's authentication is derived from connect with SCRAM against with trust.
-    if present[1] && present[2] {
-        let scram = row(&s, ROWS[1].0).cells[0].value.unwrap();
-        let trust = row(&s, ROWS[2].0).cells[0].value.unwrap();
-        let auth = &row(&s, ROWS[1].0).cells[1];
-        assert!(
-            auth.note.as_deref().unwrap().starts_with("derived"),
-            "{auth:?}"
-        );
-        match auth.value {
-            Some(v) => assert!((v - 1.0 / (1.0 / scram - 1.0 / trust)).abs() < 1e-6),
-            None => assert!(scram >= trust),
+    // Each SCRAM row against trust: keys cached (loadrig's client) and derived on every
+    // connect (scram_cache=off, as libpq and JDBC do).
+    if present[1] && present[3] {
+        let trust = row(&s, ROWS[3].0).cells[0].value.unwrap();
+        for k in [1, 2] {
+            let scram = row(&s, ROWS[k].0).cells[0].value.unwrap();
+            let auth = &row(&s, ROWS[k].0).cells[1];
+            assert!(
+                auth.note.as_deref().unwrap().starts_with("derived"),
+                "{auth:?}"
+            );
+            match auth.value {
+                Some(v) => assert!((v - 1.0 / (1.0 / scram - 1.0 / trust)).abs() < 1e-6),
+                None => assert!(scram >= trust),
+            }
         }
+        // The uncached row pays the 4096-round PBKDF2 on the client at every connect.
+        let uncached = row(&s, ROWS[2].0);
+        let runs = &uncached.backend.runs;
+        assert!(
+            runs.iter().any(|r| r.starts_with("runs/pg-uncached-")),
+            "{runs:?}"
+        );
     }
     // The fetches read the records loaded for them: 100 under --quick, each found.
     let fetch = loadrig::result::read(&d.join("cs/runs/sqlite-fetch.json")).unwrap();

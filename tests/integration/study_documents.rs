@@ -1,10 +1,10 @@
 //! `loadrig study documents` (seed 001) end to end: --quick (2 clients × 5 documents × 64 KiB)
 //! on every backend the machine offers (PostgreSQL and nginx WebDAV from scripts/services.sh,
 //! required under LOADRIG_REQUIRE_ALL=1), every attachment read back and checked, cells
-//! recomputed from the run files they name, the 100 ms reproduction found periodic by the
-//! latency-mode finder and the clean server not, an attachment changed between the phases
-//! read back as a `protocol` error, the report in headless Chromium, and bad input exiting 2
-//! before anything runs. Nothing here asserts a timing.
+//! recomputed from the run files they name, the seed's quantised delay on a real mechanism
+//! (Nagle's algorithm meeting nginx's delayed ACK: a latency mode at the 40 ms quantum, gone
+//! with TCP_NODELAY), an attachment changed between the phases read back as a `protocol`
+//! error, the report in headless Chromium, and bad input exiting 2 before anything runs.
 
 use crate::common::browser;
 use crate::common::study;
@@ -22,14 +22,17 @@ const ROWS: [(&str, Option<&str>); 7] = [
     ("SQLite", None),
     ("PostgreSQL", Some("LOADRIG_PG_URL")),
     ("HTTP WebDAV", Some("LOADRIG_HTTP_URL")),
-    ("100 ms delays (without fix)", None),
-    ("no delays (fix)", None),
+    (
+        "Nagle + delayed ACK (without fix)",
+        Some("LOADRIG_HTTP_URL"),
+    ),
+    ("TCP_NODELAY (fix)", Some("LOADRIG_HTTP_URL")),
 ];
-const DELAYED: usize = 5;
-const CLEAN: usize = 6;
+const NAGLE: usize = 5;
+const NODELAY: usize = 6;
 
 /// Both phases ran `ops` operations without an error, each touching `rows` rows (one
-/// document; none on sleep://), and every cell holds what the run file it names says:
+/// document), and every cell holds what the run file it names says:
 /// elapsed seconds, then mean, p50 and p99 in ms.
 fn check_row(d: &Dir, dir: &str, r: &BackendRow, ops: u64, rows: u64) {
     let name = &r.backend.name;
@@ -77,7 +80,8 @@ fn documents_quick_reads_every_attachment_back_on_every_backend() {
         .iter()
         .map(|(_, var)| var.is_none_or(|v| server_url(v).is_some()))
         .collect();
-    let _servers = hold(&[Shared::Postgres, Shared::Dav]);
+    // The Nagle rows are judged by their latencies: nobody else's load beside them.
+    let _servers = hold(&[Shared::Postgres, Shared::Dav, Shared::Cpu]);
     let d = Dir::new();
     let out = d.ok(&["study", "documents", "--quick", "-o", "ds"]);
     for (name, _) in ROWS {
@@ -98,9 +102,9 @@ fn documents_quick_reads_every_attachment_back_on_every_backend() {
             assert_eq!(r.backend.note.as_deref(), Some("not run: no URL"));
             continue;
         }
-        // The reproduction rows take 600 operations a phase, so the modes have samples.
-        if i >= DELAYED {
-            check_row(&d, "ds", r, 600, 0);
+        // The reproduction rows take 100 operations a phase, so the modes have samples.
+        if i >= NAGLE {
+            check_row(&d, "ds", r, 100, 100);
         } else {
             check_row(&d, "ds", r, 10, 10);
         }
@@ -130,29 +134,37 @@ fn documents_quick_reads_every_attachment_back_on_every_backend() {
         "the tmpfs files are given back: {local}"
     );
 
-    // The seed's finding: delays at 100 and 200 ms make modes at multiples of 100 ms
-    // (the finder's own tolerance: within 4 % of a period), the clean server has none.
-    let delayed = row(&s, ROWS[DELAYED].0);
-    let period = delayed.cells[8].value.expect("a delay period");
-    assert!((period - 100.0).abs() < 4.0, "period {period} ms");
-    for run in &delayed.backend.runs {
-        let file = loadrig::result::read(&d.join("ds").join(run)).unwrap();
-        let modes = file.latency_modes.expect("modes");
-        assert!(modes.periodic.is_some(), "{run}: {modes:?}");
-        assert!(modes.modes.len() >= 3, "{run}: {modes:?}");
+    // The seed's finding on a real mechanism: the attachment's body, written after its
+    // head without TCP_NODELAY, waits for nginx's delayed ACK (40 ms at least on Linux;
+    // the first requests of a connection may be quick-ACKed), so the create phase has a
+    // latency mode at that quantum; with TCP_NODELAY no request waits for it.
+    if present[NAGLE] {
+        let modes_of = |name: &str| {
+            let r = row(&s, name);
+            let file = loadrig::result::read(&d.join("ds").join(&r.backend.runs[0])).unwrap();
+            (r.cells[8].value, file)
+        };
+        let (slowest, nagle) = modes_of(ROWS[NAGLE].0);
+        let modes = nagle.latency_modes.expect("modes");
+        let quantum = |at_ns: f64| (38e6..90e6).contains(&at_ns);
+        assert!(modes.modes.iter().any(|m| quantum(m.at_ns)), "{modes:?}");
+        let last = modes.modes.last().unwrap().at_ns / 1e6;
+        assert!(
+            (slowest.unwrap() - last).abs() < 1e-9 * last,
+            "{slowest:?} {last}"
+        );
+        assert!(
+            nagle.operations[0].latency.p50_ns >= 38_000_000,
+            "most requests stall"
+        );
+        let (_, fixed) = modes_of(ROWS[NODELAY].0);
+        let modes = fixed.latency_modes.expect("modes");
+        assert!(!modes.modes.iter().any(|m| quantum(m.at_ns)), "{modes:?}");
+        // A median a quarter of the quantum: the median request did not stall (under a
+        // millisecond on an idle machine, docs/studies/documents.md).
+        let p50 = fixed.operations[0].latency.p50_ns;
+        assert!(p50 < 10_000_000, "p50 {p50} ns");
     }
-    let clean = row(&s, ROWS[CLEAN].0);
-    assert_eq!(clean.cells[8].value, None, "{:?}", clean.cells[8]);
-    for run in &clean.backend.runs {
-        let file = loadrig::result::read(&d.join("ds").join(run)).unwrap();
-        let modes = file.latency_modes.expect("modes");
-        assert_eq!(modes.periodic, None, "{run}: {modes:?}");
-        assert!(modes.modes.len() < 2, "{run}: {modes:?}");
-    }
-    assert!(
-        out.contains("periodic, every"),
-        "the finding is printed:\n{out}"
-    );
 
     let page = d.join("ds/report.html");
     let Some(b) = Browser::start() else { return };

@@ -117,6 +117,10 @@ struct Server {
     /// PREFIX + kv_path, without a trailing slash.
     kv_root: String,
     attachment: Option<Attachment>,
+    /// `nodelay=off`: Nagle's algorithm left on (no TCP_NODELAY). An attachment's PUT
+    /// writes its head, then its body: the body waits for the ACK of the head, which the
+    /// server delays (40 ms at least on Linux), the documents study's quantised delay.
+    nagle: bool,
 }
 
 pub struct Http {
@@ -128,7 +132,13 @@ impl Http {
         url: &TargetUrl,
         params: &BTreeMap<String, toml::Value>,
     ) -> Result<Http, InputError> {
-        let mut known = vec!["kv_path", "attachment", "attachment_size", "http"];
+        let mut known = vec![
+            "kv_path",
+            "attachment",
+            "attachment_size",
+            "http",
+            "nodelay",
+        ];
         known.extend(super::tls::OPTIONS);
         url.check_options(&known)?;
         let tls = Tls::from_url(url, url.scheme == "https")?;
@@ -193,8 +203,18 @@ impl Http {
                 "http:// paths may not hold spaces, '?' or '#'",
             ));
         }
+        let nagle = match url.option("nodelay", params).as_deref() {
+            None | Some("on") => false,
+            Some("off") => true,
+            Some(other) => {
+                return Err(InputError::new(format!(
+                    "http:// nodelay={other}: expected on or off"
+                )))
+            }
+        };
         Ok(Http {
             server: Arc::new(Server {
+                nagle,
                 addrs,
                 host: host.to_string(),
                 tls,
@@ -275,6 +295,7 @@ impl Target for Http {
             _ if self.server.attachment.is_some() => {
                 Some("HTTP/1.1 pipelining does not carry attachments")
             }
+            _ if self.server.nagle => Some("nodelay=off times one request at a time"),
             _ => Some("only the batch driver pipelines HTTP/1.1 requests"),
         }
     }
@@ -298,7 +319,7 @@ impl Target for Http {
     }
 
     fn batch_codec(&self) -> Option<&'static Codec> {
-        (self.server.attachment.is_none() && self.protocol() == Version::One)
+        (self.server.attachment.is_none() && !self.server.nagle && self.protocol() == Version::One)
             .then_some(&batch::CODEC)
     }
 
@@ -351,6 +372,11 @@ async fn open(server: &Server) -> Result<NetStream, OpError> {
         for addr in &server.addrs {
             match socket::connect(addr).await {
                 Ok(s) => {
+                    if server.nagle {
+                        s.set_nodelay(false).map_err(|e| {
+                            OpError::new(ErrorClass::Connect, format!("{}: {e}", server.shown))
+                        })?;
+                    }
                     let tcp = started.elapsed();
                     let stream = server.tls.wrap(&server.host, s, &server.shown).await?;
                     server.phases.record(PhaseTimes {

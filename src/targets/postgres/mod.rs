@@ -118,6 +118,9 @@ pub struct Postgres {
     tokio_only: bool,
     /// `pipeline_sync=batch`: the batch driver closes each write's requests with one Sync.
     sync_per_batch: bool,
+    /// `scram_cache=off`: derive SCRAM's keys on every login, as libpq and JDBC do, instead
+    /// of once per password and salt (the connections study's uncached row).
+    pub(crate) scram_cache: bool,
 }
 
 impl Postgres {
@@ -133,6 +136,7 @@ impl Postgres {
             "insecure",
             "client",
             "pipeline_sync",
+            "scram_cache",
             "host",
         ])?;
         let tokio_only = match url.options.get("client").map(String::as_str) {
@@ -168,6 +172,15 @@ impl Postgres {
             config.password(p.as_bytes());
         }
         let sync_per_batch = pipeline_sync(url, params)?;
+        let scram_cache = match url.options.get("scram_cache").map(String::as_str) {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(other) => {
+                return Err(InputError::new(format!(
+                    "scram_cache={other}: expected on (the default) or off"
+                )))
+            }
+        };
         let port = ep.port.unwrap_or(5432);
         let socket = ep
             .host
@@ -196,6 +209,7 @@ impl Postgres {
             begin,
             tokio_only,
             sync_per_batch,
+            scram_cache,
         };
         if sync_per_batch && !pg.own_client() {
             let why = if pg.tokio_only {

@@ -76,7 +76,13 @@ impl Scram {
     }
 
     /// The client's final message (with its proof) in answer to the server's first.
-    pub fn answer(&mut self, server_first: &[u8], password: &[u8]) -> Result<Vec<u8>, String> {
+    /// With `cached` false the keys are derived afresh, as libpq and JDBC derive them.
+    pub fn answer(
+        &mut self,
+        server_first: &[u8],
+        password: &[u8],
+        cached: bool,
+    ) -> Result<Vec<u8>, String> {
         let text = std::str::from_utf8(server_first)
             .map_err(|_| "the server's first message is not UTF-8".to_string())?;
         let (mut nonce, mut salt, mut rounds) = (None, None, None);
@@ -105,7 +111,11 @@ impl Scram {
                 ))
             }
         };
-        let keys = derived(&prepared(password), &salt, rounds);
+        let keys = if cached {
+            derived(&prepared(password), &salt, rounds)
+        } else {
+            derive(&prepared(password), &salt, rounds)
+        };
         let without_proof = format!("c=biws,r={nonce}");
         let auth = format!("{},{text},{without_proof}", self.first_bare);
         let stored: Key = Sha256::digest(keys.client).into();
@@ -175,11 +185,7 @@ fn derived_in(cache: &Mutex<Cache>, password: &[u8], salt: &[u8], rounds: u32) -
     if let Some(keys) = found {
         return (keys, false);
     }
-    let salted = hi(password, salt, rounds);
-    let keys = Derived {
-        client: hmac(&salted, b"Client Key"),
-        server: hmac(&salted, b"Server Key"),
-    };
+    let keys = derive(password, salt, rounds);
     if let Ok(mut c) = cache.lock() {
         if c.len() >= CACHE_MAX {
             c.remove(0);
@@ -187,6 +193,15 @@ fn derived_in(cache: &Mutex<Cache>, password: &[u8], salt: &[u8], rounds: u32) -
         c.push((id, salt.to_vec(), rounds, keys));
     }
     (keys, true)
+}
+
+/// ClientKey and ServerKey from the password, without the cache.
+fn derive(password: &[u8], salt: &[u8], rounds: u32) -> Derived {
+    let salted = hi(password, salt, rounds);
+    Derived {
+        client: hmac(&salted, b"Client Key"),
+        server: hmac(&salted, b"Server Key"),
+    }
 }
 
 /// RFC 5802's Hi(): PBKDF2 with HMAC-SHA-256 and one output block. The keyed HMAC state is
@@ -222,7 +237,7 @@ mod tests {
         };
         let server_first =
             b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
-        let answer = s.answer(server_first, b"pencil").unwrap();
+        let answer = s.answer(server_first, b"pencil", true).unwrap();
         assert_eq!(
             String::from_utf8(answer).unwrap(),
             "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
@@ -257,7 +272,7 @@ mod tests {
         let first = String::from_utf8(first).unwrap();
         assert!(first.starts_with("n,,n=,r=") && !first[8..].contains(','));
         let e = s
-            .answer(b"r=someone-else,s=c2FsdA==,i=4096", b"pw")
+            .answer(b"r=someone-else,s=c2FsdA==,i=4096", b"pw", true)
             .unwrap_err();
         assert!(e.contains("nonce"), "{e}");
     }

@@ -435,7 +435,9 @@ async fn login(pg: &Postgres, tcp: &mut TcpStream) -> Result<(), OpError> {
             }
             Message::AuthenticationSaslContinue(body) => {
                 let s = scram.as_mut().ok_or_else(|| unexpected("SASL continue"))?;
-                let answer = s.answer(body.data(), password()?).map_err(auth_error)?;
+                let answer = s
+                    .answer(body.data(), password()?, pg.scram_cache)
+                    .map_err(auth_error)?;
                 frontend::sasl_response(&answer, &mut out).map_err(io_error)?;
             }
             Message::AuthenticationSaslFinal(body) => {
