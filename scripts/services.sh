@@ -252,7 +252,7 @@ packages_of() {
     mariadb) echo mariadb-server mariadb-client ;;
     redis | redis-open) echo redis-server ;;
     slapd) echo slapd ldap-utils ;;
-    etcd) echo etcd-server curl ;;
+    etcd) echo etcd-server etcd-client curl ;;
     nginx) echo nginx curl ;;
     esac
 }

@@ -48,6 +48,7 @@ mod results;
 mod scale;
 mod scaling;
 mod schema;
+mod server_grpc;
 mod server_http;
 mod server_http_pipeline;
 mod server_isolation;

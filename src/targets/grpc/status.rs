@@ -53,15 +53,23 @@ pub const CLASSES: [(Code, &str, ErrorClass); 16] = [
     (Code::Unauthenticated, "UNAUTHENTICATED", ErrorClass::Auth),
 ];
 
+/// The text of Go's `context.DeadlineExceeded`.
+const GO_DEADLINE: &str = "context deadline exceeded";
+
 /// A failed call as a counted error: its class, and its code's name with the server's
 /// message.
 pub fn op_error(status: &Status) -> OpError {
     let code = status.code();
-    let (name, class) = CLASSES
+    let (name, mut class) = CLASSES
         .iter()
         .find(|(c, _, _)| *c == code)
         .map_or(("OK", ErrorClass::Other), |(_, n, class)| (*n, *class));
     let message = status.message();
+    // A server written in Go (etcd) answers UNKNOWN with the text of Go's expired context
+    // when a handler returns that error unconverted: the deadline passed all the same.
+    if code == Code::Unknown && message == GO_DEADLINE {
+        class = ErrorClass::Timeout;
+    }
     OpError::new(
         class,
         if message.is_empty() {
@@ -93,5 +101,9 @@ mod tests {
             op_error(&Status::deadline_exceeded("")).class,
             ErrorClass::Timeout
         );
+        let go = op_error(&Status::unknown("context deadline exceeded"));
+        assert_eq!(go.class, ErrorClass::Timeout);
+        assert_eq!(go.message, "UNKNOWN: context deadline exceeded");
+        assert_eq!(op_error(&Status::unknown("boom")).class, ErrorClass::Other);
     }
 }

@@ -135,7 +135,8 @@ impl OpCompiler<'_> {
             };
             return Err(err(format!(
                 "{service}/{name} is {kind}: loadrig calls unary and server-streaming methods"
-            )));
+            ))
+            .help("each call sends one request: pick a method that takes one"));
         }
         Ok(method)
     }
@@ -287,10 +288,12 @@ impl OpCompiler<'_> {
     ) -> Result<Value, InputError> {
         let span = node.span();
         let mismatch = |what: &str| {
-            self.source.error(
-                span.clone(),
-                format!("request.{name} is {}, not {what}", a_type(kind)),
-            )
+            self.source
+                .error(
+                    span.clone(),
+                    format!("request.{name} is {}, not {what}", a_type(kind)),
+                )
+                .help("write the request in the message's JSON mapping: numbers for numbers, text for strings and bytes, a table for a message, a list for a repeated field")
         };
         let value = match (node.get_ref(), kind) {
             (Node::Table(fields), Kind::Message(m)) => {
@@ -338,7 +341,8 @@ impl OpCompiler<'_> {
                             .help("write the message as a table of its fields")
                     });
             }
-            return value_of(kind, constant.as_bytes()).map_err(here);
+            return value_of(kind, constant.as_bytes())
+                .map_err(|why| here(why).help(format!("give {}", a_type(kind))));
         }
         let fits = match kind {
             Kind::Bytes => true,
@@ -381,6 +385,7 @@ impl OpCompiler<'_> {
         let err = |message: String| {
             self.source
                 .error(p.span(), format!("reply path '{}': {message}", p.get_ref()))
+                .help("a reply path names fields from the reply down to one value, like kvs[0].value or header.revision")
         };
         let mut at = Vec::new();
         let mut kind = Kind::Message(desc.clone());
