@@ -39,9 +39,10 @@ pub enum Shared {
     /// The throwaway etcd's keys under `loadrig/`: tests count them, and `cleanup` deletes
     /// all of them.
     Etcd,
-    /// The machine's CPU: runs that burn it (thousands of clients) and runs whose verdict
-    /// judges the machine's load (a long run queue makes a light run look starved) take
-    /// turns, so neither sees the other's load.
+    /// The machine's CPU: runs that burn it (thousands of clients, processes spinning their
+    /// sleeps' ends) and tests that judge timings or the machine's load (a long run queue
+    /// makes a light run look starved, a model fitted to latencies drifts) take turns, so
+    /// no judge sees another's load. Other tests stay side by side with them.
     Cpu,
 }
 
