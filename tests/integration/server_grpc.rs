@@ -110,8 +110,8 @@ fn puts_ranges_and_kv_operations_count_exactly() {
     );
     assert_eq!(
         revision(&ctl) - before,
-        100 + puts.ok,
-        "one revision per put"
+        1 + puts.ok,
+        "the load is one Txn (up to 128 puts), then one revision per put"
     );
     assert_eq!(
         r.target.server_version.as_deref().map(|v| &v[..5]),
@@ -199,7 +199,11 @@ fn the_etcd_kv_builtin_runs_and_cleanup_removes_exactly_its_prefix() {
         ],
     );
     assert_eq!((r.total.ok, r.total.errors), (150, 0));
-    assert_eq!(count(&ctl, "loadrig/k"), 200, "puts overwrite loaded keys");
+    assert_eq!(
+        count(&ctl, "loadrig/k"),
+        200,
+        "two Txns loaded 128 and 72 keys; puts overwrite loaded keys"
+    );
     let out = d.ok(&["cleanup", "--target", &url]);
     assert!(out.contains("removed 200 loadrig object(s)"), "{out}");
     assert_eq!(count(&ctl, "loadrig/"), 0);

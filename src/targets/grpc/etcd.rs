@@ -19,6 +19,9 @@ use crate::workload::grpc::proto;
 
 /// Every key loadrig stores in etcd begins with it; cleanup deletes exactly that range.
 pub const PREFIX: &str = "loadrig/";
+/// The most operations etcd takes in one Txn unless started with a higher
+/// `--max-txn-ops`.
+pub const TXN_OPS: usize = 128;
 /// The end of the prefix's range: the prefix with its last byte plus one (`/` + 1 = `0`).
 pub const PREFIX_END: &str = "loadrig0";
 
@@ -153,6 +156,24 @@ impl Etcd {
             }
             _ => return None,
         })
+    }
+
+    /// One Txn that puts every pair (keys under [`PREFIX`]) with no condition: a batch
+    /// of the data load in one round trip and one commit of etcd's log, instead of one
+    /// each. At most [`TXN_OPS`] pairs (etcd's `--max-txn-ops` default).
+    pub fn load(&'static self, records: &[(String, Vec<u8>)]) -> Option<Call> {
+        let op_desc = self.txn.0.input().get_field_by_name("success")?.kind();
+        let op_desc = op_desc.as_message()?;
+        let put_desc = self.put.0.input();
+        let puts = records.iter().map(|(k, v)| {
+            let put = message(&put_desc, vec![("key", key(k)), ("value", bytes(v))]);
+            Value::Message(message(op_desc, vec![("request_put", Value::Message(put))]))
+        });
+        Some(self.call(
+            &self.txn,
+            vec![("success", Value::List(puts.collect()))],
+            |r| count(r, "responses"),
+        ))
     }
 
     /// DeleteRange of every key under [`PREFIX`]; rows = the keys deleted.

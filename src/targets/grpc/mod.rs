@@ -11,7 +11,8 @@
 //! - `deadline=D` sends `grpc-timeout` with every call, so the server gives up at D and
 //!   answers DEADLINE_EXCEEDED (class `timeout`); `--op-timeout` limits the client's wait.
 //! - kv operations speak etcd's KV API to keys under `loadrig/` (see [`etcd`]), and
-//!   `cleanup` deletes that prefix in one DeleteRange. Both need an etcd (or a server of
+//!   `[data]` is loaded as Txns of 128 puts, and `cleanup` deletes that prefix in one
+//!   DeleteRange. Both need an etcd (or a server of
 //!   its API); any other service answers UNIMPLEMENTED, and its cleanup removes nothing:
 //!   loadrig cannot know what an arbitrary service's calls created.
 //! - `--pipeline P`: P client streams share one HTTP/2 connection, each call on a stream of
@@ -278,6 +279,20 @@ impl Session for GrpcSession {
                 Err(unsupported(op, "grpc"))
             }
         }
+    }
+
+    /// etcd: the data load as Txns of up to [`etcd::TXN_OPS`] puts each.
+    async fn load(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
+        for batch in records.chunks(etcd::TXN_OPS) {
+            let call = etcd::etcd()?.load(batch).ok_or_else(|| {
+                OpError::new(
+                    ErrorClass::Other,
+                    "the shipped etcd/rpc.proto has no Txn puts",
+                )
+            })?;
+            self.etcd(call).await?;
+        }
+        Ok(())
     }
 
     /// etcd's version from Maintenance/Status; none from another service.
