@@ -4,7 +4,7 @@
 # committed, and loadrig ships none of it). Prints the built binary's path on stdout; a
 # binary already built at the pinned commit is reused.
 #
-# Usage: scripts/build-peer.sh memtier|ghz
+# Usage: scripts/build-peer.sh memtier|ghz|etcd-benchmark
 #   memtier  memtier_benchmark (Redis Ltd, GPL-2.0) at commit 2f74d61 (2026-03-23, "Fix
 #            Alpine build", git describe 2.2.0-28-g2f74d61), the commit the figures in
 #            docs/performance.md were measured with: autoreconf, configure and make with the
@@ -16,6 +16,12 @@
 #            proxy) with a build and module cache of its own under target/peers/ghz/, both
 #            removed after the build. Needs Go (1.22 or later). The binary is
 #            target/peers/ghz/ghz; give it to scripts/bench-grpc.sh as GHZ=target/peers/ghz/ghz.
+#   etcd-benchmark  etcd's own load tool (`tools/benchmark` of go.etcd.io/etcd/v3, Apache-2.0) at
+#            v3.5.11, built the same way; its module's go.mod replaces its sibling modules with
+#            folders, which `go install` refuses, so it is built as a dependency of a throwaway
+#            module (where those replaces do not apply). The binary is
+#            target/peers/etcd-benchmark/benchmark; scripts/bench-grpc.sh takes it as
+#            ETCD_BENCHMARK=target/peers/etcd-benchmark/benchmark.
 #
 # The source is cloned from its upstream repository (PEER_REPO, default the project's
 # public git repository below), which needs network access to it. Where there is none,
@@ -43,8 +49,15 @@ ghz)
     pinned=v0.120.0
     binary=ghz
     ;;
+etcd-benchmark)
+    name=etcd-benchmark
+    gomodule=go.etcd.io/etcd/v3/tools/benchmark
+    gorequire=go.etcd.io/etcd/v3
+    pinned=v3.5.11
+    binary=benchmark
+    ;;
 *)
-    echo "usage: $0 memtier|ghz" >&2
+    echo "usage: $0 memtier|ghz|etcd-benchmark" >&2
     exit 2
     ;;
 esac
@@ -71,10 +84,18 @@ if [[ -n ${gomodule:-} ]]; then
         exit 2
     }
     cache=$PWD/$dest/cache
-    say "installing $gomodule@$ref with go install"
+    say "installing $gomodule@$ref with go"
     (
         export GOBIN=$PWD/$dest GOCACHE=$cache/build GOMODCACHE=$cache/mod GOFLAGS=-mod=mod
-        go install "$gomodule@$ref"
+        if [[ -n ${gorequire:-} ]]; then
+            mkdir -p "$cache/main"
+            cd "$cache/main"
+            go mod init loadrig.peer/build
+            go get "$gorequire@$ref"
+            go build -o "$GOBIN/$binary" "$gomodule"
+        else
+            go install "$gomodule@$ref"
+        fi
         go clean -cache -modcache
     ) >"$dest/build.log" 2>&1 || {
         tail -n 30 "$dest/build.log" >&2
