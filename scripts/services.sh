@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Private, throwaway PostgreSQL, MariaDB, Redis (with a password, and a second
-# one without: redis-open), OpenLDAP and nginx on free loopback ports, for
+# one without: redis-open), OpenLDAP, nginx and etcd on free loopback ports, for
 # integration tests and benchmarks.
 #
-#   scripts/services.sh up [postgres|mariadb|redis|redis-open|slapd|nginx ...]   default: all
+#   scripts/services.sh up [postgres|mariadb|redis|redis-open|slapd|nginx|etcd ...]   default: all
 #   scripts/services.sh env       export lines:  eval "$(scripts/services.sh env)"
 #   scripts/services.sh status    which are up
 #   scripts/services.sh down      stop what `up` started, remove the state dir
@@ -26,7 +26,7 @@ STATE=$(realpath -m "${LOADRIG_SERVICES_DIR:-/tmp/loadrig-services}")
 SVC_USER=loadrig-svc
 # Runs a command as $SVC_USER by exec, not fork, so `$!` is the server itself.
 AS_SVC=(setpriv --reuid="$SVC_USER" --regid="$SVC_USER" --init-groups --)
-ALL=(postgres mariadb redis redis-open slapd nginx)
+ALL=(postgres mariadb redis redis-open slapd nginx etcd)
 LDAP_BASE=dc=loadrig,dc=test
 LDAP_ADMIN=cn=admin,$LDAP_BASE
 WAIT_SECONDS=30
@@ -89,6 +89,7 @@ comm_of() {
     case $1 in
     postgres) echo postgres ;; mariadb) echo mariadbd ;; redis | redis-open) echo redis-server ;;
     slapd) echo slapd ;; nginx) echo nginx ;;
+    etcd) echo etcd ;;
     esac
 }
 signal_of() { if [[ $1 == postgres ]]; then echo INT; else echo TERM; fi; }
@@ -251,6 +252,7 @@ packages_of() {
     mariadb) echo mariadb-server mariadb-client ;;
     redis | redis-open) echo redis-server ;;
     slapd) echo slapd ldap-utils unixodbc odbc-postgresql ;; # back_sql over ODBC: the directory study
+    etcd) echo etcd-server etcd-client curl ;;
     nginx) echo nginx curl ;;
     esac
 }
@@ -270,6 +272,7 @@ stop_system_instance() { # package
         ;;
     mariadb-server) name=mariadb ;;
     redis-server | slapd | nginx) name=$1 ;;
+    etcd-server) name=etcd ;;
     *) return 0 ;;
     esac
     if service "$name" status >/dev/null 2>&1; then
@@ -634,6 +637,29 @@ EOF
         "LOADRIG_HTTP2_LIMITS_LOG=$dir/h2-limits.log" "LOADRIG_HTTP2_BENCH_PORT=$h2_bench_port"
 }
 
+# etcd (Debian's etcd-server), one member, its gRPC API on a plain and a TLS port (the same
+# certificate as the others), its data in a throwaway folder. Old revisions are compacted
+# beyond the last 10,000, so a long benchmark's puts do not grow the database without end.
+start_etcd() {
+    local dir=$STATE/etcd port tls_port peer_port
+    port=$(free_port)
+    tls_port=$(free_port)
+    peer_port=$(free_port)
+    launch etcd "$dir/log" "${AS_SVC[@]}" etcd --name loadrig --data-dir "$dir/data" \
+        --listen-client-urls "http://127.0.0.1:$port,https://127.0.0.1:$tls_port" \
+        --advertise-client-urls "http://127.0.0.1:$port" \
+        --listen-peer-urls "http://127.0.0.1:$peer_port" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+        --initial-cluster "loadrig=http://127.0.0.1:$peer_port" \
+        --cert-file "$STATE/tls/server.crt" --key-file "$STATE/tls/server.key" \
+        --auto-compaction-mode revision --auto-compaction-retention 10000 \
+        --logger zap --log-level warn
+    wait_ready etcd "$dir/log" curl -sf "http://127.0.0.1:$port/health"
+    write_fragment etcd "LOADRIG_ETCD_PORT=$port" "LOADRIG_ETCD_URL=grpc://127.0.0.1:$port" \
+        "LOADRIG_ETCD_TLS_PORT=$tls_port" \
+        "LOADRIG_ETCD_TLS_URL=grpcs://127.0.0.1:$tls_port?ca=$STATE/tls/ca.crt"
+}
+
 # --- commands --------------------------------------------------------------
 
 need_root() { [[ $(id -u) == 0 ]] || die "'$1' needs root (packages, a system user)"; }
@@ -656,6 +682,7 @@ cmd_up() {
         redis-open) want+=(redis-open) ;;
         slapd | ldap) want+=(slapd) ;;
         nginx | http) want+=(nginx) ;;
+        etcd | grpc) want+=(etcd) ;;
         *) usage ;;
         esac
     done
@@ -710,6 +737,7 @@ svc_name() { # alias -> the service's name, or usage
     redis-open) echo redis-open ;;
     slapd | ldap) echo slapd ;;
     nginx | http) echo nginx ;;
+    etcd | grpc) echo etcd ;;
     *) usage ;;
     esac
 }

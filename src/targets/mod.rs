@@ -8,6 +8,7 @@ pub mod attachment;
 pub mod dbm;
 pub mod endpoint;
 pub mod fs;
+pub mod grpc;
 pub mod http;
 pub mod ldap;
 pub mod mysql;
@@ -263,6 +264,10 @@ macro_rules! with_target_type {
                 type $T = $crate::targets::ldap::Ldap;
                 $body
             }
+            "grpc" | "grpcs" => {
+                type $T = $crate::targets::grpc::Grpc;
+                $body
+            }
             other => Err($crate::targets::unknown_scheme(other).into()),
         }
     };
@@ -396,6 +401,14 @@ pub const SCHEMES: &[(&str, &str)] = &[
     (
         "ldaps://HOST[:PORT]?bind_dn=&password=&base=[&ca=PATH|insecure=true]",
         "LDAP over TLS (rustls), as ldap://",
+    ),
+    (
+        "grpc://HOST:PORT[?deadline=D]",
+        "gRPC over HTTP/2: methods of the workload's [grpc] proto files; kv as etcd keys under loadrig/",
+    ),
+    (
+        "grpcs://HOST:PORT[?ca=PATH|insecure=true&deadline=D]",
+        "gRPC over TLS (rustls, ALPN h2), as grpc://",
     ),
 ];
 

@@ -45,6 +45,8 @@ pub fn mode_of_url(url: &str) -> Option<TlsMode> {
     let on = match url.scheme.as_str() {
         "rediss" | "https" | "ldaps" => true,
         "redis" | "http" => false,
+        "grpcs" => true,
+        "grpc" => false,
         "ldap" => option("starttls").as_deref() == Some("true"),
         "postgres" | "postgresql" => option("sslmode").is_some_and(|m| m != "disable"),
         "mysql" | "mariadb" => option("ssl-mode").is_some_and(|m| m != "disabled"),

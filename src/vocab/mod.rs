@@ -10,6 +10,7 @@ use std::ops::{AddAssign, Index, IndexMut};
 
 use serde::{Deserialize, Serialize};
 
+pub use native::{grpc, GrpcCall, GrpcOp, GrpcSlot, ReplyPath, Step};
 pub use native::{
     Family, HttpOp, LdapOp, NativeOp, OpFamily, Piece, RecordLayout, RecordOp, RedisOp, Scope,
     SqlOp, CAPTURES, RECORD_TABLE,

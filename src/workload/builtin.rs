@@ -66,6 +66,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../workloads/oltp_delete.toml"),
     ),
     ("tpcc", include_str!("../../workloads/tpcc.toml")),
+    ("etcd-kv", include_str!("../../workloads/etcd-kv.toml")),
 ];
 
 /// The text of a built-in workload.

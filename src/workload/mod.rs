@@ -6,6 +6,7 @@
 
 pub mod builtin;
 pub mod figures;
+pub mod grpc;
 pub mod import;
 pub mod load;
 mod namespace;
@@ -63,6 +64,8 @@ struct WorkloadFile {
     /// Whether the target settles the tables after the setup and load (PostgreSQL: VACUUM
     /// (ANALYZE), as `pgbench -i`); `false` leaves them as written, as `sysbench prepare`.
     settle: Option<bool>,
+    /// `[grpc]`: the `.proto` files of the services `grpc` operations call.
+    grpc: Option<grpc::GrpcSection>,
     #[serde(default, rename = "op")]
     ops: Vec<Spanned<ops::OpSection>>,
     /// Thresholds checked at the end of a run, like `--check` (see analysis::checks).
@@ -369,7 +372,12 @@ pub fn compile(source: &Source<'_>, overrides: &[Setting]) -> Result<Workload, I
         }),
         None => None,
     };
+    let protos = match &file.grpc {
+        Some(section) => Some(grpc::Protos::compile(source, section)?),
+        None => None,
+    };
     let mut compiler = op_compiler(source, &params);
+    compiler.protos = protos.as_ref();
     compiler.switches = &switches;
     compiler.peers = &peers;
     compiler.records = records;
@@ -595,6 +603,7 @@ fn op_compiler<'a>(
         pending_texts: BTreeMap::new(),
         in_repeat: false,
         records: None,
+        protos: None,
     }
 }
 

@@ -51,6 +51,7 @@ mod results;
 mod scale;
 mod scaling;
 mod schema;
+mod server_grpc;
 mod server_http;
 mod server_http2;
 mod server_http_pipeline;

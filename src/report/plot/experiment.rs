@@ -254,7 +254,7 @@ pub fn allocation(a: &ResponseAnalysis) -> Result<String> {
             .bold_line_style(GRID_BOLD)
             .axis_desc_style((FONT, 14))
             .label_style((FONT, 12))
-            .x_label_formatter(&|v| format!("{:.0} %", v * 100.0))
+            .x_label_formatter(&|v: &f64| format!("{:.0} %", v * 100.0))
             .y_labels(n * 4 + 2)
             .y_label_formatter(&|v| {
                 let i = v.round();

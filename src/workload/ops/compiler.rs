@@ -44,6 +44,8 @@ pub(in crate::workload) struct OpCompiler<'a> {
     pub in_repeat: bool,
     /// `[records]`: the fields of a record, for `record.*`.
     pub records: Option<RecordLayout>,
+    /// `[grpc]`: the compiled `.proto` files, for `grpc`.
+    pub protos: Option<&'a crate::workload::grpc::Protos>,
 }
 
 impl OpCompiler<'_> {
@@ -343,6 +345,9 @@ impl OpCompiler<'_> {
         }
         if let Some(r) = named.record {
             out.extend(self.record(r, captures)?.into_iter().map(NativeOp::Record));
+        }
+        if let Some(g) = named.grpc {
+            out.push(NativeOp::Grpc(self.grpc(g, captures)?));
         }
         Ok(out)
     }

@@ -13,6 +13,7 @@
 
 mod compiled;
 mod compiler;
+mod grpc;
 mod http;
 mod kv;
 mod ldap;
