@@ -69,6 +69,8 @@ pub fn recover(s: &Stream) -> Result<RunResult> {
         shards: None,
         checks: Vec::new(),
         connect: None,
+        dashboard: None,
+        collect: None,
     })
 }
 

@@ -74,6 +74,8 @@ pub struct PlanRecord {
     pub result: PathBuf,
     pub report: Option<PathBuf>,
     pub metrics_addr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<String>,
     /// Each check as written.
     pub checks: Vec<String>,
 }
@@ -89,6 +91,7 @@ impl RunPlan {
             result: self.outputs.result.clone(),
             report: self.outputs.report.clone(),
             metrics_addr: self.outputs.metrics_addr.clone(),
+            dashboard: self.outputs.dashboard.clone(),
             checks: self.checks.iter().map(|c| c.text.clone()).collect(),
         }
     }
@@ -198,6 +201,22 @@ pub struct Outputs {
     pub result: PathBuf,
     pub report: Option<PathBuf>,
     pub metrics_addr: Option<String>,
+    /// `--dashboard ADDR`: the live page (docs/live.md).
+    pub dashboard: Option<String>,
+    /// `--collect ADDR`: the collector this shard streams to.
+    pub collect: Option<CollectTo>,
+}
+
+/// Where a shard sends its intervals (`--collect`), with what to show the collector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectTo {
+    /// `HOST:PORT` as given.
+    pub addr: String,
+    /// The shared token (`--collect-token-file`, else `LOADRIG_COLLECT_TOKEN`); never
+    /// printed or recorded.
+    pub token: Option<String>,
+    /// `--collect-ca`: the CA that signed the collector's certificate.
+    pub ca: Option<PathBuf>,
 }
 
 /// What a plan can be varied in: any load setting, or a workload parameter (`--set

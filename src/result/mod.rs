@@ -10,6 +10,7 @@
 pub mod drift;
 mod from_engine;
 pub mod histogram;
+pub mod live;
 pub mod models;
 pub mod stream;
 pub mod sweep;
@@ -115,6 +116,12 @@ pub struct RunResult {
     /// evaluates on the merged run instead of each shard on its share.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
+    /// `--dashboard`: the live page's own cost (docs/live.md). Left out without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<live::DashboardRecord>,
+    /// `loadrig collect`: what the collector received from the shards (docs/live.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collect: Option<live::CollectRecord>,
 }
 
 /// The shards a merged run was made of (`loadrig merge`).
