@@ -25,8 +25,9 @@ use crate::targets::TargetUrl;
 const RETRY: Duration = Duration::from_secs(2);
 /// How long a connection and its hello may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// A line sent at least this often, so the collector can tell a quiet shard from a dead one.
-const PING: Duration = Duration::from_secs(5);
+/// A line sent at least this often, so the collector can tell a quiet shard (waiting for
+/// its start, loading data) from a dead one.
+const PING: Duration = Duration::from_secs(1);
 /// How long the end waits for the collector to confirm the shard's result.
 const FINISH_WAIT: Duration = Duration::from_secs(15);
 

@@ -427,6 +427,7 @@ function offerReport(d) {
     const url = URL.createObjectURL(blob);
     save.href = url;
     open.href = url;
+    box.dataset.bytes = String(blob.size);
     box.dataset.ready = "1";
   }).catch((e) => log(`the report could not be fetched (${e}); the links work while the process runs`));
 }
