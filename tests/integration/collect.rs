@@ -172,51 +172,12 @@ const LOAD: &[&str] = &[
 ];
 
 #[test]
-fn three_shards_collected_as_they_run_equal_their_merge() {
-    let d = Dir::new();
-    let (col, addr) = collector(
-        d.path(),
-        "127.0.0.1:0",
-        &["--shards", "3", "-o", "run.json"],
-        &[],
-    );
-    let at = start_in(3);
-    let shards: Vec<Child> = (0..3)
-        .map(|i| shard(d.path(), i, 3, &at, &addr, LOAD, &[]))
-        .collect();
-    for (i, s) in shards.into_iter().enumerate() {
-        succeeded(s, d.path(), &format!("s{i}"));
-    }
-    succeeded(col, d.path(), "collect");
-    let said = log(d.path(), "collect");
-    eprintln!("$ loadrig collect --listen 127.0.0.1:0 --shards 3 -o run.json\n{said}");
-    for i in 0..3 {
-        assert!(
-            said.contains(&format!("shard {i} of 3 connected")),
-            "{said}"
-        );
-        assert!(log(d.path(), &format!("s{i}")).contains("streaming to the collector"));
-    }
-    assert!(said.contains("collected 3 of 3 shards\n"), "{said}");
-    let collected = d.result("run.json");
-    let merged = merge(&d, &["s0.json", "s1.json", "s2.json"], &[]);
-    same_as_merge(&collected, &merged);
-    let c = collected.collect.expect("collect record");
-    assert_eq!(c.finished, [0, 1, 2]);
-    assert_eq!(c.shards, 3);
-    assert!(c.stopped.is_empty() && c.partial_intervals.is_empty() && c.refused == 0);
-    // Fairness over every client of every shard.
-    let v = collected.validity.expect("validity");
-    assert_eq!(v.fairness.clients, 6);
-}
-
-#[test]
 fn a_shard_killed_mid_run_is_named_and_the_intervals_without_it_marked() {
     let d = Dir::new();
     #[rustfmt::skip]
     let (col, addr) = collector(d.path(), "127.0.0.1:0", &["--shards", "3", "-o", "run.json", "--patience", "3s"], &[]);
-    let at = start_in(3);
-    let load = ["noop", "--target", SLEEP, "-c", "6", "-d", "5s"];
+    let at = start_in(2);
+    let load = ["noop", "--target", SLEEP, "-c", "6", "-d", "4s"];
     let mut shards: Vec<Child> = (0..3)
         .map(|i| shard(d.path(), i, 3, &at, &addr, &load, &[]))
         .collect();
@@ -276,7 +237,7 @@ fn a_shard_killed_mid_run_is_named_and_the_intervals_without_it_marked() {
 }
 
 #[test]
-fn streams_not_of_the_run_are_refused_alone() {
+fn three_shards_collected_equal_their_merge_and_streams_not_of_the_run_are_refused_alone() {
     let d = Dir::new();
     d.write("token", "right-token\n");
     d.write("wrong", "wrong-token\n");
@@ -349,8 +310,29 @@ fn streams_not_of_the_run_are_refused_alone() {
         .filter(|f| f.ends_with(".json"))
         .collect();
     assert_eq!(files, ["run.json", "s0.json", "s1.json", "s2.json"]);
+    for i in 0..3 {
+        assert!(
+            said.contains(&format!("shard {i} of 3 connected")),
+            "{said}"
+        );
+        assert!(log(d.path(), &format!("s{i}")).contains("streaming to the collector"));
+    }
+    assert!(said.contains("collected 3 of 3 shards\n"), "{said}");
     let collected = d.result("run.json");
     let c = collected.collect.clone().expect("collect record");
+    assert_eq!(c.finished, [0, 1, 2]);
+    assert_eq!(c.shards, 3);
+    assert!(c.stopped.is_empty() && c.partial_intervals.is_empty());
+    // Fairness over every client of every shard.
+    assert_eq!(
+        collected
+            .validity
+            .as_ref()
+            .expect("validity")
+            .fairness
+            .clients,
+        6
+    );
     assert_eq!(c.refused, 6, "{c:?}");
     assert_eq!(c.refusals.len(), 6);
     assert!(c.refusals.iter().any(|r| r.reason == "wrong token"));
@@ -394,7 +376,7 @@ fn a_collector_killed_mid_run_and_started_again_rebuilds_the_run() {
         .port();
     let listen = format!("127.0.0.1:{port}");
     let (mut first, addr) = collector(d.path(), &listen, &["--shards", "2", "-o", "run.json"], &[]);
-    let at = start_in(3);
+    let at = start_in(2);
     let load = ["noop", "--target", SLEEP, "-c", "4", "-d", "6s"];
     let shards: Vec<Child> = (0..2)
         .map(|i| shard(d.path(), i, 2, &at, &addr, &load, &[]))
@@ -466,13 +448,13 @@ fn bad_collector_input_exits_2_before_anything() {
     assert!(err.contains("cannot listen there"), "{err}");
     // A shard's side: --collect needs --start-at, an address, a readable token file.
     #[rustfmt::skip]
-    let (_, err) = d.code(2, &["run", "noop", "--target", "noop://", "--ops", "5", "--shard", "0/2", "--collect", "127.0.0.1:1"]);
+    let (_, err) = d.code(2, &["run", "noop", "--target", "noop://", "-c", "2", "--ops", "5", "--shard", "0/2", "--collect", "127.0.0.1:1"]);
     assert!(err.contains("needs --start-at"), "{err}");
     #[rustfmt::skip]
-    let (_, err) = d.code(2, &["run", "noop", "--target", "noop://", "--ops", "5", "--shard", "0/2", "--start-at", "+1s", "--collect", "nowhere"]);
+    let (_, err) = d.code(2, &["run", "noop", "--target", "noop://", "-c", "2", "--ops", "5", "--shard", "0/2", "--start-at", "+1s", "--collect", "nowhere"]);
     assert!(err.contains("expected HOST:PORT"), "{err}");
     #[rustfmt::skip]
-    let (_, err) = d.code(2, &["run", "noop", "--target", "noop://", "--ops", "5", "--shard", "0/2", "--start-at", "+1s", "--collect", "127.0.0.1:1", "--collect-token-file", "absent"]);
+    let (_, err) = d.code(2, &["run", "noop", "--target", "noop://", "-c", "2", "--ops", "5", "--shard", "0/2", "--start-at", "+1s", "--collect", "127.0.0.1:1", "--collect-token-file", "absent"]);
     assert!(err.contains("token file absent: cannot read it"), "{err}");
     assert_eq!(d.files(), ["t"]);
 }

@@ -69,8 +69,8 @@ fn the_page_shows_the_run_as_it_goes_with_nothing_but_its_own_address() {
     let d = Dir::new();
     let addr = format!("127.0.0.1:{port}");
     #[rustfmt::skip]
-    let mut run = d.spawn(&[
-        "run", "ycsb-a", "--target", "sleep://?latency=2ms", "-c", "4", "-d", "6s",
+    let run = d.spawn(&[
+        "run", "ycsb-a", "--target", "sleep://?latency=2ms", "-c", "4", "-d", "4s",
         "--warmup", "1s", "--set", "recordcount=100", "--dashboard", &addr, "-o", "r.json",
     ]);
     listening(port, Duration::from_secs(60));

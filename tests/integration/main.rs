@@ -19,6 +19,7 @@ mod builtin_tpcc;
 mod builtin_ycsb;
 mod checks;
 mod collect;
+mod collect_netns;
 mod compare;
 mod compare_report;
 mod connect_failures;
