@@ -13,9 +13,8 @@ use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
 use tokio::sync::{mpsc, oneshot};
 
-use super::wire::{self, Hello, ToCollector, ToShard};
+use super::wire::{self, CollectTo, Hello, ToCollector, ToShard};
 use crate::error::InputError;
-use crate::plan::CollectTo;
 use crate::result::stream::StreamHeader;
 use crate::result::{IntervalRecord, RunResult};
 use crate::targets::tls::{NetStream, Tls};

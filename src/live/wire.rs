@@ -16,7 +16,7 @@
 //! `version` changes whenever a message changes meaning; a collector refuses a stream of
 //! another version, naming both. The token is compared in constant time and never logged.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
@@ -25,6 +25,18 @@ use crate::engine::LoadPlan;
 use crate::error::InputError;
 use crate::result::stream::StreamHeader;
 use crate::result::{IntervalRecord, RunResult, TargetRecord, WorkloadRecord};
+
+/// Where a shard sends its intervals (`--collect`), with what to show the collector.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectTo {
+    /// `HOST:PORT` as given.
+    pub addr: String,
+    /// The shared token (`--collect-token-file`, else `LOADRIG_COLLECT_TOKEN`); never
+    /// printed or recorded.
+    pub token: Option<String>,
+    /// `--collect-ca`: the CA that signed the collector's certificate.
+    pub ca: Option<PathBuf>,
+}
 
 pub const STREAM: &str = "loadrig-collect";
 pub const VERSION: u32 = 1;

@@ -16,6 +16,7 @@ mod shard;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use crate::live::wire::CollectTo;
 pub use args::RunArgs;
 pub use given::Given;
 pub use load::{LoadFlags, LoadSetting, Value};
@@ -205,18 +206,6 @@ pub struct Outputs {
     pub dashboard: Option<String>,
     /// `--collect ADDR`: the collector this shard streams to.
     pub collect: Option<CollectTo>,
-}
-
-/// Where a shard sends its intervals (`--collect`), with what to show the collector.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CollectTo {
-    /// `HOST:PORT` as given.
-    pub addr: String,
-    /// The shared token (`--collect-token-file`, else `LOADRIG_COLLECT_TOKEN`); never
-    /// printed or recorded.
-    pub token: Option<String>,
-    /// `--collect-ca`: the CA that signed the collector's certificate.
-    pub ca: Option<PathBuf>,
 }
 
 /// What a plan can be varied in: any load setting, or a workload parameter (`--set
