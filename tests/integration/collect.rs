@@ -377,7 +377,7 @@ fn a_collector_killed_mid_run_and_started_again_rebuilds_the_run() {
     let listen = format!("127.0.0.1:{port}");
     let (mut first, addr) = collector(d.path(), &listen, &["--shards", "2", "-o", "run.json"], &[]);
     let at = start_in(2);
-    let load = ["noop", "--target", SLEEP, "-c", "4", "-d", "6s"];
+    let load = ["noop", "--target", SLEEP, "-c", "4", "-d", "5s"];
     let shards: Vec<Child> = (0..2)
         .map(|i| shard(d.path(), i, 2, &at, &addr, &load, &[]))
         .collect();

@@ -56,10 +56,10 @@ fn certificates(d: &Dir) {
         assert!(ok, "{script}");
     };
     sh(
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj '/CN=loadrig test CA' \
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj '/CN=loadrig test CA' \
         -keyout ca.key -out ca.crt",
     );
-    sh("openssl req -newkey rsa:2048 -nodes -subj '/CN=10.214.0.1' -keyout col.key -out col.csr");
+    sh("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj '/CN=10.214.0.1' -keyout col.key -out col.csr");
     d.write(
         "ext",
         "subjectAltName=IP:10.214.0.1\nextendedKeyUsage=serverAuth\n",
