@@ -34,28 +34,21 @@ impl Observer for Observers<'_> {
         if self.dashboard.is_none() && self.link.is_none() {
             return;
         }
-        // One record for both; the collector needs each client's count (fairness over
-        // every client), the dashboard passes them over.
-        let t = cpu::this_thread();
-        let mut record = Some(IntervalRecord::of(data, self.names, self.link.is_some()));
+        // The collector needs the encoded histograms and each client's count (fairness over
+        // every client); the dashboard, handed the histograms, needs neither. What is done
+        // for the dashboard alone is its cost.
+        let record = self
+            .link
+            .map(|_| IntervalRecord::of(data, self.names, true));
         if let Some(watch) = self.dashboard.as_deref_mut() {
-            // What is done for the dashboard alone is its cost: the record when only it
-            // needs one, the histograms handed to it.
-            let since = if self.link.is_some() {
-                cpu::this_thread()
-            } else {
-                t
-            };
+            let t = cpu::this_thread();
             let hists = data.ops.iter().map(|c| c.latency.clone()).collect();
-            let mine = if self.link.is_some() {
-                record.clone()
-            } else {
-                record.take()
+            let mine = match &record {
+                Some(r) => r.clone(),
+                None => IntervalRecord::unencoded(data, self.names),
             };
-            watch.charge_since(since);
-            if let Some(r) = mine {
-                watch.interval(r, Some(hists));
-            }
+            watch.charge_since(t);
+            watch.interval(mine, Some(hists));
         }
         if let (Some(link), Some(r)) = (self.link, record) {
             link.interval(r);

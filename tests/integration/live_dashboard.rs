@@ -170,7 +170,8 @@ fn the_page_shows_the_run_as_it_goes_with_nothing_but_its_own_address() {
     // What the dashboard cost, with one page open.
     let dash = r.dashboard.expect("the dashboard's record");
     assert_eq!(dash.addr, addr);
-    assert!(dash.pages_max >= 1 && dash.pages_opened >= 1, "{dash:?}");
+    // The page may have opened before the measured span began (pages_opened counts from it).
+    assert!(dash.pages_max >= 1, "{dash:?}");
     assert!(dash.events_sent >= r.intervals.len() as u64, "{dash:?}");
     assert!(dash.cpu_s > 0.0 && dash.run_cpu_s > dash.cpu_s, "{dash:?}");
 }

@@ -133,7 +133,7 @@ impl Board {
         self.broadcast(frame, false);
     }
 
-    pub fn interval(&mut self, record: &IntervalRecord, hists: Option<Vec<Hist>>) {
+    pub fn interval(&mut self, record: IntervalRecord, hists: Option<Vec<Hist>>) {
         let data = events::interval(record, hists, &mut self.totals);
         let frame = self.frame("interval", &data);
         self.broadcast(frame, true);

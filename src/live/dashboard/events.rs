@@ -37,7 +37,7 @@ fn at(h: &Hist, q: f64) -> u64 {
 }
 
 /// One interval for the page. `totals` (one per operation) take in its measured latency.
-pub fn interval(r: &IntervalRecord, hists: Option<Vec<Hist>>, totals: &mut Vec<Hist>) -> Value {
+pub fn interval(r: IntervalRecord, hists: Option<Vec<Hist>>, totals: &mut Vec<Hist>) -> Value {
     let hists = hists.unwrap_or_else(|| {
         r.ops
             .iter()
@@ -65,7 +65,7 @@ pub fn interval(r: &IntervalRecord, hists: Option<Vec<Hist>>, totals: &mut Vec<H
     json!({
         "index": r.index, "start_s": r.start_s, "end_s": r.end_s, "warmup": r.warmup,
         "ok": r.ok, "errors": r.errors, "ops": ops, "rig": r.rig, "fairness": r.fairness,
-        "dist": distribution(r, totals),
+        "dist": distribution(&r, totals),
         "extra": extra(r),
     })
 }
@@ -95,9 +95,12 @@ fn distribution(r: &IntervalRecord, totals: &[Hist]) -> Vec<Value> {
     out
 }
 
-/// The record's fields beyond the ones shown by name, as it serialises them.
-fn extra(r: &IntervalRecord) -> Value {
-    let Ok(Value::Object(all)) = serde_json::to_value(r) else {
+/// The record's fields beyond the ones shown by name, as it serialises them (without its
+/// encoded histograms and clients' counts, which the page does not use).
+fn extra(mut r: IntervalRecord) -> Value {
+    r.ops.clear();
+    r.per_client.clear();
+    let Ok(Value::Object(all)) = serde_json::to_value(&r) else {
         return Value::Object(Map::new());
     };
     Value::Object(
@@ -169,13 +172,13 @@ mod tests {
     fn percentiles_of_the_interval_and_the_measured_distribution_so_far() {
         let mut totals = Vec::new();
         let values: Vec<u64> = (1..=1000).map(|v| v * 1000).collect();
-        let warm = interval(&record(true, &[5_000_000]), None, &mut totals);
+        let warm = interval(record(true, &[5_000_000]), None, &mut totals);
         assert!(warm["ops"][0]["max"].as_u64().unwrap() >= 5_000_000);
         assert!(
             warm["dist"].as_array().unwrap().is_empty(),
             "warm-up is not measured"
         );
-        let v = interval(&record(false, &values), None, &mut totals);
+        let v = interval(record(false, &values), None, &mut totals);
         let op = &v["ops"][0];
         let near = |field: &str, want: u64| {
             let got = op[field].as_u64().unwrap();

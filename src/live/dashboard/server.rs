@@ -87,7 +87,7 @@ fn take(board: &Shared, f: Feed) {
     let mut b = lock(board);
     match f {
         Feed::Begin(info) => b.begin(&info),
-        Feed::Interval(r, hists) => b.interval(&r, hists),
+        Feed::Interval(r, hists) => b.interval(*r, hists),
         Feed::Shards(table) => b.shards(&table),
         Feed::Note(line) => b.note(&line),
         Feed::End(result) => b.end(*result),
