@@ -61,6 +61,10 @@ pub enum Command {
     /// Merge the result files of a run's shards (`run --shard I/N --start-at T`) into one
     /// run file: `loadrig merge shard-*.json -o run.json`.
     Merge(MergeArgs),
+    /// Take in a sharded run as it goes: the shards (`run --shard I/N --collect ADDR`)
+    /// stream their intervals here, merged as they arrive and written as `loadrig merge`
+    /// would: `loadrig collect --listen 127.0.0.1:7070 --shards 3 -o run.json`.
+    Collect(CollectArgs),
     /// Print Kubernetes manifests that run a workload as N shards started together (a
     /// ConfigMap, a results volume claim and an Indexed Job); `kubectl apply -f -` takes them.
     Kube(Box<KubeArgs>),
@@ -278,6 +282,11 @@ pub struct StudyArgs {
     /// Name the studies and what each needs.
     #[arg(long, conflicts_with = "name")]
     pub list: bool,
+
+    /// Serve a live page on http://IP:PORT/ that shows each run of the study as it goes
+    /// (docs/live.md).
+    #[arg(long, value_name = "IP:PORT")]
+    pub dashboard: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -490,6 +499,49 @@ pub struct MergeArgs {
     /// Merge even when shards are missing or were interrupted; the result says partial.
     #[arg(long)]
     pub allow_partial: bool,
+
+    /// A threshold on the merged run, like 'read.p99 < 20ms' (repeatable; adds to the
+    /// checks the shards recorded); a failed one exits 1.
+    #[arg(long = "check", value_name = "CHECK")]
+    pub checks: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CollectArgs {
+    /// Where the shards connect, IP:PORT (port 0: any free one, printed). Beyond loopback
+    /// it needs a token and --tls-cert/--tls-key.
+    #[arg(long, value_name = "IP:PORT")]
+    pub listen: String,
+
+    /// How many shards make the run (their --shard I/N's N).
+    #[arg(long, value_name = "N")]
+    pub shards: usize,
+
+    /// Write the merged run file here.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub out: PathBuf,
+
+    /// Serve the live page of the whole run on http://IP:PORT/ (docs/live.md).
+    #[arg(long, value_name = "IP:PORT")]
+    pub dashboard: Option<String>,
+
+    /// The shared token the shards must give, read from FILE (else from the environment
+    /// variable LOADRIG_COLLECT_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+
+    /// The collector's certificate chain (PEM), for TLS.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// How long to wait for a shard that is late or silent before going on without it, and
+    /// after the last shard stopped before ending.
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub patience: String,
 
     /// A threshold on the merged run, like 'read.p99 < 20ms' (repeatable; adds to the
     /// checks the shards recorded); a failed one exits 1.

@@ -23,6 +23,8 @@
 //!   threshold checks; the checks that judge a run's validity as it ends.
 //! - [`assemble`]: a run's result file built from what the engine measured, merged from
 //!   shard files, or recovered from the interval stream of a run that died.
+//! - [`live`]: watching a run as it goes: the live dashboard (`--dashboard`), a shard's
+//!   stream to a collector (`--collect`) and the collector (`loadrig collect`).
 //! - [`fuzzing`]: the parsers of hostile input as the fuzz targets (`fuzz/`) and
 //!   `tests/integration/fuzz_corpus.rs` call them.
 
@@ -37,6 +39,7 @@ pub mod engine;
 pub mod error;
 pub mod experiment;
 pub mod fuzzing;
+pub mod live;
 pub mod observe;
 pub mod plan;
 pub mod report;

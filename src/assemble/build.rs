@@ -117,6 +117,8 @@ pub fn build(facts: RunFacts<'_>, run: &RunData) -> anyhow::Result<RunResult> {
         checks: Vec::new(),
         stages: Vec::new(),
         breakpoint: None,
+        dashboard: None,
+        collect: None,
     };
     result.figures = figures(&workload.figures, &result);
     result.validity = Some(verdict(&result, run, ops, thresholds)?);

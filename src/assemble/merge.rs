@@ -19,6 +19,7 @@ use crate::result::validity::{
 use crate::result::{
     ConnectPhasesRecord, ConnectRecord, EncodedHistogram, ErrorMessage, FigureRecord, Http2Record,
     IntervalOp, IntervalRecord, OpResult, RunResult, RunStatus, ShardsRecord, Statements,
+    TargetRecord, WorkloadRecord,
 };
 use crate::stats::{new_hist, Hist, LatencySummary, SeriesSummary};
 
@@ -114,6 +115,9 @@ pub fn merge(mut files: Vec<ShardFile>, allow_partial: bool) -> Result<RunResult
         warmup_auto: None,
         intervals: Vec::new(),
         connect: merge_connect(&refs),
+        // A shard's own dashboard is not the merged run's; a collector records its own.
+        dashboard: None,
+        collect: None,
         ..first.clone()
     };
     let interval_s = merged.load.interval.as_secs_f64();
@@ -217,7 +221,7 @@ fn shards_record(
 }
 
 /// The whole run's load from a shard's: every client (worker) and the whole rate.
-fn whole_load(load: &LoadPlan) -> LoadPlan {
+pub fn whole_load(load: &LoadPlan) -> LoadPlan {
     let mut whole = load.clone();
     if let Some(shard) = load.shard {
         // The shard counts client streams, the mode connections.
@@ -321,27 +325,52 @@ fn list(xs: &[usize]) -> String {
 
 /// Whether `f` is a shard of the same run as `head`: count, workload, load, start, target.
 fn same_run(head: &ShardFile, f: &ShardFile) -> Result<(), InputError> {
-    let (a, b) = (&head.result, &f.result);
-    let differ = |what: String| {
-        Err(InputError::new(format!(
+    match differs(&RunIdentity::of(&head.result), &RunIdentity::of(&f.result)) {
+        None => Ok(()),
+        Some(what) => Err(InputError::new(format!(
             "{}: {what} than {} (the shards of one run share it)",
             f.name(),
             head.name()
         ))
         .help(
             "merge only the files of one run: the same workload, flags, --shard I/N and --start-at",
-        ))
-    };
-    if a.load.shard.map(|s| s.count) != b.load.shard.map(|s| s.count) {
-        return differ(format!(
+        )),
+    }
+}
+
+/// What the shards of one run share: how many they are, the workload, the whole run's load
+/// (its start included) and the target. `loadrig collect` checks a shard's stream by it
+/// before the shard has a result.
+pub struct RunIdentity<'a> {
+    pub workload: &'a WorkloadRecord,
+    pub load: &'a LoadPlan,
+    pub target: &'a TargetRecord,
+}
+
+impl<'a> RunIdentity<'a> {
+    pub fn of(r: &'a RunResult) -> RunIdentity<'a> {
+        RunIdentity {
+            workload: &r.workload,
+            load: &r.load,
+            target: &r.target,
+        }
+    }
+}
+
+/// What `b` has other than `a` ("another workload (...)"), or None when they are shards
+/// of one run.
+pub fn differs(a: &RunIdentity, b: &RunIdentity) -> Option<String> {
+    let count = |l: &LoadPlan| l.shard.map(|s| s.count);
+    if count(a.load) != count(b.load) {
+        return Some(format!(
             "a shard of {} rather of {}",
-            f.shard().count,
-            head.shard().count
+            count(b.load).unwrap_or(1),
+            count(a.load).unwrap_or(1)
         ));
     }
     let json = |w| serde_json::to_value(w).ok();
-    if json(&a.workload) != json(&b.workload) {
-        return differ(format!(
+    if json(a.workload) != json(b.workload) {
+        return Some(format!(
             "another workload ('{}', or other parameters or operations)",
             b.workload.name
         ));
@@ -352,13 +381,13 @@ fn same_run(head: &ShardFile, f: &ShardFile) -> Result<(), InputError> {
         client_slice: None,
         ..whole_load(l)
     };
-    if plain(&a.load) != plain(&b.load) {
-        return differ("another load plan (clients, rate, duration, interval, seed...)".into());
+    if plain(a.load) != plain(b.load) {
+        return Some("another load plan (clients, rate, duration, interval, seed...)".into());
     }
     if a.target.kind != b.target.kind || a.target.url != b.target.url {
-        return differ(format!("another target ({})", b.target.url));
+        return Some(format!("another target ({})", b.target.url));
     }
-    Ok(())
+    None
 }
 
 /// Per interval index, the shards' intervals summed; refuses intervals that do not align.
@@ -389,7 +418,12 @@ fn merge_intervals(files: &[ShardFile]) -> Result<Vec<IntervalRecord>, InputErro
         .collect()
 }
 
-fn merge_interval(same: &[&IntervalRecord], cores: &[usize]) -> Result<IntervalRecord, InputError> {
+/// One interval of the run from the shards' (`cores`: each one's machine's cores, for the
+/// rigs' CPU share): counts summed, histograms added, fairness over every client.
+pub fn merge_interval(
+    same: &[&IntervalRecord],
+    cores: &[usize],
+) -> Result<IntervalRecord, InputError> {
     let first = same[0];
     let ops = (0..first.ops.len())
         .map(|k| {

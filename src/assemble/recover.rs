@@ -74,6 +74,8 @@ pub fn recover(s: &Stream) -> Result<RunResult> {
         connect: None,
         stages,
         breakpoint,
+        dashboard: None,
+        collect: None,
     })
 }
 

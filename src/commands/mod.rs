@@ -2,6 +2,7 @@
 //! `RunPlan` for the commands that run load), hands it on, and chooses the exit status.
 
 mod ab;
+mod collect;
 mod compare;
 mod emulate;
 mod experiment;
@@ -28,6 +29,13 @@ use crate::cli::{Cli, Command};
 /// Run a parsed command line. Errors exit with status 2; failed checks and regressions
 /// (`--fail-on-regression`) exit with 1.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let done = command(cli);
+    // A live dashboard tells its pages the process is ending, and lets them take the rest.
+    crate::live::dashboard::shutdown_all();
+    done
+}
+
+fn command(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Sweep(args) => sweep::sweep(&args),
@@ -41,6 +49,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare::compare(&args),
         Command::History(args) => history::history(&args),
         Command::Merge(args) => merge::merge(&args),
+        Command::Collect(args) => collect::collect(&args),
         Command::Kube(args) => kube::kube(&args),
         Command::KubeResults(args) => kube::results_dir(&args),
         Command::Export(args) => export::export(&args),

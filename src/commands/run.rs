@@ -15,7 +15,7 @@ use crate::runner::{self, View};
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let plan = plan::resolve(args)?;
-    let mut result = match runner::execute(&plan, View::Live) {
+    let result = match runner::execute(&plan, View::Live) {
         // Not bad input (exit 2): the target refused every client.
         Err(e) if e.downcast_ref::<NoClientConnected>().is_some() => {
             eprintln!("error: {e:#}");
@@ -25,7 +25,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     };
     // A shard's checks are judged on the merged run (`loadrig merge`), not on its share.
     let checks = if plan.load.shard.is_some() {
-        result.checks = plan.checks.iter().map(|c| c.text.clone()).collect();
+        // The runner recorded them in the result.
         if !plan.checks.is_empty() {
             println!("checks: left to `loadrig merge`, which judges them on the whole run");
         }

@@ -16,6 +16,9 @@ pub fn study(args: &StudyArgs) -> Result<ExitCode> {
     let Some(name) = args.name.clone() else {
         return Err(InputError::new("which study? name one, or --list them").into());
     };
+    if let Some(addr) = &args.dashboard {
+        crate::live::dashboard::serve_every_run(addr)?;
+    }
     study::run(&Request {
         name,
         targets: args.targets.clone(),

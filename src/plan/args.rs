@@ -70,6 +70,28 @@ pub struct RunArgs {
     #[arg(long, value_name = "IP:PORT")]
     pub metrics_addr: Option<String>,
 
+    /// Serve a live page of the run on http://IP:PORT/ (a bare PORT is on 127.0.0.1; port 0
+    /// picks a free one and prints the URL): throughput, latency percentiles, the
+    /// distribution so far and the rig's figures, interval by interval (docs/live.md).
+    #[arg(long, value_name = "IP:PORT")]
+    pub dashboard: Option<String>,
+
+    /// With --shard I/N: stream this shard's finished intervals and its result to the
+    /// collector at HOST:PORT (`loadrig collect`), which merges the shards as they run. A
+    /// collector beyond loopback is reached over TLS (docs/live.md).
+    #[arg(long, value_name = "HOST:PORT", requires = "shard")]
+    pub collect: Option<String>,
+
+    /// The collector's shared token, read from FILE (else from the environment variable
+    /// LOADRIG_COLLECT_TOKEN).
+    #[arg(long, value_name = "FILE", requires = "collect")]
+    pub collect_token_file: Option<PathBuf>,
+
+    /// Trust the collector's certificate if this PEM file's CA signed it (default: the
+    /// system's roots); TLS is used whenever the collector is not on loopback.
+    #[arg(long, value_name = "FILE", requires = "collect")]
+    pub collect_ca: Option<PathBuf>,
+
     /// Run share I (from 0) of a run split over N processes: clients or rate split, `seq`
     /// numbers partitioned, the data loaded by shard 0 only (docs/distributed.md).
     #[arg(long, value_name = "I/N")]

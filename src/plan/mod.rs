@@ -16,6 +16,7 @@ mod shard;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use crate::live::wire::CollectTo;
 pub use args::RunArgs;
 pub use given::Given;
 pub use load::{LoadFlags, LoadSetting, Value};
@@ -74,6 +75,8 @@ pub struct PlanRecord {
     pub result: PathBuf,
     pub report: Option<PathBuf>,
     pub metrics_addr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<String>,
     /// Each check as written.
     pub checks: Vec<String>,
 }
@@ -89,6 +92,7 @@ impl RunPlan {
             result: self.outputs.result.clone(),
             report: self.outputs.report.clone(),
             metrics_addr: self.outputs.metrics_addr.clone(),
+            dashboard: self.outputs.dashboard.clone(),
             checks: self.checks.iter().map(|c| c.text.clone()).collect(),
         }
     }
@@ -218,6 +222,10 @@ pub struct Outputs {
     pub result: PathBuf,
     pub report: Option<PathBuf>,
     pub metrics_addr: Option<String>,
+    /// `--dashboard ADDR`: the live page (docs/live.md).
+    pub dashboard: Option<String>,
+    /// `--collect ADDR`: the collector this shard streams to.
+    pub collect: Option<CollectTo>,
 }
 
 /// What a plan can be varied in: any load setting, a workload parameter (`--set

@@ -6,7 +6,9 @@ use std::time::SystemTime;
 use anyhow::Result;
 
 use super::load::{nanos, resolve_load, LoadSetting, LoadSource};
-use super::{DataPolicy, LoadMarker, Outputs, RunArgs, RunPlan, TargetSpec, WorkloadSource};
+use super::{
+    CollectTo, DataPolicy, LoadMarker, Outputs, RunArgs, RunPlan, TargetSpec, WorkloadSource,
+};
 use crate::analysis::checks::{self, Check};
 use crate::engine::LoadPlan;
 use crate::error::InputError;
@@ -221,11 +223,45 @@ fn outputs(args: &RunArgs, workload: &str) -> Result<Outputs, InputError> {
             .help("give the report its own name, like run.html"));
         }
     }
+    if let Some(addr) = &args.dashboard {
+        crate::live::dashboard::parse_addr(addr)?;
+    }
     Ok(Outputs {
         result,
         report: args.report.clone(),
         metrics_addr: args.metrics_addr.clone(),
+        dashboard: args.dashboard.clone(),
+        collect: collect_to(args)?,
     })
+}
+
+/// `--collect ADDR` with its token and CA, checked now: a shard that cannot read them
+/// would run unheard.
+fn collect_to(args: &RunArgs) -> Result<Option<CollectTo>, InputError> {
+    let Some(addr) = &args.collect else {
+        return Ok(None);
+    };
+    if args.start_at.is_none() {
+        return Err(InputError::new(format!(
+            "--collect {addr}: the collector aligns the shards' intervals, which needs --start-at"
+        ))
+        .help("start every shard with the same --start-at TIME (docs/distributed.md)"));
+    }
+    crate::live::wire::parse_collector(addr)?;
+    let token = crate::live::wire::read_token(args.collect_token_file.as_deref())?;
+    if let Some(ca) = &args.collect_ca {
+        if let Err(e) = std::fs::metadata(ca) {
+            return Err(InputError::new(format!(
+                "--collect-ca {}: cannot read it: {e}",
+                ca.display()
+            )));
+        }
+    }
+    Ok(Some(CollectTo {
+        addr: addr.clone(),
+        token,
+        ca: args.collect_ca.clone(),
+    }))
 }
 
 /// The operations `--op` chose (all when it was not given), in the order asked.

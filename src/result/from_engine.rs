@@ -53,6 +53,16 @@ fn by_class(counts: &ErrorCounts) -> ErrorsByClass {
 impl IntervalRecord {
     /// `per_client`: keep each client's count (shard runs, for `loadrig merge`).
     pub fn of(d: &IntervalData, names: &[String], per_client: bool) -> IntervalRecord {
+        IntervalRecord::made(d, names, per_client, true)
+    }
+
+    /// The record with its histograms left empty (not encoded), for a reader that is handed
+    /// them as they are (the live dashboard).
+    pub fn unencoded(d: &IntervalData, names: &[String]) -> IntervalRecord {
+        IntervalRecord::made(d, names, false, false)
+    }
+
+    fn made(d: &IntervalData, names: &[String], per_client: bool, encode: bool) -> IntervalRecord {
         let completed = d.ops.iter().map(|c| c.ok + c.error_total()).sum();
         IntervalRecord {
             rig: d
@@ -86,7 +96,11 @@ impl IntervalRecord {
                     p50_ns: c.latency.value_at_quantile(0.5),
                     p99_ns: c.latency.value_at_quantile(0.99),
                     max_ns: c.latency.max(),
-                    histogram: EncodedHistogram::encode(&c.latency),
+                    histogram: if encode {
+                        EncodedHistogram::encode(&c.latency)
+                    } else {
+                        EncodedHistogram::default()
+                    },
                 })
                 .collect(),
         }

@@ -12,7 +12,7 @@ use crate::stats::Hist;
 
 /// An encoded histogram (nanoseconds). Kept encoded as read: a file whose histogram is
 /// damaged still loads, and only what needs the counts fails, saying which one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 #[schemars(description = "HdrHistogram V2 + DEFLATE, base64; values in nanoseconds.")]
 pub struct EncodedHistogram(String);

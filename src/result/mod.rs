@@ -10,6 +10,7 @@
 pub mod drift;
 mod from_engine;
 pub mod histogram;
+pub mod live;
 pub mod models;
 pub mod stages;
 pub mod stream;
@@ -123,6 +124,12 @@ pub struct RunResult {
     /// `--stop-when`: whether it ended the run, and the highest load sustained before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breakpoint: Option<stages::BreakpointRecord>,
+    /// `--dashboard`: the live page's own cost (docs/live.md). Left out without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dashboard: Option<live::DashboardRecord>,
+    /// `loadrig collect`: what the collector received from the shards (docs/live.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collect: Option<live::CollectRecord>,
 }
 
 /// The shards a merged run was made of (`loadrig merge`).

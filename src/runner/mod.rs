@@ -5,6 +5,7 @@ pub mod fd_limit;
 pub mod growth;
 mod load_marker;
 mod observe;
+mod watch;
 
 use std::io::Write;
 use std::sync::atomic::Ordering;
@@ -27,6 +28,7 @@ use crate::targets::{with_target_type, Target};
 use crate::vocab::{Family, LdapOp, NativeOp, RunStep, ValueKind};
 use crate::workload::{OpKind, OpSpec};
 use observe::Observers;
+use watch::Watchers;
 
 /// How a run shows itself while it goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +68,7 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     if live {
         writable_outputs(plan)?;
     }
+    let mut watchers = Watchers::open(plan)?;
     // Each client holds the target's files and one session per peer it uses.
     fd_limit::ensure(
         plan.load.connections(),
@@ -83,6 +86,13 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     } else {
         None
     };
+    if watchers.link.is_some() {
+        let mut header = assemble::stream_header(&facts(plan, prepared.clone(), started_at));
+        header.label = plan.label.clone();
+        watchers.header(&header);
+    }
+    let names = op_names(&plan.ops);
+    watchers.mark();
     let mut data_run = engine::run(
         Arc::clone(&target),
         Arc::new(peers(plan)?),
@@ -96,6 +106,9 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
         &mut Observers {
             live: live_view.as_mut(),
             metrics: metrics.as_ref(),
+            dashboard: watchers.dashboard.as_mut(),
+            link: watchers.link.as_ref(),
+            names: &names,
         },
         &spill_dir(plan),
     )
@@ -127,6 +140,12 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
         result.notes.extend(record.note());
         result.verify.push(record);
     }
+    // A shard's checks are judged on the merged run (`loadrig merge`, a collector), not
+    // on its share: recorded for them.
+    if plan.load.shard.is_some() {
+        result.checks = plan.checks.iter().map(|c| c.text.clone()).collect();
+    }
+    watchers.finish(&mut result);
     Ok(result)
 }
 

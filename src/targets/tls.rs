@@ -422,6 +422,55 @@ impl AsyncWrite for NetStream {
     }
 }
 
+/// A server's TLS configuration (loadrig's own servers, such as `loadrig collect`): its
+/// certificate chain and private key from PEM files, with the same rustls and provider as
+/// the clients.
+pub fn server_config(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> Result<Arc<rustls::ServerConfig>, InputError> {
+    let certs = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| {
+            InputError::new(format!(
+                "--tls-cert {}: cannot read it: {e}",
+                cert.display()
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            InputError::new(format!(
+                "--tls-cert {}: not a PEM certificate file: {e}",
+                cert.display()
+            ))
+        })?;
+    if certs.is_empty() {
+        return Err(InputError::new(format!(
+            "--tls-cert {}: holds no certificate",
+            cert.display()
+        )));
+    }
+    let private = rustls::pki_types::PrivateKeyDer::from_pem_file(key).map_err(|e| {
+        InputError::new(format!(
+            "--tls-key {}: not a PEM private key: {e}",
+            key.display()
+        ))
+    })?;
+    let config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| InputError::new(format!("TLS setup: {e}")))?
+        .with_no_client_auth()
+        .with_single_cert(certs, private)
+        .map_err(|e| {
+            InputError::new(format!(
+                "--tls-cert {} and --tls-key {}: {e}",
+                cert.display(),
+                key.display()
+            ))
+            .help("give the certificate and the private key that belongs to it")
+        })?;
+    Ok(Arc::new(config))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

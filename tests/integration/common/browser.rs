@@ -22,6 +22,12 @@ impl Browser {
     /// Start chromedriver and Chromium. Without them the test fails under scripts/test.sh
     /// (LOADRIG_REQUIRE_ALL=1) and is skipped, visibly, under a bare `cargo test`.
     pub fn start() -> Option<Browser> {
+        Browser::start_with(&[])
+    }
+
+    /// [`Browser::start`] with more command-line arguments for Chromium (a proxy that
+    /// blocks the network, say).
+    pub fn start_with(extra: &[String]) -> Option<Browser> {
         let how = "Debian: apt-get install chromium chromium-driver; scripts/test.sh does, as root";
         let driver = needs::program(&["chromedriver"], how)?;
         let chromium = needs::program(&["chromium", "chromium-browser", "google-chrome"], how)?;
@@ -68,7 +74,7 @@ impl Browser {
             );
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        let args = json!([
+        let mut args = json!([
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
@@ -80,6 +86,9 @@ impl Browser {
             format!("--user-data-dir={}", b._profile.path().display()),
             "--window-size=1280,1000",
         ]);
+        if let Some(a) = args.as_array_mut() {
+            a.extend(extra.iter().map(|e| json!(e)));
+        }
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": {
@@ -134,9 +143,19 @@ impl Browser {
 
     pub fn goto(&self, file: &Path) -> String {
         let url = format!("file://{}", file.display());
-        let v = self.post("/url", json!({ "url": url }));
-        assert!(v["value"].is_null(), "navigation failed: {v}");
+        self.open(&url);
         url
+    }
+
+    /// Navigate to `url`, insisting that the navigation succeeds.
+    pub fn open(&self, url: &str) {
+        let v = self.post("/url", json!({ "url": url }));
+        assert!(v["value"].is_null(), "navigation to {url} failed: {v}");
+    }
+
+    /// Navigate to `url`; the WebDriver's answer (an error when the page cannot load).
+    pub fn try_open(&self, url: &str) -> Value {
+        self.post("/url", json!({ "url": url }))
     }
 
     pub fn eval(&self, script: &str) -> Value {
