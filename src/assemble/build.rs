@@ -113,6 +113,8 @@ pub fn build(facts: RunFacts<'_>, run: &RunData) -> anyhow::Result<RunResult> {
         late_start_s: run.late_start.map(|d| d.as_secs_f64()),
         shards: None,
         checks: Vec::new(),
+        server: None,
+        bottleneck: None,
     };
     result.figures = figures(&workload.figures, &result);
     result.validity = Some(verdict(&result, run, ops, thresholds)?);

@@ -120,6 +120,9 @@ pub fn merge(mut files: Vec<ShardFile>, allow_partial: bool) -> Result<RunResult
     merged.validity = merged_validity(&files, &intervals, &merged)
         .map(|v| with_trends(v, &intervals, interval_s));
     merged.intervals = intervals;
+    // The observing shard's record (its URLs and cost), the rest made from the intervals.
+    merged.server = refs.iter().find_map(|r| r.server.clone());
+    super::server::rebuild(&mut merged);
     merged.figures = merged
         .figures
         .iter()
@@ -397,6 +400,8 @@ fn merge_interval(same: &[&IntervalRecord], cores: &[usize]) -> Result<IntervalR
         rig: merge_rig(same, cores, ok + errors, end_s - first.start_s),
         fairness: FairnessInterval::of(&per_client),
         per_client: Vec::new(),
+        // One shard observes the server (shard 0): its figures are the server's, once.
+        server: same.iter().find_map(|i| i.server.clone()),
     })
 }
 

@@ -10,6 +10,7 @@
 pub mod build;
 pub mod merge;
 pub mod recover;
+pub mod server;
 
 pub use build::{build, stream_header, RunFacts};
 pub use merge::{merge, ShardFile};

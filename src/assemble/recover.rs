@@ -37,7 +37,7 @@ pub fn recover(s: &Stream) -> Result<RunResult> {
     let mut notes = vec![recovery_note(s)];
     notes.extend(latency_modes.note());
     let elapsed_s = s.intervals.last().map_or(0.0, |i| i.end_s);
-    Ok(RunResult {
+    let mut result = RunResult {
         schema_version: SCHEMA_VERSION,
         loadrig_version: h.loadrig_version.clone(),
         status: RunStatus::Recovered,
@@ -69,13 +69,18 @@ pub fn recover(s: &Stream) -> Result<RunResult> {
         shards: None,
         checks: Vec::new(),
         connect: None,
-    })
+        server: None,
+        bottleneck: None,
+    };
+    // The server's series are in the stream: its record and the verdict are made again.
+    super::server::rebuild(&mut result);
+    Ok(result)
 }
 
 fn recovery_note(s: &Stream) -> String {
     let last = s.intervals.last().map_or(0.0, |i| i.end_s);
     format!(
-        "recovered by `loadrig recover` from the interval stream: the run died after {} intervals ({}){}; error messages, rows, retries, reconnects, statements, open-loop service times and the validity verdict are not in the stream",
+        "recovered by `loadrig recover` from the interval stream: the run died after {} intervals ({}){}; error messages, rows, retries, reconnects, statements, open-loop service times, the validity verdict and what observing the server cost are not in the stream",
         s.intervals.len(),
         humantime::format_duration(Duration::from_millis((last * 1e3) as u64)),
         if s.cut_line {

@@ -55,6 +55,9 @@ fn closed(clients: usize) -> LoadPlan {
         pipeline: 1,
         pipeline_refill: 1,
         client_slice: None,
+        observe: None,
+        observe_rate: None,
+        observe_behind: None,
     }
 }
 

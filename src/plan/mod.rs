@@ -10,6 +10,7 @@
 mod args;
 mod given;
 pub mod load;
+mod observe;
 mod resolve;
 mod shard;
 
@@ -268,6 +269,7 @@ impl RunPlan {
         if let Some(marker) = &mut plan.data.marker {
             marker.run = resolve::marker_run(&plan.load);
         }
+        observe::check(&plan)?;
         Ok(plan)
     }
 

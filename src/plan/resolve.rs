@@ -49,7 +49,7 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
     check_peers(&workload)?;
     let outputs = outputs(args, &workload.name)?;
     let checks = run_checks(args, &workload, &ops)?;
-    Ok(RunPlan {
+    let plan = RunPlan {
         workload,
         source,
         ops,
@@ -63,7 +63,9 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
         label: label(args)?,
         load_source,
         load_settings: resolved.settings,
-    })
+    };
+    super::observe::check(&plan)?;
+    Ok(plan)
 }
 
 /// `--label TEXT`: one line of visible text.

@@ -19,6 +19,7 @@ use crate::result::{OpResult, RunResult, RunStatus};
 use crate::targets::redact;
 
 mod compare;
+mod server;
 mod sweep;
 pub use compare::render_comparison;
 pub use sweep::render_sweep;
@@ -77,6 +78,7 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
     run_notes(&mut h, runs);
     interval_counts_table(&mut h, runs);
     validity_table(&mut h, runs);
+    server::section(&mut h, runs);
 
     h.push_str("<h2 id=\"plots\">Plots</h2>\n");
     plot_figures(&mut h, &plots);

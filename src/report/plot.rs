@@ -899,6 +899,7 @@ pub fn errors(runs: &[RunView]) -> Result<String> {
 pub mod growths;
 pub mod history;
 pub mod rig;
+pub mod server;
 pub mod shift;
 pub mod sweep;
 

@@ -65,6 +65,7 @@ impl IntervalRecord {
             } else {
                 Vec::new()
             },
+            server: None,
             index: d.index + 1,
             start_s: d.start.as_secs_f64(),
             end_s: d.end.as_secs_f64(),

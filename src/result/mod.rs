@@ -7,10 +7,12 @@
 //! docs/schema/sweep.schema.json. `SCHEMA_VERSION` changes whenever a field changes meaning
 //! or goes away. Written atomically (temporary file, fsync, rename).
 
+pub mod bottleneck;
 pub mod drift;
 mod from_engine;
 pub mod histogram;
 pub mod models;
+pub mod server;
 pub mod stream;
 pub mod sweep;
 pub mod validity;
@@ -115,6 +117,15 @@ pub struct RunResult {
     /// evaluates on the merged run instead of each shard on its share.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
+    /// The server under test as observed (`--observe`, docs/observe.md): its measured
+    /// figures, each operation's time split into the server's and the rest, what could
+    /// not be seen, what observing cost. Absent when the run did not observe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<server::ServerRecord>,
+    /// Where the time went: the resource that limited the run by the server's figures and
+    /// the rig's (docs/observe.md). Absent when the run did not observe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<bottleneck::Bottleneck>,
 }
 
 /// The shards a merged run was made of (`loadrig merge`).
@@ -479,6 +490,9 @@ pub struct IntervalRecord {
     /// interval, so that `loadrig merge` judges fairness over every client exactly.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_client: Vec<u64>,
+    /// The server under test over the interval, when the run observed it (docs/observe.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<server::ServerIntervalRecord>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -643,6 +657,9 @@ mod tests {
             pipeline: 4,
             pipeline_refill: 4,
             client_slice: Some(Duration::from_micros(100)),
+            observe: None,
+            observe_rate: None,
+            observe_behind: None,
         };
         let text = serde_json::to_string(&plan).unwrap();
         assert!(text.contains(r#""mode":"open""#), "{text}");

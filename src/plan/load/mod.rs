@@ -124,7 +124,16 @@ fn load_plan(
         pipeline: 1,
         pipeline_refill: 1,
         client_slice: read::client_slice(s)?,
+        observe: read::observe(s)?,
+        observe_rate: read::observe_rate(s)?,
+        observe_behind: read::observe_behind(s)?,
     };
+    if plan.observe == Some(false) && plan.observe_behind.is_some() {
+        return Err(InputError::new(
+            "--observe-behind names a server to observe, and --observe off observes none",
+        )
+        .help("drop one of them"));
+    }
     plan.pipeline = read::pipeline(s, &plan)?;
     plan.pipeline_refill = read::pipeline_refill(s, plan.pipeline)?;
     if let Some(text) = &from.shard {

@@ -28,6 +28,9 @@ pub enum LoadSetting {
     Interval,
     Warmup,
     Seed,
+    Observe,
+    ObserveRate,
+    ObserveBehind,
 }
 
 /// How a setting is written on the command line and in the file.
@@ -46,6 +49,8 @@ pub enum Syntax {
     CountOrParam(&'static str),
     /// Per second: text on the command line (`2000/s` or `2000`), a number in the file.
     PerSecond,
+    /// `on` or `off` on the command line; in the file a boolean or one of those words.
+    OnOff,
 }
 
 /// One row of the table.
@@ -123,7 +128,7 @@ impl fmt::Display for Value {
 }
 
 /// The table: one row per setting, in the order of [`LoadSetting`] and of `--help`.
-pub static SPECS: [Spec; 19] = [
+pub static SPECS: [Spec; 22] = [
     Spec {
         setting: LoadSetting::Clients,
         flag: "--clients",
@@ -313,6 +318,39 @@ pub static SPECS: [Spec; 19] = [
         key: Some("seed"),
         syntax: Syntax::Count,
         help: "Seed for every random choice: the same seed gives the same operation sequence",
+    },
+    Spec {
+        setting: LoadSetting::Observe,
+        flag: "--observe",
+        short: None,
+        value_name: "on|off",
+        key: Some("observe"),
+        syntax: Syntax::OnOff,
+        help: "Observe the server under test on a connection of its own, interval by interval: \
+               what it counts, where its sessions wait, its statements' own time, its \
+               processes' CPU; the result explains the run with them (docs/observe.md). \
+               Default: on for network targets, off for embedded ones",
+    },
+    Spec {
+        setting: LoadSetting::ObserveRate,
+        flag: "--observe-rate",
+        short: None,
+        value_name: "N/s",
+        key: Some("observe_rate"),
+        syntax: Syntax::PerSecond,
+        help: "While observing: PostgreSQL's active-session samples per second (N or N/s; \
+               default 10, 0 for none)",
+    },
+    Spec {
+        setting: LoadSetting::ObserveBehind,
+        flag: "--observe-behind",
+        short: None,
+        value_name: "URL",
+        key: Some("observe_behind"),
+        syntax: Syntax::Text,
+        help: "While observing: a server behind the target to observe as well (slapd's \
+               back-sql in front of PostgreSQL), as a target URL; ${VAR} is read from the \
+               environment",
     },
 ];
 

@@ -107,7 +107,8 @@ impl Http {
         url: &TargetUrl,
         params: &BTreeMap<String, toml::Value>,
     ) -> Result<Http, InputError> {
-        let mut known = vec!["kv_path", "attachment", "attachment_size"];
+        // `status` names nginx's stub_status page for the server's observer (docs/observe.md).
+        let mut known = vec!["kv_path", "attachment", "attachment_size", "status"];
         known.extend(super::tls::OPTIONS);
         url.check_options(&known)?;
         let tls = Tls::from_url(url, url.scheme == "https")?;
