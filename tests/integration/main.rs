@@ -37,6 +37,8 @@ mod kube_cluster;
 mod layers;
 mod mysql_wire;
 mod observe;
+mod observe_run;
+mod observe_truth;
 mod ops;
 mod pg_pipeline;
 mod pg_session;

@@ -43,6 +43,19 @@ pub(super) struct Evidence<'a> {
     /// Of the server's time: on a CPU, waiting for locks, for I/O; None where the server
     /// does not say.
     pub split: Split,
+    /// The server's threads running or waiting to run, as a share of the CPUs it can use
+    /// (Redis runs commands on one thread; other servers on every core).
+    pub cpu_busy: Option<f64>,
+}
+
+/// From this share of the CPUs it can use, the server's CPU is saturated: what the
+/// operations spent outside its statements was mostly spent waiting for it.
+pub const SATURATED: f64 = 0.9;
+
+impl Evidence<'_> {
+    pub fn saturated(&self) -> bool {
+        self.cpu_busy.is_some_and(|b| b >= SATURATED)
+    }
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -71,6 +84,7 @@ pub fn judge(r: &RunResult, s: &ServerRecord) -> Bottleneck {
         s,
         server,
         split: split(s, server.map(|x| x.0)),
+        cpu_busy: cpu_busy(r, s),
     };
     let resources = vec![
         rig::check(&e),
@@ -114,6 +128,17 @@ fn server_share(s: &ServerRecord) -> Option<(f64, &'static str)> {
     s.figures
         .get("backend_active_share")
         .map(|x| (x.clamp(0.0, 1.0), "active-session samples"))
+}
+
+/// The server's threads on a CPU or waiting for one, over the CPUs it can use.
+fn cpu_busy(r: &RunResult, s: &ServerRecord) -> Option<f64> {
+    let p = s.measured.figures.processes.as_ref()?;
+    let secs = s.measured.seconds;
+    let capacity = match r.target.kind.as_str() {
+        "redis" | "rediss" => 1.0,
+        _ => r.host.cores.max(1) as f64,
+    };
+    (secs > 0.0).then(|| (p.cpu_s() + p.run_queue_s) / secs / capacity)
 }
 
 /// Where the server's time went, by what the server says.

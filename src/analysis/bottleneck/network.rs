@@ -15,7 +15,8 @@ pub(super) fn check(e: &Evidence<'_>) -> Resource {
             "backend_active_share",
         ],
     );
-    let share = e.server.map(|(s, _)| 1.0 - s);
+    // With the server's CPU saturated the rest is mostly operations queued for it.
+    let share = e.server.filter(|_| !e.saturated()).map(|(s, _)| 1.0 - s);
     let done = (e.r.total.ok + e.r.total.errors) as f64;
     let client = if done > 0.0 {
         client_time_ms(e.r) / done
@@ -34,6 +35,7 @@ pub(super) fn check(e: &Evidence<'_>) -> Resource {
                 pct(rest)
             ),
         },
+        _ if e.saturated() => "not told apart from the operations queued for the server's saturated CPU".to_string(),
         _ => "the server's own time is not known".to_string(),
     };
     by_share("network", share, summary, figures)

@@ -103,7 +103,14 @@ pub fn figures(r: &RunResult, s: &ServerRecord) -> BTreeMap<String, f64> {
         .filter(|x| x.id != "hidden")
         .map(|x| x.time_ms)
         .collect();
-    let server_ms = (!run_statements.is_empty()).then(|| run_statements.iter().sum::<f64>());
+    // MySQL's time of every statement, prepared ones included (the digests leave those
+    // out on MariaDB), where performance_schema has it.
+    let all_ms = figs
+        .counters
+        .get("performance_schema.statement_time_ms")
+        .copied();
+    let server_ms =
+        all_ms.or_else(|| (!run_statements.is_empty()).then(|| run_statements.iter().sum::<f64>()));
     let client_ms = client_time_ms(r);
     put("server_time_ms", server_ms);
     put("server_ms_per_op", server_ms.and_then(per_op));
@@ -164,7 +171,9 @@ fn counters(
         let io_ms: f64 = figs
             .timed_waits
             .iter()
-            .filter(|w| w.event.starts_with("wait/io/"))
+            // Files only: the table I/O instruments time each row access, lock waits
+            // included, and the socket ones the idle wait for the client.
+            .filter(|w| w.event.starts_with("wait/io/file/"))
             .map(|w| w.time_ms)
             .sum();
         if let Some(total) = server_ms.filter(|t| *t > 0.0 && !figs.timed_waits.is_empty()) {

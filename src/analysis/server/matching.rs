@@ -59,7 +59,7 @@ pub fn decompose(r: &RunResult, measured: &ServerTotals) -> Decomposition {
         let mine = statement_keys(s, redis);
         tx_control |= mine.iter().any(|k| k == TX_CONTROL);
         let candidates: Vec<usize> = (0..ops.len())
-            .filter(|&k| keys[k].iter().any(|key| mine.contains(key)))
+            .filter(|&k| keys[k].iter().any(|key| matches(key, &mine)))
             .collect();
         let weight: f64 = candidates.iter().map(|&k| done[k]).sum();
         if candidates.is_empty() || weight <= 0.0 {
@@ -141,6 +141,10 @@ fn kv_keys(kind: &str, redis: bool) -> Vec<String> {
 
 fn native_keys(n: &NativeRecord, redis: bool) -> Vec<String> {
     match n {
+        // A text that names a `let` value (`sbtest{t}`) is written once per value.
+        NativeRecord::Sql { sql, .. } if sql.contains('{') => {
+            vec![format!("{PATTERN}{}", normalise(sql))]
+        }
         NativeRecord::Sql { sql, .. } => vec![format!("sql:{}", normalise(sql))],
         NativeRecord::Other { kind, args } if kind == "redis" => args
             .first()
@@ -167,6 +171,39 @@ fn record_keys(kind: &str, redis: bool) -> Vec<String> {
     } else {
         vec![format!("{}:{verb}", crate::vocab::RECORD_TABLE)]
     }
+}
+
+/// An operation's key for a text with `{NAME}` in it, which stands for a word.
+const PATTERN: &str = "sqlpattern:";
+
+/// Whether an operation's `key` matches a statement with the keys `mine`.
+fn matches(key: &str, mine: &[String]) -> bool {
+    let Some(pattern) = key.strip_prefix(PATTERN) else {
+        return mine.iter().any(|m| m == key);
+    };
+    mine.iter()
+        .filter_map(|m| m.strip_prefix("sql:"))
+        .any(|text| fits(pattern, text))
+}
+
+/// Whether `text` is `pattern` with each `{NAME}` replaced by a word (letters, digits, `_`).
+fn fits(pattern: &str, text: &str) -> bool {
+    let Some(open) = pattern.find('{') else {
+        return pattern == text;
+    };
+    let Some(close) = pattern[open..].find('}').map(|c| open + c) else {
+        return pattern == text;
+    };
+    let (head, rest) = (&pattern[..open], &pattern[close + 1..]);
+    let Some(after) = text.strip_prefix(head) else {
+        return false;
+    };
+    let word = after
+        .char_indices()
+        .find(|(_, c)| !(c.is_alphanumeric() || *c == '_'))
+        .map_or(after.len(), |(i, _)| i);
+    // The word may be shorter than all it could be (`{t}_x` against `1_x`).
+    (0..=word).any(|n| fits(rest, &after[n..]))
 }
 
 /// The keys a server's statement matches by.
@@ -272,6 +309,23 @@ pub fn normalise(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_text_with_a_let_value_matches_each_of_its_texts() {
+        let pattern = normalise("SELECT c FROM sbtest{t} WHERE id = $1");
+        assert!(fits(
+            &pattern,
+            &normalise("SELECT c FROM sbtest12 WHERE id = $1")
+        ));
+        assert!(!fits(
+            &pattern,
+            &normalise("SELECT c FROM other12 WHERE id = $1")
+        ));
+        assert!(!fits(
+            &pattern,
+            &normalise("SELECT c FROM sbtest1 x WHERE id = $1")
+        ));
+    }
 
     #[test]
     fn servers_texts_and_ours_normalise_alike() {

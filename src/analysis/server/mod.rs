@@ -6,6 +6,7 @@
 
 mod figures;
 mod matching;
+mod sides;
 
 use crate::observe::ServerInterval;
 use crate::result::server::{ServerRecord, ServerTotals};
@@ -13,6 +14,7 @@ use crate::result::{IntervalRecord, RunResult};
 
 pub use figures::{client_time_ms, figures};
 pub use matching::{decompose, normalise, Decomposition};
+pub use sides::{sides, FigurePair, ServerSides};
 
 /// Which server of an interval: the target or the one behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
