@@ -43,9 +43,7 @@ fn server(r: &RunResult) -> &ServerRecord {
 }
 
 fn figure(r: &RunResult, name: &str) -> f64 {
-    *server(r)
-        .figures
-        .get(name)
+    loadrig::analysis::server::figure(r, name)
         .unwrap_or_else(|| panic!("{name} in {:?}", server(r).figures))
 }
 
@@ -89,7 +87,7 @@ fn postgres_same_row_updates_wait_for_locks() {
         "row",
         PG_SAME_ROW,
         &pg,
-        &["-c", "8", "-d", "3s", "-w", "1s"],
+        &["-c", "8", "-d", "2s", "-w", "500ms"],
     );
     assert_eq!(verdict(&r), "locks", "{:#?}", r.bottleneck);
     assert!(
@@ -120,7 +118,7 @@ sql = { query = "SELECT count(DISTINCT md5(i::text)) FROM generate_series(1, 200
         "heavy",
         heavy,
         &pg,
-        &["-c", "2", "-d", "3s", "-w", "1s"],
+        &["-c", "2", "-d", "2s", "-w", "500ms"],
     );
     assert_eq!(verdict(&r), "server_cpu", "{:#?}", r.bottleneck);
     assert!(
@@ -176,7 +174,7 @@ tx = [
 "#
         )
     };
-    let load = ["-c", "4", "-d", "3s", "-w", "1s"];
+    let load = ["-c", "4", "-d", "2s", "-w", "500ms"];
     let mut url = pg.clone();
     let mut on = observed(&d, "on", &inserts("on"), &url, &load);
     let pid = server(&on)
@@ -198,10 +196,21 @@ tx = [
         on = observed(&d, "on", &inserts("on"), &url, &load);
     }
     let off = observed(&d, "off", &inserts("off"), &url, &load);
-    let (wal_on, wal_off) = (
-        figure(&on, "wal_wait_share"),
-        figure(&off, "wal_wait_share"),
-    );
+    // Committed without waiting, the backends may be found active in no sample at all:
+    // then no share was waiting for the WAL.
+    let samples = server(&off)
+        .measured
+        .figures
+        .waits
+        .as_ref()
+        .map(|w| w.samples);
+    assert!(samples.is_some_and(|n| n > 0), "the sessions were sampled");
+    let wal_off = server(&off)
+        .figures
+        .get("wal_wait_share")
+        .copied()
+        .unwrap_or(0.0);
+    let wal_on = figure(&on, "wal_wait_share");
     assert!(
         wal_on > 0.2,
         "a clear share with synchronous_commit on: {:?}",
@@ -257,7 +266,7 @@ tx = [
         "row",
         same_row,
         &my,
-        &["-c", "6", "-d", "3s", "-w", "1s"],
+        &["-c", "6", "-d", "2s", "-w", "500ms"],
     );
     let s = server(&r);
     let waits = s.measured.figures.counters["global_status.Innodb_row_lock_waits"];
@@ -283,8 +292,16 @@ name = "spin"
 name = "spin"
 redis = ["EVAL", "local i = 0 while i < 300000 do i = i + 1 end return i", "0"]
 "#;
-    // Four clients keep Redis's one thread busy: each waits for the others' scripts.
-    let r = observed(&d, "spin", spin, &url, &["-c", "4", "-d", "3s", "-w", "1s"]);
+    // Eight clients keep Redis's one thread busy: each waits for the others' scripts, so
+    // the thread has a script queued even when the clients are slow to send the next one
+    // (a machine busy with other work).
+    let r = observed(
+        &d,
+        "spin",
+        spin,
+        &url,
+        &["-c", "8", "-d", "2s", "-w", "500ms"],
+    );
     let s = server(&r);
     let eval = &s.measured.figures.statements[0];
     assert_eq!(
@@ -300,7 +317,7 @@ redis = ["EVAL", "local i = 0 while i < 300000 do i = i + 1 end return i", "0"]
         "{} calls for {ok} operations",
         eval.calls
     );
-    let op = &s.decomposition[0];
+    let op = loadrig::analysis::server::operation(&r, "spin").expect("spin's time");
     assert_eq!(op.matched, vec!["eval".to_string()]);
     assert!(
         op.statements_per_op.is_some_and(|n| (n - 1.0).abs() < 0.05),

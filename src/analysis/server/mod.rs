@@ -9,12 +9,27 @@ mod matching;
 mod sides;
 
 use crate::observe::ServerInterval;
-use crate::result::server::{ServerRecord, ServerTotals};
+use crate::result::server::{OpTime, ServerRecord, ServerTotals};
 use crate::result::{IntervalRecord, RunResult};
 
 pub use figures::{client_time_ms, figures};
 pub use matching::{decompose, normalise, Decomposition};
 pub use sides::{sides, FigurePair, ServerSides};
+
+/// One operation's time beside the server's from a finished run (`server.decomposition`):
+/// the client's mean, the server's for the statements matched to it, the rest, and the
+/// server's statements (or commands) per operation. None when the run did not observe its
+/// server or has no operation of that name. What a study reads per operation.
+pub fn operation<'a>(r: &'a RunResult, op: &str) -> Option<&'a OpTime> {
+    r.server.as_ref()?.decomposition.iter().find(|o| o.op == op)
+}
+
+/// One of the server's named figures of a finished run (`server.figures`, docs/results.md
+/// lists them: `lock_wait_share`, `cpu_ms_per_op`, `wal_wait_share`, ...). None when the
+/// run did not observe its server or the server did not let the observer see it.
+pub fn figure(r: &RunResult, name: &str) -> Option<f64> {
+    r.server.as_ref()?.figures.get(name).copied()
+}
 
 /// Which server of an interval: the target or the one behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
