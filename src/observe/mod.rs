@@ -27,7 +27,7 @@ mod sum;
 
 pub use grid::Grid;
 pub use observer::{check, Observer};
-pub use query::{ObserveEntry, UserQuery};
+pub use query::UserQuery;
 pub use record::{
     Observation, ObservedInterval, ObserverCost, ProcessFigures, QueryValue, Role, ServerInterval,
     StatementDelta, TimedWait, Unavailable, WaitProfile, WaitShare,

@@ -3,7 +3,7 @@
 //! first value is recorded per interval.
 
 use super::record::QueryValue;
-pub use crate::workload::observe::{ObserveEntry, UserQuery};
+pub use crate::vocab::UserQuery;
 
 impl QueryValue {
     /// A value the server returned as text: a number when it parses as one.

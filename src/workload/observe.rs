@@ -3,14 +3,13 @@
 //! (docs/observe.md). Checked here, when the workload is compiled, so that a malformed one
 //! is an input error at its place in the file before anything runs.
 
-use std::time::Duration;
-
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::Source;
 use crate::duration;
 use crate::error::InputError;
+pub use crate::vocab::UserQuery;
 
 /// An `[[observe]]` entry as written.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -20,17 +19,6 @@ pub struct ObserveEntry {
     pub sql: String,
     #[serde(default)]
     pub every: Option<String>,
-}
-
-/// A checked `[[observe]]` query.
-#[derive(Debug, Clone, PartialEq)]
-pub struct UserQuery {
-    pub name: String,
-    /// One statement, without a trailing `;`.
-    pub sql: String,
-    /// How often it runs: at the first interval boundary at least this long after its last
-    /// run (None: at every boundary).
-    pub every: Option<Duration>,
 }
 
 impl UserQuery {
@@ -104,6 +92,7 @@ pub(super) fn compile(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn entry(name: &str, sql: &str, every: Option<&str>) -> ObserveEntry {
         ObserveEntry {
