@@ -462,9 +462,13 @@ fn the_report_shows_the_server_beside_the_clients() {
         "server: commits/s",
         "clients: p99",
         "server: CPU (cores busy)",
-        "CPU (wait class)",
     ] {
         assert!(texts.contains(&want), "{want} in {texts:?}");
     }
+    // Which wait classes the samples found depends on the machine's load: at least one.
+    assert!(
+        texts.iter().any(|t| t.ends_with("(wait class)")),
+        "a wait class in {texts:?}"
+    );
     b.screenshot(&d.join("server.png"));
 }
