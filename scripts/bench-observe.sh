@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What observing the server costs a run (docs/observe.md, "What observing costs";
-# docs/performance.md, "Observing the server").
+# docs/performance.md, "Other references").
 #
 #   scripts/bench-observe.sh [CASE] SECONDS REPEATS
 #
