@@ -298,6 +298,9 @@ pub struct Comparison {
     /// The latency distributions quantile by quantile (`analysis::shift`), when computed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shift_function: Option<super::shift::ShiftReport>,
+    /// The server's figures of both sides, when either observed its server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<super::server::ServerSides>,
 }
 
 impl OpComparison {
@@ -402,6 +405,7 @@ pub fn compare(
         notes,
         checks: Vec::new(),
         shift_function: None,
+        server: None,
     })
 }
 

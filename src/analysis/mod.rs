@@ -21,8 +21,12 @@
 //! - [`fit`]: least squares and goodness of fit shared by the models.
 //! - [`validity`]: the checks that judge whether a run's figures can be trusted, one file
 //!   each, and the trend tests over its interval records.
+//! - [`server`]: the server's side of a run (docs/observe.md): its measured figures and
+//!   each operation's time split into the server's and the rest.
+//! - [`bottleneck`]: where the time went, one check per resource, beside the validity.
 
 pub mod ab;
+pub mod bottleneck;
 pub mod changepoint;
 pub mod checks;
 pub mod compare;
@@ -34,6 +38,7 @@ pub mod history;
 pub mod knee;
 pub mod modes;
 pub mod rounds;
+pub mod server;
 pub mod shift;
 pub mod steady;
 pub mod usl;

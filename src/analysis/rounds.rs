@@ -408,6 +408,7 @@ pub fn compare_rounds(base: &[Run], new: &[Run], opts: &Options) -> Result<Compa
         only_in_new,
         checks: Vec::new(),
         shift_function: None,
+        server: None,
     })
 }
 

@@ -119,6 +119,8 @@ pub fn build(facts: RunFacts<'_>, run: &RunData) -> anyhow::Result<RunResult> {
         breakpoint: None,
         dashboard: None,
         collect: None,
+        server: None,
+        bottleneck: None,
     };
     result.figures = figures(&workload.figures, &result);
     result.validity = Some(verdict(&result, run, ops, thresholds)?);

@@ -143,6 +143,9 @@ pub fn merge(mut files: Vec<ShardFile>, allow_partial: bool) -> Result<RunResult
         });
     super::merge_stages::merge_stages(&files, &intervals, &mut merged)?;
     merged.intervals = intervals;
+    // The observing shard's record (its URLs and cost), the rest made from the intervals.
+    merged.server = refs.iter().find_map(|r| r.server.clone());
+    super::server::rebuild(&mut merged);
     merged.figures = merged
         .figures
         .iter()
@@ -471,6 +474,8 @@ pub fn merge_interval(
         offered: first
             .offered
             .map(|_| same.iter().filter_map(|i| i.offered).sum()),
+        // One shard observes the server (shard 0): its figures are the server's, once.
+        server: same.iter().find_map(|i| i.server.clone()),
     })
 }
 

@@ -11,6 +11,7 @@ pub mod build;
 pub mod merge;
 mod merge_stages;
 pub mod recover;
+pub mod server;
 pub mod stages;
 
 pub use build::{build, stream_header, RunFacts};

@@ -40,7 +40,7 @@ pub fn recover(s: &Stream) -> Result<RunResult> {
     let elapsed_s = s.intervals.last().map_or(0.0, |i| i.end_s);
     let stages = stages(s)?;
     let breakpoint = super::stages::breakpoint(&h.load, &stages, &s.intervals, None, false);
-    Ok(RunResult {
+    let mut result = RunResult {
         schema_version: SCHEMA_VERSION,
         loadrig_version: h.loadrig_version.clone(),
         status: RunStatus::Recovered,
@@ -76,7 +76,12 @@ pub fn recover(s: &Stream) -> Result<RunResult> {
         breakpoint,
         dashboard: None,
         collect: None,
-    })
+        server: None,
+        bottleneck: None,
+    };
+    // The server's series are in the stream: its record and the verdict are made again.
+    super::server::rebuild(&mut result);
+    Ok(result)
 }
 
 /// A run with stages: each stage rebuilt from its intervals as the run's totals are (the
@@ -141,7 +146,7 @@ fn stages(s: &Stream) -> Result<Vec<StageRecord>> {
 fn recovery_note(s: &Stream) -> String {
     let last = s.intervals.last().map_or(0.0, |i| i.end_s);
     format!(
-        "recovered by `loadrig recover` from the interval stream: the run died after {} intervals ({}){}; error messages, rows, retries, reconnects, statements, open-loop service times and the validity verdict are not in the stream",
+        "recovered by `loadrig recover` from the interval stream: the run died after {} intervals ({}){}; error messages, rows, retries, reconnects, statements, open-loop service times, the validity verdict and what observing the server cost are not in the stream",
         s.intervals.len(),
         humantime::format_duration(Duration::from_millis((last * 1e3) as u64)),
         if s.cut_line {

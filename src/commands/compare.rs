@@ -131,6 +131,7 @@ pub(super) fn build(base: &[PathBuf], new: &[PathBuf], s: &Settings) -> Result<C
         &new_runs.iter().collect::<Vec<_>>(),
         &shift::Options::default(),
     )?);
+    c.server = analysis::server::sides(&base_runs, &new_runs);
     for (r, name) in new_runs.iter().zip(new_names) {
         for mut o in checks::evaluate_all(&s.checks, r) {
             if several {

@@ -47,6 +47,11 @@ pub enum Msg {
 
 /// What the collector hands out as the run goes.
 pub trait Observer {
+    /// The clients are connected and wait at the start line: what must be ready before the
+    /// first operation (the server's observer, its baseline) gets ready now.
+    fn before_start(&mut self) {}
+    /// The run starts at `t0`, the origin of its interval grid.
+    fn started(&mut self, _t0: Instant) {}
     fn interval(&mut self, data: &IntervalData);
     /// Called about ten times a second with the time since the start.
     fn tick(&mut self, _elapsed: Duration) {}

@@ -137,6 +137,31 @@ pub struct LoadPlan {
     /// a row (a breakpoint search in one run). Absent: the run goes to its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_when: Option<StopWhen>,
+    /// `--observe on|off` as given; absent: the target's default (on for network targets,
+    /// off for embedded ones) and in older files. Whether the server was observed is the
+    /// result's `server`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observe: Option<bool>,
+    /// `--observe-rate`: PostgreSQL's active-session samples per second, as given; absent:
+    /// the default (10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observe_rate: Option<f64>,
+    /// `--observe-behind`: the server behind the target, observed too; written with any
+    /// password replaced by `***`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "redacted"
+    )]
+    pub observe_behind: Option<String>,
+}
+
+/// A URL as the result shows it: any password replaced by `***`.
+fn redacted<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match url {
+        Some(u) => s.serialize_some(&crate::error::redact(u)),
+        None => s.serialize_none(),
+    }
 }
 
 fn one() -> usize {

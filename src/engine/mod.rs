@@ -137,10 +137,12 @@ pub fn run<T: Target>(
     }
     connect.time = start.connecting.elapsed();
     crate::clock::calibrate();
+    observer.before_start();
     let (t0, late) = match plan.start_at {
         Some(at) => start_at(at),
         None => (Instant::now(), Duration::ZERO),
     };
+    observer.started(t0);
     let _ = start.t0.set(t0);
     start.barrier.wait();
 

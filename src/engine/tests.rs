@@ -57,6 +57,9 @@ fn closed(clients: usize) -> LoadPlan {
         client_slice: None,
         stages: Vec::new(),
         stop_when: None,
+        observe: None,
+        observe_rate: None,
+        observe_behind: None,
     }
 }
 

@@ -10,6 +10,7 @@
 //! out plain records ([`ObservedInterval`], [`Observation`]). docs/observe.md says what each
 //! target gives and needs.
 
+mod grid;
 mod ldap;
 mod mysql;
 mod nginx;
@@ -22,13 +23,34 @@ mod reading;
 mod record;
 mod redis;
 mod server;
+mod sum;
 
-pub use observer::Observer;
-pub use query::{ObserveEntry, UserQuery};
+pub use grid::Grid;
+pub use observer::{check, Observer};
+pub use query::UserQuery;
 pub use record::{
     Observation, ObservedInterval, ObserverCost, ProcessFigures, QueryValue, Role, ServerInterval,
     StatementDelta, TimedWait, Unavailable, WaitProfile, WaitShare,
 };
+pub use sum::figure;
+
+/// Whether targets of `scheme` have a server the observer can read (the network targets);
+/// the embedded ones (sqlite, fs, dbm) and the simulated ones (noop, sleep) have none.
+pub fn observable(scheme: &str) -> bool {
+    matches!(
+        scheme,
+        "postgres"
+            | "postgresql"
+            | "mysql"
+            | "mariadb"
+            | "redis"
+            | "rediss"
+            | "ldap"
+            | "ldaps"
+            | "http"
+            | "https"
+    )
+}
 
 /// Active-session samples per second unless told otherwise.
 pub const DEFAULT_SESSION_RATE: f64 = 10.0;

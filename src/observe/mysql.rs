@@ -129,6 +129,11 @@ struct Schema {
     /// Rows of the digest table last seen from this `LAST_SEEN` on are fetched again.
     since: String,
     digests: HashMap<String, StatementTotal>,
+    /// Each prepared statement's executions and time as last read, by its instance.
+    prepared: HashMap<u64, (f64, f64)>,
+    /// Prepared statements' executions and time, by text, summed since the first reading
+    /// over every instance (which leave the table when their connection closes).
+    prepared_totals: HashMap<String, StatementTotal>,
     own_first_ms: Option<f64>,
     own_last_ms: f64,
 }
@@ -188,6 +193,8 @@ impl MysqlSource {
                     thread,
                     since: "1970-01-01 00:00:00".into(),
                     digests: HashMap::new(),
+                    prepared: HashMap::new(),
+                    prepared_totals: HashMap::new(),
                     own_first_ms: None,
                     own_last_ms: 0.0,
                 })
@@ -240,7 +247,7 @@ impl MysqlSource {
         let Some(s) = &mut self.schema else {
             return Ok(());
         };
-        self.queries_sent += 3;
+        self.queries_sent += 5;
         type Digest = (
             Option<String>,
             Option<String>,
@@ -287,6 +294,49 @@ impl MysqlSource {
             );
         }
         r.statements = s.digests.clone();
+        // Statements executed as prepared statements (the binary protocol, as loadrig's
+        // client sends them) are not in the digest table: each prepared statement's own
+        // figures, added up by text.
+        type Prepared = (u64, Option<String>, u64, u64);
+        let rows: Vec<Prepared> = self
+            .conn
+            .query(
+                "SELECT OBJECT_INSTANCE_BEGIN, SQL_TEXT, COUNT_EXECUTE, SUM_TIMER_EXECUTE \
+                 FROM performance_schema.prepared_statements_instances AS loadrig_observer",
+            )
+            .await
+            .map_err(|e| message(&e))?;
+        let mut now = HashMap::with_capacity(rows.len());
+        for (instance, text, calls, picos) in rows {
+            let text = text.unwrap_or_default();
+            if text.contains("loadrig_observer") {
+                continue;
+            }
+            let (calls, ms) = (calls as f64, picos as f64 / 1e9);
+            let (c0, t0) = s.prepared.get(&instance).copied().unwrap_or((0.0, 0.0));
+            // An instance whose figures fell was deallocated and its address used again.
+            let (dc, dt) = if calls >= c0 {
+                (calls - c0, ms - t0)
+            } else {
+                (calls, ms)
+            };
+            let total = s
+                .prepared_totals
+                .entry(text.clone())
+                .or_insert_with(|| StatementTotal {
+                    text,
+                    calls: 0.0,
+                    time_ms: 0.0,
+                });
+            total.calls += dc;
+            total.time_ms += dt.max(0.0);
+            now.insert(instance, (calls, ms));
+        }
+        s.prepared = now;
+        for (text, total) in &s.prepared_totals {
+            r.statements
+                .insert(format!("prepared/{:016x}", text_hash(text)), total.clone());
+        }
         let waits: Vec<(String, u64, u64)> = self
             .conn
             .query(
@@ -313,6 +363,25 @@ impl MysqlSource {
         let own_ms = own.flatten().unwrap_or(0.0) / 1e9;
         s.own_first_ms.get_or_insert(own_ms);
         s.own_last_ms = own_ms;
+        // Every statement's time, prepared statements' executions included (MariaDB keeps
+        // no figures of their own for those), the observer's own taken off.
+        let all: Option<(Option<f64>, Option<f64>)> = self
+            .conn
+            .query_first(
+                "SELECT SUM(COUNT_STAR) + 0e0, SUM(SUM_TIMER_WAIT) + 0e0 \
+                 FROM performance_schema.events_statements_summary_global_by_event_name AS loadrig_observer \
+                 WHERE EVENT_NAME LIKE 'statement/%'",
+            )
+            .await
+            .map_err(|e| message(&e))?;
+        if let Some((Some(calls), Some(picos))) = all {
+            r.counters.insert(
+                "performance_schema.statement_time_ms".into(),
+                (picos / 1e9 - own_ms).max(0.0),
+            );
+            r.counters
+                .insert("performance_schema.statements".into(), calls);
+        }
         Ok(())
     }
 
@@ -346,4 +415,11 @@ impl MysqlSource {
             });
         Ok(QueryValue::from_text(&q.name, text))
     }
+}
+
+/// A stable key for a prepared statement's text (FNV-1a).
+fn text_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use super::grid::Grid;
 use super::notes::Notes;
 use super::record::{
     Observation, ObservedInterval, ObserverCost, Role, ServerInterval, Unavailable,
@@ -40,6 +41,15 @@ pub struct Observer {
     target: String,
     behind: Option<String>,
     interval: Duration,
+    /// A run's observer learns where its grid starts once the clients are at the start
+    /// line ([`Observer::begin`]).
+    begin: Option<oneshot::Sender<Instant>>,
+}
+
+/// Where the grid starts: known, or told later.
+enum Start {
+    At(Instant),
+    Later(oneshot::Receiver<Instant>),
 }
 
 impl Observer {
@@ -52,28 +62,45 @@ impl Observer {
         start: Instant,
         interval: Duration,
     ) -> Result<Observer, InputError> {
+        Observer::spawn(config, Grid::uniform(interval), Start::At(start), None)
+    }
+
+    /// Observe a run on its own grid: connect and take the first reading now (wait for it
+    /// with [`Observer::wait_ready`] before the clients start), and follow the grid from the
+    /// start given to [`Observer::begin`]. Nothing is sampled before it; the first interval
+    /// runs from the first reading. After the grid's last boundary nothing more is read.
+    pub fn for_run(config: ObserveConfig, grid: Grid) -> Result<Observer, InputError> {
+        let (begin, later) = oneshot::channel();
+        Observer::spawn(config, grid, Start::Later(later), Some(begin))
+    }
+
+    /// The run starts at `start`: boundary k is at `start + grid.at(k)`.
+    pub fn begin(&mut self, start: Instant) {
+        if let Some(begin) = self.begin.take() {
+            let _ = begin.send(start);
+        }
+    }
+
+    fn spawn(
+        config: ObserveConfig,
+        grid: Grid,
+        start: Start,
+        begin: Option<oneshot::Sender<Instant>>,
+    ) -> Result<Observer, InputError> {
+        let interval = grid.interval;
         if interval.is_zero() {
             return Err(InputError::new(
                 "the observer's interval must be longer than zero",
             ));
         }
-        if !(config.session_rate >= 0.0 && config.session_rate.is_finite()) {
-            return Err(InputError::new(format!(
-                "a session sampling rate of {} per second: expected 0 (off) or more",
-                config.session_rate
-            )));
-        }
-        let mut plans = vec![ServerPlan::parse(&config.target, Role::Target)?];
-        if let Some(behind) = &config.behind {
-            plans.push(ServerPlan::parse(behind, Role::Behind)?);
-        }
+        let plans = plans(&config)?;
         let target = plans[0].shown.clone();
         let behind = plans.get(1).map(|p| p.shown.clone());
         let (events_tx, events) = mpsc::channel();
         let (stop, stopped) = oneshot::channel();
         let thread = std::thread::Builder::new()
             .name("loadrig-observer".into())
-            .spawn(move || run_thread(config, plans, start, interval, events_tx, stopped))
+            .spawn(move || run_thread(config, plans, start, grid, events_tx, stopped))
             .map_err(|e| InputError::new(format!("cannot start the observer's thread: {e}")))?;
         Ok(Observer {
             events,
@@ -85,6 +112,7 @@ impl Observer {
             target,
             behind,
             interval,
+            begin,
         })
     }
 
@@ -152,6 +180,26 @@ impl Observer {
     }
 }
 
+/// Check a configuration without starting anything: the URLs (each scheme must have a
+/// server to observe) and the sampling rate.
+pub fn check(config: &ObserveConfig) -> Result<(), InputError> {
+    plans(config).map(drop)
+}
+
+fn plans(config: &ObserveConfig) -> Result<Vec<ServerPlan>, InputError> {
+    if !(config.session_rate >= 0.0 && config.session_rate.is_finite()) {
+        return Err(InputError::new(format!(
+            "a session sampling rate of {} per second: expected 0 (off) or more",
+            config.session_rate
+        )));
+    }
+    let mut plans = vec![ServerPlan::parse(&config.target, Role::Target)?];
+    if let Some(behind) = &config.behind {
+        plans.push(ServerPlan::parse(behind, Role::Behind)?);
+    }
+    Ok(plans)
+}
+
 impl Drop for Observer {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
@@ -177,8 +225,8 @@ fn thread_cpu_s() -> f64 {
 fn run_thread(
     config: ObserveConfig,
     plans: Vec<ServerPlan>,
-    start: Instant,
-    interval: Duration,
+    start: Start,
+    grid: Grid,
     events: mpsc::Sender<Event>,
     stopped: oneshot::Receiver<()>,
 ) -> Ending {
@@ -206,17 +254,21 @@ fn run_thread(
         for plan in plans {
             servers.push(Server::open(plan, &config.sessions, &mut notes).await);
         }
+        let (at, later) = match start {
+            Start::At(t) => (t, None),
+            Start::Later(later) => (Instant::now(), Some(later)),
+        };
         let mut walk = Walk {
             config: &config,
             servers,
             notes,
-            start,
-            interval,
+            start: at,
+            grid,
             events: &events,
             last_run: HashMap::new(),
             failed: Vec::new(),
         };
-        walk.run(stopped).await;
+        walk.run(stopped, later).await;
         walk.ending()
     });
     drop(runtime);
@@ -230,7 +282,7 @@ struct Walk<'a> {
     servers: Vec<Server>,
     notes: Notes,
     start: Instant,
-    interval: Duration,
+    grid: Grid,
     events: &'a mpsc::Sender<Event>,
     /// When each user query last ran.
     last_run: HashMap<String, Instant>,
@@ -239,36 +291,47 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    /// The first boundary index k ≥ 0 whose time is after `t`.
-    fn next_index(&self, t: Instant) -> u64 {
-        if t < self.start {
-            return 0;
-        }
-        let elapsed = t.duration_since(self.start).as_secs_f64();
-        (elapsed / self.interval.as_secs_f64()).floor() as u64 + 1
+    /// The first boundary index from `from` on whose time is after `t`; None past the end.
+    fn next_index(&self, t: Instant, from: u64) -> Option<u64> {
+        self.grid
+            .next_after(t.saturating_duration_since(self.start), from)
+            .map(|k| if t < self.start { 0 } else { k })
     }
 
-    fn at(&self, k: u64) -> Instant {
-        self.start + self.interval.mul_f64(k as f64)
+    fn at(&self, k: u64) -> Option<Instant> {
+        self.grid.at(k).map(|d| self.start + d)
     }
 
     fn seconds(&self, t: Instant) -> f64 {
         t.saturating_duration_since(self.start).as_secs_f64()
     }
 
-    async fn run(&mut self, mut stopped: oneshot::Receiver<()>) {
+    async fn run(
+        &mut self,
+        mut stopped: oneshot::Receiver<()>,
+        later: Option<oneshot::Receiver<Instant>>,
+    ) {
         for s in &mut self.servers {
             s.boundary(&mut self.notes).await;
         }
         let _ = self.events.send(Event::Ready);
         let mut last = Instant::now();
-        let mut k = self.next_index(last);
+        if let Some(later) = later {
+            tokio::select! {
+                start = later => match start {
+                    Ok(start) => self.start = start,
+                    Err(_) => return,
+                },
+                _ = &mut stopped => return,
+            }
+        }
+        let mut k = self.next_index(Instant::now(), 0);
         let every = (self.config.session_rate > 0.0)
             .then(|| Duration::from_secs_f64(1.0 / self.config.session_rate));
         let sampling = every.is_some() && self.servers.iter().any(Server::samples_sessions);
-        let mut next_sample = last + every.unwrap_or_default();
-        loop {
-            let boundary = self.at(k);
+        let mut next_sample = Instant::now() + every.unwrap_or_default();
+        // After the grid's last boundary there is nothing more to read.
+        while let Some(boundary) = k.and_then(|k| self.at(k)) {
             let stop = loop {
                 let wake = if sampling {
                     next_sample.min(boundary)
@@ -294,20 +357,18 @@ impl Walk<'_> {
                 }
             };
             let now = Instant::now();
-            // Boundary 0 is the run's start: what came before it is no interval of the run.
-            let index = if stop {
-                Some(self.next_index(now).saturating_sub(1))
-            } else {
-                k.checked_sub(1)
-            };
-            self.boundary(index, last, now).await;
+            // Boundary 0 is the run's start: what came before it is no interval of the
+            // run. A stop ends the interval the last boundary began.
+            let current = k.unwrap_or(0);
+            self.boundary(current.checked_sub(1), last, now).await;
             last = now;
             if stop {
-                break;
+                return;
             }
             // A reading that came late skips the boundaries it missed.
-            k = (k + 1).max(self.next_index(Instant::now()));
+            k = self.next_index(Instant::now(), current + 1);
         }
+        let _ = stopped.await;
     }
 
     /// Read every server and hand the interval from `from` to `to` on (nothing for the
@@ -352,11 +413,11 @@ impl Walk<'_> {
             .iter()
             .filter(|q| !self.failed.contains(&q.name))
             .filter(|q| {
-                let every = q.every.unwrap_or(self.interval);
+                let every = q.every.unwrap_or(self.grid.interval);
                 // Half an interval of slack: a boundary read a little early still counts.
                 self.last_run
                     .get(&q.name)
-                    .is_none_or(|&t| now + self.interval / 2 >= t + every)
+                    .is_none_or(|&t| now + self.grid.interval / 2 >= t + every)
             })
             .collect();
         for q in due {

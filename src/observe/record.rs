@@ -54,10 +54,18 @@ pub struct ObservedInterval {
 pub struct ServerInterval {
     /// Deltas of the server's cumulative counters, by `SOURCE.NAME` as the server names
     /// them (`pg_stat_database.xact_commit`, `global_status.Questions`, `stats.keyspace_hits`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        serialize_with = "super::sum::whole::serialize"
+    )]
     pub counters: BTreeMap<String, f64>,
     /// Values at the interval's end (`pg_stat_database.numbackends`, `global_status.Threads_running`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        serialize_with = "super::sum::whole::serialize"
+    )]
     pub gauges: BTreeMap<String, f64>,
     /// Active-session samples (PostgreSQL): where the run's backends spent their time.
     #[serde(default, skip_serializing_if = "Option::is_none")]

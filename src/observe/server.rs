@@ -14,6 +14,9 @@ use super::{Sessions, UserQuery};
 use crate::error::{redact, InputError};
 use crate::targets::TargetUrl;
 
+/// How long one reading of a server may take before it is given up.
+const READ_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How to reach a server's counters, by its URL's scheme.
 enum SourcePlan {
     Postgres(PgPlan),
@@ -208,16 +211,24 @@ impl Server {
         if self.lost && self.source.is_none() && self.connect(notes).await.is_ok() {
             self.lost = false;
         }
-        let reading = match &mut self.source {
-            Some(Source::Postgres(s)) => s.read(notes).await.map(Some),
-            Some(Source::Mysql(s)) => s.read(notes).await.map(Some),
-            Some(Source::Redis(s)) => s.read().await.map(Some),
-            Some(Source::Ldap(s)) => s.read().await,
-            Some(Source::Nginx(s)) => match &self.plan.source {
-                SourcePlan::Http(p) => s.read(p).await.map(Some),
-                _ => Ok(None),
-            },
-            None => Ok(None),
+        let read = async {
+            match &mut self.source {
+                Some(Source::Postgres(s)) => s.read(notes).await.map(Some),
+                Some(Source::Mysql(s)) => s.read(notes).await.map(Some),
+                Some(Source::Redis(s)) => s.read().await.map(Some),
+                Some(Source::Ldap(s)) => s.read().await,
+                Some(Source::Nginx(s)) => match &self.plan.source {
+                    SourcePlan::Http(p) => s.read(p).await.map(Some),
+                    _ => Ok(None),
+                },
+                None => Ok(None),
+            }
+        };
+        // A server that stopped answering (SIGSTOP, a lost link) must not hold the run's
+        // intervals or its end: the reading is given up and the connection made again.
+        let reading = match tokio::time::timeout(READ_LIMIT, read).await {
+            Ok(r) => r,
+            Err(_) => Err(format!("no answer within {}s", READ_LIMIT.as_secs())),
         };
         let reading = match reading {
             Ok(r) => r,

@@ -10,6 +10,7 @@
 mod args;
 mod given;
 pub mod load;
+mod observe;
 mod resolve;
 mod shard;
 
@@ -286,9 +287,11 @@ impl Factor {
                     InputError::new(format!("{} {text}: expected a number", spec.flag))
                 })
             }
-            Syntax::Text | Syntax::CountOrWord(_) | Syntax::PerSecond | Syntax::Stages => {
-                Ok(Value::Text(text.to_string()))
-            }
+            Syntax::Text
+            | Syntax::CountOrWord(_)
+            | Syntax::PerSecond
+            | Syntax::Stages
+            | Syntax::OnOff => Ok(Value::Text(text.to_string())),
         }
     }
 }
@@ -351,6 +354,7 @@ impl RunPlan {
         if let Some(marker) = &mut plan.data.marker {
             marker.run = resolve::marker_run(&plan.load);
         }
+        observe::check(&plan)?;
         Ok(plan)
     }
 

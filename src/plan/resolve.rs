@@ -61,7 +61,7 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
             .help("name an operation that runs, or none (all operations together)"));
         }
     }
-    Ok(RunPlan {
+    let plan = RunPlan {
         workload,
         source,
         ops,
@@ -75,7 +75,9 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
         label: label(args)?,
         load_source,
         load_settings: resolved.settings,
-    })
+    };
+    super::observe::check(&plan)?;
+    Ok(plan)
 }
 
 /// `--label TEXT`: one line of visible text.

@@ -700,3 +700,92 @@ fn the_flags_are_written_back_as_given() {
         ]
     );
 }
+
+#[test]
+fn observing_is_a_load_setting_of_its_own() {
+    // Network targets observe unless told not to; embedded and simulated ones do not.
+    let redis = plan(&["noop", "-t", "redis://127.0.0.1:6379/0"]).unwrap();
+    assert!(redis.observes() && redis.observes_here());
+    assert_eq!(redis.load.observe, None);
+    assert!(!plan(&["noop", "-t", "sqlite://x.db"]).unwrap().observes());
+    let off = plan(&["noop", "-t", "redis://127.0.0.1:6379/0", "--observe", "off"]).unwrap();
+    assert!(!off.observes());
+    let e = err(&["noop", "-t", "noop://", "--observe", "on"]);
+    assert!(
+        e.message
+            .contains("noop:// targets have no server to observe"),
+        "{e}"
+    );
+    // The file's key takes a boolean or the words, at its place.
+    let file = file_plan("observe = false\nobserve_rate = 25", &[]);
+    assert_eq!(
+        (file.load.observe, file.load.observe_rate),
+        (Some(false), Some(25.0))
+    );
+    let e = file_err("observe = \"sometimes\"", &[]);
+    assert!(
+        e.message
+            .contains("[load] observe sometimes: expected on or off"),
+        "{e}"
+    );
+    assert!(
+        e.location.as_deref().unwrap_or("").ends_with("w.toml:5:11"),
+        "{e:?}"
+    );
+    // The rate as a flag takes N or N/s; the config carries it and the server behind.
+    let p = plan(&[
+        "noop",
+        "-t",
+        "redis://127.0.0.1:6379/0",
+        "--observe-rate",
+        "20/s",
+        "--observe-behind",
+        "postgres://u:secret@127.0.0.1:5432/db",
+    ])
+    .unwrap();
+    let config = p.observe_config();
+    assert_eq!(config.session_rate, 20.0);
+    assert_eq!(
+        config.behind.as_deref(),
+        Some("postgres://u:secret@127.0.0.1:5432/db")
+    );
+    let text = serde_json::to_string(&p.load).unwrap();
+    assert!(
+        text.contains(r#""observe_behind":"postgres://u:***@127.0.0.1:5432/db""#),
+        "{text}"
+    );
+    let e = err(&[
+        "noop",
+        "-t",
+        "redis://127.0.0.1:6379/0",
+        "--observe-rate",
+        "2000",
+    ]);
+    assert!(e.message.contains("from 0 (none) to 1000"), "{e}");
+    // Varied as any setting is, through the same checks.
+    let varied = redis
+        .vary(&load(LoadSetting::Observe), &Value::Text("off".into()))
+        .unwrap();
+    assert!(!varied.observes());
+    let e = plan(&["noop", "-t", "sqlite://x.db"])
+        .unwrap()
+        .vary(&load(LoadSetting::Observe), &Value::Text("on".into()))
+        .unwrap_err();
+    assert!(
+        e.message
+            .contains("sqlite:// targets have no server to observe"),
+        "{e}"
+    );
+    // Under --shard only shard 0 observes.
+    let shard = plan(&[
+        "noop",
+        "-t",
+        "redis://127.0.0.1:6379/0",
+        "-c",
+        "2",
+        "--shard",
+        "1/2",
+    ])
+    .unwrap();
+    assert!(shard.observes() && !shard.observes_here());
+}

@@ -8,6 +8,7 @@ use crate::analysis::compare::{
     percent_text, Comparison, Method, Metric, MetricChange, RunInfo, Verdict,
 };
 use crate::analysis::rounds::POWER;
+use crate::analysis::server::FigurePair;
 use crate::analysis::shift::{ShiftPoint, ShiftReport};
 use crate::duration::human_ns;
 use crate::result::RunStatus;
@@ -196,8 +197,65 @@ pub fn table(c: &Comparison) -> String {
     if let Some(s) = &c.shift_function {
         shift_table(&mut out, s);
     }
+    server_table(&mut out, c, false);
     tail(&mut out, c, false);
     out
+}
+
+/// The server's figures of both sides (docs/observe.md), as a table or in Markdown.
+fn server_table(out: &mut String, c: &Comparison, markdown: bool) {
+    let Some(s) = &c.server else { return };
+    let shown = |f: &FigurePair, v: Option<f64>| match v {
+        None => "–".to_string(),
+        Some(v) if f.is_share() => format!("{:.1} %", v * 100.0),
+        Some(v) => crate::observe::figure(round3(v)),
+    };
+    let verdict = |v: &Option<String>| v.clone().unwrap_or_else(|| "–".to_string());
+    if markdown {
+        let _ = writeln!(out, "\n| server | base | new |\n|---|---:|---:|");
+        let _ = writeln!(
+            out,
+            "| bottleneck | {} | {} |",
+            md(&verdict(&s.base_verdict)),
+            md(&verdict(&s.new_verdict))
+        );
+        for f in &s.figures {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                f.name,
+                shown(f, f.base),
+                shown(f, f.new)
+            );
+        }
+        return;
+    }
+    let _ = writeln!(out, "\n{:<28}  {:>14}  {:>14}", "server", "base", "new");
+    let _ = writeln!(
+        out,
+        "{:<28}  {:>14}  {:>14}",
+        "bottleneck",
+        verdict(&s.base_verdict),
+        verdict(&s.new_verdict)
+    );
+    for f in &s.figures {
+        let _ = writeln!(
+            out,
+            "{:<28}  {:>14}  {:>14}",
+            f.name,
+            shown(f, f.base),
+            shown(f, f.new)
+        );
+    }
+}
+
+/// A figure to three significant digits.
+fn round3(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let scale = 10f64.powi(2 - v.abs().log10().floor() as i32);
+    (v * scale).round() / scale
 }
 
 fn metrics_table(out: &mut String, c: &Comparison) {
@@ -356,6 +414,7 @@ pub fn markdown(c: &Comparison) -> String {
     if let Some(s) = &c.shift_function {
         shift_markdown(&mut out, s);
     }
+    server_table(&mut out, c, true);
     tail(&mut out, c, true);
     out
 }

@@ -181,9 +181,15 @@ impl Live {
     }
 }
 
-impl Observer for Live {
-    fn interval(&mut self, data: &IntervalData) {
-        let record = IntervalRecord::of(data, &self.names, false);
+impl Live {
+    /// A line of its own between the intervals (a note about the server's observer).
+    pub fn note(&self, line: &str) {
+        self.print(line);
+    }
+
+    /// Show one finished interval and append it to the stream; with the server's figures
+    /// when the run observes it (a second line).
+    pub fn record(&mut self, record: IntervalRecord) {
         if !self.printed_header {
             self.print(if record.stage.is_some() {
                 STAGED_HEADER
@@ -193,6 +199,9 @@ impl Observer for Live {
             self.printed_header = true;
         }
         self.print(&interval_line(&record));
+        if let Some(s) = &record.server {
+            self.print(&super::server::interval_line(s));
+        }
         if let Some(f) = &mut self.jsonl {
             if let Ok(mut line) = serde_json::to_vec(&record) {
                 line.push(b'\n');
@@ -205,6 +214,12 @@ impl Observer for Live {
                 }
             }
         }
+    }
+}
+
+impl Observer for Live {
+    fn interval(&mut self, data: &IntervalData) {
+        self.record(IntervalRecord::of(data, &self.names, false));
     }
 
     fn tick(&mut self, elapsed: Duration) {
@@ -284,6 +299,7 @@ pub fn summary(r: &RunResult) -> String {
         let _ = writeln!(out, "{}", rig_line(v));
         let _ = writeln!(out, "validity: {}", v.line());
     }
+    out.push_str(&super::server::summary(r));
     out
 }
 

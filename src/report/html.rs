@@ -20,6 +20,7 @@ use crate::targets::redact;
 
 mod compare;
 mod experiment;
+mod server;
 mod stages;
 mod sweep;
 pub use compare::render_comparison;
@@ -81,6 +82,7 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
     run_notes(&mut h, runs);
     interval_counts_table(&mut h, runs);
     validity_table(&mut h, runs);
+    server::section(&mut h, runs);
 
     h.push_str("<h2 id=\"plots\">Plots</h2>\n");
     plot_figures(&mut h, &plots);

@@ -14,5 +14,6 @@ pub mod html;
 pub mod metrics;
 pub mod ops;
 pub mod plot;
+pub mod server;
 pub mod sweep;
 pub mod ycsb;

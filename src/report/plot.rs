@@ -914,6 +914,7 @@ pub mod experiment;
 pub mod growths;
 pub mod history;
 pub mod rig;
+pub mod server;
 pub mod shift;
 pub mod stages;
 pub mod sweep;

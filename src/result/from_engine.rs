@@ -78,6 +78,7 @@ impl IntervalRecord {
             stage: d.stage.as_deref().map(str::to_string),
             clients: d.clients,
             offered: d.offered,
+            server: None,
             index: d.index + 1,
             start_s: d.start.as_secs_f64(),
             end_s: d.end.as_secs_f64(),

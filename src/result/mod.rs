@@ -7,11 +7,13 @@
 //! docs/schema/sweep.schema.json. `SCHEMA_VERSION` changes whenever a field changes meaning
 //! or goes away. Written atomically (temporary file, fsync, rename).
 
+pub mod bottleneck;
 pub mod drift;
 mod from_engine;
 pub mod histogram;
 pub mod live;
 pub mod models;
+pub mod server;
 pub mod stages;
 pub mod stream;
 pub mod sweep;
@@ -130,6 +132,15 @@ pub struct RunResult {
     /// `loadrig collect`: what the collector received from the shards (docs/live.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collect: Option<live::CollectRecord>,
+    /// The server under test as observed (`--observe`, docs/observe.md): its measured
+    /// figures, each operation's time split into the server's and the rest, what could
+    /// not be seen, what observing cost. Absent when the run did not observe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<server::ServerRecord>,
+    /// Where the time went: the resource that limited the run by the server's figures and
+    /// the rig's (docs/observe.md). Absent when the run did not observe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<bottleneck::Bottleneck>,
 }
 
 /// The shards a merged run was made of (`loadrig merge`).
@@ -538,6 +549,9 @@ pub struct IntervalRecord {
     /// An open loop with stages: the arrivals due in it (the integral of the rate over it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offered: Option<f64>,
+    /// The server under test over the interval, when the run observed it (docs/observe.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<server::ServerIntervalRecord>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -704,6 +718,9 @@ mod tests {
             client_slice: Some(Duration::from_micros(100)),
             stages: Vec::new(),
             stop_when: None,
+            observe: None,
+            observe_rate: None,
+            observe_behind: None,
         };
         let text = serde_json::to_string(&plan).unwrap();
         assert!(text.contains(r#""mode":"open""#), "{text}");

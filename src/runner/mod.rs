@@ -18,6 +18,7 @@ use crate::analysis::steady;
 use crate::assemble::{self, RunFacts};
 use crate::engine::{self, LoadPlan, Mode, Prepared, Slots};
 use crate::error::InputError;
+use crate::observe::Grid;
 use crate::plan::{Given, LoadMarker, LoadSetting, RunPlan};
 use crate::report::console::{self, Live, LoadBar};
 use crate::report::host;
@@ -27,7 +28,7 @@ use crate::targets::peer::PeerTarget;
 use crate::targets::{with_target_type, Target};
 use crate::vocab::{Family, LdapOp, NativeOp, RunStep, ValueKind};
 use crate::workload::{OpKind, OpSpec};
-use observe::Observers;
+use observe::{Observers, ServerWatch};
 use watch::Watchers;
 
 /// How a run shows itself while it goes.
@@ -93,6 +94,14 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     }
     let names = op_names(&plan.ops);
     watchers.mark();
+    let mut observers = Observers {
+        live: live_view.as_mut(),
+        metrics: metrics.as_ref(),
+        dashboard: watchers.dashboard.as_mut(),
+        link: watchers.link.as_ref(),
+        names: &names,
+        server: server_watch(plan),
+    };
     let mut data_run = engine::run(
         Arc::clone(&target),
         Arc::new(peers(plan)?),
@@ -103,16 +112,12 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
             capture: plan.workload.capture_slots,
             seq_offset: plan.data.seq_offset,
         },
-        &mut Observers {
-            live: live_view.as_mut(),
-            metrics: metrics.as_ref(),
-            dashboard: watchers.dashboard.as_mut(),
-            link: watchers.link.as_ref(),
-            names: &names,
-        },
+        &mut observers,
         &spill_dir(plan),
     )
     .with_context(|| format!("target {shown_url}"))?;
+    let observation = observers.finish();
+    drop(observers);
     if let Some(view) = &mut live_view {
         view.finish();
     }
@@ -135,6 +140,13 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
         result.warmup_auto = Some(record);
     }
     result.label = plan.label.clone();
+    if let Some(o) = observation {
+        assemble::server::attach(&mut result, o, plan.load.shard.map(|s| s.index));
+    } else if plan.observes() && !plan.observes_here() {
+        result.notes.push(
+            "the server is observed by shard 0 alone: its figures are in shard 0's file and the merged run".into(),
+        );
+    }
     for (check, values) in plan.workload.verify.iter().zip(verified) {
         let record = VerifyRecord::of(&check.name, values);
         result.notes.extend(record.note());
@@ -147,6 +159,25 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     }
     watchers.finish(&mut result);
     Ok(result)
+}
+
+/// The server's observer for this run, when it observes (shard 0 alone under `--shard`),
+/// following the run's interval grid: the warm-up's intervals, then the measured ones up to
+/// the deadline.
+fn server_watch(plan: &RunPlan) -> Option<ServerWatch> {
+    if !plan.observes_here() {
+        return None;
+    }
+    let timeline = plan.load.timeline();
+    let grid = Grid::of_fn(plan.load.interval, move |k| {
+        let end = timeline.last().map(|last| last + 1);
+        end.is_none_or(|end| k <= end).then(|| timeline.start_of(k))
+    });
+    Some(ServerWatch::new(
+        plan.observe_config(),
+        grid,
+        op_names(&plan.ops),
+    ))
 }
 
 /// What the run was beside the engine's measurements, for its result and its stream: the

@@ -1,18 +1,28 @@
-//! Where a run's finished intervals go while it runs: the console, the metrics endpoint,
-//! the live dashboard and the collector of a sharded run.
+//! Where a run's finished intervals go while it runs: the console, the `.jsonl` stream, the
+//! metrics endpoint, the live dashboard and the collector of a sharded run; and the server's
+//! observer (docs/observe.md), started when the
+//! clients are at the start line, whose figures join each interval's record before it goes
+//! to the console and the stream.
 
-use std::time::Duration;
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
 
 use crate::engine::{IntervalData, Observer};
 use crate::live::cpu;
 use crate::live::dashboard::Watch;
 use crate::live::link::Link;
+use crate::observe::{self, Grid, Observation, ObserveConfig, ObservedInterval};
 use crate::report::console::Live;
 use crate::report::metrics::MetricsServer;
+use crate::result::server::ServerIntervalRecord;
 use crate::result::IntervalRecord;
 
+/// How long the clients wait at the start line for the observer's first reading.
+const READY_LIMIT: Duration = Duration::from_secs(5);
+
 /// Hands each finished interval to the console view and, when asked, the metrics endpoint,
-/// the dashboard and the collector.
+/// the dashboard and the collector, with the server's figures (console and stream) when the
+/// run observes it.
 pub struct Observers<'a> {
     /// The console view; none for a sweep point, which shows only its row.
     pub live: Option<&'a mut Live>,
@@ -21,16 +31,98 @@ pub struct Observers<'a> {
     pub link: Option<&'a Link>,
     /// The operations' names, for the interval records.
     pub names: &'a [String],
+    pub server: Option<ServerWatch>,
 }
 
-impl Observer for Observers<'_> {
-    fn interval(&mut self, data: &IntervalData) {
-        if let Some(live) = self.live.as_deref_mut() {
-            live.interval(data);
+/// The server's observer during a run, and the interval records that wait for its figures.
+pub struct ServerWatch {
+    config: Option<ObserveConfig>,
+    grid: Grid,
+    observer: Option<observe::Observer>,
+    /// Observed intervals not yet joined to a record, by the engine's index (from 0).
+    observed: BTreeMap<u64, ObservedInterval>,
+    /// The last interval the observer handed: the records up to it wait no longer.
+    latest: Option<u64>,
+    /// Records of the live view waiting for their server figures, with when they came.
+    waiting: VecDeque<(IntervalRecord, Instant)>,
+    names: Vec<String>,
+    /// How long a record waits for its figures before it goes without them.
+    patience: Duration,
+}
+
+impl ServerWatch {
+    /// Observe with `config` on the run's `grid`; `names` are the operations' names.
+    pub fn new(config: ObserveConfig, grid: Grid, names: Vec<String>) -> ServerWatch {
+        let patience = grid
+            .interval
+            .clamp(Duration::from_millis(200), Duration::from_secs(1));
+        ServerWatch {
+            config: Some(config),
+            grid,
+            observer: None,
+            observed: BTreeMap::new(),
+            latest: None,
+            waiting: VecDeque::new(),
+            names,
+            patience,
         }
-        if let Some(m) = self.metrics {
-            m.interval(data);
+    }
+
+    /// Connect and take the baseline; what went wrong, for the console.
+    fn start(&mut self) -> Option<String> {
+        let config = self.config.take()?;
+        match observe::Observer::for_run(config, self.grid.clone()) {
+            Ok(mut o) => {
+                let ready = o.wait_ready(READY_LIMIT);
+                self.observer = Some(o);
+                (!ready).then(|| {
+                    format!(
+                        "note: the server's observer had no first reading after {}s; the run starts without waiting for it",
+                        READY_LIMIT.as_secs()
+                    )
+                })
+            }
+            Err(e) => Some(format!("note: the server is not observed: {}", e.message)),
         }
+    }
+
+    /// Take what the observer handed since the last call; the notes it found.
+    fn poll(&mut self) -> Vec<String> {
+        let Some(o) = &mut self.observer else {
+            return Vec::new();
+        };
+        let mut notes = Vec::new();
+        for i in o.new_intervals() {
+            notes.extend(i.unavailable.iter().map(|u| format!("note: server: {u}")));
+            self.latest = Some(i.index);
+            self.observed.insert(i.index, i);
+        }
+        notes
+    }
+
+    /// The records ready to go, in order, each with its server figures where they came.
+    fn ready(&mut self, all: bool) -> Vec<IntervalRecord> {
+        let mut out = Vec::new();
+        while let Some((record, since)) = self.waiting.front() {
+            let k = record.index - 1;
+            let joined = self.observed.contains_key(&k);
+            let passed = self.latest.is_some_and(|l| l >= k);
+            if !(all || joined || passed || since.elapsed() >= self.patience) {
+                break;
+            }
+            if let Some((mut record, _)) = self.waiting.pop_front() {
+                record.server = self.observed.remove(&k).map(ServerIntervalRecord::from);
+                out.push(record);
+            }
+        }
+        out
+    }
+}
+
+impl Observers<'_> {
+    /// The dashboard and the collector, which take the interval without the server's
+    /// figures (those join the console's and the stream's records when they come).
+    fn watchers(&mut self, data: &IntervalData) {
         if self.dashboard.is_none() && self.link.is_none() {
             return;
         }
@@ -55,9 +147,79 @@ impl Observer for Observers<'_> {
         }
     }
 
+    fn pump(&mut self, all: bool) {
+        // Without a live view the observation is taken whole at the end.
+        if self.live.is_none() && !all {
+            return;
+        }
+        let Some(watch) = &mut self.server else {
+            return;
+        };
+        let notes = watch.poll();
+        let ready = watch.ready(all);
+        if let Some(live) = self.live.as_deref_mut() {
+            for n in notes {
+                live.note(&n);
+            }
+            for r in ready {
+                live.record(r);
+            }
+        }
+    }
+
+    /// The run is over: the observer's last reading, the records still waiting sent with
+    /// their figures, and the whole observation (none when the run did not observe).
+    pub fn finish(&mut self) -> Option<Observation> {
+        let watch = self.server.as_mut()?;
+        let observation = watch.observer.take()?.finish();
+        for i in &observation.intervals {
+            watch.latest = Some(i.index);
+            watch.observed.entry(i.index).or_insert_with(|| i.clone());
+        }
+        self.pump(true);
+        Some(observation)
+    }
+}
+
+impl Observer for Observers<'_> {
+    fn before_start(&mut self) {
+        let Some(watch) = &mut self.server else {
+            return;
+        };
+        let problem = watch.start();
+        if let Some(live) = self.live.as_deref_mut() {
+            if let Some(p) = problem {
+                live.note(&p);
+            }
+        }
+    }
+
+    fn started(&mut self, t0: Instant) {
+        if let Some(o) = self.server.as_mut().and_then(|w| w.observer.as_mut()) {
+            o.begin(t0);
+        }
+    }
+
+    fn interval(&mut self, data: &IntervalData) {
+        if let Some(m) = self.metrics {
+            m.interval(data);
+        }
+        match (&mut self.server, self.live.as_deref_mut()) {
+            (Some(watch), Some(_)) => {
+                let record = IntervalRecord::of(data, &watch.names, false);
+                watch.waiting.push_back((record, Instant::now()));
+                self.pump(false);
+            }
+            (_, Some(live)) => live.interval(data),
+            (_, None) => {}
+        }
+        self.watchers(data);
+    }
+
     fn tick(&mut self, elapsed: Duration) {
         if let Some(live) = self.live.as_deref_mut() {
             live.tick(elapsed);
         }
+        self.pump(false);
     }
 }

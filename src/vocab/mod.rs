@@ -5,6 +5,7 @@
 //! This is the bottom layer: it imports nothing from the crate.
 
 mod native;
+mod observe;
 
 use std::ops::{AddAssign, Index, IndexMut};
 
@@ -15,6 +16,7 @@ pub use native::{
     Family, HttpOp, LdapOp, NativeOp, OpFamily, Piece, RecordLayout, RecordOp, RedisOp, Scope,
     SqlOp, CAPTURES, RECORD_TABLE,
 };
+pub use observe::UserQuery;
 
 /// How a network target's connections are protected, as the result records it (read from
 /// a target URL by `targets::tls::mode_of_url`).

@@ -139,6 +139,22 @@ pub fn number_or_word(
         .map_err(|e| file_error(source, value.span().start, e.message().trim().to_string()))
 }
 
+/// A switch written as a boolean or as `"on"`/`"off"` (`observe = false`), as the word.
+pub fn on_off(value: &Spanned<toml::Value>, source: &Source<'_>) -> Result<String, InputError> {
+    match value.get_ref() {
+        toml::Value::Boolean(b) => Ok(if *b { "on" } else { "off" }.to_string()),
+        toml::Value::String(s) => Ok(s.clone()),
+        other => Err(file_error(
+            source,
+            value.span().start,
+            format!(
+                "invalid type: {}, expected true, false, \"on\" or \"off\"",
+                other.type_str()
+            ),
+        )),
+    }
+}
+
 /// The integer parameter that `"{name}"` names (`ops = "{operationcount}"`), if it is one
 /// from 0.
 pub fn integer_param(params: &BTreeMap<String, toml::Value>, text: &str) -> Option<u64> {

@@ -10,6 +10,7 @@ pub mod grpc;
 pub mod import;
 pub mod load;
 mod namespace;
+pub mod observe;
 pub mod ops;
 pub mod peers;
 pub mod template;
@@ -77,6 +78,9 @@ struct WorkloadFile {
     /// Figures computed after the run from the operation counts (TPC-C's tpmC).
     #[serde(default, rename = "figure")]
     figures: Vec<Spanned<figures::FigureSection>>,
+    /// The user's own queries on the server under test, run by the observer.
+    #[serde(default)]
+    observe: Vec<Spanned<observe::ObserveEntry>>,
 }
 
 /// One entry of `setup = [...]`: a statement, or `{ repeat = "{tables}", sql = [...] }`,
@@ -315,6 +319,9 @@ pub struct Workload {
     pub verify: Vec<VerifySpec>,
     /// `[[figure]]`: computed from the measured operation counts after the run.
     pub figures: Vec<FigureSpec>,
+    /// `[[observe]]`: the user's own queries, run by the server's observer at interval
+    /// boundaries (docs/observe.md).
+    pub observe: Vec<observe::UserQuery>,
 }
 
 /// One threshold from the workload file, parsed by `analysis::checks` when the run starts.
@@ -387,6 +394,7 @@ pub fn compile(source: &Source<'_>, overrides: &[Setting]) -> Result<Workload, I
     let verify = compile_verify(&mut compiler, &file.verify)?;
     let op_names: Vec<&str> = ops.iter().map(|o| o.name.as_str()).collect();
     let figures = figures::compile(source, &params, &op_names, &file.figures)?;
+    let observe = observe::compile(source, &file.observe)?;
     let (seq_slots, statements, capture_slots) = (
         compiler.seq_slots,
         compiler.statements,
@@ -427,6 +435,7 @@ pub fn compile(source: &Source<'_>, overrides: &[Setting]) -> Result<Workload, I
         checks: check_sources(source, &file.checks),
         verify,
         figures,
+        observe,
     })
 }
 

@@ -43,6 +43,8 @@ mod layers;
 mod live_dashboard;
 mod mysql_wire;
 mod observe;
+mod observe_run;
+mod observe_truth;
 mod ops;
 mod pg_pipeline;
 mod pg_session;

@@ -168,6 +168,7 @@ mod tests {
             stage: None,
             clients: None,
             offered: None,
+            server: None,
         }
     }
 

@@ -140,8 +140,17 @@ fn load_plan(
         client_slice: read::client_slice(s)?,
         stages: laid.map(|l| l.stages).unwrap_or_default(),
         stop_when: None,
+        observe: read::observe(s)?,
+        observe_rate: read::observe_rate(s)?,
+        observe_behind: read::observe_behind(s)?,
     };
     plan.stop_when = read::stop_when(s, &plan, op_names)?;
+    if plan.observe == Some(false) && plan.observe_behind.is_some() {
+        return Err(InputError::new(
+            "--observe-behind names a server to observe, and --observe off observes none",
+        )
+        .help("drop one of them"));
+    }
     plan.pipeline = read::pipeline(s, &plan)?;
     plan.pipeline_refill = read::pipeline_refill(s, plan.pipeline)?;
     if let Some(text) = &from.shard {

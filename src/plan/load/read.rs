@@ -527,6 +527,59 @@ pub fn threads(s: &Settings, connections: usize) -> Result<usize, InputError> {
     }
 }
 
+/// `observe`: on or off as given; None leaves it to the target (on for network targets).
+pub fn observe(s: &Settings) -> Result<Option<bool>, InputError> {
+    let Some(g) = s.get(S::Observe) else {
+        return Ok(None);
+    };
+    match g.text().trim() {
+        "on" | "true" => Ok(Some(true)),
+        "off" | "false" => Ok(Some(false)),
+        other => Err(g
+            .error(format!("{} {other}: expected on or off", g.name()))
+            .help("--observe off runs without observing the server; observe = false in [load]")),
+    }
+}
+
+/// `observe_rate`: active-session samples per second, from 0 (none) to 1000.
+pub fn observe_rate(s: &Settings) -> Result<Option<f64>, InputError> {
+    let Some(g) = s.get(S::ObserveRate) else {
+        return Ok(None);
+    };
+    let rate = match &g.value {
+        Value::Text(text) => {
+            let text = text.trim();
+            let number = text.strip_suffix("/s").unwrap_or(text).trim();
+            number.parse::<f64>().map_err(|_| {
+                g.error(format!(
+                    "{} {text}: expected samples per second, like 10/s",
+                    g.name()
+                ))
+            })?
+        }
+        _ => g.number()?,
+    };
+    if !(rate.is_finite() && (0.0..=1000.0).contains(&rate)) {
+        return Err(g
+            .error(format!(
+                "{} {rate}: expected samples per second from 0 (none) to 1000",
+                g.name()
+            ))
+            .help("for example --observe-rate 20/s, or observe_rate = 20 in [load]"));
+    }
+    Ok(Some(rate))
+}
+
+/// `observe_behind`: a URL (`${VAR}` expanded); the observer's check reads it before the run.
+pub fn observe_behind(s: &Settings) -> Result<Option<String>, InputError> {
+    let Some(g) = s.get(S::ObserveBehind) else {
+        return Ok(None);
+    };
+    crate::targets::expand_env(g.text().trim())
+        .map(Some)
+        .map_err(|e| g.place(e))
+}
+
 /// `seed`, if given.
 pub fn seed(s: &Settings) -> Result<Option<u64>, InputError> {
     s.get(S::Seed).map(Given::count).transpose()

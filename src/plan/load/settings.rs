@@ -33,6 +33,7 @@ impl Settings {
                 Syntax::Count => Value::Count(section::read(value, source)?),
                 Syntax::Number | Syntax::PerSecond => Value::Number(section::read(value, source)?),
                 Syntax::Text | Syntax::Stages => Value::Text(section::read(value, source)?),
+                Syntax::OnOff => Value::Text(section::on_off(value, source)?),
                 Syntax::CountOrWord(expecting) => {
                     match section::number_or_word(value, expecting, source)? {
                         NumberOrWord::Number(n) => Value::Count(n),

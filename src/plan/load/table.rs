@@ -30,6 +30,9 @@ pub enum LoadSetting {
     Seed,
     Stages,
     StopWhen,
+    Observe,
+    ObserveRate,
+    ObserveBehind,
 }
 
 /// How a setting is written on the command line and in the file.
@@ -51,6 +54,8 @@ pub enum Syntax {
     /// Stages: one text on the command line (`30s:0..2000/s,2m:2000/s`), an array of
     /// tables in the file (`[[load.stage]]`).
     Stages,
+    /// `on` or `off` on the command line; in the file a boolean or one of those words.
+    OnOff,
 }
 
 /// One row of the table.
@@ -135,7 +140,7 @@ impl fmt::Display for Value {
 }
 
 /// The table: one row per setting, in the order of [`LoadSetting`] and of `--help`.
-pub static SPECS: [Spec; 21] = [
+pub static SPECS: [Spec; 24] = [
     Spec {
         setting: LoadSetting::Clients,
         flag: "--clients",
@@ -350,6 +355,39 @@ pub static SPECS: [Spec; 21] = [
         help: "With --stages: end the run once this holds in 2 measured intervals in a row \
                ('p99 > 50ms', 'errors > 1%', 'read.p99 > 20ms for 3 intervals'), and report \
                the highest load sustained before it (a breakpoint search in one run)",
+    },
+    Spec {
+        setting: LoadSetting::Observe,
+        flag: "--observe",
+        short: None,
+        value_name: "on|off",
+        key: Some("observe"),
+        syntax: Syntax::OnOff,
+        help: "Observe the server under test on a connection of its own, interval by interval: \
+               what it counts, where its sessions wait, its statements' own time, its \
+               processes' CPU; the result explains the run with them (docs/observe.md). \
+               Default: on for network targets, off for embedded ones",
+    },
+    Spec {
+        setting: LoadSetting::ObserveRate,
+        flag: "--observe-rate",
+        short: None,
+        value_name: "N/s",
+        key: Some("observe_rate"),
+        syntax: Syntax::PerSecond,
+        help: "While observing: PostgreSQL's active-session samples per second (N or N/s; \
+               default 10, 0 for none)",
+    },
+    Spec {
+        setting: LoadSetting::ObserveBehind,
+        flag: "--observe-behind",
+        short: None,
+        value_name: "URL",
+        key: Some("observe_behind"),
+        syntax: Syntax::Text,
+        help: "While observing: a server behind the target to observe as well (slapd's \
+               back-sql in front of PostgreSQL), as a target URL; ${VAR} is read from the \
+               environment",
     },
 ];
 

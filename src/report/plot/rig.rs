@@ -70,16 +70,16 @@ pub fn chart(intervals: &[IntervalRecord], v: &Validity) -> Option<Result<String
     }))
 }
 
-type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
-type DrawResult = std::result::Result<(), Box<dyn std::error::Error>>;
-type Panel<'a, 'b> = ChartContext<
+pub(super) type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+pub(super) type DrawResult = std::result::Result<(), Box<dyn std::error::Error>>;
+pub(super) type Panel<'a, 'b> = ChartContext<
     'a,
     SVGBackend<'b>,
     Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
 >;
 
 /// One panel's chart: elapsed seconds `0..t1` across, `y` up, so the three panels align.
-fn panel<'a, 'b>(
+pub(super) fn panel<'a, 'b>(
     area: &'a Area<'b>,
     t1: f64,
     y: std::ops::Range<f64>,
@@ -215,7 +215,7 @@ fn hiccup_panel(
     Ok(())
 }
 
-fn shade<DB: DrawingBackend>(
+pub(super) fn shade<DB: DrawingBackend>(
     chart: &mut ChartContext<
         '_,
         DB,

@@ -132,12 +132,14 @@ impl Http {
         url: &TargetUrl,
         params: &BTreeMap<String, toml::Value>,
     ) -> Result<Http, InputError> {
+        // `status` names nginx's stub_status page for the server's observer (docs/observe.md).
         let mut known = vec![
             "kv_path",
             "attachment",
             "attachment_size",
             "http",
             "nodelay",
+            "status",
         ];
         known.extend(super::tls::OPTIONS);
         url.check_options(&known)?;

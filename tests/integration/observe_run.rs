@@ -1,0 +1,474 @@
+//! Runs that observe their server (`--observe`, docs/observe.md): the settings and their
+//! bad input, `[[observe]]` queries (malformed: exit 2 at file:line:column; failing: named
+//! once with the server's message), the server's figures in every interval of the result
+//! and of the `.jsonl` stream (so `loadrig recover` keeps them), shards whose merge holds
+//! the server's counters once, and the report's server section in a browser. Counts and
+//! classes only, never timings.
+
+use std::time::{Duration, Instant};
+
+use crate::common::browser::Browser;
+use crate::common::locks::{hold, Shared};
+use crate::common::{redis_db, server_url, Dir};
+use loadrig::result::RunResult;
+
+/// A workload that only reads: a point select on a table the setup fills.
+const PG_READ: &str = r#"
+name = "observed"
+setup = [
+  "DROP TABLE IF EXISTS loadrig_obs_read",
+  "CREATE TABLE loadrig_obs_read (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)",
+  "INSERT INTO loadrig_obs_read SELECT i, i FROM generate_series(1, 100) i",
+]
+[[op]]
+name = "read"
+sql = { query = "SELECT v FROM loadrig_obs_read WHERE id = $1", params = ["{uniform 1..101}"] }
+"#;
+
+fn observed_intervals(r: &RunResult) -> usize {
+    r.intervals.iter().filter(|i| i.server.is_some()).count()
+}
+
+#[test]
+fn a_network_run_is_observed_and_explained_by_default() {
+    let Some(pg) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    let _held = hold(&[Shared::Postgres]);
+    let d = Dir::new();
+    d.write(
+        "w.toml",
+        &format!(
+            r#"{PG_READ}
+[[observe]]
+name = "answer"
+sql = "SELECT 41 + 1"
+
+[[observe]]
+name = "broken"
+sql = "SELECT n FROM loadrig_obs_no_such_table"
+every = "500ms"
+"#
+        ),
+    );
+    let out = d.ok(&[
+        "run", "w.toml", "-t", &pg, "-c", "2", "-d", "2s", "-w", "1s", "-i", "500ms", "-o",
+        "r.json",
+    ]);
+    let r = d.result("r.json");
+    let s = r
+        .server
+        .as_ref()
+        .expect("a network target is observed by default");
+    assert!(observed_intervals(&r) >= 4, "{out}");
+    // Warm-up intervals are observed too, and marked as the run's are.
+    assert!(r.intervals.iter().any(|i| i.warmup && i.server.is_some()));
+    assert!(s.measured.intervals >= 3);
+    // The query that works has its value in the intervals it ran in; the one that fails is
+    // reported once, by name, with the server's message, and not run again.
+    let answers: Vec<f64> = r
+        .intervals
+        .iter()
+        .filter_map(|i| i.server.as_ref())
+        .flat_map(|s| &s.target.queries)
+        .filter(|q| q.name == "answer")
+        .filter_map(|q| q.value)
+        .collect();
+    assert!(
+        answers.len() >= 4 && answers.iter().all(|v| *v == 42.0),
+        "{answers:?}"
+    );
+    let broken: Vec<_> = s
+        .unavailable
+        .iter()
+        .filter(|u| u.what == "[[observe]] broken")
+        .collect();
+    assert_eq!(broken.len(), 1, "{:?}", s.unavailable);
+    assert!(
+        broken[0].why.contains("does not exist"),
+        "{}",
+        broken[0].why
+    );
+    assert_eq!(
+        out.matches("[[observe]] broken").count(),
+        2,
+        "once live, once in the summary: {out}"
+    );
+    // The statement is matched to its operation, and its time sits beside the client's.
+    let read = &s.decomposition[0];
+    assert_eq!(read.op, "read");
+    assert!(
+        read.server_mean_ms.is_some() && read.matched.len() == 1,
+        "{read:?}"
+    );
+    assert!(
+        read.statements_per_op
+            .is_some_and(|n| (n - 1.0).abs() < 0.05),
+        "{read:?}"
+    );
+    assert!(s.figures.contains_key("backend_active_share"));
+    assert!(
+        s.figures.contains_key("cpu_cores"),
+        "loopback: the server's processes"
+    );
+    let cost = s.cost.as_ref().expect("the observer's cost");
+    assert!(cost.cost.queries > 0 && cost.cpu_share.is_some());
+    assert!(r.bottleneck.is_some());
+    assert!(out.contains("bottleneck: "), "{out}");
+    assert!(
+        out.contains("\n  server "),
+        "a server line under each interval: {out}"
+    );
+    // Integer counters are integers in the stream and the result.
+    let text = std::fs::read_to_string(d.join("r.json")).unwrap();
+    assert!(
+        text.contains("\"pg_stat_database.xact_commit\": "),
+        "{text:.200}"
+    );
+    assert!(!text.contains("\"pg_stat_database.numbackends\": 2.0"));
+    // The stream's interval lines carry the same figures.
+    let stream = std::fs::read_to_string(d.join("r.jsonl")).unwrap();
+    let streamed = stream
+        .lines()
+        .skip(1)
+        .filter(|l| l.contains("\"server\":"))
+        .count();
+    assert_eq!(streamed, observed_intervals(&r), "{stream:.300}");
+    // Off: no observation at all; a rate of 0 samples no sessions.
+    d.ok(&[
+        "run",
+        "w.toml",
+        "-t",
+        &pg,
+        "-c",
+        "1",
+        "--ops",
+        "20",
+        "--observe",
+        "off",
+        "-o",
+        "off.json",
+    ]);
+    let off = d.result("off.json");
+    assert!(off.server.is_none() && off.bottleneck.is_none() && observed_intervals(&off) == 0);
+    d.ok(&[
+        "run",
+        "w.toml",
+        "-t",
+        &pg,
+        "-c",
+        "1",
+        "-d",
+        "1s",
+        "--observe-rate",
+        "0",
+        "-o",
+        "nosamples.json",
+    ]);
+    let none = d.result("nosamples.json");
+    assert!(none
+        .server
+        .as_ref()
+        .unwrap()
+        .measured
+        .figures
+        .waits
+        .is_none());
+}
+
+#[test]
+fn observe_settings_and_queries_are_checked_before_the_run() {
+    let d = Dir::new();
+    // Embedded targets are not observed unless asked, and cannot be.
+    d.write(
+        "kv.toml",
+        "name = \"kv\"\n[[op]]\nname = \"get\"\nkv.get = { key = \"k1\" }\n",
+    );
+    d.ok(&[
+        "run",
+        "kv.toml",
+        "-t",
+        "sqlite://t.db",
+        "--ops",
+        "10",
+        "-o",
+        "s.json",
+    ]);
+    assert!(d.result("s.json").server.is_none());
+    let (_, err) = d.code(
+        2,
+        &["run", "kv.toml", "-t", "sqlite://t.db", "--observe", "on"],
+    );
+    assert!(
+        err.contains("--observe on: sqlite:// targets have no server to observe"),
+        "{err}"
+    );
+    let (_, err) = d.code(
+        2,
+        &["run", "kv.toml", "-t", "noop://", "--observe", "maybe"],
+    );
+    assert!(err.contains("--observe maybe: expected on or off"), "{err}");
+    let (_, err) = d.code(2, &["run", "kv.toml", "-t", "noop://", "--observe-rate=-1"]);
+    assert!(err.contains("--observe-rate"), "{err}");
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "kv.toml",
+            "-t",
+            "redis://127.0.0.1:1/0",
+            "--observe",
+            "off",
+            "--observe-behind",
+            "postgres://u@127.0.0.1/db",
+        ],
+    );
+    assert!(err.contains("--observe-behind"), "{err}");
+    let (_, err) = d.code(
+        2,
+        &[
+            "run",
+            "kv.toml",
+            "-t",
+            "redis://127.0.0.1:1/0",
+            "--observe-behind",
+            "sqlite://x.db",
+        ],
+    );
+    assert!(err.contains("sqlite:// has no server to observe"), "{err}");
+    // [load] observe takes a boolean or on/off, at its place in the file.
+    d.write(
+        "bad_load.toml",
+        "name = \"kv\"\n[load]\nobserve = 3\n[[op]]\nname = \"get\"\nkv.get = { key = \"k1\" }\n",
+    );
+    let (_, err) = d.code(2, &["run", "bad_load.toml", "-t", "noop://"]);
+    assert!(err.contains("bad_load.toml:3:11"), "{err}");
+    assert!(
+        err.contains("expected true, false, \"on\" or \"off\""),
+        "{err}"
+    );
+    // A malformed [[observe]] is an input error at its place, before anything runs.
+    for (name, entry, at, says) in [
+        (
+            "name.toml",
+            "name = \"a b\"\nsql = \"SELECT 1\"",
+            "name.toml:6:1",
+            "expected letters, digits",
+        ),
+        (
+            "two.toml",
+            "name = \"x\"\nsql = \"SELECT 1; DELETE FROM t\"",
+            "two.toml:6:1",
+            "more than one statement",
+        ),
+        (
+            "every.toml",
+            "name = \"x\"\nsql = \"SELECT 1\"\nevery = \"soon\"",
+            "every.toml:6:1",
+            "soon",
+        ),
+        (
+            "key.toml",
+            "name = \"x\"\nquery = \"SELECT 1\"",
+            "key.toml:8:1",
+            "unknown field `query`",
+        ),
+    ] {
+        d.write(
+            name,
+            &format!("name = \"kv\"\n[[op]]\nname = \"get\"\nkv.get = {{ key = \"k1\" }}\n\n[[observe]]\n{entry}\n"),
+        );
+        let (_, err) = d.code(2, &["run", name, "-t", "sqlite://t.db"]);
+        assert!(err.contains(at) && err.contains(says), "{name}: {err}");
+    }
+    d.write(
+        "twice.toml",
+        "name = \"kv\"\n[[op]]\nname = \"get\"\nkv.get = { key = \"k1\" }\n[[observe]]\nname = \"x\"\nsql = \"SELECT 1\"\n[[observe]]\nname = \"x\"\nsql = \"SELECT 2\"\n",
+    );
+    let (_, err) = d.code(2, &["run", "twice.toml", "-t", "sqlite://t.db"]);
+    assert!(
+        err.contains("twice.toml:8:1") && err.contains("used twice"),
+        "{err}"
+    );
+    assert!(
+        d.files().iter().all(|f| f.ends_with(".toml")
+            || f == "s.json"
+            || f == "s.jsonl"
+            || f == "t.db"
+            || f.starts_with("t.db")),
+        "{:?}",
+        d.files()
+    );
+}
+
+#[test]
+fn shards_merge_the_servers_counters_once() {
+    let Some(url) = redis_db(11) else {
+        return;
+    };
+    let _held = hold(&[Shared::Redis(11)]);
+    let d = Dir::new();
+    let at =
+        humantime::format_rfc3339_seconds(std::time::SystemTime::now() + Duration::from_secs(2))
+            .to_string();
+    let children: Vec<_> = (0..2)
+        .map(|i| {
+            d.spawn(&[
+                "run",
+                "noop",
+                "-t",
+                &url,
+                "-c",
+                "2",
+                "-d",
+                "2s",
+                "--shard",
+                &format!("{i}/2"),
+                "--start-at",
+                &at,
+                "-o",
+                &format!("s{i}.json"),
+            ])
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (s0, s1) = (d.result("s0.json"), d.result("s1.json"));
+    let observed = s0.server.as_ref().expect("shard 0 observes");
+    assert_eq!(observed.observed_by_shard, Some(0));
+    assert!(
+        s1.server.is_none() && observed_intervals(&s1) == 0,
+        "shard 1 does not"
+    );
+    assert!(
+        s1.notes.iter().any(|n| n.contains("observed by shard 0")),
+        "{:?}",
+        s1.notes
+    );
+    d.ok(&["merge", "s0.json", "s1.json", "-o", "m.json"]);
+    let m = d.result("m.json");
+    let merged = m
+        .server
+        .as_ref()
+        .expect("the merged run keeps the server's figures");
+    assert_eq!(merged.observed_by_shard, Some(0));
+    let commands = |s: &loadrig::result::server::ServerRecord| {
+        s.measured.figures.counters["stats.total_commands_processed"]
+    };
+    assert_eq!(
+        commands(merged),
+        commands(observed),
+        "once, not once per shard"
+    );
+    assert_eq!(observed_intervals(&m), observed_intervals(&s0));
+    assert!(m.bottleneck.is_some());
+}
+
+#[test]
+fn a_killed_observed_run_is_recovered_with_its_server_series() {
+    let Some(url) = redis_db(12) else {
+        return;
+    };
+    let _held = hold(&[Shared::Redis(12)]);
+    let d = Dir::new();
+    d.write(
+        "get.toml",
+        "name = \"get\"\n[[op]]\nname = \"get\"\nkv.get = { key = \"k1\" }\n",
+    );
+    let mut child = d.spawn(&[
+        "run", "get.toml", "-t", &url, "-c", "2", "-d", "60s", "-i", "200ms", "-o", "k.json",
+    ]);
+    let stream = d.join("k.jsonl");
+    let started = Instant::now();
+    while std::fs::read_to_string(&stream).map_or(0, |t| t.lines().count()) <= 4 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the stream grows"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    d.ok(&["recover", "k.jsonl", "-o", "k.json"]);
+    let r = d.result("k.json");
+    assert!(
+        observed_intervals(&r) >= 3,
+        "the stream's server series are kept"
+    );
+    let s = r.server.as_ref().expect("the server record is made again");
+    assert!(s.cost.is_none(), "the stream does not carry the cost");
+    assert!(s.measured.figures.counters["stats.total_commands_processed"] > 0.0);
+    let get = s.decomposition.iter().find(|o| o.op == "get").unwrap();
+    assert_eq!(get.matched, vec!["get".to_string()]);
+}
+
+#[test]
+fn the_report_shows_the_server_beside_the_clients() {
+    let Some(pg) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    let _held = hold(&[Shared::Postgres]);
+    let d = Dir::new();
+    d.write("w.toml", PG_READ);
+    d.ok(&[
+        "run",
+        "w.toml",
+        "-t",
+        &pg,
+        "-c",
+        "2",
+        "-d",
+        "2s",
+        "-i",
+        "500ms",
+        "--observe-rate",
+        "50",
+        "-o",
+        "r.json",
+        "--report",
+        "r.html",
+    ]);
+    let page = std::fs::read_to_string(d.join("r.html")).unwrap();
+    assert!(page.contains("id=\"server\"") && page.contains("The server over time"));
+    assert!(page.contains("class=\"resources\"") && page.contains("class=\"decomposition\""));
+    let Some(b) = Browser::start() else { return };
+    b.goto(&d.join("r.html"));
+    let n = |q: &str| {
+        b.eval(&format!("return document.querySelectorAll('{q}').length"))
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(n("table.resources tbody tr"), 7, "every resource judged");
+    assert_eq!(n("#server-0 svg"), 1);
+    // Four panels (throughput, latency, CPU, the waits stacked), each with its legend.
+    let legends = b.eval(
+        "return Array.from(document.querySelectorAll('#server-0 svg text')).map(t => t.textContent)",
+    );
+    let texts: Vec<&str> = legends
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t.as_str())
+        .map(str::trim)
+        .collect();
+    for want in [
+        "clients: successful operations/s",
+        "server: commits/s",
+        "clients: p99",
+        "server: CPU (cores busy)",
+    ] {
+        assert!(texts.contains(&want), "{want} in {texts:?}");
+    }
+    // Which wait classes the samples found depends on the machine's load: at least one.
+    assert!(
+        texts.iter().any(|t| t.ends_with("(wait class)")),
+        "a wait class in {texts:?}"
+    );
+    b.screenshot(&d.join("server.png"));
+}
