@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Private, throwaway PostgreSQL, MariaDB, Redis (with a password, and a second
-# one without: redis-open), OpenLDAP and nginx on free loopback ports, for
-# integration tests and benchmarks.
+# one without: redis-open), OpenLDAP, nginx and memcached on free loopback ports,
+# for integration tests and benchmarks.
 #
-#   scripts/services.sh up [postgres|mariadb|redis|redis-open|slapd|nginx ...]   default: all
+#   scripts/services.sh up [postgres|mariadb|redis|redis-open|slapd|nginx|memcached ...]   default: all
 #   scripts/services.sh env       export lines:  eval "$(scripts/services.sh env)"
 #   scripts/services.sh status    which are up
 #   scripts/services.sh down      stop what `up` started, remove the state dir
@@ -26,7 +26,7 @@ STATE=$(realpath -m "${LOADRIG_SERVICES_DIR:-/tmp/loadrig-services}")
 SVC_USER=loadrig-svc
 # Runs a command as $SVC_USER by exec, not fork, so `$!` is the server itself.
 AS_SVC=(setpriv --reuid="$SVC_USER" --regid="$SVC_USER" --init-groups --)
-ALL=(postgres mariadb redis redis-open slapd nginx)
+ALL=(postgres mariadb redis redis-open slapd nginx memcached)
 LDAP_BASE=dc=loadrig,dc=test
 LDAP_ADMIN=cn=admin,$LDAP_BASE
 WAIT_SECONDS=30
@@ -88,7 +88,7 @@ for port in candidates + [0]:
 comm_of() {
     case $1 in
     postgres) echo postgres ;; mariadb) echo mariadbd ;; redis | redis-open) echo redis-server ;;
-    slapd) echo slapd ;; nginx) echo nginx ;;
+    slapd) echo slapd ;; nginx) echo nginx ;; memcached) echo memcached ;;
     esac
 }
 signal_of() { if [[ $1 == postgres ]]; then echo INT; else echo TERM; fi; }
@@ -252,6 +252,7 @@ packages_of() {
     redis | redis-open) echo redis-server ;;
     slapd) echo slapd ldap-utils ;;
     nginx) echo nginx curl ;;
+    memcached) echo memcached ;;
     esac
 }
 
@@ -269,7 +270,7 @@ stop_system_instance() { # package
         return 0
         ;;
     mariadb-server) name=mariadb ;;
-    redis-server | slapd | nginx) name=$1 ;;
+    redis-server | slapd | nginx | memcached) name=$1 ;;
     *) return 0 ;;
     esac
     if service "$name" status >/dev/null 2>&1; then
@@ -601,6 +602,25 @@ EOF
         "LOADRIG_HTTP_PIPED_LOG=$dir/piped.log"
 }
 
+# memcached on a plain port and a TLS port (Debian's build has TLS: -Z), 64 MB of items.
+# Its command line names the state dir (the certificate), so is_ours knows it.
+start_memcached() {
+    local dir=$STATE/memcached port tls_port
+    port=$(free_port)
+    tls_port=$(free_port)
+    launch memcached "$dir/log" "${AS_SVC[@]}" memcached -U 0 -m 64 -c 4096 \
+        -Z -o "ssl_chain_cert=$STATE/tls/server.crt,ssl_key=$STATE/tls/server.key" \
+        -l "notls:127.0.0.1:$port" -l "127.0.0.1:$tls_port"
+    wait_ready memcached "$dir/log" python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
+s.sendall(b"version\r\n")
+sys.exit(0 if s.recv(100).startswith(b"VERSION") else 1)' "$port"
+    write_fragment memcached "LOADRIG_MEMCACHED_PORT=$port" \
+        "LOADRIG_MEMCACHED_URL=memcached://127.0.0.1:$port" "LOADRIG_MEMCACHED_TLS_PORT=$tls_port" \
+        "LOADRIG_MEMCACHED_TLS_URL=memcacheds://127.0.0.1:$tls_port?ca=$STATE/tls/ca.crt"
+}
+
 # --- commands --------------------------------------------------------------
 
 need_root() { [[ $(id -u) == 0 ]] || die "'$1' needs root (packages, a system user)"; }
@@ -623,6 +643,7 @@ cmd_up() {
         redis-open) want+=(redis-open) ;;
         slapd | ldap) want+=(slapd) ;;
         nginx | http) want+=(nginx) ;;
+        memcached) want+=(memcached) ;;
         *) usage ;;
         esac
     done
@@ -677,6 +698,7 @@ svc_name() { # alias -> the service's name, or usage
     redis-open) echo redis-open ;;
     slapd | ldap) echo slapd ;;
     nginx | http) echo nginx ;;
+    memcached) echo memcached ;;
     *) usage ;;
     esac
 }

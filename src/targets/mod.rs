@@ -10,6 +10,7 @@ pub mod endpoint;
 pub mod fs;
 pub mod http;
 pub mod ldap;
+pub mod memcached;
 pub mod mysql;
 pub mod noop;
 pub mod peer;
@@ -263,6 +264,10 @@ macro_rules! with_target_type {
                 type $T = $crate::targets::ldap::Ldap;
                 $body
             }
+            "memcached" | "memcacheds" => {
+                type $T = $crate::targets::memcached::Memcached;
+                $body
+            }
             other => Err($crate::targets::unknown_scheme(other).into()),
         }
     };
@@ -396,6 +401,14 @@ pub const SCHEMES: &[(&str, &str)] = &[
     (
         "ldaps://HOST[:PORT]?bind_dn=&password=&base=[&ca=PATH|insecure=true]",
         "LDAP over TLS (rustls), as ldap://",
+    ),
+    (
+        "memcached://[USER:PASSWORD@]HOST[:PORT][?commands=auto|meta|classic]",
+        "memcached's text protocol (meta commands from 1.6): keys loadrig:KEY, native memcached.*",
+    ),
+    (
+        "memcacheds://[USER:PASSWORD@]HOST[:PORT][?ca=PATH|insecure=true]",
+        "memcached over TLS (rustls), as memcached://",
     ),
 ];
 

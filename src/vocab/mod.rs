@@ -11,8 +11,8 @@ use std::ops::{AddAssign, Index, IndexMut};
 use serde::{Deserialize, Serialize};
 
 pub use native::{
-    Family, HttpOp, LdapOp, NativeOp, OpFamily, Piece, RecordLayout, RecordOp, RedisOp, Scope,
-    SqlOp, CAPTURES, RECORD_TABLE,
+    Family, HttpOp, LdapOp, MemcachedOp, NativeOp, OpFamily, Piece, RecordLayout, RecordOp,
+    RedisOp, Scope, SqlOp, StoreMode, CAPTURES, RECORD_TABLE,
 };
 
 /// How a network target's connections are protected, as the result records it (read from

@@ -9,12 +9,14 @@
 
 mod http;
 mod ldap;
+mod memcached;
 mod record;
 mod redis;
 mod sql;
 
 pub use http::HttpOp;
 pub use ldap::{LdapOp, Scope};
+pub use memcached::{MemcachedOp, StoreMode};
 pub use record::{RecordLayout, RecordOp, RECORD_TABLE};
 pub use redis::RedisOp;
 pub use sql::SqlOp;
@@ -32,6 +34,7 @@ pub enum NativeOp<A> {
     Ldap(LdapOp<A>),
     Http(HttpOp<A>),
     Record(RecordOp<A>),
+    Memcached(MemcachedOp<A>),
 }
 
 /// The families of native operations; a target runs some of them ([`NativeOp::family`]).
@@ -44,18 +47,20 @@ pub enum Family {
     /// `record.*`: YCSB's record operations, which each store that holds records (SQL,
     /// Redis, files) maps onto its own layout.
     Record,
+    Memcached,
 }
 
 impl Family {
-    pub const ALL: [Family; 5] = [
+    pub const ALL: [Family; 6] = [
         Family::Sql,
         Family::Redis,
         Family::Ldap,
         Family::Http,
         Family::Record,
+        Family::Memcached,
     ];
 
-    /// Its name as users write it: "sql", "redis", "ldap", "http" or "record".
+    /// Its name as users write it: "sql", "redis", "ldap", "http", "record" or "memcached".
     pub fn name(self) -> &'static str {
         match self {
             Family::Sql => "sql",
@@ -63,6 +68,7 @@ impl Family {
             Family::Ldap => "ldap",
             Family::Http => "http",
             Family::Record => "record",
+            Family::Memcached => "memcached",
         }
     }
 }
@@ -103,7 +109,7 @@ pub trait OpFamily<A>: Sized {
 
 /// Which operations capture, for an operation that cannot.
 pub const CAPTURES: &str =
-    "capture applies to sql, redis and ldap.search operations and tx steps, and to http (its body)";
+    "capture applies to sql, redis and ldap.search operations and tx steps, to http (its body), and to memcached.get, gets, gat, gats, incr and decr";
 
 /// A piece of a native operation as people read it, in [`OpFamily::map_args`] order: an
 /// operation reads as its label, then its pieces, separated by spaces.
@@ -132,6 +138,7 @@ macro_rules! each_family {
             NativeOp::Ldap($o) => $body,
             NativeOp::Http($o) => $body,
             NativeOp::Record($o) => $body,
+            NativeOp::Memcached($o) => $body,
         }
     };
 }
@@ -145,6 +152,7 @@ impl<A> NativeOp<A> {
             NativeOp::Ldap(_) => Family::Ldap,
             NativeOp::Http(_) => Family::Http,
             NativeOp::Record(_) => Family::Record,
+            NativeOp::Memcached(_) => Family::Memcached,
         }
     }
 
@@ -163,6 +171,7 @@ impl<A> NativeOp<A> {
             NativeOp::Ldap(o) => NativeOp::Ldap(o.map_args(f)),
             NativeOp::Http(o) => NativeOp::Http(o.map_args(f)),
             NativeOp::Record(o) => NativeOp::Record(o.map_args(f)),
+            NativeOp::Memcached(o) => NativeOp::Memcached(o.map_args(f)),
         }
     }
 
@@ -195,7 +204,10 @@ mod tests {
     #[test]
     fn families_have_their_names() {
         let names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
-        assert_eq!(names, ["sql", "redis", "ldap", "http", "record"]);
+        assert_eq!(
+            names,
+            ["sql", "redis", "ldap", "http", "record", "memcached"]
+        );
     }
 
     #[test]

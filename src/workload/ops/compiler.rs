@@ -171,7 +171,7 @@ impl OpCompiler<'_> {
             0 => {
                 return Err(self.source.error(
                     span,
-                    format!("operation '{name}' says nothing to do: add one of kv.put, kv.get, kv.update, kv.delete, record.*, sql, redis, ldap.*, http, tx, steps, connect, authenticate or nop = {{}}"),
+                    format!("operation '{name}' says nothing to do: add one of kv.put, kv.get, kv.update, kv.delete, record.*, sql, redis, ldap.*, http, memcached.*, tx, steps, connect, authenticate or nop = {{}}"),
                 ))
             }
             n => return Err(self.source.error(span, format!("operation '{name}' has {n} operations: give each its own [[op]]"))),
@@ -343,6 +343,13 @@ impl OpCompiler<'_> {
         }
         if let Some(r) = named.record {
             out.extend(self.record(r, captures)?.into_iter().map(NativeOp::Record));
+        }
+        if let Some(m) = named.memcached {
+            out.extend(
+                self.memcached(m, captures)?
+                    .into_iter()
+                    .map(NativeOp::Memcached),
+            );
         }
         Ok(out)
     }

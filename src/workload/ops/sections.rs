@@ -9,6 +9,7 @@ use toml::Spanned;
 use super::http::HttpArgs;
 use super::kv::KvSection;
 use super::ldap::LdapSection;
+use super::memcached::MemcachedSection;
 use super::record::RecordSection;
 use super::sql::SqlForm;
 
@@ -30,6 +31,7 @@ pub(in crate::workload) struct OpSection {
     pub(super) redis: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) ldap: Option<LdapSection>,
     pub(super) http: Option<Spanned<HttpArgs>>,
+    pub(super) memcached: Option<MemcachedSection>,
     pub(super) tx: Option<Spanned<Vec<Spanned<StepSection>>>>,
     /// `tx`'s steps without the transaction: each statement in autocommit.
     pub(super) steps: Option<Spanned<Vec<Spanned<StepSection>>>>,
@@ -57,6 +59,7 @@ pub(super) struct StepSection {
     pub(super) redis: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) ldap: Option<LdapSection>,
     pub(super) http: Option<Spanned<HttpArgs>>,
+    pub(super) memcached: Option<MemcachedSection>,
     pub(super) capture: Option<Spanned<Vec<String>>>,
     pub(super) only: Option<Spanned<BTreeMap<String, OneOrMany>>>,
     /// `when = "NAME"`, or `when = ["NAME", "!OTHER", ...]`: every one must hold.
@@ -78,6 +81,7 @@ pub(super) struct Natives<'a> {
     pub ldap: Option<&'a LdapSection>,
     pub http: Option<&'a Spanned<HttpArgs>>,
     pub record: Option<&'a RecordSection>,
+    pub memcached: Option<&'a MemcachedSection>,
 }
 
 impl Natives<'_> {
@@ -88,6 +92,7 @@ impl Natives<'_> {
             && self.ldap.is_none()
             && self.http.is_none()
             && self.record.is_none()
+            && self.memcached.is_none()
     }
 }
 
@@ -99,6 +104,7 @@ impl OpSection {
             ldap: self.ldap.as_ref(),
             http: self.http.as_ref(),
             record: self.record.as_ref(),
+            memcached: self.memcached.as_ref(),
         }
     }
 }
@@ -111,6 +117,7 @@ impl StepSection {
             ldap: self.ldap.as_ref(),
             http: self.http.as_ref(),
             record: self.record.as_ref(),
+            memcached: self.memcached.as_ref(),
         }
     }
 }
