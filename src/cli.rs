@@ -73,6 +73,10 @@ pub enum Command {
     /// Print the first operations each client of a workload would send, with their
     /// parameters bound, without a target: `loadrig ops session-store --count 5`.
     Ops(OpsArgs),
+    /// Print a run's load interval by interval without running it: an open loop's arrivals
+    /// per interval (with stages, each interval's stage and the integral of the rate), a
+    /// closed loop's clients: `loadrig schedule noop --stages 10s:0..1000/s --max-in-flight 4`.
+    Schedule(Box<ScheduleArgs>),
     /// Generate test data: `loadrig gen ldif --entries 100000 -o people.ldif`.
     #[command(subcommand)]
     Gen(GenCommand),
@@ -186,6 +190,16 @@ pub struct LdifArgs {
     /// Write here instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ScheduleArgs {
+    /// The run, as `loadrig run` takes it (the target is not needed).
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// One JSON object per interval instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,10 @@
 //! The one check without an operator is `valid`: the run's own verdict (docs/validity.md)
 //! must be `valid`, so CI can refuse figures the rig itself does not trust.
 //!
+//! In a run with stages, `@STAGE` after the value (or after `valid`) checks one stage's
+//! figures: `read.p99 < 20ms @spike`. It comes after the operator, where no operation name
+//! can be, and a stage's name holds no `@`, so it never collides with an operation's name.
+//!
 //! Operation names may contain anything except a line break, so the operator is the last
 //! `<` or `>` of the text and the metric is what follows the last dot before it.
 //! `loadrig sweep --slo` parses its objective with the same grammar (`analysis::knee::Slo`).
@@ -108,9 +112,11 @@ pub struct Check {
     pub limit: f64,
     /// `errors` given as a percentage of attempted operations.
     pub percent: bool,
+    /// `@STAGE`: the stage whose figures it reads; `None`: the whole run.
+    pub stage: Option<String>,
 }
 
-const HELP: &str = "write [OPERATION.]METRIC OP VALUE, like 'read.p99 < 20ms', 'errors < 0.1%' or 'throughput > 5000/s', or 'valid' alone; metrics: p50 p90 p99 p999 max mean throughput errors; operators: < <= > >=";
+const HELP: &str = "write [OPERATION.]METRIC OP VALUE, like 'read.p99 < 20ms', 'errors < 0.1%' or 'throughput > 5000/s', or 'valid' alone, and @STAGE after it for one stage ('p99 < 20ms @spike'); metrics: p50 p90 p99 p999 max mean throughput errors; operators: < <= > >=";
 
 /// Parse one check; the error names the check and says what is wrong.
 pub fn parse(text: &str) -> Result<Check, InputError> {
@@ -124,18 +130,28 @@ pub fn parse_or_why(text: &str) -> Result<Check, String> {
     if text.contains('\n') {
         return Err("a check is one line".into());
     }
-    if text.eq_ignore_ascii_case("valid") {
-        return Ok(Check {
-            text: text.to_string(),
-            op: None,
-            metric: CheckMetric::Valid,
-            cmp: Cmp::Ge,
-            limit: 1.0,
-            percent: false,
-        });
+    // `valid`, or `valid @STAGE`: no operator anywhere.
+    let verdict = text
+        .get(..5)
+        .is_some_and(|w| w.eq_ignore_ascii_case("valid"));
+    if verdict && !text.contains(['<', '>']) {
+        let rest = &text[5..];
+        if rest.trim().is_empty() || rest.trim_start().starts_with('@') {
+            let (_, stage) = split_stage(rest)?;
+            return Ok(Check {
+                text: text.to_string(),
+                op: None,
+                metric: CheckMetric::Valid,
+                cmp: Cmp::Ge,
+                limit: 1.0,
+                percent: false,
+                stage,
+            });
+        }
     }
     let (lhs, cmp, rhs) = split_at_operator(text)?;
     let (op, metric) = parse_subject(lhs)?;
+    let (rhs, stage) = split_stage(rhs)?;
     let (limit, percent) = parse_limit(metric, rhs)?;
     Ok(Check {
         text: text.to_string(),
@@ -144,7 +160,22 @@ pub fn parse_or_why(text: &str) -> Result<Check, String> {
         cmp,
         limit,
         percent,
+        stage,
     })
+}
+
+/// `VALUE @STAGE`: the value and the stage, if one is named.
+fn split_stage(rhs: &str) -> Result<(&str, Option<String>), String> {
+    let Some((value, stage)) = rhs.split_once('@') else {
+        return Ok((rhs.trim(), None));
+    };
+    let stage = stage.trim();
+    if stage.is_empty() || stage.contains(char::is_whitespace) || stage.contains('@') {
+        return Err(format!(
+            "'@{stage}': name one stage after @, like @spike (or its number, @2)"
+        ));
+    }
+    Ok((value.trim(), Some(stage.to_string())))
 }
 
 /// `LHS OP RHS` at the last comparison operator, both sides trimmed and not empty.
@@ -300,14 +331,14 @@ pub struct Outcome {
     pub reason: Option<String>,
 }
 
-fn op_of<'a>(r: &'a RunResult, op: &Option<String>) -> Option<&'a OpResult> {
+fn op_of<'a>(
+    ops: &'a [OpResult],
+    total: &'a OpResult,
+    op: &Option<String>,
+) -> Option<&'a OpResult> {
     match op {
-        None => Some(if r.operations.len() == 1 {
-            &r.operations[0]
-        } else {
-            &r.total
-        }),
-        Some(name) => r.operations.iter().find(|o| &o.name == name),
+        None => Some(if ops.len() == 1 { &ops[0] } else { total }),
+        Some(name) => ops.iter().find(|o| &o.name == name),
     }
 }
 
@@ -319,7 +350,16 @@ pub fn evaluate(c: &Check, r: &RunResult) -> Outcome {
         actual: "-".into(),
         reason: Some(reason),
     };
-    let Some(o) = op_of(r, &c.op) else {
+    // `@STAGE`: that stage's figures and verdict.
+    let (ops, total, validity) = match &c.stage {
+        None => (&r.operations, &r.total, r.validity.as_ref()),
+        Some(name) => match r.stages.iter().find(|s| &s.name == name) {
+            Some(s) if s.measured_s > 0.0 => (&s.operations, &s.total, s.validity.as_ref()),
+            Some(_) => return fail(format!("stage '{name}' did not run (or was all warm-up)")),
+            None => return fail(format!("the run has no stage '{name}'")),
+        },
+    };
+    let Some(o) = op_of(ops, total, &c.op) else {
         return fail(format!(
             "the run has no operation '{}'",
             c.op.as_deref().unwrap_or("")
@@ -327,7 +367,7 @@ pub fn evaluate(c: &Check, r: &RunResult) -> Outcome {
     };
     let (actual, shown) = match c.metric {
         CheckMetric::Valid => {
-            let Some(v) = &r.validity else {
+            let Some(v) = validity else {
                 return fail(
                     "the result has no verdict: it was written before loadrig judged its runs"
                         .into(),
@@ -436,6 +476,29 @@ mod tests {
         assert_eq!(c.op.as_deref(), Some("<script>alert(1)</script>"));
         let c = parse("kv.get.max < 1ms").unwrap();
         assert_eq!(c.op.as_deref(), Some("kv.get"));
+    }
+
+    #[test]
+    fn a_stage_comes_after_the_value() {
+        let c = parse("read.p99 < 20ms @spike").unwrap();
+        assert_eq!(
+            (c.op.as_deref(), c.stage.as_deref(), c.limit),
+            (Some("read"), Some("spike"), 20e6)
+        );
+        // An operation's name may hold an @ (or anything): it is before the operator.
+        let c = parse("a@b.p50 < 1ms").unwrap();
+        assert_eq!((c.op.as_deref(), c.stage), (Some("a@b"), None));
+        let c = parse("valid @2").unwrap();
+        assert_eq!(
+            (c.metric, c.stage.as_deref()),
+            (CheckMetric::Valid, Some("2"))
+        );
+        assert!(parse("p99 < 20ms @").is_err());
+        assert!(parse("p99 < 20ms @a b").is_err());
+        assert_eq!(
+            parse("validation.p99 < 1ms").unwrap().op.as_deref(),
+            Some("validation")
+        );
     }
 
     #[test]

@@ -49,7 +49,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, Normal};
 
-use super::{full_intervals, interval_s, op_series, shared_ops, OpSeries};
+use super::{full_intervals, interval_s, op_series_in, shared_ops, OpSeries};
 use crate::result::{RunResult, RunStatus};
 use crate::stats::Hist;
 
@@ -218,6 +218,10 @@ pub struct MetricChange {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct OpComparison {
     pub operation: String,
+    /// Runs with stages: the stage both runs have by this name, whose intervals alone are
+    /// compared; absent for the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
     pub base_intervals: usize,
     pub new_intervals: usize,
     /// Bootstrap block lengths, in intervals.
@@ -292,6 +296,16 @@ pub struct Comparison {
     pub shift_function: Option<super::shift::ShiftReport>,
 }
 
+impl OpComparison {
+    /// The operation as tables show it: `read`, or `read @spike` for one stage.
+    pub fn shown(&self) -> String {
+        match &self.stage {
+            Some(stage) => format!("{} @{stage}", self.operation),
+            None => self.operation.clone(),
+        }
+    }
+}
+
 impl Comparison {
     /// True if any metric of any operation regressed.
     pub fn regressed(&self) -> bool {
@@ -317,12 +331,25 @@ pub fn compare(
 ) -> anyhow::Result<Comparison> {
     let (ops, only_in_base, only_in_new) = shared_ops(base, new);
     let mut operations = Vec::new();
-    for (k, op) in ops.iter().enumerate() {
-        let b = op_series(base, op).map_err(|e| anyhow::anyhow!("{base_file}: {e}"))?;
-        let n = op_series(new, op).map_err(|e| anyhow::anyhow!("{new_file}: {e}"))?;
-        let mut o = opts.clone();
-        o.seed = opts.seed.wrapping_add(k as u64);
-        operations.push(compare_series(&b, &n, &o));
+    // The whole runs, then each stage both have by name, its intervals alone.
+    let stages = base
+        .stages
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|name| new.stages.iter().any(|s| s.name == *name));
+    let scopes: Vec<Option<&str>> = std::iter::once(None).chain(stages.map(Some)).collect();
+    for (j, stage) in scopes.iter().enumerate() {
+        for (k, op) in ops.iter().enumerate() {
+            let b =
+                op_series_in(base, op, *stage).map_err(|e| anyhow::anyhow!("{base_file}: {e}"))?;
+            let n =
+                op_series_in(new, op, *stage).map_err(|e| anyhow::anyhow!("{new_file}: {e}"))?;
+            let mut o = opts.clone();
+            o.seed = opts.seed.wrapping_add((j * ops.len() + k) as u64);
+            let mut c = compare_series(&b, &n, &o);
+            c.stage = stage.map(str::to_string);
+            operations.push(c);
+        }
     }
     let mut notes = vec![format!(
         "one run per side: run-to-run variance is unknown, and the intervals cover only the variation inside each run; a verdict needs the whole interval beyond the run-to-run allowance ±{}% (--noise). For evidence, compare several runs per side (loadrig ab, or compare A1 A2 … -- B1 B2 …)",
@@ -400,6 +427,7 @@ pub fn compare_series(base: &OpSeries, new: &OpSeries, opts: &Options) -> OpComp
     };
     OpComparison {
         operation: base.name.clone(),
+        stage: None,
         base_intervals: nb,
         new_intervals: nn,
         base_block: bb,

@@ -101,13 +101,19 @@ pub fn op_names(r: &RunResult) -> Vec<String> {
 
 /// Decode the series of operation `op` (or [`TOTAL`] for all operations together).
 pub fn op_series(r: &RunResult, op: &str) -> Result<OpSeries> {
+    op_series_in(r, op, None)
+}
+
+/// [`op_series`] over the intervals of one stage (`None`: the whole run).
+pub fn op_series_in(r: &RunResult, op: &str, stage: Option<&str>) -> Result<OpSeries> {
     let mut s = OpSeries {
         name: op.to_string(),
         throughput: Vec::new(),
         counts: Vec::new(),
         hists: Vec::new(),
     };
-    for i in full_intervals(r) {
+    let intervals = full_intervals(r).into_iter();
+    for i in intervals.filter(|i| stage.is_none() || i.stage.as_deref() == stage) {
         let mut h = new_hist();
         let mut ok = 0;
         for o in i.ops.iter().filter(|o| op == TOTAL || o.name == op) {

@@ -377,6 +377,7 @@ pub fn compare_rounds(base: &[Run], new: &[Run], opts: &Options) -> Result<Compa
         };
         operations.push(OpComparison {
             operation: op.clone(),
+            stage: None,
             base_intervals: intervals(base),
             new_intervals: intervals(new),
             base_block: 0,

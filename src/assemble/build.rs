@@ -4,6 +4,7 @@
 
 use std::time::SystemTime;
 
+use super::stages;
 use crate::analysis::modes;
 use crate::analysis::validity::{judge, with_trends, Context};
 use crate::engine::{LoadPlan, Prepared, RunData};
@@ -113,10 +114,46 @@ pub fn build(facts: RunFacts<'_>, run: &RunData) -> anyhow::Result<RunResult> {
         late_start_s: run.late_start.map(|d| d.as_secs_f64()),
         shards: None,
         checks: Vec::new(),
+        stages: Vec::new(),
+        breakpoint: None,
     };
     result.figures = figures(&workload.figures, &result);
     result.validity = Some(verdict(&result, run, ops, thresholds)?);
+    if !plan.stages.is_empty() {
+        staged(&mut result, run, ops, thresholds)?;
+    }
     Ok(result)
+}
+
+/// A run with stages: each stage's figures and verdict (their reasons folded into the
+/// run's), and what `--stop-when` found.
+fn staged(
+    result: &mut RunResult,
+    run: &RunData,
+    ops: &[OpSpec],
+    thresholds: validity::Thresholds,
+) -> anyhow::Result<()> {
+    let names: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
+    let facts = stages::StageFacts {
+        plan: &result.load,
+        names: &names,
+        target_kind: &result.target.kind,
+        pauses: ops.iter().any(|o| o.pause.is_some()),
+        thresholds,
+        intervals: &result.intervals,
+    };
+    let records = stages::records(run, &facts)?;
+    if let Some(v) = result.validity.as_mut() {
+        stages::fold_reasons(v, &records);
+    }
+    let stopped = run.stopped.map(|s| s.at.as_secs_f64());
+    result.breakpoint =
+        stages::breakpoint(&result.load, &records, &result.intervals, stopped, false);
+    result.stages = records;
+    if let Some(b) = &result.breakpoint {
+        result.notes.push(b.note());
+    }
+    Ok(())
 }
 
 /// The header of a run's interval stream, written before the run starts: what its result
@@ -175,7 +212,12 @@ fn verdict(
         thresholds,
     };
     let interval_s = result.load.interval.as_secs_f64();
-    Ok(with_trends(judge(run, &cx)?, &result.intervals, interval_s))
+    let v = judge(run, &cx)?;
+    if !result.load.stages.is_empty() {
+        // A load that changes drifts by design: each constant stage has its trend tests.
+        return Ok(v);
+    }
+    Ok(with_trends(v, &result.intervals, interval_s))
 }
 
 /// The workload's figures from the measured operation counts.

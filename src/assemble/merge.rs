@@ -33,7 +33,7 @@ impl ShardFile {
         self.path.display().to_string()
     }
 
-    fn shard(&self) -> Shard {
+    pub(super) fn shard(&self) -> Shard {
         // `check` refuses files without one before anything reads it.
         self.result.load.shard.unwrap_or(Shard {
             index: 0,
@@ -117,8 +117,27 @@ pub fn merge(mut files: Vec<ShardFile>, allow_partial: bool) -> Result<RunResult
         ..first.clone()
     };
     let interval_s = merged.load.interval.as_secs_f64();
-    merged.validity = merged_validity(&files, &intervals, &merged)
-        .map(|v| with_trends(v, &intervals, interval_s));
+    let view = View {
+        parts: (files.iter())
+            .filter_map(|f| f.result.validity.as_ref().map(|v| (f, v)))
+            .collect(),
+        intervals: intervals.iter().collect(),
+        stage: None,
+        mode: merged.load.mode,
+        interval: merged.load.interval,
+        total: &merged.total,
+        measured_s,
+        steady: merged.load.stages.is_empty(),
+    };
+    // Every shard's verdict, or none (files from before verdicts were kept).
+    merged.validity = (view.parts.len() == files.len())
+        .then(|| merged_validity(&view))
+        .flatten()
+        .map(|v| match view.steady {
+            true => with_trends(v, &intervals, interval_s),
+            false => v,
+        });
+    super::merge_stages::merge_stages(&files, &intervals, &mut merged)?;
     merged.intervals = intervals;
     merged.figures = merged
         .figures
@@ -397,6 +416,13 @@ fn merge_interval(same: &[&IntervalRecord], cores: &[usize]) -> Result<IntervalR
         rig: merge_rig(same, cores, ok + errors, end_s - first.start_s),
         fairness: FairnessInterval::of(&per_client),
         per_client: Vec::new(),
+        stage: first.stage.clone(),
+        clients: first
+            .clients
+            .map(|_| same.iter().filter_map(|i| i.clients).sum()),
+        offered: first
+            .offered
+            .map(|_| same.iter().filter_map(|i| i.offered).sum()),
     })
 }
 
@@ -439,7 +465,11 @@ fn busiest_threads(rigs: &[&validity::RigInterval]) -> Vec<validity::ThreadShare
 }
 
 /// Successes per full measured interval of operation `k` (all with `None`).
-fn interval_counts(intervals: &[IntervalRecord], load: &LoadPlan, k: Option<usize>) -> Vec<f64> {
+pub(super) fn interval_counts(
+    intervals: &[IntervalRecord],
+    load: &LoadPlan,
+    k: Option<usize>,
+) -> Vec<f64> {
     intervals
         .iter()
         .filter(|i| !i.warmup && i.end_s - i.start_s >= load.interval.as_secs_f64() * 0.999)
@@ -464,7 +494,7 @@ fn quantile(h: &Hist, q: f64) -> u64 {
 }
 
 /// One operation over every shard: counts summed, histograms added.
-fn merge_op(
+pub(super) fn merge_op(
     ops: &[&OpResult],
     measured_s: f64,
     counts: &[f64],
@@ -652,30 +682,65 @@ fn shard_notes(
     notes
 }
 
+/// What a verdict over the shards covers: the whole run, or one stage of a run with stages.
+pub(super) struct View<'a> {
+    /// Each shard's file and its own verdict of the scope.
+    pub parts: Vec<(&'a ShardFile, &'a Validity)>,
+    /// The merged intervals in the scope.
+    pub intervals: Vec<&'a IntervalRecord>,
+    /// The stage, when the scope is one.
+    pub stage: Option<&'a str>,
+    /// The load at the scope's level (a stage's clients or rate, over every shard).
+    pub mode: Mode,
+    pub interval: std::time::Duration,
+    pub total: &'a OpResult,
+    pub measured_s: f64,
+    /// A constant load: fairness and Little's law are judged.
+    pub steady: bool,
+}
+
+impl View<'_> {
+    /// A shard's measured intervals in the scope.
+    fn mine<'f>(&self, f: &'f ShardFile) -> impl Iterator<Item = &'f IntervalRecord> + use<'f, '_> {
+        f.result.intervals.iter().filter(move |i| {
+            !i.warmup && (self.stage.is_none() || i.stage.as_deref() == self.stage)
+        })
+    }
+
+    /// The clients of a shard its fairness counts: those a closed-loop stage ran.
+    fn counts(&self, f: &ShardFile, local: usize) -> bool {
+        match (self.stage, self.mode) {
+            (Some(_), Mode::Closed { clients, .. }) => {
+                let s = f.shard();
+                crate::engine::stages::rank(s.first_client + local, s.clients, s.count)
+                    < clients as u64
+            }
+            _ => true,
+        }
+    }
+}
+
 /// The verdict over the shards: fairness over every client and Little's law recomputed
 /// exactly from the merged figures; the rigs' CPU summed and their hiccups added; the
 /// verdict the worst of the shards', with each shard's reasons under its name.
-fn merged_validity(
-    files: &[ShardFile],
-    intervals: &[IntervalRecord],
-    merged: &RunResult,
-) -> Option<Validity> {
-    let all: Vec<&Validity> = files
-        .iter()
-        .map(|f| f.result.validity.as_ref())
-        .collect::<Option<Vec<_>>>()?;
-    let first = all[0];
+pub(super) fn merged_validity(view: &View<'_>) -> Option<Validity> {
+    let all: Vec<&Validity> = view.parts.iter().map(|(_, v)| *v).collect();
+    let first = *all.first()?;
     let mut rig = first.rig.clone();
     rig.cores = all.iter().map(|v| v.rig.cores).sum();
     rig.cpu_user_s = all.iter().map(|v| v.rig.cpu_user_s).sum();
     rig.cpu_system_s = all.iter().map(|v| v.rig.cpu_system_s).sum();
     let cpu = rig.cpu_user_s + rig.cpu_system_s;
-    let capacity: f64 = files
+    let capacity: f64 = view
+        .parts
         .iter()
-        .map(|f| f.result.measured_s * f.result.host.cores as f64)
+        .map(|(f, _)| {
+            let measured: f64 = view.mine(f).map(|i| i.end_s - i.start_s).sum();
+            measured * f.result.host.cores as f64
+        })
         .sum();
     rig.cpu_share = if capacity > 0.0 { cpu / capacity } else { 0.0 };
-    let done = merged.total.ok + merged.total.errors;
+    let done = view.total.ok + view.total.errors;
     rig.cpu_us_per_op = validity::cpu_us_per_op(cpu, done);
     rig.intervals = all.iter().map(|v| v.rig.intervals).max().unwrap_or(0);
     rig.busy_intervals = all.iter().map(|v| v.rig.busy_intervals).max().unwrap_or(0);
@@ -716,11 +781,11 @@ fn merged_validity(
             .unwrap_or(0),
         histogram: EncodedHistogram::encode(&hiccup),
     };
-    let fairness = merged_fairness(files, intervals, merged, first.thresholds.starved_median);
-    let littles_law = littles_law(&all, merged, done);
-    let reasons: Vec<String> = files
+    let fairness = merged_fairness(view, first.thresholds.starved_median);
+    let littles_law = view.steady.then(|| littles_law(&all, view, done)).flatten();
+    let reasons: Vec<String> = view
+        .parts
         .iter()
-        .zip(&all)
         .flat_map(|(f, v)| {
             let i = f.shard().index;
             v.reasons.iter().map(move |r| format!("shard {i}: {r}"))
@@ -739,35 +804,32 @@ fn merged_validity(
 }
 
 /// Fairness over every client of every shard, from the shards' per-client interval counts.
-fn merged_fairness(
-    files: &[ShardFile],
-    intervals: &[IntervalRecord],
-    merged: &RunResult,
-    starved_median: f64,
-) -> FairnessSummary {
+fn merged_fairness(view: &View<'_>, starved_median: f64) -> FairnessSummary {
     let mut totals: Vec<u64> = Vec::new();
-    for f in files {
+    for (f, _) in &view.parts {
         let mut mine = vec![0u64; f.result.load.clients()];
-        for i in f.result.intervals.iter().filter(|i| !i.warmup) {
+        for i in view.mine(f) {
             for (t, c) in mine.iter_mut().zip(&i.per_client) {
                 *t += c;
             }
         }
-        totals.extend(mine);
+        totals.extend(
+            (0..mine.len())
+                .filter(|&c| view.counts(f, c))
+                .map(|c| mine[c]),
+        );
     }
-    let full = merged.load.interval.as_secs_f64() * 0.999;
-    let judged: Vec<Vec<u64>> = intervals
-        .iter()
+    let full = view.interval.as_secs_f64() * 0.999;
+    let judged: Vec<Vec<u64>> = (view.intervals.iter())
         .filter(|i| !i.warmup && i.end_s - i.start_s >= full)
         .map(|i| {
-            files
-                .iter()
-                .flat_map(|f| {
-                    f.result
-                        .intervals
-                        .iter()
-                        .find(|x| x.index == i.index)
-                        .map_or_else(Vec::new, |x| x.per_client.clone())
+            (view.parts.iter())
+                .flat_map(|(f, _)| {
+                    let x = f.result.intervals.iter().find(|x| x.index == i.index);
+                    let counts = x.map_or_else(Vec::new, |x| x.per_client.clone());
+                    (0..counts.len())
+                        .filter(|&c| view.counts(f, c))
+                        .map(move |c| counts[c])
                 })
                 .collect()
         })
@@ -776,14 +838,14 @@ fn merged_fairness(
     fairness::summary(&totals, &judged, starved_median)
 }
 
-/// Little's law over the whole run: L = λW with the merged throughput and mean latency.
-fn littles_law(all: &[&Validity], merged: &RunResult, done: u64) -> Option<LittlesLaw> {
-    if done == 0 || merged.measured_s <= 0.0 {
+/// Little's law over the scope: L = λW with the merged throughput and mean latency.
+fn littles_law(all: &[&Validity], view: &View<'_>, done: u64) -> Option<LittlesLaw> {
+    if done == 0 || view.measured_s <= 0.0 {
         return None;
     }
-    let x = done as f64 / merged.measured_s;
-    let w = merged.total.latency.mean_ns / 1e9;
-    let (expected, actual) = match merged.load.mode {
+    let x = done as f64 / view.measured_s;
+    let w = view.total.latency.mean_ns / 1e9;
+    let (expected, actual) = match view.mode {
         Mode::Closed { clients, think } => (x * (w + think.as_secs_f64()), clients as f64),
         Mode::Open { rate, .. } => (x * w, rate * w),
     };

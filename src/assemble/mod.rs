@@ -9,7 +9,9 @@
 
 pub mod build;
 pub mod merge;
+mod merge_stages;
 pub mod recover;
+pub mod stages;
 
 pub use build::{build, stream_header, RunFacts};
 pub use merge::{merge, ShardFile};

@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use crate::analysis::modes;
 use crate::error::InputError;
+use crate::result::stages::{StageRan, StageRecord};
 use crate::result::stream::Stream;
 use crate::result::{IntervalRecord, OpResult, RunResult, RunStatus, SCHEMA_VERSION};
 use crate::stats::OpCounters;
@@ -37,6 +38,8 @@ pub fn recover(s: &Stream) -> Result<RunResult> {
     let mut notes = vec![recovery_note(s)];
     notes.extend(latency_modes.note());
     let elapsed_s = s.intervals.last().map_or(0.0, |i| i.end_s);
+    let stages = stages(s)?;
+    let breakpoint = super::stages::breakpoint(&h.load, &stages, &s.intervals, None, false);
     Ok(RunResult {
         schema_version: SCHEMA_VERSION,
         loadrig_version: h.loadrig_version.clone(),
@@ -69,7 +72,68 @@ pub fn recover(s: &Stream) -> Result<RunResult> {
         shards: None,
         checks: Vec::new(),
         connect: None,
+        stages,
+        breakpoint,
     })
+}
+
+/// A run with stages: each stage rebuilt from its intervals as the run's totals are (the
+/// stream does not carry the stages' verdicts or missed starts).
+fn stages(s: &Stream) -> Result<Vec<StageRecord>> {
+    let load = &s.header.load;
+    let profile = load.profile();
+    let interval_s = load.interval.as_secs_f64();
+    let mut out = Vec::new();
+    for (k, st) in load.stages.iter().enumerate() {
+        let mine: Vec<&IntervalRecord> = (s.intervals.iter())
+            .filter(|i| i.stage.as_deref() == Some(st.name.as_str()))
+            .collect();
+        let measured: Vec<&IntervalRecord> = mine.iter().copied().filter(|i| !i.warmup).collect();
+        let measured_s: f64 = measured.iter().map(|i| i.end_s - i.start_s).sum();
+        let full: Vec<&&IntervalRecord> = (measured.iter())
+            .filter(|i| i.end_s - i.start_s >= interval_s - 1e-9)
+            .collect();
+        let mut all = OpCounters::default();
+        let mut operations = Vec::new();
+        for (j, op) in s.header.workload.ops.iter().enumerate() {
+            let c = merged(&measured, j)?;
+            let counts: Vec<f64> = full.iter().map(|i| i.ops[j].ok as f64).collect();
+            operations.push(OpResult::of(&op.name, &c, measured_s, &counts, false));
+            all.merge(&c);
+        }
+        let counts: Vec<f64> = full.iter().map(|i| i.ok as f64).collect();
+        let (start, end) = (profile.start(k), profile.start(k + 1));
+        let ran = match mine.last() {
+            None => StageRan::NotRun,
+            Some(i) if i.end_s < end.as_secs_f64() - 1e-9 => StageRan::Cut,
+            Some(_) => StageRan::Complete,
+        };
+        out.push(StageRecord {
+            name: st.name.clone(),
+            kind: st.kind,
+            from: st.from,
+            to: st.to,
+            step_of: st.step_of.clone(),
+            start_s: start.as_secs_f64(),
+            end_s: end.as_secs_f64(),
+            warmup_s: (load.warmup.clamp(start, end) - start).as_secs_f64(),
+            measured_s,
+            ran,
+            intervals: measured
+                .first()
+                .zip(measured.last())
+                .map(|(a, b)| [a.index, b.index]),
+            offered: load
+                .is_open()
+                .then(|| measured.iter().filter_map(|i| i.offered).sum()),
+            missed_starts: 0,
+            operations,
+            total: OpResult::of("total", &all, measured_s, &counts, false),
+            validity: None,
+            judged: if st.is_constant() { "steady" } else { "rig" }.to_string(),
+        });
+    }
+    Ok(out)
 }
 
 fn recovery_note(s: &Stream) -> String {

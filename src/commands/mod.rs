@@ -15,6 +15,7 @@ mod ops;
 mod recover;
 mod report;
 mod run;
+mod schedule;
 mod study;
 mod sweep;
 mod targets;
@@ -43,6 +44,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(args) => export::export(&args),
         Command::Recover(args) => recover::recover(&args),
         Command::Ops(args) => ops::ops(&args),
+        Command::Schedule(args) => schedule::schedule(&args),
         Command::Gen(what) => gen::gen(&what),
         Command::Import(what) => import::import(&what),
         Command::Emulate(what) => emulate::emulate(&what),

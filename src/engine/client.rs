@@ -21,6 +21,7 @@ use rand::{Rng, SeedableRng};
 
 use super::schedule::Due;
 use super::shelf::Shelf;
+use super::stages::{self, Profile};
 use super::timeline::Timeline;
 use super::turns::Turns;
 use super::{Connection, LoadPlan, Mode, Slots};
@@ -54,6 +55,8 @@ pub struct ClientCtx<'a> {
     pub exclusive: bool,
     /// The turn queue of the thread's clients.
     pub turns: &'a Turns,
+    /// The stages, in a run with stages.
+    pub profile: Option<&'a Profile>,
 }
 
 impl ClientCtx<'_> {
@@ -95,6 +98,12 @@ impl ClientCtx<'_> {
     /// A moment on the hot loop's clock that is `d` after the start of the run.
     pub fn at(&self, d: Duration) -> Instant {
         self.q0 + d
+    }
+
+    /// The stage `t` falls in (0 without stages).
+    pub fn timeline_stage(&self, t: Instant) -> usize {
+        self.profile
+            .map_or(0, |p| p.stage_at(t.saturating_duration_since(self.q0)))
     }
 }
 
@@ -338,6 +347,15 @@ pub(super) struct Intervals<'a> {
     current: u64,
     next_boundary: Instant,
     last: u64,
+    /// The last interval of the stage the operation in hand belongs to: the client does not
+    /// move past it before the operation is recorded, so that an operation counts in the
+    /// stage of its (intended) start. `u64::MAX` without stages.
+    cap: u64,
+    /// The stage `cap` is the last interval of.
+    held: Option<usize>,
+    /// A closed loop with client stages: the client is running (not waiting to join), so
+    /// the intervals whose end it passes count it among their clients.
+    pub(super) active: bool,
 }
 
 impl<'a> Intervals<'a> {
@@ -347,20 +365,37 @@ impl<'a> Intervals<'a> {
             current: 0,
             next_boundary: ctx.at(ctx.timeline.end_of(0)),
             last: ctx.timeline.last().unwrap_or(u64::MAX),
+            cap: u64::MAX,
+            held: None,
+            active: false,
         }
     }
 
-    /// Move on to the interval `now` is in if it has passed the current one's end.
+    /// Move on to the interval `now` is in if it has passed the current one's end (not past
+    /// the stage of the operation in hand).
     #[inline]
     pub(super) fn roll(&mut self, now: Instant) {
-        if now >= self.next_boundary && self.current < self.last {
+        if now >= self.next_boundary && self.current < self.last.min(self.cap) {
             let next = self
                 .ctx
                 .timeline
-                .index_of(now.saturating_duration_since(self.ctx.q0));
-            self.ctx.shelf.borrow_mut().advance(self.ctx.local, next);
+                .index_of(now.saturating_duration_since(self.ctx.q0))
+                .min(self.cap);
+            self.ctx
+                .shelf
+                .borrow_mut()
+                .advance(self.ctx.local, next, self.active);
             self.current = next;
             self.next_boundary = self.ctx.at(self.ctx.timeline.end_of(next));
+        }
+    }
+
+    /// The operation in hand belongs to stage `stage`; `None`: the client may move on freely.
+    #[inline]
+    pub(super) fn hold(&mut self, stage: Option<usize>) {
+        if self.held != stage {
+            self.held = stage;
+            self.cap = stage.map_or(u64::MAX, |s| self.ctx.timeline.last_of_stage(s));
         }
     }
 
@@ -379,12 +414,13 @@ impl<'a> Intervals<'a> {
         !self.ctx.timeline.is_warmup(self.current)
     }
 
-    pub(super) fn finish(self, end: Instant, missed: u64) {
+    /// The client ends at `end`; `missed`: its arrivals never started, by stage.
+    pub(super) fn finish(self, end: Instant, missed: Vec<u64>) {
         let end = end.saturating_duration_since(self.ctx.q0);
         self.ctx
             .shelf
             .borrow_mut()
-            .finish(self.ctx.local, end, missed);
+            .finish(self.ctx.local, end, missed, self.active);
     }
 }
 
@@ -820,12 +856,23 @@ async fn closed<T: Target>(
     let mut now = Instant::now();
     // Think times of operations with a `pause`, drawn apart from the operations' values.
     let mut pauses = SmallRng::seed_from_u64(mix_seed(ctx.plan.seed ^ 0x7A1C_C0DE, ctx.stream()));
+    // Client stages: when this client runs (it joins and leaves with the ramp).
+    let mut turn = Turn::of(ctx);
     loop {
         if ctx.stop.load(Ordering::Relaxed)
             || quota == Some(0)
             || deadline.is_some_and(|d| now >= d)
         {
             break;
+        }
+        if let Some(t) = turn.as_mut() {
+            match t.running(ctx, &mut iv, now, deadline).await {
+                Some(at) => now = at,
+                None => break,
+            }
+            if !iv.active {
+                continue;
+            }
         }
         let i = worker.chooser.pick();
         let pause = worker.chooser.ops[i].pause;
@@ -838,6 +885,11 @@ async fn closed<T: Target>(
         }
         // The end of one operation is the start of the next: one clock read per operation.
         let start = now;
+        if turn.is_some() {
+            // It counts in the stage it starts in.
+            iv.roll(start);
+            iv.hold(Some(ctx.timeline_stage(start)));
+        }
         let result = perform!(worker, i, ctx);
         now = Instant::now();
         iv.roll(now);
@@ -846,6 +898,10 @@ async fn closed<T: Target>(
             record(c, result, now - start, lookup);
             worker.settle(c);
         });
+        if turn.is_some() {
+            iv.hold(None);
+            iv.roll(now);
+        }
         if let Some(q) = quota.as_mut() {
             if iv.measuring() {
                 *q -= 1;
@@ -863,7 +919,69 @@ async fn closed<T: Target>(
             now = pause_until(ctx, &mut iv, now + t, deadline).await;
         }
     }
-    iv.finish(now, 0);
+    iv.finish(now, Vec::new());
+}
+
+/// When a closed-loop client runs in a run with client stages: from its join to its leave,
+/// by its rank in the ramp (`stages::rank`). It connected before the run with the others;
+/// waiting to join, it sends nothing.
+struct Turn<'a> {
+    profile: &'a Profile,
+    rank: u64,
+    /// Its current or next span of running, since the start; `None`: it does not run again.
+    span: Option<(Duration, Duration)>,
+}
+
+impl<'a> Turn<'a> {
+    fn of(ctx: &ClientCtx<'a>) -> Option<Turn<'a>> {
+        let profile = ctx.profile?;
+        if !matches!(ctx.plan.mode, Mode::Closed { .. }) {
+            return None;
+        }
+        let (shards, all) = ctx
+            .plan
+            .shard
+            .map_or((1, ctx.plan.clients()), |s| (s.count, s.clients));
+        let rank = stages::rank(ctx.stream() as usize, all, shards);
+        Some(Turn {
+            profile,
+            rank,
+            span: profile.span_of(rank, Duration::ZERO),
+        })
+    }
+
+    /// Whether the client runs at `now`: it joins when its span has begun (waiting for it if
+    /// need be, its intervals handed on meanwhile) and leaves once it has ended (between
+    /// operations, so an operation in hand is never cut). Returns the time it checked, or
+    /// `None` when it does not run again before the end.
+    async fn running(
+        &mut self,
+        ctx: &ClientCtx<'_>,
+        iv: &mut Intervals<'_>,
+        now: Instant,
+        deadline: Option<Instant>,
+    ) -> Option<Instant> {
+        let since = now.saturating_duration_since(ctx.q0);
+        let (join, leave) = self.span?;
+        if since >= leave {
+            iv.roll(now);
+            iv.active = false;
+            self.span = self.profile.span_of(self.rank, since);
+            return Some(now);
+        }
+        if since >= join {
+            if !iv.active {
+                iv.roll(now);
+                iv.active = true;
+            }
+            return Some(now);
+        }
+        let at = pause_until(ctx, iv, ctx.at(join), deadline).await;
+        if deadline.is_some_and(|d| at >= d) {
+            return None;
+        }
+        Some(at)
+    }
 }
 
 /// Wait until `until` (at most until the deadline or Ctrl-C), handing each interval that
@@ -924,21 +1042,30 @@ async fn open<T: Target>(
     let Some(mut due) = Due::of(ctx) else {
         return;
     };
+    let staged = !ctx.plan.stages.is_empty();
     let mut iv = Intervals::new(ctx);
     let mut now = Instant::now();
-    let mut missed = 0;
+    let mut missed = Vec::new();
     loop {
         if ctx.stop.load(Ordering::Relaxed) || quota == Some(0) {
+            if staged {
+                // Ended early (`--stop-when`, Ctrl-C): the arrivals already due never started.
+                due.missed_before(Instant::now(), &mut missed);
+            }
             break;
         }
         let intended = due.intended;
+        if staged {
+            // The operation counts in the stage of its intended start.
+            iv.hold(Some(due.stage));
+        }
         if let Some(d) = deadline {
             if intended >= d {
                 break;
             }
             if now >= d {
                 // Behind schedule at the end: count the arrivals that never started.
-                missed += due.missed_before(d);
+                due.missed_before(d, &mut missed);
                 break;
             }
         }

@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::run_data::{ConnectPhase, IntervalData, RunData};
+use super::run_data::{ConnectPhase, IntervalData, RunData, Stopped};
 use super::spill::{IntervalBrief, IntervalStore};
+use super::stages::{Profile, StageKind};
+use super::stop_when::Streak;
 use super::timeline::Timeline;
-use super::{rig, shelf, INTERRUPTED};
+use super::{rig, shelf, LoadPlan, INTERRUPTED};
 use crate::stats::{new_hist, Hist, OpCounters};
 use crate::vocab::OpError;
 
@@ -34,11 +36,12 @@ pub enum Msg {
         finished: Vec<shelf::Finished>,
         next: u64,
     },
-    /// One client of `thread` has ended at `end`.
+    /// One client of `thread` has ended at `end`, with arrivals it never started (by
+    /// stage).
     Done {
         thread: usize,
         end: Duration,
-        missed: u64,
+        missed: Vec<u64>,
     },
 }
 
@@ -49,12 +52,27 @@ pub trait Observer {
     fn tick(&mut self, _elapsed: Duration) {}
 }
 
+/// What the collector needs of the run beside the clients' reports: its grid, its plan
+/// (stages, `--stop-when`) and its operations' names.
+pub(super) struct Shape<'a> {
+    pub(super) timeline: &'a Timeline,
+    pub(super) plan: &'a LoadPlan,
+    pub(super) names: &'a [String],
+}
+
 /// Merges client reports into intervals and emits them in order.
 struct Collector<'a> {
     timeline: &'a Timeline,
+    plan: &'a LoadPlan,
+    names: &'a [String],
+    /// The stages, their names, and this process's share of their load.
+    stages: Option<(Profile, Vec<std::sync::Arc<str>>, f64)>,
+    /// `--stop-when`: the intervals in a row it has held in.
+    streak: Streak,
+    stop_at: Option<Duration>,
     n_ops: usize,
-    /// Counters of intervals some client has not finished yet.
-    pending: BTreeMap<u64, Vec<OpCounters>>,
+    /// Counters of intervals some client has not finished yet, and their running clients.
+    pending: BTreeMap<u64, (Vec<OpCounters>, u64)>,
     /// Operations completed per client in intervals not emitted yet.
     per_client: BTreeMap<u64, Vec<u64>>,
     clients: usize,
@@ -70,7 +88,7 @@ struct Collector<'a> {
     /// The rig's hiccups over the measured intervals.
     hiccups: Hist,
     run_end: Duration,
-    missed: u64,
+    missed: Vec<u64>,
 }
 
 impl Collector<'_> {
@@ -90,10 +108,11 @@ impl Collector<'_> {
             }
         }
         let fresh = self.fresh();
-        let slot = self.pending.entry(finished.index).or_insert(fresh);
-        for (a, b) in slot.iter_mut().zip(&finished.counters) {
+        let slot = self.pending.entry(finished.index).or_insert((fresh, 0));
+        for (a, b) in slot.0.iter_mut().zip(&finished.counters) {
             a.merge(b);
         }
+        slot.1 += finished.active;
     }
 
     fn receive(&mut self, msg: Msg) {
@@ -117,7 +136,12 @@ impl Collector<'_> {
             } => {
                 self.left[thread] = self.left[thread].saturating_sub(1);
                 self.run_end = self.run_end.max(end);
-                self.missed += missed;
+                if self.missed.len() < missed.len() {
+                    self.missed.resize(missed.len(), 0);
+                }
+                for (m, n) in self.missed.iter_mut().zip(missed) {
+                    *m += n;
+                }
             }
             Msg::Ready { .. } => {}
         }
@@ -126,7 +150,7 @@ impl Collector<'_> {
     /// Emit the next interval; `cap` ends it early (a run cut short).
     fn emit_next(&mut self, cap: Option<Duration>, observer: &mut dyn Observer) {
         let k = self.emitted;
-        let counters = self.pending.remove(&k).unwrap_or_else(|| self.fresh());
+        let (counters, active) = self.pending.remove(&k).unwrap_or_else(|| (self.fresh(), 0));
         let start = self.timeline.start_of(k);
         let end = match cap {
             Some(cap) => self.timeline.end_of(k).min(cap).max(start),
@@ -140,6 +164,18 @@ impl Collector<'_> {
         // clients' clock; a client reports it at the end, so the sample is normally there
         // already or a few ms away. A starved monitor thread is waited for a little longer.
         let rig = self.monitor.take(k, Duration::from_millis(250));
+        let (mut stage, mut clients, mut offered) = (None, None, None);
+        if let Some((profile, names, share)) = &self.stages {
+            let i = self.timeline.stage_of(k).unwrap_or(0);
+            stage = names.get(i).cloned();
+            match profile.stages()[i].kind {
+                StageKind::Clients => clients = Some(active),
+                StageKind::Rate => {
+                    let due = profile.lambda(end) - profile.lambda(start);
+                    offered = Some(due * share);
+                }
+            }
+        }
         let data = IntervalData {
             index: k,
             start,
@@ -148,6 +184,9 @@ impl Collector<'_> {
             ops: counters,
             per_client,
             rig,
+            stage,
+            clients,
+            offered,
         };
         if !data.warmup {
             for (t, c) in self.totals.iter_mut().zip(&data.ops) {
@@ -157,33 +196,98 @@ impl Collector<'_> {
                 let _ = self.hiccups.add(&rig.hiccups);
             }
         }
+        if let (Some(rule), false) = (&self.plan.stop_when, data.warmup) {
+            let seconds = (data.end - data.start).as_secs_f64();
+            let held = rule.holds(&data.ops, self.names, seconds);
+            if self.streak.count(rule, k, held) {
+                self.stop_at = Some(data.end);
+            }
+        }
         observer.interval(&data);
         let brief = self.store.keep(data);
         self.intervals.push(brief);
         self.emitted += 1;
     }
+    /// The run has ended: emit what is left (up to the run's real end when it was cut
+    /// short) and hand over the run's data.
+    fn finish(
+        mut self,
+        stopped_at: Option<Instant>,
+        interrupted: bool,
+        observer: &mut dyn Observer,
+    ) -> RunData {
+        // The monitor closes the interval it is in, so the last one has its sample.
+        self.monitor.finish();
+        // A run that reached its deadline keeps the nominal grid; one cut short (Ctrl-C)
+        // or ended by an operation count ends its last interval when it really ended.
+        let cap =
+            (self.timeline.deadline.is_none() || stopped_at.is_some()).then_some(self.run_end);
+        let last = self
+            .pending
+            .keys()
+            .next_back()
+            .copied()
+            .unwrap_or(0)
+            .max(self.timeline.index_of(self.run_end));
+        while self.emitted <= last {
+            self.emit_next(cap, observer);
+        }
+        let measured_end = self.intervals.last().map_or(Duration::ZERO, |i| i.end);
+        let stopped = self.streak.stopped.map(|from_interval| Stopped {
+            from_interval,
+            at: self.stop_at.unwrap_or(self.run_end),
+        });
+        RunData {
+            connect: ConnectPhase::default(),
+            measured: measured_end.saturating_sub(self.timeline.warmup),
+            elapsed: self.run_end,
+            interrupted,
+            abandoned: self.left.iter().sum(),
+            missed: self.missed.iter().sum(),
+            missed_by_stage: self.missed,
+            stopped,
+            late_start: None,
+            intervals: self.intervals,
+            store: self.store,
+            totals: self.totals,
+            hiccups: self.hiccups,
+        }
+    }
 }
 
 /// Merge the client threads' reports into intervals, in order, until every client is done.
 /// `sizes` holds how many clients each thread carries.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn collect(
     rx: Receiver<Msg>,
     sizes: Vec<usize>,
-    timeline: &Timeline,
-    n_ops: usize,
+    shape: Shape<'_>,
     stop: &AtomicBool,
     t0: Instant,
     observer: &mut dyn Observer,
     store: IntervalStore,
 ) -> Result<RunData> {
+    let Shape {
+        timeline,
+        plan,
+        names,
+    } = shape;
+    let n_ops = names.len();
+    let stages = (!plan.stages.is_empty()).then(|| {
+        let names = plan.stages.iter().map(|s| s.name.as_str().into()).collect();
+        (plan.profile(), names, plan.share())
+    });
     let mut c = Collector {
         timeline,
+        plan,
+        names,
+        stages,
+        streak: Streak::default(),
+        stop_at: None,
         n_ops,
         pending: BTreeMap::new(),
         per_client: BTreeMap::new(),
         clients: sizes.iter().sum(),
-        monitor: rig::Monitor::start(t0, *timeline),
+        monitor: rig::Monitor::start(t0, timeline.clone()),
         next_of: vec![0; sizes.len()],
         left: sizes,
         emitted: 0,
@@ -192,9 +296,10 @@ pub(super) fn collect(
         hiccups: new_hist(),
         totals: (0..n_ops).map(|_| OpCounters::default()).collect(),
         run_end: Duration::ZERO,
-        missed: 0,
+        missed: Vec::new(),
     };
     let mut stopped_at: Option<Instant> = None;
+    let mut interrupted = false;
     let mut last_tick = Instant::now();
     loop {
         match rx.recv_timeout(Duration::from_millis(50)) {
@@ -206,6 +311,12 @@ pub(super) fn collect(
         if INTERRUPTED.load(Ordering::Relaxed) && stopped_at.is_none() {
             stop.store(true, Ordering::Relaxed);
             stopped_at = Some(Instant::now());
+            interrupted = true;
+        }
+        if c.stop_at.is_some() && stopped_at.is_none() {
+            // `--stop-when` held long enough: the clients finish their operations and end.
+            stop.store(true, Ordering::Relaxed);
+            stopped_at = Some(Instant::now());
         }
         let all_done = c.left.iter().all(|l| *l == 0);
         let abandoned = stopped_at.is_some_and(|s| s.elapsed() > GRACE);
@@ -213,35 +324,7 @@ pub(super) fn collect(
             if let (true, Some(s)) = (abandoned, stopped_at) {
                 c.run_end = s.duration_since(t0);
             }
-            // The monitor closes the interval it is in, so the last one has its sample.
-            c.monitor.finish();
-            // A run that reached its deadline keeps the nominal grid; one cut short (Ctrl-C)
-            // or ended by an operation count ends its last interval when it really ended.
-            let cap = (timeline.deadline.is_none() || stopped_at.is_some()).then_some(c.run_end);
-            let last = c
-                .pending
-                .keys()
-                .next_back()
-                .copied()
-                .unwrap_or(0)
-                .max(timeline.index_of(c.run_end));
-            while c.emitted <= last {
-                c.emit_next(cap, observer);
-            }
-            let measured_end = c.intervals.last().map_or(Duration::ZERO, |i| i.end);
-            return Ok(RunData {
-                connect: ConnectPhase::default(),
-                measured: measured_end.saturating_sub(timeline.warmup),
-                elapsed: c.run_end,
-                interrupted: stopped_at.is_some(),
-                abandoned: c.left.iter().sum(),
-                missed: c.missed,
-                late_start: None,
-                intervals: c.intervals,
-                store: c.store,
-                totals: c.totals,
-                hiccups: c.hiccups,
-            });
+            return Ok(c.finish(stopped_at, interrupted, observer));
         }
         // A thread whose clients have all recorded their last operation has ended once
         // their `Done`s (right behind) arrive; until then it holds the emission back, so the

@@ -6,6 +6,8 @@ use std::time::{Duration, SystemTime};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::stages::{Profile, Stage};
+use super::stop_when::StopWhen;
 use super::timeline::Timeline;
 
 /// Connections per second before the run when nothing says, from [`PACED_FROM`] clients:
@@ -125,6 +127,16 @@ pub struct LoadPlan {
     #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_secs")]
     #[schemars(with = "Option<f64>")]
     pub client_slice: Option<Duration>,
+    /// `--stages`, `[[load.stage]]`: the load changes during the run, stage after stage,
+    /// from its start (the warm-up is the first part); `rate` (open loop) or `clients`
+    /// (closed loop) above is then the highest any stage reaches, and `duration` the part
+    /// after the warm-up. Absent: one constant load (and in older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<Stage>,
+    /// `--stop-when`: the run ends once this holds for `consecutive` measured intervals in
+    /// a row (a breakpoint search in one run). Absent: the run goes to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_when: Option<StopWhen>,
 }
 
 fn one() -> usize {
@@ -194,7 +206,23 @@ impl LoadPlan {
     }
 
     pub fn timeline(&self) -> Timeline {
-        Timeline::new(self.interval, self.warmup, self.duration)
+        if self.stages.is_empty() {
+            return Timeline::new(self.interval, self.warmup, self.duration);
+        }
+        let profile = self.profile();
+        let starts: Vec<Duration> = (0..self.stages.len()).map(|i| profile.start(i)).collect();
+        Timeline::staged(self.interval, self.warmup, &starts, profile.end())
+    }
+
+    /// The stages laid end to end; empty without stages.
+    pub fn profile(&self) -> Profile {
+        Profile::new(&self.stages)
+    }
+
+    /// This process's share of the whole run's load: its clients (open loop: workers) over
+    /// all of them; 1 unsharded.
+    pub fn share(&self) -> f64 {
+        self.clients() as f64 / self.all_clients().max(1) as f64
     }
 
     /// Connections per second before the run: the given rate, else unpaced below
@@ -245,7 +273,7 @@ mod opt_rfc3339 {
 
 /// A duration as seconds (f64), both ways; reading rounds to the nearest nanosecond, so
 /// what was written reads back as the same duration.
-mod secs {
+pub(crate) mod secs {
     use std::time::Duration;
 
     use serde::{de::Error, Deserialize, Deserializer, Serializer};

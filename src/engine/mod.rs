@@ -24,6 +24,8 @@ mod schedule;
 pub mod shelf;
 pub mod slice;
 pub mod spill;
+pub mod stages;
+pub mod stop_when;
 mod threads;
 pub mod timeline;
 pub mod turns;
@@ -43,14 +45,17 @@ use crate::targets::peer::PeerTarget;
 use crate::targets::Target;
 use crate::workload::ycsb::InsertCounters;
 use crate::workload::OpSpec;
-use collector::collect;
+use collector::{collect, Shape};
 pub use collector::{Msg, Observer};
 pub use load_plan::{
     share, Arrivals, Connection, LoadPlan, Mode, Shard, DEFAULT_CONNECT_RATE, PACED_FROM,
 };
 pub use prepare::{cleanup, prepare, verify, BeforeRun, LoadProgress, Prepared};
-pub use run_data::{ConnectPhase, IntervalData, RunData};
+pub use run_data::{ConnectPhase, IntervalData, RunData, Stopped};
+pub use schedule::arrivals;
 use spill::IntervalStore;
+pub use stages::{Profile, Stage, StageKind};
+pub use stop_when::{StopFigure, StopWhen};
 use threads::{
     await_connections, client_threads, start_at, thread_clients, ClientThread, StartLine,
 };
@@ -104,7 +109,7 @@ pub fn run<T: Target>(
             plan: plan.clone(),
             slots,
             counters: Arc::clone(&counters),
-            timeline,
+            timeline: timeline.clone(),
             start: start.clone(),
             tx: tx.clone(),
         };
@@ -138,11 +143,15 @@ pub fn run<T: Target>(
         .map(|t| thread_clients(plan, t, threads).len())
         .collect();
     let store = IntervalStore::new(spill_dir);
+    let names: Vec<String> = ops.iter().map(|o| o.name.clone()).collect();
     let mut data = collect(
         rx,
         sizes,
-        &timeline,
-        ops.len(),
+        Shape {
+            timeline: &timeline,
+            plan,
+            names: &names,
+        },
         &start.stop,
         t0,
         observer,

@@ -68,6 +68,9 @@ pub fn batch_driver<T: Target>(
     }
     match plan.mode {
         Mode::Closed { think, .. } if !think.is_zero() => return Err("a think time".into()),
+        Mode::Closed { .. } if !plan.stages.is_empty() => {
+            return Err("client stages (--stages), whose clients join and leave".into())
+        }
         Mode::Open { .. } if plan.pipeline_refill > 1 => {
             return Err("an open loop (--rate) writes each arrival when it comes".into())
         }
@@ -145,7 +148,7 @@ impl<'a> Stream<'a> {
         if self.iv.is_none() {
             return true;
         }
-        let mut missed = 0;
+        let mut missed = Vec::new();
         let end = self.ctx.stop.load(Ordering::Relaxed)
             || self.quota == Some(0)
             || match (deadline, self.due.as_mut()) {
@@ -155,7 +158,7 @@ impl<'a> Stream<'a> {
                 (Some(d), Some(due)) => {
                     let behind = now >= d;
                     if behind {
-                        missed = due.missed_before(d);
+                        due.missed_before(d, &mut missed);
                     }
                     behind
                 }
@@ -183,6 +186,10 @@ impl<'a> Stream<'a> {
         let from = match self.due.as_mut() {
             Some(due) => {
                 let intended = due.intended;
+                if let (Some(iv), false) = (self.iv.as_mut(), self.ctx.plan.stages.is_empty()) {
+                    // It counts in the stage of its intended start.
+                    iv.hold(Some(due.stage));
+                }
                 due.next();
                 intended
             }
@@ -237,6 +244,14 @@ impl<'a> Stream<'a> {
             if iv.measuring() {
                 *q = q.saturating_sub(1);
             }
+        }
+        if let (Some(due), Some(iv), false) = (
+            self.due.as_ref(),
+            self.iv.as_mut(),
+            self.ctx.plan.stages.is_empty(),
+        ) {
+            // Free again: it may move on to the stage of its next arrival.
+            iv.hold(Some(due.stage));
         }
     }
 }

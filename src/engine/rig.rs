@@ -343,15 +343,26 @@ mod tests {
 
     #[test]
     fn reads_its_own_cpu_time() {
+        // Spins until the clock shows 10 ms of CPU, not for a wall time: on a busy machine
+        // 30 ms of wall time may bring this thread almost no CPU. The wall limit only ends
+        // a reader that never advances.
         let (u0, s0) = process_cpu();
         let mut x = 0u64;
         let t = Instant::now();
-        while t.elapsed() < Duration::from_millis(30) {
-            x = x.wrapping_mul(31).wrapping_add(7);
-        }
+        let advanced = loop {
+            for _ in 0..10_000 {
+                x = x.wrapping_mul(31).wrapping_add(7);
+            }
+            let (u1, s1) = process_cpu();
+            if u1 + s1 > u0 + s0 + Duration::from_millis(10) {
+                break true;
+            }
+            if t.elapsed() > Duration::from_secs(60) {
+                break false;
+            }
+        };
         std::hint::black_box(x);
-        let (u1, s1) = process_cpu();
-        assert!(u1 + s1 > u0 + s0 + Duration::from_millis(10));
+        assert!(advanced, "the process's CPU time did not advance by 10 ms in 60 s of spinning");
     }
 
     #[test]

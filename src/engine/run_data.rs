@@ -1,6 +1,7 @@
 //! What a finished run measured: its intervals (their histograms in the spill file), totals,
 //! how the clients connected, and how the run ended.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Result};
@@ -22,6 +23,13 @@ pub struct IntervalData {
     /// The rig's own CPU, run queue and hiccups over the interval, when the monitor
     /// closed it in time.
     pub rig: Option<rig::RigSample>,
+    /// In a run with stages: the stage it belongs to.
+    pub stage: Option<Arc<str>>,
+    /// A closed loop with client stages: this process's clients running at its end.
+    pub clients: Option<u64>,
+    /// An open loop with stages: the arrivals due in it (the integral of the rate over it,
+    /// this process's share).
+    pub offered: Option<f64>,
 }
 
 /// How the clients connected before the run.
@@ -58,6 +66,20 @@ pub struct RunData {
     pub missed: u64,
     /// `--start-at`: how long after the agreed start this process could start.
     pub late_start: Option<Duration>,
+    /// Arrivals never started, by stage (one entry without stages; may be shorter than the
+    /// stages: none missed in the rest).
+    pub missed_by_stage: Vec<u64>,
+    /// `--stop-when` ended the run.
+    pub stopped: Option<Stopped>,
+}
+
+/// Where `--stop-when` ended a run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stopped {
+    /// The first of the intervals in a row the condition held in.
+    pub from_interval: u64,
+    /// When the collector saw it had held long enough, since the start.
+    pub at: Duration,
 }
 
 impl RunData {
@@ -116,6 +138,9 @@ impl RunData {
                 ops,
                 per_client: self.store.per_client(k).map_err(back)?,
                 rig,
+                stage: brief.stage.clone(),
+                clients: brief.clients,
+                offered: brief.offered,
             }));
         }
         Ok(out)

@@ -25,6 +25,8 @@ pub struct Finished {
     pub counters: Vec<OpCounters>,
     /// Operations each client completed, in the order of the thread's client ids.
     pub per_client: Vec<u64>,
+    /// A closed loop with client stages: the thread's clients running at the interval's end.
+    pub active: u64,
 }
 
 /// What one thread's clients recorded in the intervals some of them are still in.
@@ -62,23 +64,36 @@ impl Shelf {
     /// completed operation for the client.
     #[inline]
     pub fn record(&mut self, local: usize, i: usize) -> &mut OpCounters {
-        let (n_ops, n) = (self.n_ops, self.current.len());
         let index = self.current[local];
-        let slot = self.open.entry(index).or_insert_with(|| Finished {
-            index,
-            counters: (0..n_ops).map(|_| OpCounters::default()).collect(),
-            per_client: vec![0; n],
-        });
+        let slot = self.slot(index);
         slot.per_client[local] += 1;
         &mut slot.counters[i]
     }
 
+    fn slot(&mut self, index: u64) -> &mut Finished {
+        let (n_ops, n) = (self.n_ops, self.current.len());
+        self.open.entry(index).or_insert_with(|| Finished {
+            index,
+            counters: (0..n_ops).map(|_| OpCounters::default()).collect(),
+            per_client: vec![0; n],
+            active: 0,
+        })
+    }
+
     /// Client `local` moves on to interval `next` (`u64::MAX`: it is done); the intervals
-    /// no client of the thread is in any more go to the collector.
-    pub fn advance(&mut self, local: usize, next: u64) {
+    /// no client of the thread is in any more go to the collector. `active`: the client was
+    /// running at the end of each interval it leaves behind.
+    pub fn advance(&mut self, local: usize, next: u64, active: bool) {
         let was = std::mem::replace(&mut self.current[local], next);
         if was == next {
             return;
+        }
+        if active {
+            // The intervals whose end it passed running; once done, the one it was in.
+            let upto = if next == u64::MAX { was + 1 } else { next };
+            for k in was..upto {
+                self.slot(k).active += 1;
+            }
         }
         if let Entry::Occupied(mut e) = self.at.entry(was) {
             *e.get_mut() -= 1;
@@ -104,9 +119,9 @@ impl Shelf {
     }
 
     /// Client `local` has ended at `end` (since the start) with `missed` arrivals never
-    /// started.
-    pub fn finish(&mut self, local: usize, end: Duration, missed: u64) {
-        self.advance(local, u64::MAX);
+    /// started (by stage); `active`: it was running to the end.
+    pub fn finish(&mut self, local: usize, end: Duration, missed: Vec<u64>, active: bool) {
+        self.advance(local, u64::MAX, active);
         let _ = self.tx.send(Msg::Done {
             thread: self.thread,
             end,

@@ -38,6 +38,10 @@ pub struct IntervalBrief {
     pub warmup: bool,
     pub ops: Vec<OpTally>,
     pub rig: Option<RigBrief>,
+    /// Its stage, clients and offered arrivals ([`IntervalData`]).
+    pub stage: Option<std::sync::Arc<str>>,
+    pub clients: Option<u64>,
+    pub offered: Option<f64>,
 }
 
 /// One operation's counts in an interval.
@@ -116,6 +120,9 @@ impl IntervalStore {
                 })
                 .collect(),
             rig: data.rig.as_ref().map(|s| s.brief()),
+            stage: data.stage.clone(),
+            clients: data.clients,
+            offered: data.offered,
         };
         let (hiccups, threads) = data
             .rig
@@ -414,6 +421,9 @@ mod tests {
                     },
                 ],
             }),
+            stage: None,
+            clients: None,
+            offered: None,
         }
     }
 

@@ -55,6 +55,8 @@ fn closed(clients: usize) -> LoadPlan {
         pipeline: 1,
         pipeline_refill: 1,
         client_slice: None,
+        stages: Vec::new(),
+        stop_when: None,
     }
 }
 

@@ -258,6 +258,7 @@ impl<T: Target> ClientThread<T> {
             self.tx.clone(),
         ));
         let turns = Turns::default();
+        let profile = (!self.plan.stages.is_empty()).then(|| self.plan.profile());
         let ctxs: Vec<ClientCtx<'_>> = (self.ids.iter().enumerate())
             .map(|(local, &id)| ClientCtx {
                 id,
@@ -266,13 +267,14 @@ impl<T: Target> ClientThread<T> {
                 ops: &self.ops,
                 peers: &self.peers,
                 plan: &self.plan,
-                timeline: self.timeline,
+                timeline: self.timeline.clone(),
                 slots: self.slots,
                 counters: &self.counters,
                 stop: &self.start.stop,
                 q0,
                 exclusive,
                 turns: &turns,
+                profile: profile.as_ref(),
             })
             .collect();
         let target = &*self.target;

@@ -7,11 +7,10 @@
 //! STATUS` has no place for an alias, so the observer's own calls are taken off its digest.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Opts, OptsBuilder, SslOpts};
+use mysql_async::{Conn, Opts, OptsBuilder};
 
 use super::notes::Notes;
 use super::reading::{number, Reading, StatementTotal};
@@ -19,7 +18,8 @@ use super::record::{QueryValue, Role};
 use super::UserQuery;
 use crate::error::InputError;
 use crate::targets::endpoint::Endpoint;
-use crate::targets::tls::{Tls, TlsMode};
+use crate::targets::mysql::ssl_opts;
+use crate::targets::tls::Tls;
 use crate::targets::TargetUrl;
 
 /// `SHOW GLOBAL STATUS` variables recorded as counters (deltas), besides every `Handler_*`.
@@ -112,24 +112,6 @@ impl MysqlPlan {
             host: ep.host,
             port,
         })
-    }
-}
-
-/// mysql_async's TLS settings, as the mysql target gives them.
-fn ssl_opts(tls: &Tls) -> Option<SslOpts> {
-    match tls.mode {
-        TlsMode::Off => None,
-        TlsMode::Insecure => Some(
-            SslOpts::default()
-                .with_danger_accept_invalid_certs(true)
-                .with_danger_skip_domain_validation(true),
-        ),
-        TlsMode::Verified => Some(match &tls.ca {
-            Some(path) => SslOpts::default()
-                .with_root_certs(vec![PathBuf::from(path).into()])
-                .with_disable_built_in_roots(true),
-            None => SslOpts::default(),
-        }),
     }
 }
 

@@ -240,13 +240,30 @@ impl RunPlan {
     }
 
     /// The same plan with every factor at its value, resolved once (so that settings that
-    /// belong together, a rate and its concurrency, change together).
+    /// belong together, a rate and its concurrency, change together). Stages and a constant
+    /// load replace each other: varying the stages drops the command line's rate, clients
+    /// and stop conditions, and varying one of those drops its stages.
     pub fn vary_all(&self, levels: &[(Factor, Value)]) -> Result<RunPlan, InputError> {
         let mut plan = self.clone();
         let mut params = false;
+        let constant = [
+            LoadSetting::Rate,
+            LoadSetting::Clients,
+            LoadSetting::Duration,
+            LoadSetting::Ops,
+            LoadSetting::Samples,
+        ];
         for (factor, value) in levels {
             match factor {
-                Factor::Load(setting) => plan.load_source.flags.set(*setting, value.clone()),
+                Factor::Load(setting) => {
+                    let flags = &mut plan.load_source.flags;
+                    if *setting == LoadSetting::Stages {
+                        constant.iter().for_each(|s| drop(flags.remove(*s)));
+                    } else if constant.contains(setting) {
+                        flags.remove(LoadSetting::Stages);
+                    }
+                    flags.set(*setting, value.clone());
+                }
                 Factor::Param(name) => {
                     plan.source.sets.retain(|s| &s.name != name);
                     plan.source
@@ -299,5 +316,7 @@ impl RunPlan {
     }
 }
 
+#[cfg(test)]
+mod stage_tests;
 #[cfg(test)]
 mod tests;

@@ -49,6 +49,16 @@ pub fn resolve(args: &RunArgs) -> Result<RunPlan, InputError> {
     check_peers(&workload)?;
     let outputs = outputs(args, &workload.name)?;
     let checks = run_checks(args, &workload, &ops)?;
+    check_stage_names(&checks, &load)?;
+    if let Some(op) = load.stop_when.as_ref().and_then(|w| w.op.as_ref()) {
+        if !ops.iter().any(|o| &o.name == op) {
+            return Err(InputError::new(format!(
+                "--stop-when '{}': --op leaves out '{op}', so it could never be evaluated",
+                load.stop_when.as_ref().map_or("", |w| w.condition.as_str())
+            ))
+            .help("name an operation that runs, or none (all operations together)"));
+        }
+    }
     Ok(RunPlan {
         workload,
         source,
@@ -281,6 +291,31 @@ fn run_checks(
         out.push(check);
     }
     Ok(out)
+}
+
+/// Every check that names a stage (`@STAGE`) names one of the run's.
+pub fn check_stage_names(checks: &[Check], load: &LoadPlan) -> Result<(), InputError> {
+    let names: Vec<&str> = load.stages.iter().map(|s| s.name.as_str()).collect();
+    for c in checks {
+        let Some(stage) = &c.stage else { continue };
+        if names.contains(&stage.as_str()) {
+            continue;
+        }
+        let help = if names.is_empty() {
+            "this run has no stages: drop @STAGE, or add --stages".to_string()
+        } else {
+            format!(
+                "its stages are: {} (an unnamed stage is called by its number from 1)",
+                names.join(", ")
+            )
+        };
+        return Err(InputError::new(format!(
+            "check '{}': the run has no stage '{stage}'",
+            c.text
+        ))
+        .help(help));
+    }
+    Ok(())
 }
 
 /// `loadrig-results/TIME-WORKLOAD.json`.

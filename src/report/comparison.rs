@@ -190,7 +190,7 @@ fn metrics_table(out: &mut String, c: &Comparison) {
     let width = c
         .operations
         .iter()
-        .map(|o| o.operation.chars().count())
+        .map(|o| o.shown().chars().count())
         .max()
         .unwrap_or(9)
         .clamp(9, 24);
@@ -219,7 +219,7 @@ fn metrics_table(out: &mut String, c: &Comparison) {
             let _ = writeln!(
                 out,
                 "{:<width$}  {:<10}  {:>11}  {:>11}  {:>8}  {:<18}  {:>7}{}  {}",
-                truncate(&o.operation, width),
+                truncate(&o.shown(), width),
                 m.metric.name(),
                 value(m, m.base),
                 value(m, m.new),
@@ -328,7 +328,7 @@ pub fn markdown(c: &Comparison) -> String {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} |{cells} {} |",
-                md(&o.operation),
+                md(&o.shown()),
                 m.metric.name(),
                 value(m, m.base),
                 value(m, m.new),

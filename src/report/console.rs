@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::duration::human_ns;
-use crate::engine::{IntervalData, LoadProgress, Observer};
+use crate::engine::{IntervalData, LoadProgress, Observer, StageKind};
+use crate::result::stages::{StageRan, StageRecord};
 use crate::result::validity::Validity;
 use crate::result::{
     ConnectRecord, ErrorsByClass, FigureRecord, IntervalOp, IntervalRecord, OpResult, RunResult,
@@ -30,7 +31,26 @@ pub fn rate(x: f64) -> String {
     }
 }
 
+/// The header of a run with stages: the stage and its load at the end of each line.
+pub const STAGED_HEADER: &str =
+    "interval   elapsed          ok        ops/s   errors       p50       p99       max  stage";
+
 pub fn interval_line(r: &IntervalRecord) -> String {
+    let mut line = plain_interval_line(r);
+    if let Some(stage) = &r.stage {
+        let secs = r.end_s - r.start_s;
+        let _ = write!(line, "  {stage}");
+        if let Some(due) = r.offered.filter(|_| secs > 0.0) {
+            let _ = write!(line, " ({}/s due)", rate(due / secs));
+        }
+        if let Some(c) = r.clients {
+            let _ = write!(line, " ({c} client{})", if c == 1 { "" } else { "s" });
+        }
+    }
+    line
+}
+
+fn plain_interval_line(r: &IntervalRecord) -> String {
     let secs = r.end_s - r.start_s;
     let ok = r.ok;
     let worst = |f: fn(&IntervalOp) -> u64| r.ops.iter().map(f).max().unwrap_or(0);
@@ -165,7 +185,11 @@ impl Observer for Live {
     fn interval(&mut self, data: &IntervalData) {
         let record = IntervalRecord::of(data, &self.names, false);
         if !self.printed_header {
-            self.print(INTERVAL_HEADER);
+            self.print(if record.stage.is_some() {
+                STAGED_HEADER
+            } else {
+                INTERVAL_HEADER
+            });
             self.printed_header = true;
         }
         self.print(&interval_line(&record));
@@ -255,11 +279,70 @@ pub fn summary(r: &RunResult) -> String {
             let _ = writeln!(out, "{what}: {line}");
         }
     }
+    stage_blocks(&mut out, r);
     if let Some(v) = &r.validity {
         let _ = writeln!(out, "{}", rig_line(v));
         let _ = writeln!(out, "validity: {}", v.line());
     }
     out
+}
+
+/// A run with stages: one block per stage, its load, how far the run got, its table and
+/// its verdict.
+fn stage_blocks(out: &mut String, r: &RunResult) {
+    for s in &r.stages {
+        let _ = writeln!(out, "\n{}", stage_heading(s));
+        if s.measured_s <= 0.0 {
+            continue;
+        }
+        let mut rows: Vec<&OpResult> = s.operations.iter().collect();
+        if s.operations.len() > 1 {
+            rows.push(&s.total);
+        }
+        summary_table(out, &rows);
+        if let Some(v) = &s.validity {
+            let _ = writeln!(out, "validity ({}): {}", s.judged, v.line());
+        }
+    }
+}
+
+/// `stage ramp: 30s, 0..2,000/s (linear), complete; 60.0% of 28,500 due ...`.
+pub fn stage_heading(s: &StageRecord) -> String {
+    let level = |x: f64| match s.kind {
+        StageKind::Rate if x >= 100.0 => format!("{}/s", rate(x)),
+        StageKind::Rate => format!("{x}/s"),
+        StageKind::Clients if x == 1.0 => "1 client".to_string(),
+        StageKind::Clients => format!("{x:.0} clients"),
+    };
+    let load = if s.from == s.to {
+        level(s.from)
+    } else {
+        format!("{} to {} (linear)", level(s.from), level(s.to))
+    };
+    let ran = match s.ran {
+        StageRan::Complete => "complete",
+        StageRan::Cut => "cut short",
+        StageRan::NotRun => "not run",
+    };
+    let mut line = format!(
+        "stage {}: {:.1}s to {:.1}s, {load}, {ran}",
+        s.name, s.start_s, s.end_s
+    );
+    if s.warmup_s > 0.0 {
+        let _ = write!(line, ", {:.1}s of warm-up", s.warmup_s);
+    }
+    if let Some(due) = s.offered.filter(|_| s.measured_s > 0.0) {
+        let _ = write!(
+            line,
+            "; {} of {} due completed",
+            thousands(s.total.ok + s.total.errors),
+            thousands(due.round() as u64)
+        );
+    }
+    if s.missed_starts > 0 {
+        let _ = write!(line, ", {} never started", thousands(s.missed_starts));
+    }
+    line
 }
 
 /// The connect phase in rows (console lines, the report's table): the clients and their

@@ -19,6 +19,7 @@ use crate::result::{OpResult, RunResult, RunStatus};
 use crate::targets::redact;
 
 mod compare;
+mod stages;
 mod sweep;
 pub use compare::render_comparison;
 pub use sweep::render_sweep;
@@ -72,6 +73,7 @@ pub fn render(runs: &[(String, RunResult)]) -> Result<String> {
 
     h.push_str("<h2 id=\"summary\">Summary</h2>\n");
     summary_table(&mut h, runs);
+    stages::table(&mut h, runs);
     errors_table(&mut h, runs);
     retries_table(&mut h, runs);
     run_notes(&mut h, runs);

@@ -274,9 +274,17 @@ pub fn all(runs: &[RunView]) -> Result<Vec<Plot>> {
     let mut plots = vec![Plot {
         id: "throughput".into(),
         title: "Throughput per interval".into(),
-        caption: "Successful operations per second in each interval. The grey band is the warm-up, left out of every statistic.".into(),
+        caption: "Successful operations per second in each interval. The grey band is the warm-up, left out of every statistic; dashed lines mark where each stage starts.".into(),
         svg: throughput(runs)?,
     }];
+    if let Some(svg) = stages::offered(runs) {
+        plots.push(Plot {
+            id: "offered".into(),
+            title: "Throughput against the load offered".into(),
+            caption: "Each measured interval of a run with stages: successful operations per second against the arrivals due per second (open loop; dashed: every arrival completing) or the clients running (closed loop). Where the points leave the diagonal, the system stopped keeping up: the knee.".into(),
+            svg: svg?,
+        });
+    }
     let mut names: Vec<String> = Vec::new();
     for run in runs {
         for o in &run.r.operations {
@@ -358,6 +366,7 @@ pub fn throughput(runs: &[RunView]) -> Result<String> {
         * 1.3;
     let ymax = if ymax > 0.0 { ymax } else { 1.0 };
     let warm = runs.iter().map(RunView::warmup_end).fold(0.0, f64::max);
+    let marks = stages::all_marks(runs);
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(14)
@@ -380,6 +389,7 @@ pub fn throughput(runs: &[RunView]) -> Result<String> {
                 WARMUP.filled(),
             )))?;
         }
+        stages::draw(&mut chart, &marks, 0.0, ymax)?;
         for (i, (name, pts)) in lines.into_iter().enumerate() {
             line!(chart, pts, color(i), name);
         }
@@ -456,6 +466,7 @@ pub fn latency_over_time(runs: &[RunView], op: &str) -> Result<String> {
     let t1 = time_range(runs);
     let warm = runs.iter().map(RunView::warmup_end).fold(0.0, f64::max);
     let ticks = log_ticks(lo, hi);
+    let marks = stages::all_marks(runs);
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(14)
@@ -472,6 +483,7 @@ pub fn latency_over_time(runs: &[RunView], op: &str) -> Result<String> {
                 WARMUP.filled(),
             )))?;
         }
+        stages::draw(&mut chart, &marks, lo, hi)?;
         let several = runs.len() > 1;
         for LatencyLine {
             name,
@@ -864,6 +876,7 @@ pub fn errors(runs: &[RunView]) -> Result<String> {
     let ymax = (ymax * 1.3).max(5.0);
     let warm = runs.iter().map(RunView::warmup_end).fold(0.0, f64::max);
     let none = lines.is_empty();
+    let marks = stages::all_marks(runs);
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
             .margin(14)
@@ -880,6 +893,7 @@ pub fn errors(runs: &[RunView]) -> Result<String> {
                 WARMUP.filled(),
             )))?;
         }
+        stages::draw(&mut chart, &marks, 0.0, ymax)?;
         if none {
             chart.draw_series(std::iter::once(Text::new(
                 "no errors".to_string(),
@@ -900,6 +914,7 @@ pub mod growths;
 pub mod history;
 pub mod rig;
 pub mod shift;
+pub mod stages;
 pub mod sweep;
 
 #[cfg(test)]

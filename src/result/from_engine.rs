@@ -65,6 +65,9 @@ impl IntervalRecord {
             } else {
                 Vec::new()
             },
+            stage: d.stage.as_deref().map(str::to_string),
+            clients: d.clients,
+            offered: d.offered,
             index: d.index + 1,
             start_s: d.start.as_secs_f64(),
             end_s: d.end.as_secs_f64(),

@@ -11,6 +11,7 @@ pub mod drift;
 mod from_engine;
 pub mod histogram;
 pub mod models;
+pub mod stages;
 pub mod stream;
 pub mod sweep;
 pub mod validity;
@@ -115,6 +116,13 @@ pub struct RunResult {
     /// evaluates on the merged run instead of each shard on its share.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
+    /// A run with stages (`load.stages`): each stage's own figures and verdict, in order.
+    /// Left out without stages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<stages::StageRecord>,
+    /// `--stop-when`: whether it ended the run, and the highest load sustained before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breakpoint: Option<stages::BreakpointRecord>,
 }
 
 /// The shards a merged run was made of (`loadrig merge`).
@@ -479,6 +487,15 @@ pub struct IntervalRecord {
     /// interval, so that `loadrig merge` judges fairness over every client exactly.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_client: Vec<u64>,
+    /// A run with stages: the stage it belongs to (no interval spans two).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// A closed loop with client stages: the clients running at its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<u64>,
+    /// An open loop with stages: the arrivals due in it (the integral of the rate over it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -643,6 +660,8 @@ mod tests {
             pipeline: 4,
             pipeline_refill: 4,
             client_slice: Some(Duration::from_micros(100)),
+            stages: Vec::new(),
+            stop_when: None,
         };
         let text = serde_json::to_string(&plan).unwrap();
         assert!(text.contains(r#""mode":"open""#), "{text}");

@@ -377,6 +377,9 @@ fn install_ctrl_c() {
 
 /// The load in words: "closed loop, 4 clients, 10s after 2s warm-up".
 pub fn describe(plan: &LoadPlan) -> String {
+    if !plan.stages.is_empty() {
+        return describe_stages(plan);
+    }
     let stop = match (plan.samples, plan.duration, plan.ops) {
         (Some(k), _, _) => format!(
             "{k} intervals of {}",
@@ -427,6 +430,46 @@ pub fn describe(plan: &LoadPlan) -> String {
             }
         ),
     }
+}
+
+/// A run with stages in words: "open loop in 3 stages (30s:0..2000/s, ...), up to 4 in
+/// flight, 1m40s with 10s warm-up".
+fn describe_stages(plan: &LoadPlan) -> String {
+    let list: Vec<String> = plan.stages.iter().map(|s| s.compact()).collect();
+    let total: std::time::Duration = plan.stages.iter().map(|s| s.duration).sum();
+    let warm = if plan.warmup.is_zero() {
+        String::new()
+    } else {
+        format!(
+            ", the first {} warm-up",
+            humantime::format_duration(plan.warmup)
+        )
+    };
+    let how = match plan.mode {
+        Mode::Closed { think, .. } if !think.is_zero() => {
+            format!("closed loop, think {}", humantime::format_duration(think))
+        }
+        Mode::Closed { .. } => "closed loop".to_string(),
+        Mode::Open {
+            arrivals, workers, ..
+        } => format!(
+            "open loop, {} arrivals, up to {workers} in flight",
+            match arrivals {
+                crate::engine::Arrivals::Poisson => "Poisson",
+                crate::engine::Arrivals::Constant => "constant",
+            }
+        ),
+    };
+    let stop = plan.stop_when.as_ref().map_or(String::new(), |w| {
+        format!(", until '{}' for {} intervals", w.condition, w.consecutive)
+    });
+    format!(
+        "{how}, {} stage{} over {}{warm}{stop}: {}",
+        plan.stages.len(),
+        if plan.stages.len() == 1 { "" } else { "s" },
+        humantime::format_duration(total),
+        list.join(",")
+    )
 }
 
 /// Every native operation must be one the target runs; say which does not, before the run.

@@ -14,10 +14,37 @@ use toml::Spanned;
 use super::Source;
 use crate::error::InputError;
 
-/// `[load]` as written: each `key = value` with its place, in the order of the file.
+/// `[load]` as written: each `key = value` with its place, in the order of the file, and
+/// its `[[load.stage]]` tables, each field with its place.
 #[derive(Debug, Default, Clone)]
 pub struct LoadSection {
     pub entries: Vec<(Spanned<String>, Spanned<toml::Value>)>,
+    pub stages: Option<Spanned<Vec<Spanned<StageSection>>>>,
+}
+
+/// One `[[load.stage]]`: a length and a rate (open loop) or a client count (closed loop),
+/// constant (`rate`, `clients`) or going from one to the other (`rate_from` and `rate_to`,
+/// `clients_from` and `clients_to`) in a `shape`: `linear` (the default) or `step` (`steps`
+/// constant levels). What the values must be is checked with the load settings
+/// (`plan::load`), at each field's place.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageSection {
+    pub name: Option<Spanned<String>>,
+    /// Where it starts (from the start of the run): optional, and if given, the end of the
+    /// stage before.
+    pub start: Option<Spanned<String>>,
+    pub duration: Option<Spanned<String>>,
+    pub rate: Option<Spanned<f64>>,
+    pub rate_from: Option<Spanned<f64>>,
+    pub rate_to: Option<Spanned<f64>>,
+    pub clients: Option<Spanned<u64>>,
+    pub clients_from: Option<Spanned<u64>>,
+    pub clients_to: Option<Spanned<u64>>,
+    pub shape: Option<Spanned<String>>,
+    pub steps: Option<Spanned<u64>>,
+    /// The stage is the run's warm-up (only leading stages may be).
+    pub warmup: Option<Spanned<bool>>,
 }
 
 impl<'de> Deserialize<'de> for LoadSection {
@@ -30,10 +57,16 @@ impl<'de> Deserialize<'de> for LoadSection {
             }
             fn visit_map<M: MapAccess<'de>>(self, mut m: M) -> Result<LoadSection, M::Error> {
                 let mut entries = Vec::new();
-                while let Some(entry) = m.next_entry()? {
-                    entries.push(entry);
+                let mut stages = None;
+                while let Some(key) = m.next_key::<Spanned<String>>()? {
+                    if key.get_ref() == "stage" {
+                        // Read as tables with their fields' places, not as a plain value.
+                        stages = Some(m.next_value()?);
+                    } else {
+                        entries.push((key, m.next_value()?));
+                    }
                 }
-                Ok(LoadSection { entries })
+                Ok(LoadSection { entries, stages })
             }
         }
         d.deserialize_map(Entries)

@@ -1,6 +1,7 @@
 //! `loadrig history` over small result files of the `sleep` target, whose latency is known:
 //! five runs at 1 ms then five at 2 ms, labelled v1..v10, must show one change at v6.
 
+use crate::common::locks::{hold, Shared};
 use crate::common::Dir;
 use serde_json::Value;
 
@@ -15,6 +16,8 @@ fn run(d: &Dir, file: &str, latency: &str, label: &str) {
 
 #[test]
 fn a_step_from_one_to_two_milliseconds_is_found_at_its_label() {
+    // It judges timings: it takes turns with the runs that burn the CPU and the other judges.
+    let _cpu = hold(&[Shared::Cpu]);
     let d = Dir::new();
     for k in 1..=10 {
         let latency = if k <= 5 { "1ms" } else { "2ms" };

@@ -59,6 +59,7 @@ mod shards;
 mod shards_netns;
 mod shift;
 mod soak;
+mod stages;
 mod study;
 mod study_connections;
 mod study_directory;

@@ -2,6 +2,7 @@
 //! stated in src/targets/sleep.rs). Only statistical properties are asserted, each with its
 //! tolerance; no timing is.
 
+use crate::common::locks::{hold, Shared};
 use crate::common::{Dir, PUT_ONLY};
 use loadrig::engine::Mode;
 use loadrig::result::models::{Class, Verdict};
@@ -13,6 +14,8 @@ fn sweep_file(d: &Dir, name: &str) -> SweepResult {
 
 #[test]
 fn usl_sweep_recovers_contention_and_coherency() {
+    // It judges timings: it takes turns with the runs that burn the CPU and the other judges.
+    let _cpu = hold(&[Shared::Cpu]);
     // Truth: latency 5 ms stretched by 1 + σ(N−1) + κN(N−1) with σ = 0.1, κ = 0.005, so
     // λ = 200 ops/s and N* = √(0.9/0.005) ≈ 13.4. Every operation also pays the harness's
     // own overhead ε, which scales λ, σ and κ down by 1/(1 + λε): a few per cent, up to about
@@ -86,6 +89,8 @@ fn growth_study(growth: &str) -> SweepResult {
 
 #[test]
 fn growth_constant_cost_is_o1() {
+    // It judges timings: it takes turns with the runs that burn the CPU and the other judges.
+    let _cpu = hold(&[Shared::Cpu]);
     let s = growth_study("const:4ms");
     let g = s.models.growth.expect("a growth model");
     assert_eq!(g.fit.class, Class::Constant, "{:?}", g.fit);
@@ -95,6 +100,8 @@ fn growth_constant_cost_is_o1() {
 
 #[test]
 fn growth_logarithmic_cost_is_olog() {
+    // It judges timings: it takes turns with the runs that burn the CPU and the other judges.
+    let _cpu = hold(&[Shared::Cpu]);
     // Truth: a batch of 50 puts from n records costs 50 · 1 ms · log2(1+n) more, a slope of
     // 50 · 1 ms / ln 2 ≈ 0.0721 s per unit of ln(1+n). Tolerance: 30 %.
     let s = growth_study("log:1ms");
@@ -105,6 +112,8 @@ fn growth_logarithmic_cost_is_olog() {
 
 #[test]
 fn growth_linear_cost_is_on() {
+    // It judges timings: it takes turns with the runs that burn the CPU and the other judges.
+    let _cpu = hold(&[Shared::Cpu]);
     // Truth: a batch of 50 puts costs 50 · 10 µs = 0.5 ms more per record stored.
     // Tolerance: 20 %.
     let s = growth_study("linear:10us");
@@ -160,6 +169,8 @@ fn walk(dir: &std::path::Path) -> usize {
 
 #[test]
 fn delays_at_multiples_of_100ms_are_reported_periodic() {
+    // It judges timings: it takes turns with the runs that burn the CPU and the other judges.
+    let _cpu = hold(&[Shared::Cpu]);
     // Tolerance: three modes within 5 % of 100, 200 and 300 ms (a busy machine delays every
     // wake-up a little), the period within 3 % of 100 ms.
     let d = Dir::new();
@@ -218,6 +229,8 @@ fn a_single_distribution_is_reported_unimodal() {
 
 #[test]
 fn rate_search_finds_the_knee_of_a_known_capacity() {
+    // It judges timings: it takes turns with the runs that burn the CPU and the other judges.
+    let _cpu = hold(&[Shared::Cpu]);
     // Truth: one server of 400 ops/s. Above it the queue grows by (rate − 400) per second, so
     // within a 600 ms point p90 < 25 ms holds up to about 415 ops/s; below it nothing waits.
     // p90 rather than p99: with a few hundred samples p99 is nearly the maximum, and one

@@ -1,11 +1,14 @@
 //! The shift function in `loadrig compare`, against the `sleep` target, whose latency is
 //! known: 1 ms against 2 ms moves every quantile by about +1 ms.
 
+use crate::common::locks::{hold, Shared};
 use crate::common::Dir;
 use serde_json::Value;
 
 #[test]
 fn one_millisecond_more_moves_every_decile_by_about_one_millisecond() {
+    // It judges timings: it takes turns with the runs that burn the CPU and the other judges.
+    let _cpu = hold(&[Shared::Cpu]);
     let d = Dir::new();
     d.sleep_runs_together(&[("a.json", "1ms"), ("b.json", "2ms")], 20);
     let (out, _) = d.code(0, &["compare", "a.json", "b.json", "--format", "json"]);

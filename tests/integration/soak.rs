@@ -349,6 +349,9 @@ fn an_interval(k: u64) -> loadrig::engine::IntervalData {
                 })
                 .collect(),
         }),
+        stage: None,
+        clients: None,
+        offered: None,
     }
 }
 

@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, Result};
 
-use super::Context;
+use super::{Context, Scope};
 use crate::engine::spill::IntervalBrief;
 use crate::engine::RunData;
 use crate::result::validity::{
@@ -15,13 +15,14 @@ use crate::stats::thousands;
 /// clients that completed enough each) and one when any client was starved.
 pub(super) fn check(
     run: &RunData,
+    scope: &Scope<'_>,
     intervals: &[&IntervalBrief],
     cx: &Context<'_>,
     reasons: &mut Vec<String>,
 ) -> Result<FairnessSummary> {
     let th = cx.thresholds;
-    let clients = cx.plan.clients();
-    let (fairness, all) = run_fairness(run, intervals, clients, th.starved_median)
+    let clients = scope.clients.len();
+    let (fairness, all) = run_fairness(run, scope, intervals, th.starved_median)
         .map_err(|e| anyhow!("reading the per-client counts back: {e}"))?;
     let starved_clients = fairness.starved_clients;
     let per_client = all as f64 / clients.max(1) as f64;
@@ -110,24 +111,35 @@ impl Starved {
     }
 }
 
-/// The run's fairness: each interval's per-client counts read back from the run's store
-/// (src/engine/spill.rs) one at a time, the measured ones summed, the `judged` ones
-/// searched for starved clients. Also returns the measured operations of all clients.
+/// The fairness of the scope's clients: each interval's per-client counts read back from
+/// the run's store (src/engine/spill.rs) one at a time, the measured ones summed, the
+/// `judged` ones searched for starved clients. Also returns the measured operations of
+/// all of them.
 fn run_fairness(
     run: &RunData,
+    scope: &Scope<'_>,
     judged: &[&IntervalBrief],
-    clients: usize,
     starved_median: f64,
 ) -> std::io::Result<(FairnessSummary, u64)> {
-    let mut totals = vec![0u64; clients];
-    for (k, _) in run.intervals.iter().enumerate().filter(|(_, i)| !i.warmup) {
-        for (t, c) in totals.iter_mut().zip(&run.store.per_client(k)?) {
+    let mine = |counts: Vec<u64>| -> Vec<u64> {
+        scope
+            .clients
+            .iter()
+            .map(|&c| counts.get(c).copied().unwrap_or(0))
+            .collect()
+    };
+    let mut totals = vec![0u64; scope.clients.len()];
+    for i in &scope.measured {
+        for (t, c) in totals
+            .iter_mut()
+            .zip(mine(run.store.per_client(i.index as usize)?))
+        {
             *t += c;
         }
     }
-    let mut starved = Starved::new(clients, starved_median);
+    let mut starved = Starved::new(scope.clients.len(), starved_median);
     for i in judged {
-        starved.add(&run.store.per_client(i.index as usize)?);
+        starved.add(&mine(run.store.per_client(i.index as usize)?));
     }
     let all = totals.iter().sum();
     Ok((summary_with(&totals, starved), all))

@@ -40,19 +40,14 @@ fn completed(i: &IntervalBrief) -> u64 {
 /// busy, crowded or had one thread saturated (not judged for a target inside the rig's
 /// process, whose CPU is the rig's).
 pub(super) fn check(
-    run: &RunData,
+    measured: &[&IntervalBrief],
     sampled: &[RigInterval],
     cx: &Context<'_>,
     cores: usize,
     reasons: &mut Vec<String>,
 ) -> RigSummary {
     let th = cx.thresholds;
-    let measured: Vec<&RigBrief> = run
-        .intervals
-        .iter()
-        .filter(|i| !i.warmup)
-        .filter_map(|i| i.rig.as_ref())
-        .collect();
+    let measured: Vec<&RigBrief> = measured.iter().filter_map(|i| i.rig.as_ref()).collect();
     let user: f64 = measured.iter().map(|s| s.user.as_secs_f64()).sum();
     let system: f64 = measured.iter().map(|s| s.system.as_secs_f64()).sum();
     let wall: f64 = measured.iter().map(|s| s.wall.as_secs_f64()).sum();

@@ -69,7 +69,7 @@ fn arg(spec: &Spec) -> Arg {
     match spec.syntax {
         Syntax::Count | Syntax::CountOrParam(_) => arg.value_parser(value_parser!(u64)),
         Syntax::Number => arg.value_parser(value_parser!(f64)),
-        Syntax::Text | Syntax::CountOrWord(_) | Syntax::PerSecond => {
+        Syntax::Text | Syntax::CountOrWord(_) | Syntax::PerSecond | Syntax::Stages => {
             arg.value_parser(value_parser!(String))
         }
     }
@@ -100,9 +100,11 @@ impl FromArgMatches for LoadFlags {
                     matches.get_one::<u64>(id).map(|n| Value::Count(*n))
                 }
                 Syntax::Number => matches.get_one::<f64>(id).map(|x| Value::Number(*x)),
-                Syntax::Text | Syntax::CountOrWord(_) | Syntax::PerSecond => matches
-                    .get_one::<String>(id)
-                    .map(|t| Value::Text(t.clone())),
+                Syntax::Text | Syntax::CountOrWord(_) | Syntax::PerSecond | Syntax::Stages => {
+                    matches
+                        .get_one::<String>(id)
+                        .map(|t| Value::Text(t.clone()))
+                }
             };
             if let Some(value) = value {
                 self.values.insert(spec.setting, value);

@@ -13,6 +13,7 @@
 mod flags;
 mod read;
 mod settings;
+pub mod stages;
 mod table;
 
 use std::time::{Duration, SystemTime};
@@ -75,7 +76,8 @@ pub fn resolve_load(
         Settings::of_file(workload, source)?,
         Settings::of_flags(&from.flags),
     );
-    let load = load_plan(&settings, from, workload.op_timeout)?;
+    let ops: Vec<String> = workload.ops.iter().map(|o| o.name.clone()).collect();
+    let load = load_plan(&settings, from, workload.op_timeout, &ops)?;
     Ok(Resolved {
         warmup_auto: read::warmup_is_auto(&settings),
         load,
@@ -90,19 +92,31 @@ fn load_plan(
     s: &Settings,
     from: &LoadSource,
     file_op_timeout: Option<Duration>,
+    op_names: &[String],
 ) -> Result<LoadPlan, InputError> {
-    let open = read::is_open(s)?;
+    let laid = stages::read(s)?;
     let interval = read::interval(s)?;
-    let warmup = read::warmup(s)?;
-    let read::Stop {
-        duration,
-        ops,
-        samples,
-    } = read::stop_conditions(s, interval)?;
-    let mode = if open {
-        read::open_mode(s)?
-    } else {
-        read::closed_mode(s)?
+    let (
+        mode,
+        warmup,
+        read::Stop {
+            duration,
+            ops,
+            samples,
+        },
+    ) = match &laid {
+        Some(laid) => read::staged(s, laid)?,
+        None => {
+            let open = read::is_open(s)?;
+            let warmup = read::warmup(s)?;
+            let stop = read::stop_conditions(s, interval)?;
+            let mode = if open {
+                read::open_mode(s)?
+            } else {
+                read::closed_mode(s)?
+            };
+            (mode, warmup, stop)
+        }
     };
     let seed = read::seed(s)?;
     let op_timeout = read::op_timeout(s, file_op_timeout)?;
@@ -124,7 +138,10 @@ fn load_plan(
         pipeline: 1,
         pipeline_refill: 1,
         client_slice: read::client_slice(s)?,
+        stages: laid.map(|l| l.stages).unwrap_or_default(),
+        stop_when: None,
     };
+    plan.stop_when = read::stop_when(s, &plan, op_names)?;
     plan.pipeline = read::pipeline(s, &plan)?;
     plan.pipeline_refill = read::pipeline_refill(s, plan.pipeline)?;
     if let Some(text) = &from.shard {

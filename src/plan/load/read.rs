@@ -6,8 +6,11 @@
 use std::time::Duration;
 
 use super::settings::Settings;
+use super::stages::{self, Laid};
 use super::table::{LoadSetting as S, Value};
-use crate::engine::{slice, Arrivals, Connection, LoadPlan, Mode, THREAD_PER_CONNECTION_MAX};
+use crate::engine::{
+    slice, Arrivals, Connection, LoadPlan, Mode, StageKind, StopWhen, THREAD_PER_CONNECTION_MAX,
+};
 use crate::error::InputError;
 use crate::plan::given::Given;
 use crate::workload;
@@ -181,6 +184,21 @@ pub fn open_mode(s: &Settings) -> Result<Mode, InputError> {
     let rate = s
         .get(S::Rate)
         .ok_or_else(|| InputError::new("an open loop needs a rate"))?;
+    let per_s = rate.number()?;
+    let rate = rate.clone().map(|_| per_s);
+    if !(rate.value > 0.0 && rate.value.is_finite()) {
+        return Err(rate.error(format!(
+            "{} {}: expected operations per second above zero",
+            rate.name(),
+            rate.value
+        )));
+    }
+    open_at(s, rate.value)
+}
+
+/// An open loop whose rate reaches `rate` at most: `arrivals`, and as its concurrency
+/// `max_in_flight`, or else the file's `clients`.
+fn open_at(s: &Settings, rate: f64) -> Result<Mode, InputError> {
     let arrivals = match s.get(S::Arrivals) {
         None => Arrivals::Constant,
         Some(g) => match g.text().as_str() {
@@ -202,28 +220,147 @@ pub fn open_mode(s: &Settings) -> Result<Mode, InputError> {
         Some(g) => g.duration()?,
         None => DEFAULT_LATE_AFTER,
     };
-    let per_s = rate.number()?;
-    let rate = rate.clone().map(|_| per_s);
-    if !(rate.value > 0.0 && rate.value.is_finite()) {
-        return Err(rate.error(format!(
-            "{} {}: expected operations per second above zero",
-            rate.name(),
-            rate.value
-        )));
-    }
-    if rate.value / (workers as f64) < 1e-3 {
+    if rate / (workers as f64) < 1e-3 {
         return Err(InputError::new(format!(
-            "--rate {} spread over {workers} in flight is under one operation per 1000 s each",
-            rate.value
+            "--rate {rate} spread over {workers} in flight is under one operation per 1000 s each"
         ))
         .help("lower --max-in-flight"));
     }
     Ok(Mode::Open {
-        rate: rate.value,
+        rate,
         arrivals,
         workers: workers as usize,
         late_after,
     })
+}
+
+/// A run with stages: its loop by the stages' kind (refusing the other loop's settings and
+/// the stop conditions, which the stages replace), its warm-up (`--warmup`, or the leading
+/// `warmup = true` stages) and its length, the stages' sum.
+pub fn staged(s: &Settings, laid: &Laid) -> Result<(Mode, Duration, Stop), InputError> {
+    let name = laid.given.name();
+    for setting in [S::Duration, S::Ops, S::Samples] {
+        if let Some(g) = s.get(setting) {
+            return Err(g
+                .error(format!(
+                    "{} cannot be used with {name}: the stages set the run's length",
+                    g.name()
+                ))
+                .help("drop it, or change the stages' durations"));
+        }
+    }
+    let peak = laid.stages.iter().map(|st| st.peak()).fold(0.0, f64::max);
+    let from_file = !laid.given.is_flag();
+    let mode = match laid.kind {
+        StageKind::Rate => {
+            if let Some(g) = s.flag(S::Clients).or(s.flag(S::ThinkTime)) {
+                return Err(g
+                    .error(format!("{} with rate stages ({name}): a rate stage runs an open loop", g.name()))
+                    .help("an open loop's concurrency is --max-in-flight; for a closed loop, give the stages clients (1m:1..64c)"));
+            }
+            if let (true, Some(g)) = (from_file, s.get(S::Clients).filter(|g| !g.is_flag())) {
+                return Err(laid.given.error(format!("a rate stage in a closed-loop workload: {} makes it a closed loop", g.name()))
+                    .help("give the stages clients (clients = N), or [load] max_in_flight instead of clients"));
+            }
+            open_at(s, peak)?
+        }
+        StageKind::Clients => {
+            for setting in [S::Rate, S::MaxInFlight, S::Arrivals, S::LateAfter] {
+                if let Some(g) = s.flag(setting) {
+                    return Err(g
+                        .error(format!(
+                            "{} with client stages ({name}): a client stage runs a closed loop",
+                            g.name()
+                        ))
+                        .help("for an open loop, give the stages rates (30s:0..2000/s)"));
+                }
+            }
+            if let (true, Some(g)) = (from_file, s.get(S::Rate)) {
+                return Err(laid
+                    .given
+                    .error(format!(
+                        "a client stage in an open-loop workload: {} makes it an open loop",
+                        g.name()
+                    ))
+                    .help("give the stages rates (rate = R), or drop the rate"));
+            }
+            check_count(peak as u64, &name).map_err(|e| laid.given.place(e))?;
+            let think = match s.get(S::ThinkTime) {
+                Some(g) => g.duration()?,
+                None => Duration::ZERO,
+            };
+            Mode::Closed {
+                clients: peak as usize,
+                think,
+            }
+        }
+    };
+    if warmup_is_auto(s) {
+        return Err(InputError::new(format!(
+            "--warmup auto cannot be used with {name}: a load that changes has no steady state to find"
+        ))
+        .help("give the warm-up as a duration (the first part of the first stage) or as a stage of its own (warmup = true)"));
+    }
+    let total: Duration = laid.stages.iter().map(|st| st.duration).sum();
+    let warmup = match (laid.warmup, s.get(S::Warmup)) {
+        (Some(_), Some(g)) => {
+            return Err(g
+                .error(format!(
+                    "{} and a warm-up stage (warmup = true) both give the warm-up",
+                    g.name()
+                ))
+                .help("keep one"))
+        }
+        (Some(w), None) => w,
+        (None, Some(g)) => g.duration()?,
+        (None, None) => Duration::ZERO,
+    };
+    if warmup >= total {
+        return Err(laid.given.error(format!(
+            "the warm-up ({}) takes the whole of the stages ({}): nothing would be measured",
+            humantime::format_duration(warmup),
+            humantime::format_duration(total)
+        )));
+    }
+    let stop = Stop {
+        duration: Some(total - warmup),
+        ops: None,
+        samples: None,
+    };
+    Ok((mode, warmup, stop))
+}
+
+/// `stop_when`: only for a run with stages, on figures an interval has, holding in no more
+/// intervals in a row than the run measures. `ops`: the workload's operations.
+pub fn stop_when(
+    s: &Settings,
+    plan: &LoadPlan,
+    ops: &[String],
+) -> Result<Option<StopWhen>, InputError> {
+    let Some(rule) = stages::stop_when(s, ops)? else {
+        return Ok(None);
+    };
+    let Some(g) = s.get(S::StopWhen) else {
+        return Ok(None);
+    };
+    if plan.stages.is_empty() {
+        return Err(g
+            .error(format!("{} ends a run whose load changes, and this run has no stages", g.name()))
+            .help("add --stages (a step test: --stages 30s:1000/s,30s:2000/s,30s:3000/s); for a constant load, judge the run with --check"));
+    }
+    let timeline = plan.timeline();
+    let measured = timeline.last().map_or(0, |l| l + 1) - timeline.warm;
+    if u64::from(rule.consecutive) > measured {
+        return Err(g
+            .error(format!(
+                "{} '{}' must hold in {} intervals in a row, and the run measures {measured}: it can never end the run",
+                g.name(),
+                rule.condition,
+                rule.consecutive
+            ))
+            .help("ask for fewer intervals in a row, a shorter --interval, or longer stages"));
+    }
+    Ok(Some(rule))
 }
 
 /// `--op-timeout`, else the workload's `op_timeout` (checked when it was compiled).
@@ -311,6 +448,14 @@ pub fn pipeline(s: &Settings, plan: &LoadPlan) -> Result<usize, InputError> {
         return Ok(1);
     };
     let p = checked_count(g)?;
+    if p > 1 && !plan.stages.is_empty() && !plan.is_open() {
+        return Err(g
+            .error(format!(
+                "{} {p} cannot be used with client stages: a stage adds and removes whole clients, not the streams of a shared connection",
+                g.name()
+            ))
+            .help("run client stages with --pipeline 1, or give the stages rates (an open loop pipelines)"));
+    }
     if p > 1 && plan.connection == Connection::PerOp {
         return Err(g
             .error(format!(

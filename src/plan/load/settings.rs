@@ -32,7 +32,7 @@ impl Settings {
             let read = match spec.syntax {
                 Syntax::Count => Value::Count(section::read(value, source)?),
                 Syntax::Number | Syntax::PerSecond => Value::Number(section::read(value, source)?),
-                Syntax::Text => Value::Text(section::read(value, source)?),
+                Syntax::Text | Syntax::Stages => Value::Text(section::read(value, source)?),
                 Syntax::CountOrWord(expecting) => {
                     match section::number_or_word(value, expecting, source)? {
                         NumberOrWord::Number(n) => Value::Count(n),
@@ -56,6 +56,11 @@ impl Settings {
             let key = spec.key.unwrap_or_default();
             values.insert(spec.setting, Given::file(read, key, value.span(), source));
         }
+        if let Some(tables) = &workload.load.stages {
+            let stages = super::stages::of_file(tables.get_ref(), source)?;
+            let given = Given::file(Value::Stages(stages), "stage", tables.span(), source);
+            values.insert(LoadSetting::Stages, given);
+        }
         Ok(Settings { values })
     }
 
@@ -74,6 +79,16 @@ impl Settings {
     pub fn merge(mut file: Settings, flags: Settings) -> Settings {
         if flags.values.keys().any(|s| s.is_stop()) {
             file.values.retain(|s, _| !s.is_stop());
+        }
+        // A constant load from the command line replaces the file's stages, and stages from
+        // the command line the file's constant load (its clients still give an open loop's
+        // concurrency, as they do for --rate).
+        let constant = [LoadSetting::Rate, LoadSetting::Clients];
+        if constant.iter().any(|s| flags.values.contains_key(s)) {
+            file.values.remove(&LoadSetting::Stages);
+        }
+        if flags.values.contains_key(&LoadSetting::Stages) {
+            file.values.remove(&LoadSetting::Rate);
         }
         file.values.extend(flags.values);
         file
@@ -108,7 +123,7 @@ impl Given<Value> {
             Value::Number(x) => Ok(*x),
             Value::Count(n) => Ok(*n as f64),
             Value::Text(t) => t.trim().parse().map_err(|_| self.expected("a number")),
-            Value::Duration(_) => Err(self.expected("a number")),
+            Value::Duration(_) | Value::Stages(_) => Err(self.expected("a number")),
         }
     }
 

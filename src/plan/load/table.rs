@@ -28,6 +28,8 @@ pub enum LoadSetting {
     Interval,
     Warmup,
     Seed,
+    Stages,
+    StopWhen,
 }
 
 /// How a setting is written on the command line and in the file.
@@ -46,6 +48,9 @@ pub enum Syntax {
     CountOrParam(&'static str),
     /// Per second: text on the command line (`2000/s` or `2000`), a number in the file.
     PerSecond,
+    /// Stages: one text on the command line (`30s:0..2000/s,2m:2000/s`), an array of
+    /// tables in the file (`[[load.stage]]`).
+    Stages,
 }
 
 /// One row of the table.
@@ -87,11 +92,12 @@ impl LoadSetting {
             .map(|s| s.setting)
     }
 
-    /// The stop conditions: flags among them replace the file's as a whole.
+    /// The stop conditions: flags among them replace the file's as a whole. Stages set a
+    /// run's length too.
     pub fn is_stop(self) -> bool {
         matches!(
             self,
-            LoadSetting::Duration | LoadSetting::Ops | LoadSetting::Samples
+            LoadSetting::Duration | LoadSetting::Ops | LoadSetting::Samples | LoadSetting::Stages
         )
     }
 }
@@ -108,6 +114,8 @@ pub enum Value {
     Duration(Duration),
     /// As written: a duration, a word (`per-client`, `poisson`), or a number in words.
     Text(String),
+    /// `[[load.stage]]` tables as the file gives them, each field with its place.
+    Stages(Vec<super::stages::StageInput>),
 }
 
 impl fmt::Display for Value {
@@ -118,12 +126,16 @@ impl fmt::Display for Value {
             Value::Number(x) => write!(f, "{x}"),
             Value::Duration(d) => write!(f, "{}", humantime::format_duration(*d)),
             Value::Text(t) => f.write_str(t),
+            Value::Stages(stages) => {
+                let parts: Vec<String> = stages.iter().map(|s| s.written.clone()).collect();
+                f.write_str(&parts.join(","))
+            }
         }
     }
 }
 
 /// The table: one row per setting, in the order of [`LoadSetting`] and of `--help`.
-pub static SPECS: [Spec; 19] = [
+pub static SPECS: [Spec; 21] = [
     Spec {
         setting: LoadSetting::Clients,
         flag: "--clients",
@@ -313,6 +325,31 @@ pub static SPECS: [Spec; 19] = [
         key: Some("seed"),
         syntax: Syntax::Count,
         help: "Seed for every random choice: the same seed gives the same operation sequence",
+    },
+    Spec {
+        setting: LoadSetting::Stages,
+        flag: "--stages",
+        short: None,
+        value_name: "STAGES",
+        key: Some("stage"),
+        syntax: Syntax::Stages,
+        help: "Load that changes during the run, stage after stage, comma-separated: \
+               [NAME=]DURATION:RATE/s or FROM..TO/s (open loop; with --max-in-flight), \
+               [NAME=]DURATION:Nc or FROM..TOc (closed loop, N clients), ramps linear; \
+               e.g. 30s:0..2000/s,2m:2000/s,spike=10s:8000/s. Sets the run's length \
+               (no --duration, --ops, --samples); each stage is judged on its own \
+               (docs/load.md, \"Stages\")",
+    },
+    Spec {
+        setting: LoadSetting::StopWhen,
+        flag: "--stop-when",
+        short: None,
+        value_name: "CONDITION",
+        key: Some("stop_when"),
+        syntax: Syntax::Text,
+        help: "With --stages: end the run once this holds in 2 measured intervals in a row \
+               ('p99 > 50ms', 'errors > 1%', 'read.p99 > 20ms for 3 intervals'), and report \
+               the highest load sustained before it (a breakpoint search in one run)",
     },
 ];
 

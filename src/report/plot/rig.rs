@@ -60,11 +60,12 @@ pub fn chart(intervals: &[IntervalRecord], v: &Validity) -> Option<Result<String
         .filter(|i| i.warmup)
         .map(|i| i.end_s)
         .fold(0.0, f64::max);
+    let marks = super::stages::marks(intervals);
     Some(svg_sized(W, 640, |root| {
         let panels = root.split_evenly((3, 1));
-        cpu_panel(&panels[0], &pts, v, t1, warm)?;
-        runq_panel(&panels[1], &pts, v, t1, warm)?;
-        hiccup_panel(&panels[2], &pts, v, t1, warm)?;
+        cpu_panel(&panels[0], &pts, v, t1, warm, &marks)?;
+        runq_panel(&panels[1], &pts, v, t1, warm, &marks)?;
+        hiccup_panel(&panels[2], &pts, v, t1, warm, &marks)?;
         Ok(())
     }))
 }
@@ -103,7 +104,14 @@ macro_rules! limit {
     };
 }
 
-fn cpu_panel(area: &Area<'_>, pts: &[RigPoint], v: &Validity, t1: f64, warm: f64) -> DrawResult {
+fn cpu_panel(
+    area: &Area<'_>,
+    pts: &[RigPoint],
+    v: &Validity,
+    t1: f64,
+    warm: f64,
+    marks: &[(f64, String)],
+) -> DrawResult {
     let top = pts
         .iter()
         .map(|p| p.cpu_pct.max(p.thread.as_ref().map_or(0.0, |t| t.1)))
@@ -112,6 +120,7 @@ fn cpu_panel(area: &Area<'_>, pts: &[RigPoint], v: &Validity, t1: f64, warm: f64
     let mut chart = panel(area, t1, 0.0..top)?;
     mesh!(chart, "elapsed (s)", "CPU (%)").draw()?;
     shade(&mut chart, warm, 0.0, top)?;
+    super::stages::draw(&mut chart, marks, 0.0, top)?;
     let busy = v.thresholds.busy_share * 100.0;
     let thread = v.thresholds.thread_busy * 100.0;
     limit!(chart, busy, t1);
@@ -141,7 +150,14 @@ fn cpu_panel(area: &Area<'_>, pts: &[RigPoint], v: &Validity, t1: f64, warm: f64
     Ok(())
 }
 
-fn runq_panel(area: &Area<'_>, pts: &[RigPoint], v: &Validity, t1: f64, warm: f64) -> DrawResult {
+fn runq_panel(
+    area: &Area<'_>,
+    pts: &[RigPoint],
+    v: &Validity,
+    t1: f64,
+    warm: f64,
+    marks: &[(f64, String)],
+) -> DrawResult {
     let runq: Vec<(f64, f64)> = pts
         .iter()
         .filter_map(|p| p.runq.map(|r| (p.t, r)))
@@ -151,6 +167,7 @@ fn runq_panel(area: &Area<'_>, pts: &[RigPoint], v: &Validity, t1: f64, warm: f6
     let mut chart = panel(area, t1, 0.0..top)?;
     mesh!(chart, "elapsed (s)", "runnable threads").draw()?;
     shade(&mut chart, warm, 0.0, top)?;
+    super::stages::draw(&mut chart, marks, 0.0, top)?;
     limit!(chart, cores + 1.0, t1);
     if !runq.is_empty() {
         line!(
@@ -164,7 +181,14 @@ fn runq_panel(area: &Area<'_>, pts: &[RigPoint], v: &Validity, t1: f64, warm: f6
     Ok(())
 }
 
-fn hiccup_panel(area: &Area<'_>, pts: &[RigPoint], v: &Validity, t1: f64, warm: f64) -> DrawResult {
+fn hiccup_panel(
+    area: &Area<'_>,
+    pts: &[RigPoint],
+    v: &Validity,
+    t1: f64,
+    warm: f64,
+    marks: &[(f64, String)],
+) -> DrawResult {
     let limit = v.thresholds.hiccup_ns as f64;
     let hi = pts.iter().map(|p| p.hiccup_max_ns).fold(limit, f64::max);
     let (y0, y1) = pad_range(0.0, hi * 1.1);
@@ -173,6 +197,7 @@ fn hiccup_panel(area: &Area<'_>, pts: &[RigPoint], v: &Validity, t1: f64, warm: 
         .y_label_formatter(&|v| tick_ns(*v))
         .draw()?;
     shade(&mut chart, warm, y0, y1)?;
+    super::stages::draw(&mut chart, marks, y0, y1)?;
     limit!(chart, limit, t1);
     line!(
         chart,

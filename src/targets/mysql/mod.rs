@@ -157,8 +157,9 @@ fn ssl_mode(url: &TargetUrl) -> Result<bool, InputError> {
     }
 }
 
-/// mysql_async's TLS settings for `tls` (it builds its own rustls configuration).
-fn ssl_opts(tls: &Tls) -> Option<SslOpts> {
+/// mysql_async's TLS settings for `tls` (it builds its own rustls configuration); the
+/// observer's connection uses them too.
+pub fn ssl_opts(tls: &Tls) -> Option<SslOpts> {
     match tls.mode {
         TlsMode::Off => None,
         TlsMode::Insecure => Some(

@@ -36,9 +36,10 @@ pub enum Shared {
     /// `/dav/loadrig` and the documents study's `/dav/loadrig-documents` (a test that names a
     /// collection of its own, `kv_path=/dav/loadrig-NAME`, shares nothing).
     Dav,
-    /// The machine's CPU: runs that burn it (thousands of clients) and runs whose verdict
-    /// judges the machine's load (a long run queue makes a light run look starved) take
-    /// turns, so neither sees the other's load.
+    /// The machine's CPU: runs that burn it (thousands of clients, processes spinning their
+    /// sleeps' ends) and tests that judge timings or the machine's load (a long run queue
+    /// makes a light run look starved, a model fitted to latencies drifts) take turns, so
+    /// no judge sees another's load. Other tests stay side by side with them.
     Cpu,
 }
 
