@@ -602,13 +602,14 @@ EOF
         "LOADRIG_HTTP_PIPED_LOG=$dir/piped.log"
 }
 
-# memcached on a plain port and a TLS port (Debian's build has TLS: -Z), 64 MB of items.
+# memcached on a plain port and a TLS port (Debian's build has TLS: -Z), 128 MB of items
+# (the session-stores study stores 50,000 sessions of about 1 KiB).
 # Its command line names the state dir (the certificate), so is_ours knows it.
 start_memcached() {
     local dir=$STATE/memcached port tls_port
     port=$(free_port)
     tls_port=$(free_port)
-    launch memcached "$dir/log" "${AS_SVC[@]}" memcached -U 0 -m 64 -c 4096 \
+    launch memcached "$dir/log" "${AS_SVC[@]}" memcached -U 0 -m 128 -c 4096 \
         -Z -o "ssl_chain_cert=$STATE/tls/server.crt,ssl_key=$STATE/tls/server.key" \
         -l "notls:127.0.0.1:$port" -l "127.0.0.1:$tls_port"
     wait_ready memcached "$dir/log" python3 -c '
