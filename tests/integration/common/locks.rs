@@ -36,6 +36,9 @@ pub enum Shared {
     /// `/dav/loadrig` and the documents study's `/dav/loadrig-documents` (a test that names a
     /// collection of its own, `kv_path=/dav/loadrig-NAME`, shares nothing).
     Dav,
+    /// The throwaway memcached: tests count every `loadrig:` item on it and `loadrig cleanup`
+    /// removes all of them.
+    Memcached,
     /// The machine's CPU: runs that burn it (thousands of clients, processes spinning their
     /// sleeps' ends) and tests that judge timings or the machine's load (a long run queue
     /// makes a light run look starved, a model fitted to latencies drifts) take turns, so
