@@ -2,7 +2,7 @@
 //! batch timed against the records already stored, on every store the machine offers: files
 //! in one folder (FS), in 256 shard folders (FS2 no_sync) and the same with a sync of the
 //! file system after each batch (FS2 sync), a dbm store opened for each record, SQLite,
-//! MariaDB and PostgreSQL with a new connection per record and with one, and Redis.
+//! MariaDB and PostgreSQL with a new connection per record and with one, Redis and memcached.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -74,8 +74,15 @@ fn sizes(req: &Request) -> Result<(u64, u64), InputError> {
 fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Store>, InputError> {
     let servers = super::servers(
         &req.targets,
-        &[Slot::postgres("postgres"), Slot::mysql(), Slot::redis()],
-        "postgres, mysql, redis",
+        &[
+            Slot::postgres("postgres"),
+            Slot::mysql(),
+            Slot::redis(),
+            Slot::new("memcached", "LOADRIG_MEMCACHED_URL", |u| {
+                u.scheme == "memcached" || u.scheme == "memcacheds"
+            }),
+        ],
+        "postgres, mysql, redis, memcached",
     )?;
     let d = dir.display();
     let server = |kind: &str| {
@@ -123,6 +130,7 @@ fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Store>, InputEr
         b("pg", "pg", server("postgres"), true),
         b("pg2", "pg2", server("postgres"), false),
         b("Redis", "redis", server("redis"), false),
+        b("memcached", "memcached", server("memcached"), false),
     ];
     req.leave_out_unchosen(&mut all, |r| (r.name, r.slug), |r| &mut r.url)?;
     Ok(all)
