@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Private, throwaway PostgreSQL, MariaDB, Redis (with a password, and a second
-# one without: redis-open), OpenLDAP, nginx and etcd on free loopback ports, for
+# one without: redis-open), OpenLDAP, nginx, etcd and memcached on free loopback ports, for
 # integration tests and benchmarks.
 #
-#   scripts/services.sh up [postgres|mariadb|redis|redis-open|slapd|nginx|etcd ...]   default: all
+#   scripts/services.sh up [postgres|mariadb|redis|redis-open|slapd|nginx|etcd|memcached ...]   default: all
 #   scripts/services.sh env       export lines:  eval "$(scripts/services.sh env)"
 #   scripts/services.sh status    which are up
 #   scripts/services.sh down      stop what `up` started, remove the state dir
@@ -26,7 +26,7 @@ STATE=$(realpath -m "${LOADRIG_SERVICES_DIR:-/tmp/loadrig-services}")
 SVC_USER=loadrig-svc
 # Runs a command as $SVC_USER by exec, not fork, so `$!` is the server itself.
 AS_SVC=(setpriv --reuid="$SVC_USER" --regid="$SVC_USER" --init-groups --)
-ALL=(postgres mariadb redis redis-open slapd nginx etcd)
+ALL=(postgres mariadb redis redis-open slapd nginx etcd memcached)
 LDAP_BASE=dc=loadrig,dc=test
 LDAP_ADMIN=cn=admin,$LDAP_BASE
 WAIT_SECONDS=30
@@ -90,6 +90,7 @@ comm_of() {
     postgres) echo postgres ;; mariadb) echo mariadbd ;; redis | redis-open) echo redis-server ;;
     slapd) echo slapd ;; nginx) echo nginx ;;
     etcd) echo etcd ;;
+    memcached) echo memcached ;;
     esac
 }
 signal_of() { if [[ $1 == postgres ]]; then echo INT; else echo TERM; fi; }
@@ -254,6 +255,7 @@ packages_of() {
     slapd) echo slapd ldap-utils unixodbc odbc-postgresql ;; # back_sql over ODBC: the directory study
     etcd) echo etcd-server etcd-client curl ;;
     nginx) echo nginx curl ;;
+    memcached) echo memcached ;;
     esac
 }
 
@@ -271,7 +273,7 @@ stop_system_instance() { # package
         return 0
         ;;
     mariadb-server) name=mariadb ;;
-    redis-server | slapd | nginx) name=$1 ;;
+    redis-server | slapd | nginx | memcached) name=$1 ;;
     etcd-server) name=etcd ;;
     *) return 0 ;;
     esac
@@ -660,6 +662,26 @@ start_etcd() {
         "LOADRIG_ETCD_TLS_URL=grpcs://127.0.0.1:$tls_port?ca=$STATE/tls/ca.crt"
 }
 
+# memcached on a plain port and a TLS port (Debian's build has TLS: -Z), 128 MB of items
+# (the session-stores study stores 50,000 sessions of about 1 KiB).
+# Its command line names the state dir (the certificate), so is_ours knows it.
+start_memcached() {
+    local dir=$STATE/memcached port tls_port
+    port=$(free_port)
+    tls_port=$(free_port)
+    launch memcached "$dir/log" "${AS_SVC[@]}" memcached -U 0 -m 128 -c 4096 \
+        -Z -o "ssl_chain_cert=$STATE/tls/server.crt,ssl_key=$STATE/tls/server.key" \
+        -l "notls:127.0.0.1:$port" -l "127.0.0.1:$tls_port"
+    wait_ready memcached "$dir/log" python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1)
+s.sendall(b"version\r\n")
+sys.exit(0 if s.recv(100).startswith(b"VERSION") else 1)' "$port"
+    write_fragment memcached "LOADRIG_MEMCACHED_PORT=$port" \
+        "LOADRIG_MEMCACHED_URL=memcached://127.0.0.1:$port" "LOADRIG_MEMCACHED_TLS_PORT=$tls_port" \
+        "LOADRIG_MEMCACHED_TLS_URL=memcacheds://127.0.0.1:$tls_port?ca=$STATE/tls/ca.crt"
+}
+
 # --- commands --------------------------------------------------------------
 
 need_root() { [[ $(id -u) == 0 ]] || die "'$1' needs root (packages, a system user)"; }
@@ -683,6 +705,7 @@ cmd_up() {
         slapd | ldap) want+=(slapd) ;;
         nginx | http) want+=(nginx) ;;
         etcd | grpc) want+=(etcd) ;;
+        memcached) want+=(memcached) ;;
         *) usage ;;
         esac
     done
@@ -738,6 +761,7 @@ svc_name() { # alias -> the service's name, or usage
     slapd | ldap) echo slapd ;;
     nginx | http) echo nginx ;;
     etcd | grpc) echo etcd ;;
+    memcached) echo memcached ;;
     *) usage ;;
     esac
 }

@@ -2,7 +2,7 @@
 //! batch timed against the records already stored, on every store the machine offers: files
 //! in one folder (FS), in 256 shard folders (FS2 no_sync) and the same with a sync of the
 //! file system after each batch (FS2 sync), a dbm store opened for each record, SQLite,
-//! MariaDB and PostgreSQL with a new connection per record and with one, and Redis; then
+//! MariaDB and PostgreSQL with a new connection per record and with one, Redis and memcached; then
 //! FS and FS2 again on a filesystem without directory indexing (an ext4 image made with
 //! `-O ^dir_index` and loop-mounted when root, or `--fs-root PATH`), where one folder is
 //! O(n) as on the seed's machine.
@@ -100,8 +100,15 @@ fn sizes(req: &Request) -> Result<(u64, u64), InputError> {
 fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Store>, InputError> {
     let servers = super::servers(
         &req.targets,
-        &[Slot::postgres("postgres"), Slot::mysql(), Slot::redis()],
-        "postgres, mysql, redis",
+        &[
+            Slot::postgres("postgres"),
+            Slot::mysql(),
+            Slot::redis(),
+            Slot::new("memcached", "LOADRIG_MEMCACHED_URL", |u| {
+                u.scheme == "memcached" || u.scheme == "memcacheds"
+            }),
+        ],
+        "postgres, mysql, redis, memcached",
     )?;
     let d = dir.display();
     let server = |kind: &str| {
@@ -150,6 +157,7 @@ fn backends(req: &Request, dir: &Path, batch: u64) -> Result<Vec<Store>, InputEr
         b("pg", "pg", server("postgres"), true),
         b("pg2", "pg2", server("postgres"), false),
         b("Redis", "redis", server("redis"), false),
+        b("memcached", "memcached", server("memcached"), false),
     ];
     let root = unindexed_root(req, dir)?;
     for (name, slug, url) in [

@@ -11,6 +11,7 @@ pub mod fs;
 pub mod grpc;
 pub mod http;
 pub mod ldap;
+pub mod memcached;
 pub mod mysql;
 pub mod noop;
 pub mod peer;
@@ -268,6 +269,10 @@ macro_rules! with_target_type {
                 type $T = $crate::targets::grpc::Grpc;
                 $body
             }
+            "memcached" | "memcacheds" => {
+                type $T = $crate::targets::memcached::Memcached;
+                $body
+            }
             other => Err($crate::targets::unknown_scheme(other).into()),
         }
     };
@@ -409,6 +414,14 @@ pub const SCHEMES: &[(&str, &str)] = &[
     (
         "grpcs://HOST:PORT[?ca=PATH|insecure=true&deadline=D]",
         "gRPC over TLS (rustls, ALPN h2), as grpc://",
+    ),
+    (
+        "memcached://[USER:PASSWORD@]HOST[:PORT][?commands=auto|meta|classic]",
+        "memcached's text protocol (meta commands from 1.6): keys loadrig:KEY, native memcached.*",
+    ),
+    (
+        "memcacheds://[USER:PASSWORD@]HOST[:PORT][?ca=PATH|insecure=true]",
+        "memcached over TLS (rustls), as memcached://",
     ),
 ];
 

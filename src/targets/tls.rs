@@ -43,10 +43,8 @@ pub fn mode_of_url(url: &str) -> Option<TlsMode> {
     let url = TargetUrl::parse(url).ok()?;
     let option = |name: &str| url.options.get(name).map(|v| v.to_ascii_lowercase());
     let on = match url.scheme.as_str() {
-        "rediss" | "https" | "ldaps" => true,
-        "redis" | "http" => false,
-        "grpcs" => true,
-        "grpc" => false,
+        "rediss" | "https" | "ldaps" | "grpcs" | "memcacheds" => true,
+        "redis" | "http" | "grpc" | "memcached" => false,
         "ldap" => option("starttls").as_deref() == Some("true"),
         "postgres" | "postgresql" => option("sslmode").is_some_and(|m| m != "disable"),
         "mysql" | "mariadb" => option("ssl-mode").is_some_and(|m| m != "disabled"),

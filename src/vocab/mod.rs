@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 
 pub use native::{grpc, GrpcCall, GrpcOp, GrpcSlot, ReplyPath, Step};
 pub use native::{
-    Family, HttpOp, LdapOp, NativeOp, OpFamily, Piece, RecordLayout, RecordOp, RedisOp, Scope,
-    SqlOp, CAPTURES, RECORD_TABLE,
+    Family, HttpOp, LdapOp, MemcachedOp, NativeOp, OpFamily, Piece, RecordLayout, RecordOp,
+    RedisOp, Scope, SqlOp, StoreMode, CAPTURES, RECORD_TABLE,
 };
 pub use observe::UserQuery;
 

@@ -62,6 +62,7 @@ mod server_http2;
 mod server_http_pipeline;
 mod server_isolation;
 mod server_ldap;
+mod server_memcached;
 mod server_peers;
 mod server_redis;
 mod server_sql;

@@ -10,7 +10,7 @@ use crate::common::{server_url, Dir};
 use browser::{check_page, Browser};
 use serde_json::Value;
 
-const COLUMNS: [&str; 12] = [
+const COLUMNS: [&str; 13] = [
     "FS",
     "FS2 no_sync",
     "FS2 sync",
@@ -23,6 +23,7 @@ const COLUMNS: [&str; 12] = [
     "Redis",
     "FS noindex",
     "FS2 noindex",
+    "memcached",
 ];
 
 fn study_json(d: &Dir, dir: &str) -> Value {
@@ -45,11 +46,17 @@ fn session_stores_quick_runs_every_backend_and_its_cells_come_from_the_run_files
         ("mysql", "LOADRIG_MYSQL_URL"),
         ("pg", "LOADRIG_PG_URL"),
         ("Redis", "LOADRIG_REDIS_URL"),
+        ("memcached", "LOADRIG_MEMCACHED_URL"),
     ]
     .into_iter()
     .map(|(c, v)| (c, server_url(v)))
     .collect();
-    let _servers = hold(&[Shared::Postgres, Shared::Mariadb, Shared::Redis(0)]);
+    let _servers = hold(&[
+        Shared::Postgres,
+        Shared::Mariadb,
+        Shared::Redis(0),
+        Shared::Memcached,
+    ]);
     let d = Dir::new();
     let out = d.ok(&["study", "session-stores", "--quick", "-o", "st"]);
     for name in COLUMNS {

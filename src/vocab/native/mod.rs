@@ -10,6 +10,7 @@
 pub mod grpc;
 mod http;
 mod ldap;
+mod memcached;
 mod record;
 mod redis;
 mod sql;
@@ -17,6 +18,7 @@ mod sql;
 pub use grpc::{GrpcCall, GrpcOp, GrpcSlot, ReplyPath, Step};
 pub use http::HttpOp;
 pub use ldap::{LdapOp, Scope};
+pub use memcached::{MemcachedOp, StoreMode};
 pub use record::{RecordLayout, RecordOp, RECORD_TABLE};
 pub use redis::RedisOp;
 pub use sql::SqlOp;
@@ -35,6 +37,7 @@ pub enum NativeOp<A> {
     Http(HttpOp<A>),
     Record(RecordOp<A>),
     Grpc(GrpcOp<A>),
+    Memcached(MemcachedOp<A>),
 }
 
 /// The families of native operations; a target runs some of them ([`NativeOp::family`]).
@@ -48,19 +51,21 @@ pub enum Family {
     /// Redis, files) maps onto its own layout.
     Record,
     Grpc,
+    Memcached,
 }
 
 impl Family {
-    pub const ALL: [Family; 6] = [
+    pub const ALL: [Family; 7] = [
         Family::Sql,
         Family::Redis,
         Family::Ldap,
         Family::Http,
         Family::Record,
         Family::Grpc,
+        Family::Memcached,
     ];
 
-    /// Its name as users write it: "sql", "redis", "ldap", "http", "record", "grpc".
+    /// Its name as users write it: "sql", "redis", "ldap", "http", "record", "grpc" or "memcached".
     pub fn name(self) -> &'static str {
         match self {
             Family::Sql => "sql",
@@ -69,6 +74,7 @@ impl Family {
             Family::Http => "http",
             Family::Record => "record",
             Family::Grpc => "grpc",
+            Family::Memcached => "memcached",
         }
     }
 }
@@ -109,7 +115,7 @@ pub trait OpFamily<A>: Sized {
 
 /// Which operations capture, for an operation that cannot.
 pub const CAPTURES: &str =
-    "capture applies to sql, redis and ldap.search operations and tx steps, to http (its body) and to grpc (its reply)";
+    "capture applies to sql, redis and ldap.search operations and tx steps, to http (its body), to grpc (its reply), and to memcached.get, gets, gat, gats, incr and decr";
 
 /// A piece of a native operation as people read it, in [`OpFamily::map_args`] order: an
 /// operation reads as its label, then its pieces, separated by spaces.
@@ -139,6 +145,7 @@ macro_rules! each_family {
             NativeOp::Http($o) => $body,
             NativeOp::Record($o) => $body,
             NativeOp::Grpc($o) => $body,
+            NativeOp::Memcached($o) => $body,
         }
     };
 }
@@ -153,6 +160,7 @@ impl<A> NativeOp<A> {
             NativeOp::Http(_) => Family::Http,
             NativeOp::Record(_) => Family::Record,
             NativeOp::Grpc(_) => Family::Grpc,
+            NativeOp::Memcached(_) => Family::Memcached,
         }
     }
 
@@ -172,6 +180,7 @@ impl<A> NativeOp<A> {
             NativeOp::Http(o) => NativeOp::Http(o.map_args(f)),
             NativeOp::Record(o) => NativeOp::Record(o.map_args(f)),
             NativeOp::Grpc(o) => NativeOp::Grpc(o.map_args(f)),
+            NativeOp::Memcached(o) => NativeOp::Memcached(o.map_args(f)),
         }
     }
 
@@ -204,7 +213,18 @@ mod tests {
     #[test]
     fn families_have_their_names() {
         let names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
-        assert_eq!(names, ["sql", "redis", "ldap", "http", "record", "grpc"]);
+        assert_eq!(
+            names,
+            [
+                "sql",
+                "redis",
+                "ldap",
+                "http",
+                "record",
+                "grpc",
+                "memcached"
+            ]
+        );
     }
 
     #[test]

@@ -173,7 +173,7 @@ impl OpCompiler<'_> {
             0 => {
                 return Err(self.source.error(
                     span,
-                    format!("operation '{name}' says nothing to do: add one of kv.put, kv.get, kv.update, kv.delete, record.*, sql, redis, ldap.*, http, tx, steps, connect, authenticate or nop = {{}}"),
+                    format!("operation '{name}' says nothing to do: add one of kv.put, kv.get, kv.update, kv.delete, record.*, sql, redis, ldap.*, http, memcached.*, tx, steps, connect, authenticate or nop = {{}}"),
                 ))
             }
             n => return Err(self.source.error(span, format!("operation '{name}' has {n} operations: give each its own [[op]]"))),
@@ -348,6 +348,13 @@ impl OpCompiler<'_> {
         }
         if let Some(g) = named.grpc {
             out.push(NativeOp::Grpc(self.grpc(g, captures)?));
+        }
+        if let Some(m) = named.memcached {
+            out.extend(
+                self.memcached(m, captures)?
+                    .into_iter()
+                    .map(NativeOp::Memcached),
+            );
         }
         Ok(out)
     }

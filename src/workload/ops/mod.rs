@@ -1,7 +1,7 @@
 //! Operations as written in `[[op]]` tables, and their compiled form.
 //!
-//! `kv.*` and `nop` run on every target; `sql`, `redis`, `ldap.*`, `http` and `record.*` are
-//! native to one kind of system; `connect` and `authenticate` measure the handshake itself;
+//! `kv.*` and `nop` run on every target; `sql`, `redis`, `ldap.*`, `http`, `memcached.*` and
+//! `record.*` are native to one kind of system; `connect` and `authenticate` measure the handshake itself;
 //! `tx` runs several native steps as one transaction, passing captured values between them,
 //! retried as a whole under `retry`; `steps` runs them the same way without a transaction,
 //! each statement committed on its own.
@@ -17,6 +17,7 @@ mod grpc;
 mod http;
 mod kv;
 mod ldap;
+mod memcached;
 mod record;
 mod redis;
 mod sections;

@@ -10,6 +10,7 @@ use super::grpc::GrpcArgs;
 use super::http::HttpArgs;
 use super::kv::KvSection;
 use super::ldap::LdapSection;
+use super::memcached::MemcachedSection;
 use super::record::RecordSection;
 use super::sql::SqlForm;
 
@@ -32,6 +33,7 @@ pub(in crate::workload) struct OpSection {
     pub(super) ldap: Option<LdapSection>,
     pub(super) http: Option<Spanned<HttpArgs>>,
     pub(super) grpc: Option<Spanned<GrpcArgs>>,
+    pub(super) memcached: Option<MemcachedSection>,
     pub(super) tx: Option<Spanned<Vec<Spanned<StepSection>>>>,
     /// `tx`'s steps without the transaction: each statement in autocommit.
     pub(super) steps: Option<Spanned<Vec<Spanned<StepSection>>>>,
@@ -60,6 +62,7 @@ pub(super) struct StepSection {
     pub(super) ldap: Option<LdapSection>,
     pub(super) http: Option<Spanned<HttpArgs>>,
     pub(super) grpc: Option<Spanned<GrpcArgs>>,
+    pub(super) memcached: Option<MemcachedSection>,
     pub(super) capture: Option<Spanned<Vec<String>>>,
     pub(super) only: Option<Spanned<BTreeMap<String, OneOrMany>>>,
     /// `when = "NAME"`, or `when = ["NAME", "!OTHER", ...]`: every one must hold.
@@ -82,6 +85,7 @@ pub(super) struct Natives<'a> {
     pub http: Option<&'a Spanned<HttpArgs>>,
     pub record: Option<&'a RecordSection>,
     pub grpc: Option<&'a Spanned<GrpcArgs>>,
+    pub memcached: Option<&'a MemcachedSection>,
 }
 
 impl Natives<'_> {
@@ -93,6 +97,7 @@ impl Natives<'_> {
             && self.http.is_none()
             && self.record.is_none()
             && self.grpc.is_none()
+            && self.memcached.is_none()
     }
 }
 
@@ -105,6 +110,7 @@ impl OpSection {
             http: self.http.as_ref(),
             record: self.record.as_ref(),
             grpc: self.grpc.as_ref(),
+            memcached: self.memcached.as_ref(),
         }
     }
 }
@@ -118,6 +124,7 @@ impl StepSection {
             http: self.http.as_ref(),
             record: self.record.as_ref(),
             grpc: self.grpc.as_ref(),
+            memcached: self.memcached.as_ref(),
         }
     }
 }

@@ -77,7 +77,7 @@ impl OpCompiler<'_> {
         if families.windows(2).any(|w| w[0] != w[1]) {
             return Err(self.source.error(
                 tx.span(),
-                format!("a {form} runs on one system: its steps are all sql, all record, all redis or all ldap (steps with on = \"PEER\" aside)"),
+                format!("a {form} runs on one system: its steps are all sql, all record, all redis, all ldap or all memcached (steps with on = \"PEER\" aside)"),
             ));
         }
         Ok(if transaction {
@@ -194,7 +194,7 @@ impl OpCompiler<'_> {
         if ops.len() != 1 {
             return Err(self.source.error(
                 step.span(),
-                "each tx step has exactly one of sql, record.*, redis, http (on a peer), ldap.search, ldap.add, ldap.modify, ldap.delete, or is a commit point { commit = {} } or a group { repeat = \"COUNT\", steps = [...] }",
+                "each tx step has exactly one of sql, record.*, redis, memcached.*, http (on a peer), ldap.search, ldap.add, ldap.modify, ldap.delete, or is a commit point { commit = {} } or a group { repeat = \"COUNT\", steps = [...] }",
             ));
         }
         let op = ops.remove(0);

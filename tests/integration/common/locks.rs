@@ -39,6 +39,9 @@ pub enum Shared {
     /// The throwaway etcd's keys under `loadrig/`: tests count them, and `cleanup` deletes
     /// all of them.
     Etcd,
+    /// The throwaway memcached: tests count every `loadrig:` item on it and `loadrig cleanup`
+    /// removes all of them.
+    Memcached,
     /// The machine's CPU: runs that burn it (thousands of clients, processes spinning their
     /// sleeps' ends) and tests that judge timings or the machine's load (a long run queue
     /// makes a light run look starved, a model fitted to latencies drifts) take turns, so
