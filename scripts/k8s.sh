@@ -360,6 +360,12 @@ check_clean() {
 }
 
 e2e() {
+    # One cluster per machine: a second e2e (another clone's test command) waits its turn.
+    exec 9>"$STATE.lock"
+    if ! flock -n 9; then
+        say "e2e: another cluster runs on this machine; waiting for it"
+        flock 9
+    fi
     local started=$SECONDS
     trap 'down' EXIT
     up >/dev/null
