@@ -222,12 +222,8 @@ fn bad_input_exits_2_with_the_place_and_the_fix_and_runs_nothing() {
     bad.extend(["--response", "tpmC"]);
     refused(&d, &bad, &["--response tpmC", "neither a metric"]);
     let mut bad = two.to_vec();
-    bad.extend(["--response", "server.commits"]);
-    refused(
-        &d,
-        &bad,
-        &["--response server.commits", "no field 'server'"],
-    );
+    bad.extend(["--response", "servr.commits"]);
+    refused(&d, &bad, &["--response servr.commits", "no field 'servr'"]);
     refused(
         &d,
         &["--factor", "server.synchronous_commit=on,off"],
