@@ -58,6 +58,12 @@ pub struct LadderPoint {
     pub aborts_by_class: BTreeMap<ErrorClass, u64>,
     /// Deadlocks by the server's own count over the run, where it keeps one.
     pub server_deadlocks: Option<u64>,
+    /// Time the run's transactions waited for locks, per transaction, in milliseconds, as
+    /// the server's observer saw it (`lock_waits_from` says how); none where it sees none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_wait_ms_per_tx: Option<f64>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub lock_waits_from: String,
     /// p90 response time of each transaction type, from its intended start.
     pub p90_ms: BTreeMap<String, f64>,
     /// Transaction types whose p90 is above the limit.
@@ -112,6 +118,9 @@ impl LadderPoint {
         if dl + ser + to > 0 {
             let _ = write!(s, " (dl {dl}, ser {ser}, to {to})");
         }
+        if let Some(ms) = self.lock_wait_ms_per_tx {
+            let _ = write!(s, " lw {ms:.1}");
+        }
         if self.supplier.orphan_sends + self.supplier.orphan_deliveries > 0 {
             let _ = write!(
                 s,
@@ -160,7 +169,7 @@ fn point(c: &LadderColumn, ir: u64) -> Option<&LadderPoint> {
 pub fn render_text(s: &mut String, t: &LadderTable) {
     let _ = writeln!(
         s,
-        "BBops/min relative to {} at Ir = 1 on the same database; ab: aborted transactions (dl deadlock, ser serialization, to lock timeout); orphans: sent/delivered purchase orders the database never committed; p90!: a transaction type's p90 above {:.0} ms",
+        "BBops/min relative to {} at Ir = 1 on the same database; ab: aborted transactions (dl deadlock, ser serialization, to lock timeout); lw: lock wait per transaction, ms, as the server's observer saw it; orphans: sent/delivered purchase orders the database never committed; p90!: a transaction type's p90 above {:.0} ms",
         t.baseline, t.p90_limit_ms
     );
     for (db, cols) in by_database(t) {
@@ -182,13 +191,39 @@ pub fn render_text(s: &mut String, t: &LadderTable) {
                 let _ = writeln!(s, "  {}: stopped: {why}", c.setting);
             }
         }
+        let base = cols
+            .iter()
+            .find(|c| c.setting == t.baseline)
+            .and_then(|c| limit(c));
+        for c in cols.iter().filter(|c| !c.points.is_empty()) {
+            let _ = write!(s, "  {}: within the limits up to ", c.setting);
+            let _ = match (limit(c), base) {
+                (None, _) => write!(s, "no Ir (not even 1)"),
+                (Some(ir), _) if c.stopped.is_none() => write!(s, "Ir {ir}, the highest run"),
+                (Some(ir), Some(b)) if c.setting != t.baseline => {
+                    write!(s, "Ir {ir}, {}x {}'s Ir {b}", ir / b, t.baseline)
+                }
+                (Some(ir), _) => write!(s, "Ir {ir}"),
+            };
+            s.push('\n');
+        }
     }
+}
+
+/// The highest Ir at which a column stayed within its limits (the point that stopped the
+/// ladder is the first that did not).
+pub fn limit(c: &LadderColumn) -> Option<u64> {
+    let within = c
+        .points
+        .len()
+        .saturating_sub(usize::from(c.stopped.is_some()));
+    c.points[..within].last().map(|p| p.ir)
 }
 
 pub fn render_html(h: &mut String, t: &LadderTable) -> Result<()> {
     let _ = write!(
         h,
-        "<h2 id=\"summary\">Table</h2>\n<p>BBops/min relative to {} at Ir = 1 on the same database; ab: aborted transactions (dl deadlock, ser serialization, to lock timeout); orphans: purchase orders sent or delivered that the database never committed; p90!: a transaction type's p90 response time above {:.0} ms.</p>\n",
+        "<h2 id=\"summary\">Table</h2>\n<p>BBops/min relative to {} at Ir = 1 on the same database; ab: aborted transactions (dl deadlock, ser serialization, to lock timeout); lw: lock wait per transaction, ms, as the server's observer saw it; orphans: purchase orders sent or delivered that the database never committed; p90!: a transaction type's p90 response time above {:.0} ms.</p>\n",
         esc(&t.baseline),
         t.p90_limit_ms
     );

@@ -20,6 +20,7 @@ use super::{
 use crate::emulate::supplier::{Supplier, SupplierHandle, SupplierStats};
 use crate::engine;
 use crate::error::InputError;
+use crate::observe::{Observation, ObserveConfig, Observer, DEFAULT_SESSION_RATE};
 use crate::plan::{Factor, LoadSetting, RunPlan, Value};
 use crate::result::RunResult;
 use crate::targets::{redact, with_target_type, Target};
@@ -59,7 +60,7 @@ fn sizes(req: &Request) -> Result<Sizes, InputError> {
         abort_limit: 0.1,
         rate_per_ir: 10.0,
         in_flight: 32,
-        response_ms: 20,
+        response_ms: 200,
         delay_ms: 500,
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
     };
@@ -425,12 +426,13 @@ fn run_column(
         .and_then(|c| c.points.first())
         .map(|p| p.bbops_per_min);
     let scheme = plans[0].1.target.scheme().to_string();
+    let url = planned.db.url.clone().unwrap_or_default();
     let queue = queue
         .as_ref()
         .ok()
         .filter(|_| planned.setting.po_sending == "queue");
     *complete &= with_target_type!(scheme.as_str(), T => {
-        ladder_on::<T>(&mut column, &plans, dir, s, supplier, queue, baseline)
+        ladder_on::<T>(&mut column, &plans, &url, dir, s, supplier, queue, baseline)
     })?;
     if let Some(note) = &column.backend.note {
         println!("  {note}");
@@ -439,9 +441,11 @@ fn run_column(
 }
 
 /// Raise Ir on one target until a limit is missed; false when interrupted.
+#[allow(clippy::too_many_arguments)]
 fn ladder_on<T: Target>(
     column: &mut LadderColumn,
     plans: &[(u64, RunPlan)],
+    url: &str,
     dir: &Path,
     s: &Sizes,
     supplier: &SupplierHandle,
@@ -459,12 +463,15 @@ fn ladder_on<T: Target>(
         }
         let kind = Kind::of(plan);
         let deadlocks_before = server_deadlocks(&*target, kind);
+        let observer = observer(url, kind);
         let run = format!(
             "runs/{}-{}-ir{ir}.json",
             column.database.to_lowercase(),
             column.setting
         );
-        let r = match super::run_one(&target, plan, dir, &run, &mut column.backend)? {
+        let outcome = super::run_one(&target, plan, dir, &run, &mut column.backend)?;
+        let observation = observer.map(Observer::finish);
+        let r = match outcome {
             RunOutcome::Done(r) => r,
             RunOutcome::Failed(class, message) => {
                 column.backend.fail(class, message);
@@ -477,6 +484,10 @@ fn ladder_on<T: Target>(
         p.server_deadlocks = deadlocks_before
             .zip(deadlocks_after)
             .map(|(a, b)| b.saturating_sub(a));
+        if let Some((ms, from)) = observation.and_then(|o| lock_wait_ms(&o, kind)) {
+            p.lock_wait_ms_per_tx = (p.transactions > 0).then(|| ms / p.transactions as f64);
+            p.lock_waits_from = from.to_string();
+        }
         check(
             &*target,
             &supplier.stats(),
@@ -623,6 +634,61 @@ fn server_deadlocks<T: Target>(target: &T, kind: Kind) -> Option<u64> {
         last = now;
     }
     Some(last)
+}
+
+/// The observer of the database under one point's run, its first reading taken; none for
+/// SQLite (no server to observe) or when it could not start (said why).
+fn observer(url: &str, kind: Kind) -> Option<Observer> {
+    if matches!(kind, Kind::Other) {
+        return None;
+    }
+    match Observer::start(
+        ObserveConfig::new(url),
+        std::time::Instant::now(),
+        OBSERVE_EVERY,
+    ) {
+        Ok(mut o) => {
+            o.wait_ready(Duration::from_secs(10));
+            Some(o)
+        }
+        Err(e) => {
+            eprintln!("  the observer did not start: {e}");
+            None
+        }
+    }
+}
+
+/// The observer's interval during a point's run.
+const OBSERVE_EVERY: Duration = Duration::from_secs(1);
+
+/// The time the run's transactions spent waiting for locks over the run, in milliseconds,
+/// and where it comes from: MariaDB times its row-lock waits itself
+/// (`Innodb_row_lock_time`, over the whole server); PostgreSQL's is estimated from the
+/// active-session samples of the run's backends that waited on a lock (class `Lock`), each
+/// standing for 1/rate of a second.
+fn lock_wait_ms(o: &Observation, kind: Kind) -> Option<(f64, &'static str)> {
+    let servers = o.intervals.iter().map(|i| &i.target);
+    match kind {
+        Kind::Mysql => {
+            let key = "global_status.Innodb_row_lock_time";
+            let times: Vec<f64> = servers
+                .filter_map(|s| s.counters.get(key).copied())
+                .collect();
+            (!times.is_empty()).then(|| (times.iter().sum(), "Innodb_row_lock_time"))
+        }
+        Kind::Postgres => {
+            let profiles: Vec<_> = servers.filter_map(|s| s.waits.as_ref()).collect();
+            let lock_samples: u64 = profiles
+                .iter()
+                .flat_map(|w| &w.waits)
+                .filter(|w| w.class == "Lock")
+                .map(|w| w.samples)
+                .sum();
+            let ms = lock_samples as f64 * 1000.0 / DEFAULT_SESSION_RATE;
+            (!profiles.is_empty()).then_some((ms, "active-session samples, class Lock"))
+        }
+        Kind::Other => None,
+    }
 }
 
 /// The first row of each query (its columns joined by `,`), on one new session.
