@@ -167,15 +167,6 @@ fn default_dir(args: &ExperimentArgs, workload: &str) -> PathBuf {
         args.run, args.factors, args.design, args.fraction, args.replicates, args.settings_url
     );
     let hash = &sha1_smol::Sha1::from(what).digest().to_string()[..10];
-    let name: String = workload
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let name = crate::plan::resolve::file_part(workload);
     PathBuf::from("loadrig-results").join(format!("experiment-{name}-{hash}"))
 }

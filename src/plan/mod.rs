@@ -11,7 +11,7 @@ mod args;
 mod given;
 pub mod load;
 mod observe;
-mod resolve;
+pub(crate) mod resolve;
 mod shard;
 
 use std::path::PathBuf;

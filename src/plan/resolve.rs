@@ -363,7 +363,14 @@ pub fn default_out(workload: &str) -> PathBuf {
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .collect();
-    let name: String = workload
+    let name = file_part(workload);
+    PathBuf::from("loadrig-results").join(format!("{stamp}-{name}.json"))
+}
+
+/// A workload's name as part of a file name: letters, digits and '-' as they are, every
+/// other character '_'.
+pub fn file_part(workload: &str) -> String {
+    workload
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' {
@@ -372,8 +379,7 @@ pub fn default_out(workload: &str) -> PathBuf {
                 '_'
             }
         })
-        .collect();
-    PathBuf::from("loadrig-results").join(format!("{stamp}-{name}.json"))
+        .collect()
 }
 
 /// Whether two paths name the same file, existing or not yet.

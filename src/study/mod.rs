@@ -39,6 +39,7 @@ use clap::Parser;
 
 use crate::cli::RunArgs;
 use crate::engine;
+use crate::observe::{ObserveConfig, Observer};
 use crate::plan::{self, RunPlan};
 use crate::result::{self, RunResult, RunStatus};
 use crate::runner::{self, View};
@@ -632,3 +633,21 @@ pub fn finish(record: &mut StudyRecord, dir: &Path, complete: bool) -> Result<Ex
 pub fn write_record(record: &StudyRecord, dir: &Path) -> Result<()> {
     result::write_atomic(&dir.join("study.json"), &serde_json::to_vec_pretty(record)?)
 }
+
+/// The observer of a study row's servers (docs/observe.md) on a 1 s grid from now, its
+/// first reading taken; none, and said why, when it could not start.
+fn start_observer(config: ObserveConfig) -> Option<Observer> {
+    match Observer::start(config, std::time::Instant::now(), OBSERVE_EVERY) {
+        Ok(mut o) => {
+            o.wait_ready(std::time::Duration::from_secs(10));
+            Some(o)
+        }
+        Err(e) => {
+            eprintln!("  the observer did not start: {e}");
+            None
+        }
+    }
+}
+
+/// The grid of a study row's observer.
+const OBSERVE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);

@@ -642,24 +642,8 @@ fn observer(url: &str, kind: Kind) -> Option<Observer> {
     if matches!(kind, Kind::Other) {
         return None;
     }
-    match Observer::start(
-        ObserveConfig::new(url),
-        std::time::Instant::now(),
-        OBSERVE_EVERY,
-    ) {
-        Ok(mut o) => {
-            o.wait_ready(Duration::from_secs(10));
-            Some(o)
-        }
-        Err(e) => {
-            eprintln!("  the observer did not start: {e}");
-            None
-        }
-    }
+    super::start_observer(ObserveConfig::new(url))
 }
-
-/// The observer's interval during a point's run.
-const OBSERVE_EVERY: Duration = Duration::from_secs(1);
 
 /// The time the run's transactions spent waiting for locks over the run, in milliseconds,
 /// and where it comes from: MariaDB times its row-lock waits itself

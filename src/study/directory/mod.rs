@@ -18,7 +18,6 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
@@ -56,8 +55,6 @@ const PLAN: usize = 3;
 const IN_FLIGHT: u64 = 8;
 /// The telephone numbers' seed: the same entries as `loadrig gen ldif` writes by default.
 const SEED: u64 = 1;
-/// The observer's interval during a back-sql search run.
-const OBSERVE_EVERY: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -404,16 +401,7 @@ struct Explain<'a> {
 fn observer(slapd: &Slapd, pg_url: &str) -> Option<Observer> {
     let mut config = ObserveConfig::new(slapd.url());
     config.behind = Some(pg_url.to_string());
-    match Observer::start(config, Instant::now(), OBSERVE_EVERY) {
-        Ok(mut o) => {
-            o.wait_ready(Duration::from_secs(10));
-            Some(o)
-        }
-        Err(e) => {
-            eprintln!("  the observer did not start: {e}");
-            None
-        }
-    }
+    super::start_observer(config)
 }
 
 /// What every row shares.
