@@ -473,6 +473,19 @@ pub struct KubeArgs {
     /// node's network, and serve no metrics (N pods would share one port).
     #[arg(long)]
     pub host_network: bool,
+
+    /// Also run a collector (`loadrig collect`, a Job of one pod) that the shards stream
+    /// to and that writes the merged run to the results volume as collected.json: on the
+    /// node's 127.0.0.1 with --host-network, else behind a Service, the stream with the
+    /// token and over TLS from the Secret --collect-secret.
+    #[arg(long)]
+    pub collector: bool,
+
+    /// With --collector on the pod network: the Secret whose keys `token`, `tls.crt`,
+    /// `tls.key` (the collector's, for NAME-collect.NAMESPACE.svc) and `ca.crt` (the CA
+    /// that signed it) the collector and the shards share.
+    #[arg(long, default_value = "loadrig-collect", value_name = "NAME")]
+    pub collect_secret: String,
 }
 
 #[derive(Debug, Args)]

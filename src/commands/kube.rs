@@ -28,6 +28,8 @@ use crate::error::InputError;
 use crate::plan;
 use crate::workload::{builtin, Setting};
 
+mod collector;
+
 /// Where the pods find the workload, write their results and serve their metrics.
 const WORKLOAD_DIR: &str = "/workload";
 const RESULTS_DIR: &str = "/results";
@@ -76,13 +78,18 @@ pub fn manifests(args: &KubeArgs, now: SystemTime) -> Result<Vec<Value>, InputEr
         objects.push(to_value(&results_claim(&claim, &args.namespace)));
     }
     let sets = plan::settings(&args.run)?;
-    let job = job(
+    let mut job = job(
         args,
         &name,
         &claim,
         &run_args(&args.run, &sets, args.shards, &at, !args.host_network),
         user,
     );
+    if args.collector {
+        let addr = collector::Address::new(args, &name)?;
+        addr.attach(&mut job);
+        objects.extend(addr.objects(args, &name, &claim, user));
+    }
     objects.push(to_value(&job));
     Ok(objects)
 }
@@ -134,6 +141,7 @@ fn check_names(args: &KubeArgs) -> Result<(), InputError> {
         ("--namespace", Some(&args.namespace), 63, false),
         ("--target-secret", Some(&args.target_secret), 253, true),
         ("--results-claim", args.results_claim.as_ref(), 253, true),
+        ("--collect-secret", Some(&args.collect_secret), 253, true),
     ];
     for (flag, name, max, dots) in names {
         let Some(name) = name else { continue };
@@ -277,27 +285,6 @@ fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String], user: User) -> 
         security_context: Some(unprivileged(&[], Some(!user.is_root()))),
         ..Default::default()
     };
-    // The results directory made the shards' whatever the volume's owner; as root, the
-    // shards can write it already.
-    let init = (!user.is_root()).then(|| {
-        vec![Container {
-            name: "results-owner".to_string(),
-            image: Some(args.image.clone()),
-            args: Some(vec![
-                "kube-results".to_string(),
-                RESULTS_DIR.to_string(),
-                "--owner".to_string(),
-                format!("{}:{}", user.uid, user.gid),
-            ]),
-            volume_mounts: Some(vec![mount("results", RESULTS_DIR)]),
-            security_context: Some(SecurityContext {
-                run_as_user: Some(0),
-                run_as_group: Some(0),
-                ..unprivileged(&["CHOWN"], Some(false))
-            }),
-            ..Default::default()
-        }]
-    });
     let scrape = BTreeMap::from([
         ("prometheus.io/scrape".to_string(), "true".to_string()),
         ("prometheus.io/port".to_string(), METRICS_PORT.to_string()),
@@ -320,7 +307,7 @@ fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String], user: User) -> 
             template: PodTemplateSpec {
                 metadata: Some(pod_meta),
                 spec: Some(PodSpec {
-                    init_containers: init,
+                    init_containers: results_owner(&args.image, user),
                     containers: vec![container],
                     restart_policy: Some("Never".to_string()),
                     host_network: args.host_network.then_some(true),
@@ -335,6 +322,30 @@ fn job(args: &KubeArgs, name: &str, claim: &str, run: &[String], user: User) -> 
         }),
         ..Default::default()
     }
+}
+
+/// The results directory made the shards' whatever the volume's owner; as root, the
+/// shards can write it already.
+fn results_owner(image: &str, user: User) -> Option<Vec<Container>> {
+    (!user.is_root()).then(|| {
+        vec![Container {
+            name: "results-owner".to_string(),
+            image: Some(image.to_string()),
+            args: Some(vec![
+                "kube-results".to_string(),
+                RESULTS_DIR.to_string(),
+                "--owner".to_string(),
+                format!("{}:{}", user.uid, user.gid),
+            ]),
+            volume_mounts: Some(vec![mount("results", RESULTS_DIR)]),
+            security_context: Some(SecurityContext {
+                run_as_user: Some(0),
+                run_as_group: Some(0),
+                ..unprivileged(&["CHOWN"], Some(false))
+            }),
+            ..Default::default()
+        }]
+    })
 }
 
 /// The pod's user, and `fsGroup` for the volumes whose ownership Kubernetes manages (most

@@ -2,7 +2,8 @@
 //! `LOADRIG_K8S=1`; the test command runs that after the cargo tests): the manifests
 //! applied as printed, 3 shards of an Indexed Job on the node's network against the
 //! throwaway Redis on loopback, the results volume owned by root (a hostPath), the
-//! shards' files copied off it and merged exactly; one shard's pod deleted while the
+//! shards' files copied off it and merged exactly, and the run of the collector they
+//! streamed to (`--collector`) equal to that merge; one shard's pod deleted while the
 //! others complete; an absent image and a missing Secret named with the pod's reason.
 
 use std::os::unix::fs::MetadataExt;
@@ -232,15 +233,21 @@ fn three_shards_merge_exactly(c: &Cluster) {
     ns.apply(&d, &[
         "kube", "ycsb-a", "--shards", "3", "-c", "6", "--ops", "600",
         "--set", "recordcount=300", "--image", &c.image, "--target-secret", "loadrig-db",
-        "--host-network", "--start-at", "+20s", "--load-timeout", "60s",
+        "--host-network", "--start-at", "+20s", "--load-timeout", "60s", "--collector",
     ]);
     let status = ns.finished("loadrig-ycsb-a-run", Duration::from_secs(180));
     assert_eq!(status["succeeded"], 3, "{status}");
+    // The collector the shards streamed to, on the node's loopback, ended with them.
+    let status = ns.finished("loadrig-ycsb-a-collect", Duration::from_secs(60));
+    assert_eq!(status["succeeded"], 1, "{status}\n{}", why(&ns.name));
+    // (`kubectl logs` cannot reach this kubelet by its node name: the collected file tells.)
     // The init container gave the root-owned volume to the shards' user.
     let owner = std::fs::metadata(&ns.results).expect("results");
     assert_eq!((owner.uid(), owner.gid()), (65534, 65534));
-    let files = ns.copy_results(&d);
-    for f in &files {
+    let all = ns.copy_results(&d);
+    assert_eq!(all[0], "collected.json", "{all:?}");
+    let files = all[1..].to_vec();
+    for f in &all {
         let meta = std::fs::metadata(ns.results.join(f)).expect("shard file");
         eprintln!(
             "{f}: owner {}:{}, {} bytes",
@@ -271,6 +278,17 @@ fn three_shards_merge_exactly(c: &Cluster) {
             .sum();
         assert_eq!(op.ok, shards, "{}", op.name);
     }
+    // The collector's run is the merge's, interval for interval, histogram for histogram;
+    // it names the shards' files as they wrote them, on the volume.
+    let mut collected = d.result("collected.json");
+    assert_eq!((collected.total.ok, collected.total.errors), (600, 0));
+    for f in &mut collected.shards.as_mut().expect("shards").files {
+        *f = f
+            .strip_prefix("/results/")
+            .expect("on the volume")
+            .to_string();
+    }
+    crate::collect::same_as_merge(&collected, &merged);
     let shards = merged.shards.expect("shards");
     assert_eq!((shards.merged, shards.partial), (vec![0, 1, 2], false));
     assert!(!merged.target.url.contains(&redact_password(&c.redis)));

@@ -39,6 +39,7 @@ mod hostile_results;
 mod import_pgbench;
 mod kube;
 mod kube_cluster;
+mod kube_collector;
 mod layers;
 mod live_dashboard;
 mod mysql_wire;
