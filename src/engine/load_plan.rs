@@ -137,7 +137,7 @@ pub struct LoadPlan {
     /// a row (a breakpoint search in one run). Absent: the run goes to its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_when: Option<StopWhen>,
-    /// `--observe on|off` as given; absent: the target's default (on for network targets,
+    /// `--observe on|off` as given; absent: the target's default (on for SQL and LDAP targets,
     /// off for embedded ones) and in older files. Whether the server was observed is the
     /// result's `server`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -34,6 +34,17 @@ pub use record::{
 };
 pub use sum::figure;
 
+/// Whether a run on `scheme` observes its server when `--observe` is not given: the SQL and
+/// LDAP servers. Redis and HTTP can be observed (`--observe on`) but are not by default:
+/// there the observer cost more than 1 % of the rig's CPU (1.73 % on Redis, 1.88 % on
+/// nginx, docs/performance.md), the most a default may cost.
+pub fn observed_by_default(scheme: &str) -> bool {
+    matches!(
+        scheme,
+        "postgres" | "postgresql" | "mysql" | "mariadb" | "ldap" | "ldaps"
+    )
+}
+
 /// Whether targets of `scheme` have a server the observer can read (the network targets);
 /// the embedded ones (sqlite, fs, dbm) and the simulated ones (noop, sleep) have none.
 pub fn observable(scheme: &str) -> bool {

@@ -8,11 +8,12 @@ use crate::observe::{self, ObserveConfig, Sessions, DEFAULT_SESSION_RATE};
 
 impl RunPlan {
     /// Whether the run observes its server: as `--observe` (or `[load] observe`) says,
-    /// else for every network target.
+    /// else when a server behind it is named or the target is observed by default.
     pub fn observes(&self) -> bool {
-        self.load
-            .observe
-            .unwrap_or_else(|| observe::observable(self.target.scheme()))
+        self.load.observe.unwrap_or_else(|| {
+            // Naming a server behind the target asks for observation.
+            self.load.observe_behind.is_some() || observe::observed_by_default(self.target.scheme())
+        })
     }
 
     /// Whether this process is the one that observes: under `--shard`, shard 0 alone reads

@@ -326,6 +326,9 @@ fn shards_merge_the_servers_counters_once() {
                 &format!("{i}/2"),
                 "--start-at",
                 &at,
+                // Redis is observed only when asked (its observer's cost).
+                "--observe",
+                "on",
                 "-o",
                 &format!("s{i}.json"),
             ])
@@ -382,7 +385,20 @@ fn a_killed_observed_run_is_recovered_with_its_server_series() {
         "name = \"get\"\n[[op]]\nname = \"get\"\nkv.get = { key = \"k1\" }\n",
     );
     let mut child = d.spawn(&[
-        "run", "get.toml", "-t", &url, "-c", "2", "-d", "60s", "-i", "200ms", "-o", "k.json",
+        "run",
+        "get.toml",
+        "-t",
+        &url,
+        "-c",
+        "2",
+        "-d",
+        "60s",
+        "-i",
+        "200ms",
+        "--observe",
+        "on",
+        "-o",
+        "k.json",
     ]);
     let stream = d.join("k.jsonl");
     let started = Instant::now();

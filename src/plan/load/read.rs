@@ -527,7 +527,7 @@ pub fn threads(s: &Settings, connections: usize) -> Result<usize, InputError> {
     }
 }
 
-/// `observe`: on or off as given; None leaves it to the target (on for network targets).
+/// `observe`: on or off as given; None leaves it to the target (on for SQL and LDAP targets).
 pub fn observe(s: &Settings) -> Result<Option<bool>, InputError> {
     let Some(g) = s.get(S::Observe) else {
         return Ok(None);

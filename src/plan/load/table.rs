@@ -363,10 +363,11 @@ pub static SPECS: [Spec; 24] = [
         value_name: "on|off",
         key: Some("observe"),
         syntax: Syntax::OnOff,
-        help: "Observe the server under test on a connection of its own, interval by interval: \
+        help:
+            "Observe the server under test on a connection of its own, interval by interval: \
                what it counts, where its sessions wait, its statements' own time, its \
                processes' CPU; the result explains the run with them (docs/observe.md). \
-               Default: on for network targets, off for embedded ones",
+               Default: on for SQL and LDAP targets, off for the others (Redis, HTTP: --observe on)",
     },
     Spec {
         setting: LoadSetting::ObserveRate,
