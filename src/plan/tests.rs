@@ -703,12 +703,24 @@ fn the_flags_are_written_back_as_given() {
 
 #[test]
 fn observing_is_a_load_setting_of_its_own() {
-    // Network targets observe unless told not to; embedded and simulated ones do not.
+    // SQL and LDAP targets observe unless told not to; Redis and HTTP only when asked (the
+    // observer costs more than 1 % there); embedded and simulated ones never.
+    let pg = plan(&["noop", "-t", "postgres://u@127.0.0.1:5432/db"]).unwrap();
+    assert!(pg.observes() && pg.observes_here());
+    assert_eq!(pg.load.observe, None);
     let redis = plan(&["noop", "-t", "redis://127.0.0.1:6379/0"]).unwrap();
-    assert!(redis.observes() && redis.observes_here());
-    assert_eq!(redis.load.observe, None);
+    assert!(!redis.observes());
+    let on = plan(&["noop", "-t", "redis://127.0.0.1:6379/0", "--observe", "on"]).unwrap();
+    assert!(on.observes() && on.observes_here());
     assert!(!plan(&["noop", "-t", "sqlite://x.db"]).unwrap().observes());
-    let off = plan(&["noop", "-t", "redis://127.0.0.1:6379/0", "--observe", "off"]).unwrap();
+    let off = plan(&[
+        "noop",
+        "-t",
+        "postgres://u@127.0.0.1:5432/db",
+        "--observe",
+        "off",
+    ])
+    .unwrap();
     assert!(!off.observes());
     let e = err(&["noop", "-t", "noop://", "--observe", "on"]);
     assert!(
@@ -763,10 +775,14 @@ fn observing_is_a_load_setting_of_its_own() {
     ]);
     assert!(e.message.contains("from 0 (none) to 1000"), "{e}");
     // Varied as any setting is, through the same checks.
-    let varied = redis
+    let varied = pg
         .vary(&load(LoadSetting::Observe), &Value::Text("off".into()))
         .unwrap();
     assert!(!varied.observes());
+    let varied = redis
+        .vary(&load(LoadSetting::Observe), &Value::Text("on".into()))
+        .unwrap();
+    assert!(varied.observes());
     let e = plan(&["noop", "-t", "sqlite://x.db"])
         .unwrap()
         .vary(&load(LoadSetting::Observe), &Value::Text("on".into()))
@@ -780,7 +796,7 @@ fn observing_is_a_load_setting_of_its_own() {
     let shard = plan(&[
         "noop",
         "-t",
-        "redis://127.0.0.1:6379/0",
+        "postgres://u@127.0.0.1:5432/db",
         "-c",
         "2",
         "--shard",
