@@ -2,7 +2,7 @@
 //! wait events and the WAL's `LWLock` waits; MySQL's timed I/O waits), with the blocks read
 //! and the WAL written per operation beside it.
 
-use super::{by_share, pct, pick, Evidence};
+use super::{by_share, pct, pick, sampled_waits, Evidence};
 use crate::result::bottleneck::Resource;
 
 pub(super) fn check(e: &Evidence<'_>) -> Resource {
@@ -21,25 +21,9 @@ pub(super) fn check(e: &Evidence<'_>) -> Resource {
     );
     let share = e.of_server(e.split.io);
     let summary = match (&e.s.measured.figures.waits, e.split.io) {
-        (Some(w), Some(part)) => {
-            let events: Vec<String> = w
-                .waits
-                .iter()
-                .filter(|x| x.class == "IO" || (x.class == "LWLock" && x.event.starts_with("WAL")))
-                .take(3)
-                .map(|x| format!("{}/{} {}", x.class, x.event, pct(x.share)))
-                .collect();
-            format!(
-                "{} of the operations' time waiting for I/O: {} of the backends' active time{}",
-                pct(share.unwrap_or(0.0)),
-                pct(part),
-                if events.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", events.join(", "))
-                }
-            )
-        }
+        (Some(w), Some(part)) => sampled_waits("I/O", share, part, w, |x| {
+            x.class == "IO" || (x.class == "LWLock" && x.event.starts_with("WAL"))
+        }),
         (None, Some(part)) => format!(
             "{} of the operations' time waiting for I/O: {} of the statements' time in timed I/O waits",
             pct(share.unwrap_or(0.0)),

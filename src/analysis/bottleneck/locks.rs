@@ -2,7 +2,7 @@
 //! `Lock` wait events, by the object waited on; MySQL's InnoDB row lock time against its
 //! statements' time), as a share of the operations' time.
 
-use super::{by_share, pct, pick, Evidence};
+use super::{by_share, pct, pick, sampled_waits, Evidence};
 use crate::result::bottleneck::Resource;
 
 pub(super) fn check(e: &Evidence<'_>) -> Resource {
@@ -17,25 +17,7 @@ pub(super) fn check(e: &Evidence<'_>) -> Resource {
     );
     let share = e.of_server(e.split.locks);
     let summary = match (&e.s.measured.figures.waits, e.split.locks) {
-        (Some(w), Some(part)) => {
-            let events: Vec<String> = w
-                .waits
-                .iter()
-                .filter(|x| x.class == "Lock")
-                .take(3)
-                .map(|x| format!("Lock/{} {}", x.event, pct(x.share)))
-                .collect();
-            format!(
-                "{} of the operations' time waiting for locks: {} of the backends' active time{}",
-                pct(share.unwrap_or(0.0)),
-                pct(part),
-                if events.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", events.join(", "))
-                }
-            )
-        }
+        (Some(w), Some(part)) => sampled_waits("locks", share, part, w, |x| x.class == "Lock"),
         (None, Some(part)) => format!(
             "{} of the operations' time waiting for row locks: {} waits, {:.0} ms, {} of the statements' time",
             pct(share.unwrap_or(0.0)),

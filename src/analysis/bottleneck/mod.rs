@@ -289,3 +289,31 @@ fn verdict(mut resources: Vec<Resource>) -> Bottleneck {
 
 #[cfg(test)]
 mod tests;
+
+/// What the sessions' samples say of a wait: `share` of the operations' time, `part` of the
+/// backends' active time, and the three largest wait events `keep` picks.
+fn sampled_waits(
+    what: &str,
+    share: Option<f64>,
+    part: f64,
+    waits: &crate::observe::WaitProfile,
+    keep: impl Fn(&crate::observe::WaitShare) -> bool,
+) -> String {
+    let events: Vec<String> = waits
+        .waits
+        .iter()
+        .filter(|x| keep(x))
+        .take(3)
+        .map(|x| format!("{}/{} {}", x.class, x.event, pct(x.share)))
+        .collect();
+    format!(
+        "{} of the operations' time waiting for {what}: {} of the backends' active time{}",
+        pct(share.unwrap_or(0.0)),
+        pct(part),
+        if events.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", events.join(", "))
+        }
+    )
+}
