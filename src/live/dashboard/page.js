@@ -335,6 +335,8 @@ function drawObserved(marks, shade) {
   const rank = (c) => { const k = WAIT_ORDER.indexOf(c); return k < 0 ? WAIT_ORDER.length : k; };
   classes.sort((a, b) => rank(a) - rank(b));
   const stacked = pts.filter((p) => p.waits && p.waits.length);
+  // As in the report, no panel where the server's sessions are not sampled.
+  $("c-srv-waits").hidden = stacked.length === 0;
   const bands = classes.map((c, j) => ({
     name: `${c} (wait class)`, area: true, color: WAIT_COLORS[c] || COLORS[(5 + j) % COLORS.length],
     pts: stacked.map((p) => [p.end_s, p.waits.filter(([k]) => classes.indexOf(k) <= j).reduce((a, [, v]) => a + v, 0)]),
