@@ -11,7 +11,7 @@ use anyhow::Result;
 
 use super::run_data::{ConnectPhase, IntervalData, RunData, Stopped};
 use super::spill::{IntervalBrief, IntervalStore};
-use super::stages::{Profile, StageKind};
+use super::stages::{rank, Profile, StageKind};
 use super::stop_when::Streak;
 use super::timeline::Timeline;
 use super::{rig, shelf, LoadPlan, INTERRUPTED};
@@ -72,6 +72,9 @@ struct Collector<'a> {
     names: &'a [String],
     /// The stages, their names, and this process's share of their load.
     stages: Option<(Profile, Vec<std::sync::Arc<str>>, f64)>,
+    /// Each of this process's clients' rank in a closed loop's ramp (`stages::rank`),
+    /// rising with its id.
+    ranks: Vec<u64>,
     /// `--stop-when`: the intervals in a row it has held in.
     streak: Streak,
     stop_at: Option<Duration>,
@@ -169,12 +172,20 @@ impl Collector<'_> {
         // clients' clock; a client reports it at the end, so the sample is normally there
         // already or a few ms away. A starved monitor thread is waited for a little longer.
         let rig = self.monitor.take(k, Duration::from_millis(250));
-        let (mut stage, mut clients, mut offered) = (None, None, None);
+        let (mut stage, mut clients, mut offered, mut ran_whole) = (None, None, None, None);
         if let Some((profile, names, share)) = &self.stages {
             let i = self.timeline.stage_of(k).unwrap_or(0);
             stage = names.get(i).cloned();
             match profile.stages()[i].kind {
-                StageKind::Clients => clients = Some(active),
+                StageKind::Clients => {
+                    clients = Some(active);
+                    // The ramp runs the ranks below its level; over the interval (in one
+                    // stage, so the level moves one way) the lower of its ends.
+                    let last = end.saturating_sub(Duration::from_nanos(1)).max(start);
+                    let level = profile.clients_at(start).min(profile.clients_at(last));
+                    // A process's clients join in the order of their ids: the first ones.
+                    ran_whole = Some(self.ranks.iter().take_while(|&&r| r < level).count());
+                }
                 StageKind::Rate => {
                     let due = profile.lambda(end) - profile.lambda(start);
                     offered = Some(due * share);
@@ -191,6 +202,7 @@ impl Collector<'_> {
             rig,
             stage,
             clients,
+            ran_whole,
             offered,
         };
         if !data.warmup {
@@ -281,17 +293,31 @@ pub(super) fn collect(
         let names = plan.stages.iter().map(|s| s.name.as_str().into()).collect();
         (plan.profile(), names, plan.share())
     });
+    let (shards, all) = plan
+        .shard
+        .map_or((1, plan.clients()), |s| (s.count, s.clients));
+    let clients: usize = sizes.iter().sum();
+    let ramps = stages
+        .as_ref()
+        .is_some_and(|(p, _, _)| (p.stages().iter()).any(|s| matches!(s.kind, StageKind::Clients)));
+    let ranks = match ramps {
+        true => (0..clients)
+            .map(|c| rank(plan.first_client() + c, all, shards))
+            .collect(),
+        false => Vec::new(),
+    };
     let mut c = Collector {
         timeline,
         plan,
         names,
         stages,
+        ranks,
         streak: Streak::default(),
         stop_at: None,
         n_ops,
         pending: BTreeMap::new(),
         per_client: BTreeMap::new(),
-        clients: sizes.iter().sum(),
+        clients,
         monitor: rig::Monitor::start(t0, timeline.clone()),
         next_of: vec![0; sizes.len()],
         left: sizes,

@@ -27,6 +27,10 @@ pub struct IntervalData {
     pub stage: Option<Arc<str>>,
     /// A closed loop with client stages: this process's clients running at its end.
     pub clients: Option<u64>,
+    /// A closed loop with client stages: this process's first N clients (those the ramp
+    /// ran from the interval's start to its end) ran all of it. Its fairness is judged over
+    /// them alone: a client that joined or left during it, or did not run, is not starved.
+    pub ran_whole: Option<usize>,
     /// An open loop with stages: the arrivals due in it (the integral of the rate over it,
     /// this process's share).
     pub offered: Option<f64>,
@@ -140,6 +144,7 @@ impl RunData {
                 rig,
                 stage: brief.stage.clone(),
                 clients: brief.clients,
+                ran_whole: brief.ran_whole,
                 offered: brief.offered,
             }));
         }

@@ -38,9 +38,11 @@ pub struct IntervalBrief {
     pub warmup: bool,
     pub ops: Vec<OpTally>,
     pub rig: Option<RigBrief>,
-    /// Its stage, clients and offered arrivals ([`IntervalData`]).
+    /// Its stage, clients, clients that ran all of it and offered arrivals
+    /// ([`IntervalData`]).
     pub stage: Option<std::sync::Arc<str>>,
     pub clients: Option<u64>,
+    pub ran_whole: Option<usize>,
     pub offered: Option<f64>,
 }
 
@@ -122,6 +124,7 @@ impl IntervalStore {
             rig: data.rig.as_ref().map(|s| s.brief()),
             stage: data.stage.clone(),
             clients: data.clients,
+            ran_whole: data.ran_whole,
             offered: data.offered,
         };
         let (hiccups, threads) = data
@@ -423,6 +426,7 @@ mod tests {
             }),
             stage: None,
             clients: None,
+            ran_whole: None,
             offered: None,
         }
     }

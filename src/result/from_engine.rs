@@ -69,7 +69,11 @@ impl IntervalRecord {
                 .rig
                 .as_ref()
                 .map(|s| RigInterval::of(&s.brief(), &s.threads, completed, validity::cores())),
-            fairness: FairnessInterval::of(&d.per_client),
+            // A client ramp's interval: the clients that ran all of it.
+            fairness: FairnessInterval::of(match d.ran_whole {
+                Some(n) => &d.per_client[..n.min(d.per_client.len())],
+                None => &d.per_client,
+            }),
             per_client: if per_client {
                 d.per_client.clone()
             } else {

@@ -21,8 +21,8 @@ use crate::result::IntervalRecord;
 const READY_LIMIT: Duration = Duration::from_secs(5);
 
 /// Hands each finished interval to the console view and, when asked, the metrics endpoint,
-/// the dashboard and the collector, with the server's figures (console and stream) when the
-/// run observes it.
+/// the dashboard and the collector, with the server's figures (console, stream and, in an
+/// event of their own after the interval's, the dashboard) when the run observes it.
 pub struct Observers<'a> {
     /// The console view; none for a sweep point, which shows only its row.
     pub live: Option<&'a mut Live>,
@@ -120,8 +120,9 @@ impl ServerWatch {
 }
 
 impl Observers<'_> {
-    /// The dashboard and the collector, which take the interval without the server's
-    /// figures (those join the console's and the stream's records when they come).
+    /// The dashboard and the collector, which take the interval at once, without the
+    /// server's figures (those join the console's and the stream's records when they come,
+    /// and go to the dashboard then, in `pump`).
     fn watchers(&mut self, data: &IntervalData) {
         if self.dashboard.is_none() && self.link.is_none() {
             return;
@@ -147,9 +148,14 @@ impl Observers<'_> {
         }
     }
 
+    /// Whether a live view (the console or the dashboard) wants the server's figures as
+    /// they come; without one the observation is taken whole at the end.
+    fn watched(&self) -> bool {
+        self.live.is_some() || self.dashboard.is_some()
+    }
+
     fn pump(&mut self, all: bool) {
-        // Without a live view the observation is taken whole at the end.
-        if self.live.is_none() && !all {
+        if !self.watched() && !all {
             return;
         }
         let Some(watch) = &mut self.server else {
@@ -157,6 +163,11 @@ impl Observers<'_> {
         };
         let notes = watch.poll();
         let ready = watch.ready(all);
+        if let Some(dash) = self.dashboard.as_deref_mut() {
+            for r in &ready {
+                dash.server(r);
+            }
+        }
         if let Some(live) = self.live.as_deref_mut() {
             for n in notes {
                 live.note(&n);
@@ -204,8 +215,11 @@ impl Observer for Observers<'_> {
         if let Some(m) = self.metrics {
             m.interval(data);
         }
+        // The dashboard has the interval before its server figures, which follow.
+        self.watchers(data);
+        let watched = self.watched();
         match (&mut self.server, self.live.as_deref_mut()) {
-            (Some(watch), Some(_)) => {
+            (Some(watch), _) if watched => {
                 let record = IntervalRecord::of(data, &watch.names, false);
                 watch.waiting.push_back((record, Instant::now()));
                 self.pump(false);
@@ -213,7 +227,6 @@ impl Observer for Observers<'_> {
             (_, Some(live)) => live.interval(data),
             (_, None) => {}
         }
-        self.watchers(data);
     }
 
     fn tick(&mut self, elapsed: Duration) {

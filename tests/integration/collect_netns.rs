@@ -15,33 +15,6 @@ use crate::common::{needs, Dir};
 const SHARDS: usize = 3;
 const PORT: u16 = 7071;
 
-/// The collector's namespace (a bridge on 10.214.0.1) and one namespace per shard.
-fn network(tag: &str) -> Option<Namespaces> {
-    let server = format!("{tag}s");
-    let mut net = Namespaces::new(&server)?;
-    net.run(&[
-        vec!["-n", &server, "link", "add", "br0", "type", "bridge"],
-        vec!["-n", &server, "addr", "add", "10.214.0.1/24", "dev", "br0"],
-        vec!["-n", &server, "link", "set", "br0", "up"],
-    ]);
-    for i in 0..SHARDS {
-        let ns = format!("{tag}c{i}");
-        net.add(&ns);
-        let (a, b) = (format!("{tag}a{i}"), format!("{tag}b{i}"));
-        let cli = format!("10.214.0.{}/24", i + 2);
-        net.run(&[
-            vec!["link", "add", &a, "type", "veth", "peer", "name", &b],
-            vec!["link", "set", &a, "netns", &server],
-            vec!["link", "set", &b, "netns", &ns],
-            vec!["-n", &server, "link", "set", &a, "master", "br0"],
-            vec!["-n", &server, "link", "set", &a, "up"],
-            vec!["-n", &ns, "addr", "add", &cli, "dev", &b],
-            vec!["-n", &ns, "link", "set", &b, "up"],
-        ]);
-    }
-    Some(net)
-}
-
 /// A throwaway CA (`ca.crt`) and the collector's certificate for IP 10.214.0.1, in `d`.
 fn certificates(d: &Dir) {
     let sh = |script: &str| {
@@ -93,7 +66,8 @@ fn shards_in_their_own_namespaces_stream_to_a_collector_over_tls() {
         return;
     }
     let tag = format!("lq{}", std::process::id() % 100_000);
-    let Some(net) = network(&tag) else {
+    // The collector's namespace (a bridge on 10.214.0.1) and one namespace per shard.
+    let Some(net) = Namespaces::bridged(&tag, "10.214.0", SHARDS) else {
         return;
     };
     let d = Dir::new();

@@ -2,7 +2,7 @@
 //! the page while a `sleep://` run goes and sees its intervals arrive (the count in the
 //! page grows while the run goes), then the summary and the report the page keeps; the
 //! result records what the dashboard cost. An address that cannot be bound exits 2 before
-//! anything runs.
+//! anything runs. An observed run's page gets the server's series and the stage boundaries.
 
 use std::io::Read;
 use std::net::TcpListener;
@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::browser::Browser;
+use crate::common::locks::{hold, Shared};
+use crate::common::needs::server_url;
 use crate::common::Dir;
 
 /// A port nobody listens on now (bound, then let go).
@@ -274,4 +276,137 @@ fn a_sweep_shows_each_point_on_one_page() {
         text.contains("\"id\":2,"),
         "the second point is run 2: {text}"
     );
+}
+
+/// An observed run on PostgreSQL with two stages: the server's figures of each interval
+/// reach the page (the report's server panels drawn from them, every number of the server's
+/// record among the other series) and the stage boundary is marked on the charts; a page
+/// that connects late gets the same server events as one there from the start.
+#[test]
+fn the_page_shows_the_servers_series_and_the_stages() {
+    let Some(pg) = server_url("LOADRIG_PG_URL") else {
+        return;
+    };
+    let port = free_port();
+    let Some(b) = Browser::start_with(&blocked_but(port)) else {
+        return;
+    };
+    let _held = hold(&[Shared::Postgres]);
+    let d = Dir::new();
+    let addr = format!("127.0.0.1:{port}");
+    #[rustfmt::skip]
+    let run = d.spawn(&[
+        "run", "ycsb-a", "--target", &pg, "--stages", "one=1500ms:2c,two=1500ms:2c",
+        "-i", "500ms", "--set", "recordcount=100", "--observe", "on", "--dashboard", &addr,
+        "-o", "r.json",
+    ]);
+    listening(port, Duration::from_secs(60));
+    let url = format!("http://127.0.0.1:{port}/");
+    b.log("browser");
+    b.open(&url);
+    // A late page, raw: it connects once two intervals have gone.
+    let until = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(d.join("r.jsonl")).map_or(0, |t| t.lines().count()) < 3 {
+        assert!(Instant::now() < until, "no interval streamed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut late = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    use std::io::Write;
+    late.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(120);
+    while b.eval("return document.body.dataset.state") != "ended" {
+        assert!(Instant::now() < until, "the page never ended");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = run.wait_with_output().expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let r = d.result("r.json");
+    let observed = r.intervals.iter().filter(|i| i.server.is_some()).count();
+    assert!(observed >= 4, "the run was observed: {observed} intervals");
+    // Drawn at most every 200 ms: wait for the last drawing.
+    std::thread::sleep(Duration::from_millis(400));
+    let n = |js: &str| b.eval(&format!("return {js}")).as_u64().unwrap_or(0) as usize;
+    assert_eq!(
+        n("Number(document.getElementById('observed-count').textContent)"),
+        observed,
+        "every interval's server figures reached the page"
+    );
+    let lines = |id: &str| -> Vec<String> {
+        let v = b.eval(&format!(
+            "return Array.from(document.querySelectorAll('#{id} svg title')).map(t => t.textContent)"
+        ));
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let rate = lines("c-srv-rate");
+    assert!(
+        rate.contains(&"clients: successful operations/s".to_string())
+            && rate.contains(&"server: commits/s".to_string()),
+        "{rate:?}"
+    );
+    let latency = lines("c-srv-latency");
+    assert!(
+        latency.contains(&"server: execution time per statement (mean)".to_string()),
+        "{latency:?}"
+    );
+    assert!(
+        lines("c-srv-cpu").contains(&"server: CPU (cores busy)".to_string()),
+        "{:?}",
+        lines("c-srv-cpu")
+    );
+    // A band per wait class the result's intervals sampled.
+    let mut classes: Vec<String> = r
+        .intervals
+        .iter()
+        .filter_map(|i| i.server.as_ref()?.target.waits.as_ref())
+        .flat_map(|w| {
+            w.by_class()
+                .into_iter()
+                .map(|(c, _)| format!("{c} (wait class)"))
+        })
+        .collect();
+    classes.sort();
+    classes.dedup();
+    let mut bands = lines("c-srv-waits");
+    bands.sort();
+    assert_eq!(bands, classes);
+    // The server's own numbers among the other series.
+    assert!(
+        n("Array.from(document.querySelectorAll('#c-server figcaption')).filter(c => c.textContent.startsWith('server.target.counters.')).length") > 0
+    );
+    // The stage boundary, marked on the charts (the first stage begins left of the first
+    // interval's point, where the time axis starts).
+    for id in ["c-throughput", "c-srv-rate"] {
+        let marks = b.eval(&format!(
+            "return Array.from(document.querySelectorAll('#{id} .mark-label')).map(t => t.textContent)"
+        ));
+        assert_eq!(marks, serde_json::json!(["two"]), "{id}");
+    }
+    let errors: Vec<Value> = b
+        .log("browser")
+        .into_iter()
+        .filter(|e| e["level"] == "SEVERE")
+        .collect();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    let to = shot("dashboard-observed.png");
+    b.screenshot(&to);
+    eprintln!("the observed run's page: {}", to.display());
+    // The late page got every server event too, each after its interval's.
+    let mut text = String::new();
+    late.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let _ = late.read_to_string(&mut text);
+    assert_eq!(text.matches("event: server\n").count(), observed);
+    let first = |e: &str| text.find(e).unwrap();
+    assert!(first("event: interval\n") < first("event: server\n"));
 }

@@ -17,40 +17,12 @@ use loadrig::stats::new_hist;
 const SHARDS: usize = 3;
 const PORT: u16 = 6391;
 
-/// The server namespace and one namespace per shard, shard i (10.213.0.i+2) reaching the
-/// server at 10.213.0.1 over its own veth pair into the server's bridge. None when `ip
-/// netns` is not permitted here.
-fn network(tag: &str) -> Option<Namespaces> {
-    let server = format!("{tag}s");
-    let mut net = Namespaces::new(&server)?;
-    // The server's side is a bridge, as a cluster network: one address for every shard.
-    net.run(&[
-        vec!["-n", &server, "link", "add", "br0", "type", "bridge"],
-        vec!["-n", &server, "addr", "add", "10.213.0.1/24", "dev", "br0"],
-        vec!["-n", &server, "link", "set", "br0", "up"],
-    ]);
-    for i in 0..SHARDS {
-        let ns = format!("{tag}c{i}");
-        net.add(&ns);
-        let (a, b) = (format!("{tag}a{i}"), format!("{tag}b{i}"));
-        let cli = format!("10.213.0.{}/24", i + 2);
-        net.run(&[
-            vec!["link", "add", &a, "type", "veth", "peer", "name", &b],
-            vec!["link", "set", &a, "netns", &server],
-            vec!["link", "set", &b, "netns", &ns],
-            vec!["-n", &server, "link", "set", &a, "master", "br0"],
-            vec!["-n", &server, "link", "set", &a, "up"],
-            vec!["-n", &ns, "addr", "add", &cli, "dev", &b],
-            vec!["-n", &ns, "link", "set", &b, "up"],
-        ]);
-    }
-    Some(net)
-}
-
 #[test]
 fn shards_in_their_own_network_namespaces_merge_exactly() {
     let tag = format!("lr{}", std::process::id() % 100_000);
-    let Some(mut net) = network(&tag) else {
+    // The server's namespace and one per shard, shard i (10.213.0.i+2) reaching the server
+    // at 10.213.0.1 over its own veth pair into the server's bridge, as a cluster network.
+    let Some(mut net) = Namespaces::bridged(&tag, "10.213.0", SHARDS) else {
         return;
     };
     let d = Dir::new();

@@ -351,6 +351,7 @@ fn an_interval(k: u64) -> loadrig::engine::IntervalData {
         }),
         stage: None,
         clients: None,
+        ran_whole: None,
         offered: None,
     }
 }

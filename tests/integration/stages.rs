@@ -162,14 +162,15 @@ fn an_open_loop_ramp_follows_the_integral_of_its_rate() {
 #[test]
 fn a_closed_loop_ramp_adds_its_clients_at_an_even_pace() {
     let d = Dir::new();
-    // 1 → 4 clients over 2 s, then 4 for 1 s: a client joins every 2/3 s.
+    // 1 → 4 clients over 2 s, then 4 for 1 s: a client joins every 2/3 s; then one leaves
+    // (at 3.5 s) and 3 run on.
     d.ok(&[
         "run",
         "noop",
         "-t",
         "sleep://?latency=5ms",
         "--stages",
-        "2s:1..4c,top=1s:4c",
+        "2s:1..4c,top=1s:4c,down=500ms:4..3c,rest=750ms:3c",
         "-i",
         "250ms",
         "-o",
@@ -182,9 +183,9 @@ fn a_closed_loop_ramp_adds_its_clients_at_an_even_pace() {
     let page = std::fs::read_to_string(d.join("c.html")).unwrap();
     assert!(page.contains("<table class=\"stages\">") && page.contains("id=\"offered\""));
     assert!(page.contains("<td class=\"text\">top</td>"));
-    assert_eq!(r.intervals.len(), 12);
+    assert_eq!(r.intervals.len(), 17);
     let mut last = 0;
-    for i in &r.intervals {
+    for i in &r.intervals[..12] {
         let running = i.clients.expect("clients per interval");
         let ramp = (1.0 + 3.0 * i.end_s.min(2.0) / 2.0 + 1e-9).floor() as u64;
         // The count at the interval's end: the ramp's, or one behind at a join's instant.
@@ -199,7 +200,17 @@ fn a_closed_loop_ramp_adds_its_clients_at_an_even_pace() {
     for n in 1..=4 {
         assert!(seen.contains(&n), "{n} clients never ran: {seen:?}");
     }
-    assert!(r.intervals[8..].iter().all(|i| i.clients == Some(4)));
+    assert!(r.intervals[8..12].iter().all(|i| i.clients == Some(4)));
+    assert!(r.intervals[14..].iter().all(|i| i.clients == Some(3)));
+    // Fairness is judged over the clients that ran a whole interval: each of them
+    // completes dozens of 5 ms sleeps in 250 ms, and none that has not joined yet or has
+    // left (the fourth, after 3.5 s, beside three that complete dozens) counts as starved.
+    for i in &r.intervals {
+        let f = i.fairness.as_ref().expect("fairness per interval");
+        assert!(f.starved == 0 && f.min > 0, "interval {}: {f:?}", i.index);
+    }
+    let v = r.validity.as_ref().expect("validity");
+    assert_eq!(v.fairness.starved_client_intervals, 0, "{:?}", v.fairness);
     assert_eq!(r.stages[1].name, "top");
     assert_eq!(r.stages[1].judged, "steady");
     assert_stages_split(&r);

@@ -54,7 +54,7 @@ pub(super) fn check(
 pub fn summary(totals: &[u64], judged: &[&[u64]], starved_median: f64) -> FairnessSummary {
     let mut starved = Starved::new(totals.len(), starved_median);
     for counts in judged {
-        starved.add(counts);
+        starved.add(counts, |_| true);
     }
     summary_with(totals, starved)
 }
@@ -98,10 +98,18 @@ impl Starved {
         }
     }
 
-    fn add(&mut self, counts: &[u64]) {
-        let mut sorted = counts.to_vec();
+    /// One interval's counts; `ran(c)`: client `c` ran all of it (the others, which joined
+    /// or left during it or did not run, are neither judged nor in the median).
+    fn add(&mut self, counts: &[u64], ran: impl Fn(usize) -> bool) {
+        let mut sorted: Vec<u64> = (counts.iter().enumerate())
+            .filter(|(c, _)| ran(*c))
+            .map(|(_, &n)| n)
+            .collect();
         sorted.sort_unstable();
         for c in starved_in(counts, median(&sorted), self.threshold) {
+            if !ran(c) {
+                continue;
+            }
             if let Some(s) = self.count.get_mut(c) {
                 *s += 1;
             }
@@ -139,7 +147,11 @@ fn run_fairness(
     }
     let mut starved = Starved::new(scope.clients.len(), starved_median);
     for i in judged {
-        starved.add(&mine(run.store.per_client(i.index as usize)?));
+        // A client ramp's interval: only the clients that ran all of it.
+        let ran_whole = i.ran_whole.unwrap_or(usize::MAX);
+        starved.add(&mine(run.store.per_client(i.index as usize)?), |k| {
+            scope.clients[k] < ran_whole
+        });
     }
     let all = totals.iter().sum();
     Ok((summary_with(&totals, starved), all))

@@ -139,6 +139,15 @@ impl Board {
         self.broadcast(frame, true);
     }
 
+    /// An interval's server figures, after its `interval` event; kept, so that a page
+    /// opened later replays them in the same order.
+    pub fn server(&mut self, record: &IntervalRecord) {
+        if let Some(data) = events::server(record) {
+            let frame = self.frame("server", &data);
+            self.broadcast(frame, true);
+        }
+    }
+
     pub fn shards(&mut self, table: &Value) {
         let frame = self.frame("shards", table);
         self.broadcast(frame, true);

@@ -2,10 +2,12 @@
 //! operation's counts and percentiles over the interval (p50, p90, p99, p99.9, max), the
 //! distribution of the measured latency so far, the rig's figures and fairness, and every
 //! other field the interval record carries (a stage, the server's series) passed through
-//! as it is, for the page to draw generically.
+//! as it is, for the page to draw generically. The server's figures come later, in an event
+//! of their own per interval ([`server`]), once the observer's reading has joined it.
 
 use serde_json::{json, Map, Value};
 
+use crate::report::plot::server as server_plot;
 use crate::result::{IntervalRecord, RunResult};
 use crate::stats::{new_hist, Hist, LatencySummary};
 
@@ -108,6 +110,24 @@ fn extra(mut r: IntervalRecord) -> Value {
             .filter(|(k, _)| !KNOWN.contains(&k.as_str()))
             .collect(),
     )
+}
+
+/// One interval's server figures, once they have joined its record: the figures the HTML
+/// report's server panels plot (`report::plot::server`: the clients' throughput and
+/// latency beside the server's rate, time per statement, CPU and run queue, and the wait
+/// classes' shares), and the server's whole record for the page's other series. `None`
+/// when the interval has none.
+pub fn server(r: &IntervalRecord) -> Option<Value> {
+    let one = std::slice::from_ref(r);
+    let p = server_plot::points(one).pop()?;
+    Some(json!({
+        "index": r.index, "start_s": r.start_s, "end_s": r.end_s, "warmup": r.warmup,
+        "ok_per_s": p.ok_per_s, "p50_ms": p.p50_ms, "p99_ms": p.p99_ms,
+        "rate_label": server_plot::rate_label(one), "rate": p.server_rate,
+        "ms_per_call": p.server_ms_per_call, "cpu_cores": p.cpu_cores,
+        "run_queue": p.run_queue, "rig_cores": p.rig_cores, "waits": p.waits,
+        "server": r.server,
+    }))
 }
 
 fn latency(l: &LatencySummary) -> Value {

@@ -57,6 +57,8 @@ pub struct RunInfo {
 pub(crate) enum Feed {
     Begin(Box<RunInfo>),
     Interval(Box<IntervalRecord>, Option<Vec<Hist>>),
+    /// An interval's record again, once the server's figures have joined it.
+    Server(Box<IntervalRecord>),
     /// The collector's view of its shards, shown as a table (any JSON).
     Shards(serde_json::Value),
     /// A line for the page's log ("shard 1 stopped sending after interval 4").
@@ -285,6 +287,17 @@ impl Watch {
     /// as the dashboard's: what it spent making a record only the dashboard needs.
     pub fn charge_since(&mut self, since: Duration) {
         self.caller += cpu::this_thread().saturating_sub(since);
+    }
+
+    /// A finished interval's record with the server's figures joined (after its
+    /// [`Watch::interval`]); one without them is not sent.
+    pub fn server(&mut self, record: &IntervalRecord) {
+        if record.server.is_none() {
+            return;
+        }
+        let t = cpu::this_thread();
+        self.dash.send(Feed::Server(Box::new(record.clone())));
+        self.caller += cpu::this_thread().saturating_sub(t);
     }
 
     pub fn shards(&self, table: serde_json::Value) {

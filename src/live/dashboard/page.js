@@ -4,7 +4,7 @@
 
 const S = {
   run: 0, info: null, intervals: [], dist: [], shards: null, end: null,
-  series: new Map(), bye: false, timer: null, historyIds: new Set(),
+  series: new Map(), server: [], bye: false, timer: null, historyIds: new Set(),
 };
 const $ = (id) => document.getElementById(id);
 const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
@@ -68,7 +68,7 @@ function logTicks(lo, hi) {
   return { lo: Math.pow(10, a), hi: Math.pow(10, b), ticks };
 }
 
-// opts: { title, series: [{name, pts: [[x, y]], color}], ylog, yfmt, xfmt, xticks,
+// opts: { title, series: [{name, pts: [[x, y]], color, area}], ylog, yfmt, xfmt, xticks,
 //         xmin, xmax, ymin, ymax, marks: [{x, label}], shade: [x0, x1] | null }
 function chart(fig, opts) {
   // Drawn at the figure's own width, so that the text keeps its size on any screen.
@@ -122,6 +122,12 @@ function chart(fig, opts) {
     const good = s.pts.filter((p) => isFinite(p[1]) && (!opts.ylog || p[1] > 0));
     if (!good.length) return;
     const d = good.map((p) => `${X(p[0]).toFixed(1)},${Y(p[1]).toFixed(1)}`).join(" ");
+    if (s.area) {
+      // A band from the axis up to the line (a stack is drawn tallest first).
+      const base = `${X(good[good.length - 1][0]).toFixed(1)},${Y(0)} ${X(good[0][0]).toFixed(1)},${Y(0)}`;
+      svg += `<polygon class="area" fill="${color}" points="${d} ${base}"><title>${esc(s.name)}</title></polygon>`;
+      return;
+    }
     svg += `<polyline class="line" stroke="${color}" points="${d}"><title>${esc(s.name)}</title></polyline>`;
     if (good.length === 1) {
       svg += `<circle cx="${X(good[0][0])}" cy="${Y(good[0][1])}" r="2.5" fill="${color}"/>`;
@@ -162,12 +168,12 @@ function stageMarks() {
 }
 
 // Every number of the records' other fields, by its path (`server.target.gauges.x`); a
-// list of objects is keyed by each one's name where it has one.
+// list of objects is keyed by each one's name (or statement text) where it has one.
 function flatten(v, path, out) {
   if (typeof v === "number") { out.push([path, v]); return; }
   if (Array.isArray(v)) {
     v.forEach((x, k) => {
-      const key = x && typeof x === "object" ? (x.name ?? x.event ?? x.query ?? x.command ?? k) : k;
+      const key = x && typeof x === "object" ? (x.name ?? x.event ?? x.query ?? x.command ?? x.text ?? k) : k;
       flatten(x, `${path}[${key}]`, out);
     });
     return;
@@ -182,14 +188,18 @@ const MAX_SERIES = 400;
 function takeSeries(i) {
   const extra = Object.assign({}, i.extra || {});
   delete extra.stage;
+  addSeries(extra, i.end_s);
+}
+
+function addSeries(fields, x) {
   const out = [];
-  flatten(extra, "", out);
+  flatten(fields, "", out);
   for (const [name, v] of out) {
     if (!S.series.has(name)) {
       if (S.series.size >= MAX_SERIES) continue;
       S.series.set(name, []);
     }
-    S.series.get(name).push([i.end_s, v]);
+    S.series.get(name).push([x, v]);
   }
 }
 
@@ -291,6 +301,53 @@ function drawServer(marks, shade) {
   }
 }
 
+// The server's panels of the HTML report (src/report/plot/server.rs), from the `server`
+// events: one point per interval whose server figures have come.
+const WAIT_ORDER = ["CPU", "Lock", "LWLock", "IO", "IPC", "Client", "BufferPin", "Activity", "Extension", "Timeout"];
+const WAIT_COLORS = { CPU: "#2ca02c", Lock: "#d62728", LWLock: "#ff7f0e", IO: "#1f77b4", IPC: "#9467bd", Client: "#7f7f7f" };
+
+function drawObserved(marks, shade) {
+  const pts = S.server;
+  $("observed-box").hidden = pts.length === 0;
+  if (!pts.length) return;
+  const line = (name, f, color) => ({ name, color, pts: pts.filter((p) => p[f] !== null && p[f] !== undefined).map((p) => [p.end_s, p[f]]) });
+  const keep = (series) => series.filter((s) => s.pts.length);
+  const label = (pts.find((p) => p.rate_label) || {}).rate_label;
+  chart($("c-srv-rate"), {
+    title: "per second: the clients' operations and the server's own count", marks, shade, ymin: 0,
+    series: keep([line("clients: successful operations/s", "ok_per_s", COLORS[0]), line(label || "server", "rate", COLORS[1])]),
+  });
+  chart($("c-srv-latency"), {
+    title: "ms: the clients' latency and the server's time per statement", marks, shade, ymin: 0,
+    series: keep([line("clients: p99", "p99_ms", COLORS[1]), line("clients: p50", "p50_ms", COLORS[0]),
+      line("server: execution time per statement (mean)", "ms_per_call", COLORS[3])]),
+  });
+  chart($("c-srv-cpu"), {
+    title: "cores: the server's CPU, its threads waiting for a CPU, the rig's CPU", marks, shade, ymin: 0,
+    series: keep([line("server: CPU (cores busy)", "cpu_cores", COLORS[2]),
+      line("server: waiting for a CPU (threads, mean)", "run_queue", COLORS[1]),
+      line("rig: CPU (cores busy)", "rig_cores", COLORS[8])]),
+    empty: "the server's processes are not observed",
+  });
+  // The wait classes stacked to 100 %, in the order the intervals give them (CPU first).
+  const classes = [];
+  for (const p of pts) for (const [c] of p.waits || []) if (!classes.includes(c)) classes.push(c);
+  const rank = (c) => { const k = WAIT_ORDER.indexOf(c); return k < 0 ? WAIT_ORDER.length : k; };
+  classes.sort((a, b) => rank(a) - rank(b));
+  const stacked = pts.filter((p) => p.waits && p.waits.length);
+  // As in the report, no panel where the server's sessions are not sampled.
+  $("c-srv-waits").hidden = stacked.length === 0;
+  const bands = classes.map((c, j) => ({
+    name: `${c} (wait class)`, area: true, color: WAIT_COLORS[c] || COLORS[(5 + j) % COLORS.length],
+    pts: stacked.map((p) => [p.end_s, p.waits.filter(([k]) => classes.indexOf(k) <= j).reduce((a, [, v]) => a + v, 0)]),
+  })).reverse();
+  chart($("c-srv-waits"), {
+    title: "share of the backends' active time, by wait class", marks, shade, ymin: 0, ymax: 1,
+    yfmt: (v) => (100 * v).toFixed(0) + "%", series: bands,
+    empty: "no wait sample (PostgreSQL's sessions are sampled)",
+  });
+}
+
 function drawErrors() {
   const by = new Map();
   for (const i of S.intervals) {
@@ -327,6 +384,7 @@ function draw() {
   drawLatency(marks, shade);
   drawDistribution();
   drawValidity(marks, shade);
+  drawObserved(marks, shade);
   drawServer(marks, shade);
   drawErrors();
   drawShards();
@@ -352,12 +410,13 @@ function log(text) {
 // ---- the events ----
 
 function begin(d) {
-  Object.assign(S, { run: d.id, info: d.info, intervals: [], dist: [], shards: null, end: null, series: new Map() });
+  Object.assign(S, { run: d.id, info: d.info, intervals: [], dist: [], shards: null, end: null, series: new Map(), server: [] });
   const info = d.info;
   $("title").textContent = info.title;
   $("subtitle").textContent = [info.subtitle, info.label].filter(Boolean).join(" · ");
   document.title = `loadrig live: ${info.title}`;
   $("interval-count").textContent = "0";
+  $("observed-count").textContent = "0";
   $("end-box").hidden = true;
   $("shards-box").hidden = true;
   $("log").innerHTML = "";
@@ -377,6 +436,18 @@ function interval(d) {
     const stage = stageOf(d);
     setState(d.warmup ? "warmup" : "running", (d.warmup ? "warming up" : "running") + (stage ? ` · ${stage}` : ""));
   }
+  schedule();
+}
+
+// An interval's server figures, a moment after the interval itself.
+function server(d) {
+  S.server.push(d);
+  if (d.server) {
+    // Its readings' times are not series.
+    const { start_s, end_s, ...figures } = d.server;
+    addSeries({ server: figures }, d.end_s);
+  }
+  $("observed-count").textContent = String(S.server.length);
   schedule();
 }
 
@@ -455,6 +526,7 @@ es.addEventListener("history", (e) => {
 });
 es.addEventListener("run", (e) => begin(JSON.parse(e.data)));
 es.addEventListener("interval", (e) => interval(JSON.parse(e.data)));
+es.addEventListener("server", (e) => server(JSON.parse(e.data)));
 es.addEventListener("shards", (e) => { S.shards = JSON.parse(e.data); schedule(); });
 es.addEventListener("note", (e) => log(JSON.parse(e.data).text));
 es.addEventListener("end", (e) => end(JSON.parse(e.data)));

@@ -88,6 +88,7 @@ fn take(board: &Shared, f: Feed) {
     match f {
         Feed::Begin(info) => b.begin(&info),
         Feed::Interval(r, hists) => b.interval(*r, hists),
+        Feed::Server(r) => b.server(&r),
         Feed::Shards(table) => b.shards(&table),
         Feed::Note(line) => b.note(&line),
         Feed::End(result) => b.end(*result),

@@ -62,6 +62,12 @@ fn rate_key(intervals: &[IntervalRecord]) -> Option<(&'static str, &'static str)
     })
 }
 
+/// The label of the server's rate the throughput panel shows (`server: commits/s`), when
+/// some interval has its counter.
+pub fn rate_label(intervals: &[IntervalRecord]) -> Option<&'static str> {
+    rate_key(intervals).map(|(_, label)| label)
+}
+
 /// The plotted figures of each interval that has the server's.
 pub fn points(intervals: &[IntervalRecord]) -> Vec<ServerPoint> {
     let rate = rate_key(intervals).map(|(k, _)| k);
@@ -124,7 +130,7 @@ pub fn chart(intervals: &[IntervalRecord]) -> Option<Result<String>> {
         .filter(|i| i.warmup)
         .map(|i| i.end_s)
         .fold(0.0, f64::max);
-    let rate = rate_key(intervals).map(|(_, label)| label);
+    let rate = rate_label(intervals);
     let stacked = pts.iter().any(|p| !p.waits.is_empty());
     let n = 3 + usize::from(stacked);
     Some(svg_sized(W, 220 * n as u32, |root| {

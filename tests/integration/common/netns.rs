@@ -58,6 +58,36 @@ impl Namespaces {
         Some(ns)
     }
 
+    /// A cluster's network: the server's namespace `{tag}s` with a bridge on `{net}.1/24`,
+    /// and `clients` namespaces `{tag}c{i}`, client i at `{net}.{i+2}` over a veth pair of
+    /// its own into the bridge (`net` is three octets, `10.213.0`). `None` as [`Self::new`].
+    pub fn bridged(tag: &str, net: &str, clients: usize) -> Option<Namespaces> {
+        let server = format!("{tag}s");
+        let mut ns = Namespaces::new(&server)?;
+        let bridge = format!("{net}.1/24");
+        ns.run(&[
+            vec!["-n", &server, "link", "add", "br0", "type", "bridge"],
+            vec!["-n", &server, "addr", "add", &bridge, "dev", "br0"],
+            vec!["-n", &server, "link", "set", "br0", "up"],
+        ]);
+        for i in 0..clients {
+            let client = format!("{tag}c{i}");
+            ns.add(&client);
+            let (a, b) = (format!("{tag}a{i}"), format!("{tag}b{i}"));
+            let addr = format!("{net}.{}/24", i + 2);
+            ns.run(&[
+                vec!["link", "add", &a, "type", "veth", "peer", "name", &b],
+                vec!["link", "set", &a, "netns", &server],
+                vec!["link", "set", &b, "netns", &client],
+                vec!["-n", &server, "link", "set", &a, "master", "br0"],
+                vec!["-n", &server, "link", "set", &a, "up"],
+                vec!["-n", &client, "addr", "add", &addr, "dev", &b],
+                vec!["-n", &client, "link", "set", &b, "up"],
+            ]);
+        }
+        Some(ns)
+    }
+
     /// Another namespace, with its loopback up.
     pub fn add(&mut self, name: &str) {
         assert!(ip(&["netns", "add", name]), "ip netns add {name}");
