@@ -27,6 +27,7 @@ mod sum;
 
 pub use grid::Grid;
 pub use observer::{check, Observer};
+pub use procfs::ServerProcesses;
 pub use query::UserQuery;
 pub use record::{
     Observation, ObservedInterval, ObserverCost, ProcessFigures, QueryValue, Role, ServerInterval,

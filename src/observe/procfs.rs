@@ -176,15 +176,29 @@ fn io(pid: u32) -> Option<(u64, u64)> {
     Some((field("read_bytes:")?, field("write_bytes:")?))
 }
 
-/// One thread's run-queue wait (ns) and context switches.
+/// One thread's run-queue wait (ns), context switches and, when the kernel's delay
+/// accounting is on, the clock ticks it waited for block I/O.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Task {
     run_queue_ns: u64,
     voluntary: u64,
     involuntary: u64,
+    io_wait_ticks: u64,
 }
 
-fn task(pid: u32, tid: u32) -> Option<Task> {
+/// Whether the kernel accounts tasks' block I/O delays (`kernel.task_delayacct`, off by
+/// default since Linux 5.14): without it every thread's I/O wait reads 0.
+fn delay_accounting() -> bool {
+    fs::read_to_string("/proc/sys/kernel/task_delayacct").is_ok_and(|s| s.trim() == "1")
+}
+
+/// /proc/PID/task/TID/stat's `delayacct_blkio_ticks` (field 42), counted from the last `)`.
+fn io_wait_ticks(text: &str) -> Option<u64> {
+    let rest = &text[text.rfind(')')? + 1..];
+    rest.split_whitespace().nth(39)?.parse().ok()
+}
+
+fn task(pid: u32, tid: u32, delays: bool) -> Option<Task> {
     let dir = format!("/proc/{pid}/task/{tid}");
     let sched = fs::read_to_string(format!("{dir}/schedstat")).ok()?;
     let status = fs::read_to_string(format!("{dir}/status")).ok()?;
@@ -198,6 +212,14 @@ fn task(pid: u32, tid: u32) -> Option<Task> {
         run_queue_ns: sched.split_whitespace().nth(1)?.parse().ok()?,
         voluntary: switches("voluntary_ctxt_switches:"),
         involuntary: switches("nonvoluntary_ctxt_switches:"),
+        io_wait_ticks: if delays {
+            fs::read_to_string(format!("{dir}/stat"))
+                .ok()
+                .and_then(|t| io_wait_ticks(&t))
+                .unwrap_or(0)
+        } else {
+            0
+        },
     })
 }
 
@@ -257,7 +279,7 @@ struct TreeReading {
     tasks: HashMap<u32, Task>,
 }
 
-fn read_tree(root: u32) -> TreeReading {
+fn read_tree(root: u32, delays: bool) -> TreeReading {
     let mut r = TreeReading::default();
     for pid in tree(root) {
         let Some(s) = stat(pid) else { continue };
@@ -269,7 +291,7 @@ fn read_tree(root: u32) -> TreeReading {
             },
         );
         for tid in tids(pid) {
-            if let Some(t) = task(pid, tid) {
+            if let Some(t) = task(pid, tid, delays) {
                 r.tasks.insert(tid, t);
             }
         }
@@ -285,7 +307,13 @@ fn grew(now: u64, before: Option<u64>) -> u64 {
     }
 }
 
-fn figures(root: u32, tick: f64, before: &TreeReading, now: &TreeReading) -> ProcessFigures {
+fn figures(
+    root: u32,
+    tick: f64,
+    delays: bool,
+    before: &TreeReading,
+    now: &TreeReading,
+) -> ProcessFigures {
     let sum =
         |r: &TreeReading, f: fn(&Stat) -> u64| r.procs.values().map(|p| f(&p.stat)).sum::<u64>();
     let ticks = |f: fn(&Stat) -> u64| sum(now, f).saturating_sub(sum(before, f)) as f64 / tick;
@@ -319,13 +347,16 @@ fn figures(root: u32, tick: f64, before: &TreeReading, now: &TreeReading) -> Pro
         ..ProcessFigures::default()
     };
     let mut run_queue_ns = 0;
+    let mut io_wait_ticks = 0;
     for (tid, t) in &now.tasks {
         let b = before.tasks.get(tid);
         run_queue_ns += grew(t.run_queue_ns, b.map(|b| b.run_queue_ns));
+        io_wait_ticks += grew(t.io_wait_ticks, b.map(|b| b.io_wait_ticks));
         f.voluntary_switches += grew(t.voluntary, b.map(|b| b.voluntary));
         f.involuntary_switches += grew(t.involuntary, b.map(|b| b.involuntary));
     }
     f.run_queue_s = run_queue_ns as f64 / 1e9;
+    f.io_wait_s = delays.then(|| io_wait_ticks as f64 / tick);
     f
 }
 
@@ -333,6 +364,8 @@ fn figures(root: u32, tick: f64, before: &TreeReading, now: &TreeReading) -> Pro
 pub struct ServerProcesses {
     root: u32,
     tick: f64,
+    /// Whether the kernel's delay accounting was on when the first reading was taken.
+    delays: bool,
     before: Option<TreeReading>,
 }
 
@@ -343,6 +376,7 @@ impl ServerProcesses {
         ServerProcesses {
             root,
             tick: if tick > 0 { tick as f64 } else { 100.0 },
+            delays: delay_accounting(),
             before: None,
         }
     }
@@ -353,11 +387,11 @@ impl ServerProcesses {
         if stat(self.root).is_none() {
             return Err(format!("the server's process {} has ended", self.root));
         }
-        let now = read_tree(self.root);
+        let now = read_tree(self.root, self.delays);
         let out = self
             .before
             .as_ref()
-            .map(|b| figures(self.root, self.tick, b, &now));
+            .map(|b| figures(self.root, self.tick, self.delays, b, &now));
         self.before = Some(now);
         Ok(out)
     }
@@ -380,6 +414,9 @@ mod tests {
         assert_eq!(s.user, 11 + 33);
         assert_eq!(s.system, 22 + 44);
         assert_eq!(s.start, 555);
+        let fields: Vec<String> = (4..=52).map(|n| n.to_string()).collect();
+        let line = format!("9 (x) y) S {}", fields.join(" "));
+        assert_eq!(io_wait_ticks(&line), Some(42));
     }
 
     #[test]

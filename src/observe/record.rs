@@ -163,6 +163,11 @@ pub struct ProcessFigures {
     pub read_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_bytes: Option<u64>,
+    /// Time its threads waited for block I/O to complete, seconds (/proc/PID/task/TID/stat,
+    /// `delayacct_blkio_ticks`): present only while the kernel's delay accounting is on
+    /// (`sysctl kernel.task_delayacct=1`; off by default since Linux 5.14).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_wait_s: Option<f64>,
 }
 
 /// A user's `[[observe]]` query's value: the first column of its first row.

@@ -107,6 +107,10 @@ impl ProcessFigures {
         self.involuntary_switches += other.involuntary_switches;
         self.read_bytes = add_opt(self.read_bytes, other.read_bytes);
         self.write_bytes = add_opt(self.write_bytes, other.write_bytes);
+        self.io_wait_s = match (self.io_wait_s, other.io_wait_s) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
     }
 
     /// CPU time, user and system, seconds.

@@ -9,6 +9,9 @@
 //! for the server's delayed ACK (40 ms at least on Linux), against the same client with
 //! TCP_NODELAY (the fix). The latency-mode finder reports the quantum in the first. Domino's
 //! own delay came from its thread pool's coordination; this one is a different mechanism.
+//! Per phase, the store's I/O per document: bytes its processes read and wrote and their
+//! block-I/O wait, from the run's observer of the server (PostgreSQL, nginx) or from
+//! loadrig's own process for the stores inside it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +24,7 @@ use super::{
     Slot, StudyRecord, StudyTable,
 };
 use crate::error::InputError;
+use crate::observe::{ProcessFigures, ServerProcesses};
 use crate::plan::RunPlan;
 use crate::result::RunResult;
 use crate::targets::attachment::Attachment;
@@ -33,7 +37,7 @@ const WORKLOAD: &str = include_str!("documents.toml");
 const PHASES: [&str; 2] = ["create", "search"];
 
 /// The columns: per phase elapsed seconds, mean, p50 and p99 response time; then the
-/// slowest latency mode of the create phase.
+/// slowest latency mode of the create phase; then per phase the store's I/O per operation.
 /// A row whose documents hold more attachment bytes than this is emptied once measured (the
 /// seed's sizes store 6 GB per backend); smaller ones stay for inspection.
 const KEEP_AT_MOST: u64 = 1 << 30;
@@ -68,9 +72,35 @@ fn measures() -> Vec<Measure> {
         unit: "ms".into(),
         what: "the slowest latency mode of the create phase (analysis::modes), every mode and the finder's verdict in its note".into(),
     });
+    for phase in PHASES {
+        for (name, unit, what) in [
+            ("rd KB", "KB", "KiB the store's processes read from storage (read_bytes of /proc/PID/io: page-cache hits are not reads)"),
+            ("wr KB", "KB", "KiB the store's processes wrote to storage (write_bytes of /proc/PID/io: pages dirtied for a disk; tmpfs has none)"),
+            ("io ms", "ms", "time the store's threads waited for block I/O (delayacct_blkio_ticks of /proc/PID/task/TID/stat; empty while the kernel's delay accounting is off: sysctl kernel.task_delayacct=1)"),
+        ] {
+            // Whose processes, said once: under the first I/O column.
+            let whose = if m.len() == IO {
+                format!("; {IO_WHOSE}")
+            } else {
+                String::new()
+            };
+            m.push(Measure {
+                name: format!("{phase} {name}"),
+                unit: unit.into(),
+                what: format!(
+                    "{what}, per {phase} operation (one document with its attachment){whose}"
+                ),
+            });
+        }
+    }
     m
 }
+
+/// Whose I/O the I/O columns are, said once under the table.
+const IO_WHOSE: &str = "the store's processes are the server's process tree (PostgreSQL's backends and background processes, nginx's master and workers) as the run's observer read it from /proc, or loadrig's own process for the stores inside it (tmpfs, files, SQLite; its own interval stream included)";
 const MODES: usize = 8;
+/// The first of each phase's three I/O columns: read, written, waited.
+const IO: usize = 9;
 
 /// The study's sizes.
 struct Sizes {
@@ -239,7 +269,15 @@ fn row_plans(
                 "-o".into(),
                 dir.join("runs/plan.json").to_string_lossy().into_owned(),
             ];
-            super::plan_with_flags(workload, url, &flags)
+            let mut plan = super::plan_with_flags(workload, url, &flags)?;
+            if !in_process(&plan) {
+                // The server's I/O per attachment comes from the run's observer (HTTP is
+                // not observed by default).
+                let mut observed = flags;
+                observed.extend(["--observe".into(), "on".into()]);
+                plan = super::plan_with_flags(workload, url, &observed)?;
+            }
+            Ok(plan)
         })
         .collect()
 }
@@ -342,13 +380,23 @@ fn row_on<T: Target>(
     };
     for (k, plan) in plans.iter().enumerate() {
         let run = format!("runs/{slug}-{}.json", PHASES[k]);
-        match super::run_one(&target, plan, dir, &run, &mut row.backend)? {
+        // A store inside loadrig does its I/O in loadrig's process: read it around the run.
+        let mut own = in_process(plan).then(|| ServerProcesses::new(std::process::id()));
+        if let Some(p) = &mut own {
+            let _ = p.sample();
+        }
+        let mut own_figures = None;
+        let ended = || own_figures = own.as_mut().and_then(|p| p.sample().ok().flatten());
+        match super::run_one_then(&target, plan, dir, &run, &mut row.backend, ended)? {
             RunOutcome::Interrupted => return Ok(false),
             RunOutcome::Failed(class, message) => {
                 row.backend.fail(class, message);
                 return Ok(true);
             }
-            RunOutcome::Done(r) => fill(row, k, &r, &run),
+            RunOutcome::Done(r) => {
+                fill(row, k, &r, &run);
+                fill_io(row, k, &r, &run, own_figures);
+            }
         }
     }
     if drop_after {
@@ -411,5 +459,54 @@ fn modes_cell(r: &RunResult, run: &str) -> MeasureCell {
         value: modes.modes.last().map(|m| m.at_ns / 1e6),
         run: Some(run.to_string()),
         ..MeasureCell::empty(words)
+    }
+}
+
+/// Whether the row's store runs inside loadrig (files, SQLite): no server to observe.
+fn in_process(plan: &RunPlan) -> bool {
+    matches!(plan.target.scheme(), "fs" | "sqlite")
+}
+
+/// Phase `k`'s I/O columns, per document: the store's bytes read and written and its
+/// block-I/O wait, from `own` (loadrig's process, for a store inside it) or the run's
+/// observation of the server's processes; each empty with the reason when not readable.
+fn fill_io(row: &mut BackendRow, k: usize, r: &RunResult, run: &str, own: Option<ProcessFigures>) {
+    let Some(op) = r.operations.first().filter(|op| op.ok > 0) else {
+        return;
+    };
+    let base = IO + 3 * k;
+    let from_server = r
+        .server
+        .as_ref()
+        .and_then(|s| s.measured.figures.processes.clone());
+    let Some(f) = own.or(from_server) else {
+        let why = r
+            .server
+            .as_ref()
+            .and_then(|s| s.unavailable.iter().find(|u| u.what == "processes"))
+            .map_or_else(
+                || "the server's processes were not observed".to_string(),
+                |u| u.to_string(),
+            );
+        for c in 0..3 {
+            row.cells[base + c] = MeasureCell::empty(why.clone());
+        }
+        return;
+    };
+    let docs = op.ok as f64;
+    let cell = |value: Option<f64>, why: &str| match value {
+        Some(v) => MeasureCell {
+            value: Some(v / docs),
+            run: Some(run.to_string()),
+            ..MeasureCell::default()
+        },
+        None => MeasureCell::empty(why),
+    };
+    let unreadable = "/proc/PID/io is readable only by the server's user and root";
+    row.cells[base] = cell(f.read_bytes.map(|b| b as f64 / 1024.0), unreadable);
+    row.cells[base + 1] = cell(f.write_bytes.map(|b| b as f64 / 1024.0), unreadable);
+    // Without delay accounting the cell stays empty; the column's words say why.
+    if let Some(s) = f.io_wait_s {
+        row.cells[base + 2] = cell(Some(s * 1e3), "");
     }
 }

@@ -528,13 +528,28 @@ pub fn run_one<T: Target>(
     run: &str,
     backend: &mut Backend,
 ) -> Result<RunOutcome> {
+    run_one_then(target, plan, dir, run, backend, || {})
+}
+
+/// [`run_one`], with `ended` called as soon as the run ends, before its file is written (a
+/// reading that must not count the file's writing).
+pub fn run_one_then<T: Target>(
+    target: &Arc<T>,
+    plan: &RunPlan,
+    dir: &Path,
+    run: &str,
+    backend: &mut Backend,
+    ended: impl FnOnce(),
+) -> Result<RunOutcome> {
     if engine::INTERRUPTED.load(Ordering::SeqCst) {
         backend.state = BackendState::Interrupted;
         return Ok(RunOutcome::Interrupted);
     }
     let mut plan = plan.clone();
     plan.outputs.result = dir.join(run);
-    let r = match runner::execute_on(Arc::clone(target), &plan, View::Quiet) {
+    let r = runner::execute_on(Arc::clone(target), &plan, View::Quiet);
+    ended();
+    let r = match r {
         Ok(r) => r,
         Err(e) => return Ok(RunOutcome::Failed(error_class(&e), format!("{e:#}"))),
     };

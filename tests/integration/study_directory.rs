@@ -48,16 +48,19 @@ fn backsql_installed() -> Option<()> {
     )
 }
 
-/// The per-search counts of the study's SQL lines ("    1.00 × base lookup: SELECT ..."),
-/// by what each statement is.
-fn per_search(plan: &str) -> BTreeMap<String, f64> {
+/// The per-search calls and PostgreSQL execution time (µs) of the study's SQL lines
+/// ("     286.2 µs   1.00 × base lookup: SELECT ..."), by what each statement is.
+fn per_search(plan: &str) -> BTreeMap<String, (f64, f64)> {
     let mut out = BTreeMap::new();
     for line in plan.lines() {
         let Some((n, rest)) = line.trim().split_once(" × ") else {
             continue;
         };
+        let (us, calls) = n.split_once(" µs ").expect("µs, then calls");
         let what = rest.split(": ").next().unwrap().to_string();
-        *out.entry(what).or_insert(0.0) += n.parse::<f64>().unwrap();
+        let e = out.entry(what).or_insert((0.0, 0.0));
+        e.0 += calls.trim().parse::<f64>().unwrap();
+        e.1 += us.trim().parse::<f64>().unwrap();
     }
     out
 }
@@ -104,6 +107,7 @@ fn directory_backsql_plans_as_the_seed_says_and_counts_its_sql() {
     assert_eq!((s.sizes["entries"], s.sizes["searches"]), (1000, SEARCHES));
     assert_eq!(rows(&s).len(), ROWS.len());
     let mut sql_per_search = Vec::new();
+    let mut candidates_us = Vec::new();
     for (r, (name, plan)) in rows(&s).iter().zip(ROWS) {
         assert_eq!(r.backend.name, name);
         assert!(out.contains(name), "{name} in the printed table");
@@ -123,8 +127,33 @@ fn directory_backsql_plans_as_the_seed_says_and_counts_its_sql() {
         assert_eq!((op.ok, op.errors), (SEARCHES, 0), "{name}");
         assert_eq!(op.rows, SEARCHES * MATCHING, "{name}: entries per search");
         assert_eq!(r.cells[3].label.as_deref(), plan, "{name}: {:?}", r.plan);
+        // The server's time per search: slapd's CPU in every row, from the search run's own
+        // observation (a clock-tick count: it may be 0 for a few quick searches).
+        let cpu = &r.cells[4];
+        assert_eq!(
+            cpu.run.as_deref(),
+            Some(run.as_str()),
+            "{name}: {:?}",
+            cpu.note
+        );
+        let measured = file.server.as_ref().expect("the search run observed slapd");
+        let procs = measured
+            .measured
+            .figures
+            .processes
+            .as_ref()
+            .expect("slapd's processes");
+        let want = procs.cpu_s() * 1e6 / SEARCHES as f64;
+        assert!(
+            (cpu.value.unwrap() - want).abs() <= 1e-9 * want.max(1.0),
+            "{name}"
+        );
         let Some(_) = plan else {
             assert!(r.cells[2].value.is_none() && r.plan.is_none(), "{name}");
+            assert!(
+                r.cells[5].value.is_none() && r.cells[6].value.is_none(),
+                "{name}"
+            );
             continue;
         };
         // The statements back-sql sent, as PostgreSQL counted them: one lookup of the base,
@@ -132,16 +161,33 @@ fn directory_backsql_plans_as_the_seed_says_and_counts_its_sql() {
         // filter, and is sent anyway), and statements per entry found.
         let text = r.plan.as_deref().unwrap();
         let kinds = per_search(text);
-        assert_eq!(kinds["base lookup"], 1.0, "{name}: {text}");
-        assert_eq!(kinds["candidates of inetOrgPerson"], 1.0, "{name}: {text}");
+        assert_eq!(kinds["base lookup"].0, 1.0, "{name}: {text}");
         assert_eq!(
-            kinds["candidates of organizationalUnit (1=0"], 1.0,
+            kinds["candidates of inetOrgPerson"].0, 1.0,
             "{name}: {text}"
         );
-        let per_entry = kinds["per entry"];
+        assert_eq!(
+            kinds["candidates of organizationalUnit (1=0"].0, 1.0,
+            "{name}: {text}"
+        );
+        let per_entry = kinds["per entry"].0;
         assert!(per_entry >= MATCHING as f64, "{name}: {text}");
-        let total: f64 = kinds.values().sum();
+        let total: f64 = kinds.values().map(|k| k.0).sum();
         assert_eq!(r.cells[2].value, Some(total), "{name}: {text}");
+        // PostgreSQL's execution time per search is its statements' (rounded to 0.1 µs in
+        // the lines), and its processes' CPU is read.
+        let exec: f64 = kinds.values().map(|k| k.1).sum();
+        let cell = r.cells[5].value.expect("PostgreSQL's execution time");
+        assert!(
+            cell > 0.0 && (cell - exec).abs() <= 0.05 * kinds.len() as f64 + 1e-6,
+            "{name}: {cell} {text}"
+        );
+        assert!(
+            r.cells[6].value.is_some_and(|v| v >= 0.0),
+            "{name}: {:?}",
+            r.cells[6].note
+        );
+        candidates_us.push(kinds["candidates of inetOrgPerson"].1);
         let observed = r.cells[2].run.as_ref().expect("the observation file");
         assert!(d.join("dir").join(observed).is_file(), "{observed}");
         sql_per_search.push(total);
@@ -164,6 +210,13 @@ fn directory_backsql_plans_as_the_seed_says_and_counts_its_sql() {
     assert!(
         sql_per_search.windows(2).all(|w| w[0] == w[1]),
         "{sql_per_search:?}"
+    );
+    // And what the people's query costs PostgreSQL: the naive mapping's scan of every entry
+    // takes more execution time than the index scan of both changes (about 7× at 1,000
+    // entries; a busy machine's preemptions stretch both alike).
+    assert!(
+        candidates_us[0] > candidates_us[3],
+        "naive against upper+indexed, µs per search: {candidates_us:?}"
     );
     // Each mapping's slapd read its ODBC data source from the study's folder, which holds no
     // password (libpq takes it from slapd's environment), and is stopped.

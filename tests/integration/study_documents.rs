@@ -3,8 +3,10 @@
 //! required under LOADRIG_REQUIRE_ALL=1), every attachment read back and checked, cells
 //! recomputed from the run files they name, the seed's quantised delay on a real mechanism
 //! (Nagle's algorithm meeting nginx's delayed ACK: a latency mode at the 40 ms quantum, gone
-//! with TCP_NODELAY), an attachment changed between the phases read back as a `protocol`
-//! error, the report in headless Chromium, and bad input exiting 2 before anything runs.
+//! with TCP_NODELAY), the store's bytes read and written per operation on every row (an
+//! attachment on disk is written, one on tmpfs is not), an attachment changed between the
+//! phases read back as a `protocol` error, the report in headless Chromium, and bad input
+//! exiting 2 before anything runs.
 
 use crate::common::browser;
 use crate::common::study;
@@ -74,6 +76,45 @@ fn check_row(d: &Dir, dir: &str, r: &BackendRow, ops: u64, rows: u64) {
     }
 }
 
+/// The first I/O column (create rd KB); per phase: KiB read, KiB written, I/O wait ms.
+const IO: usize = 9;
+
+/// Every row has its store's bytes read and written per operation in both phases; a
+/// server's are its processes' figures in the run file divided by the operations.
+fn check_io(d: &Dir, dir: &str, r: &BackendRow, server: bool) {
+    let name = &r.backend.name;
+    for k in 0..2 {
+        let (read, written) = (&r.cells[IO + 3 * k], &r.cells[IO + 3 * k + 1]);
+        assert!(
+            read.value.is_some_and(|v| v >= 0.0) && written.value.is_some_and(|v| v >= 0.0),
+            "{name}: {:?} {:?}",
+            read.note,
+            written.note
+        );
+        let run = &r.backend.runs[k];
+        assert_eq!(written.run.as_ref(), Some(run), "{name}");
+        if server {
+            let file = loadrig::result::read(&d.join(dir).join(run)).unwrap();
+            let p = file.server.unwrap().measured.figures.processes.unwrap();
+            let per_op = p.write_bytes.unwrap() as f64 / 1024.0 / file.operations[0].ok as f64;
+            assert!(
+                (written.value.unwrap() - per_op).abs() <= 1e-9 * per_op.max(1.0),
+                "{name}"
+            );
+        }
+    }
+}
+
+/// Whether `path` is on a tmpfs (whose writes reach no disk).
+fn on_tmpfs(path: &std::path::Path) -> bool {
+    let out = std::process::Command::new("stat")
+        .args(["-f", "-c", "%T"])
+        .arg(path)
+        .output()
+        .expect("stat");
+    String::from_utf8_lossy(&out.stdout).trim() == "tmpfs"
+}
+
 #[test]
 fn documents_quick_reads_every_attachment_back_on_every_backend() {
     let present: Vec<bool> = ROWS
@@ -108,7 +149,15 @@ fn documents_quick_reads_every_attachment_back_on_every_backend() {
         } else {
             check_row(&d, "ds", r, 10, 10);
         }
+        check_io(&d, "ds", r, i >= 3);
     }
+    // Every attachment of the files row went to a disk, unless the folder is on tmpfs; the
+    // tmpfs row's went to none (what it wrote is loadrig's own interval stream).
+    let written = |name: &str| row(&s, name).cells[IO + 1].value.unwrap();
+    if !on_tmpfs(&d.join("ds")) {
+        assert!(written("files") >= 64.0, "{} KiB", written("files"));
+    }
+    assert!(written(ROWS[0].0) < 32.0, "{} KiB", written(ROWS[0].0));
     // What the files and SQLite rows hold: 10 documents, each with its 64 KiB attachment.
     let kv = d.join("ds/fs/loadrig_kv");
     let atts: Vec<u64> = std::fs::read_dir(&kv)

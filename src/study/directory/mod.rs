@@ -5,8 +5,10 @@
 //! slapd over LDAP (the seed's search K times over one connection), so the rows compare like
 //! with like. Columns: load time, searches per second, the SQL statements back-sql sent
 //! PostgreSQL per search (counted by the server) and how PostgreSQL reached the people for
-//! the statement that finds them (its plan). Every row must return the entries the generator
-//! says match; one that differs fails with class `protocol`.
+//! the statement that finds them (its plan); then the server's time per search: slapd's CPU
+//! (from /proc, as the search run's observer read it), PostgreSQL's execution time of those
+//! statements (pg_stat_statements) and its processes' CPU. Every row must return the entries
+//! the generator says match; one that differs fails with class `protocol`.
 
 mod backsql;
 mod filter;
@@ -30,7 +32,7 @@ use super::{
 };
 use crate::engine;
 use crate::error::InputError;
-use crate::observe::{ObserveConfig, Observer};
+use crate::observe::{Observation, ObserveConfig, Observer, ProcessFigures, Role};
 use crate::plan::RunPlan;
 use crate::result::{self, RunResult, RunStatus};
 use crate::runner::{self, View};
@@ -40,16 +42,22 @@ use crate::targets::{expand_env, redact, Target, TargetUrl};
 use crate::vocab::{ErrorClass, OpError};
 use crate::workload::import::ldif::{self, Person};
 
-const MEASURES: [(&str, &str, &str); 4] = [
+const MEASURES: [(&str, &str, &str); 7] = [
     ("load", "s", "time to load the entries, a measured load phase through the target's driver, not a run: back-mdb by LDAP adds on 8 connections at once; back-sql by SQL inserts into its tables, 1000 people a transaction on one connection"),
     ("searches/s", "ops/s", "the search issued K times over one LDAP connection to slapd (a run of one client)"),
     ("SQL/search", "statements", "SQL statements back-sql sent PostgreSQL per LDAP search, as pg_stat_statements counted them (read by loadrig's observer); those naming back-sql's tables: the BEGIN and ROLLBACK around each search name none and are left out"),
     ("plan", "words", "how PostgreSQL reaches the people in the statement back-sql sent to find them (its text from pg_stat_statements, EXPLAINed): index, or scan when no index condition names the filter's column"),
+    ("slapd CPU", "µs", "slapd's CPU time (user and system, its every thread) per search, from /proc as the search run's observer read it over the run"),
+    ("PG exec", "µs", "PostgreSQL's execution time per search for the statements back-sql sent (pg_stat_statements' total time of the statements counted in SQL/search)"),
+    ("PG CPU", "µs", "PostgreSQL's CPU time per search: its whole process tree (the backend serving back-sql, the observer's and the background processes) from /proc over the search run's observation"),
 ];
 const LOAD: usize = 0;
 const SEARCH: usize = 1;
 const SQL: usize = 2;
 const PLAN: usize = 3;
+const SLAPD_CPU: usize = 4;
+const PG_EXEC: usize = 5;
+const PG_CPU: usize = 6;
 
 /// LDAP adds in flight while loading back-mdb (one connection each).
 const IN_FLIGHT: u64 = 8;
@@ -451,7 +459,9 @@ impl Study<'_> {
             cells.backend.fail(e.class, e.message);
             return Ok(true);
         }
-        cells.cells[SQL] = MeasureCell::empty("back-mdb sends no SQL");
+        for c in [SQL, PG_EXEC, PG_CPU] {
+            cells.cells[c] = MeasureCell::empty("back-mdb sends no SQL");
+        }
         Ok(!matches!(
             self.search(target, row, plan, cells)?,
             Searched::Interrupted
@@ -574,7 +584,7 @@ impl Study<'_> {
         &self,
         row: &Row,
         x: &Explain,
-        observation: Option<crate::observe::Observation>,
+        observation: Option<Observation>,
         searches: u64,
         cells: &mut BackendRow,
     ) -> Result<()> {
@@ -593,11 +603,25 @@ impl Study<'_> {
             }
         };
         let total: u64 = sent.iter().map(|s| s.calls).sum();
-        cells.cells[SQL] = MeasureCell {
-            value: Some(total as f64 / searches.max(1) as f64),
-            run: Some(file),
+        let per_search = |value: f64| MeasureCell {
+            value: Some(value / searches.max(1) as f64),
+            run: Some(file.clone()),
             note: None,
             label: None,
+        };
+        cells.cells[SQL] = per_search(total as f64);
+        cells.cells[PG_EXEC] = per_search(sent.iter().map(|s| s.time_ms * 1e3).sum());
+        cells.cells[PG_CPU] = match behind_processes(&obs) {
+            Some(p) => per_search(p.cpu_s() * 1e6),
+            None => MeasureCell::empty(
+                obs.unavailable
+                    .iter()
+                    .find(|u| u.server == Role::Behind && u.what == "processes")
+                    .map_or_else(
+                        || "PostgreSQL's processes were not read".into(),
+                        |u| u.to_string(),
+                    ),
+            ),
         };
         let base_ndn = load::normal_dn(self.people);
         let search = statements::Search {
@@ -606,7 +630,7 @@ impl Study<'_> {
             filter: &self.s.filter,
         };
         let mut text = format!(
-            "SQL per search ({searches} searches, {total} statements):\n{}",
+            "SQL per search ({searches} searches, {total} statements), each statement's PostgreSQL execution time and calls per search:\n{}",
             statements::per_search_lines(&sent, searches)
         );
         let column = mapping.column(self.s.filter.column);
@@ -703,6 +727,7 @@ impl Study<'_> {
         }
         match r.operations.first() {
             Some(op) if op.ok > 0 => {
+                cells.cells[SLAPD_CPU] = server_cpu_cell(&r, op.ok + op.errors, &run);
                 cells.cells[SEARCH] = MeasureCell {
                     value: Some(op.throughput_per_s),
                     run: Some(run),
@@ -718,4 +743,45 @@ impl Study<'_> {
         }
         Ok(Searched::Ran(Box::new(r)))
     }
+}
+
+/// The server's CPU per search (µs) from the search run's own observation of slapd (its
+/// measured part), or why there is none.
+fn server_cpu_cell(r: &RunResult, searches: u64, run: &str) -> MeasureCell {
+    let Some(server) = &r.server else {
+        return MeasureCell::empty("the search run did not observe slapd");
+    };
+    match &server.measured.figures.processes {
+        Some(p) => MeasureCell {
+            value: Some(p.cpu_s() * 1e6 / searches.max(1) as f64),
+            run: Some(run.to_string()),
+            ..MeasureCell::default()
+        },
+        None => MeasureCell::empty(
+            server
+                .unavailable
+                .iter()
+                .find(|u| u.what == "processes")
+                .map_or_else(
+                    || "slapd's processes were not read".into(),
+                    |u| u.to_string(),
+                ),
+        ),
+    }
+}
+
+/// The processes of the server behind slapd, summed over the whole observation.
+fn behind_processes(obs: &Observation) -> Option<ProcessFigures> {
+    let mut sum: Option<ProcessFigures> = None;
+    for p in obs
+        .intervals
+        .iter()
+        .filter_map(|i| i.behind.as_ref()?.processes.as_ref())
+    {
+        match &mut sum {
+            Some(s) => s.absorb(p),
+            None => sum = Some(p.clone()),
+        }
+    }
+    sum
 }

@@ -37,6 +37,8 @@ const CANDIDATES: &str = "SELECT DISTINCT ldap_entries.id,";
 pub struct Sent {
     pub text: String,
     pub calls: u64,
+    /// PostgreSQL's execution time for those calls, ms.
+    pub time_ms: f64,
 }
 
 /// What a statement is, in the seed's terms.
@@ -105,20 +107,21 @@ pub fn sent(obs: &Observation) -> Result<Vec<Sent>, String> {
         if !TABLES.iter().any(|t| st.text.contains(t)) || st.text.starts_with("EXPLAIN") {
             continue;
         }
-        by_id
-            .entry(&st.id)
-            .or_insert_with(|| Sent {
-                text: st.text.clone(),
-                calls: 0,
-            })
-            .calls += st.calls;
+        let sent = by_id.entry(&st.id).or_insert_with(|| Sent {
+            text: st.text.clone(),
+            calls: 0,
+            time_ms: 0.0,
+        });
+        sent.calls += st.calls;
+        sent.time_ms += st.time_ms;
     }
     let mut out: Vec<Sent> = by_id.into_values().collect();
     out.sort_by(|a, b| (a.kind(), b.calls).cmp(&(b.kind(), a.calls)));
     Ok(out)
 }
 
-/// The statements per search in words, one line each: calls per search and the text.
+/// The statements per search in words, one line each: PostgreSQL's execution time per
+/// search (µs), calls per search and the text.
 pub fn per_search_lines(sent: &[Sent], searches: u64) -> String {
     let mut s = String::new();
     for st in sent {
@@ -131,10 +134,12 @@ pub fn per_search_lines(sent: &[Sent], searches: u64) -> String {
             ),
             Kind::PerEntry => "per entry".to_string(),
         };
+        let per_search = |v: f64| v / searches.max(1) as f64;
         let _ = writeln!(
             s,
-            "{:>8.2} × {what}: {}",
-            st.calls as f64 / searches.max(1) as f64,
+            "{:>10.1} µs {:>6.2} × {what}: {}",
+            per_search(st.time_ms * 1e3),
+            per_search(st.calls as f64),
             st.text
         );
     }
@@ -271,12 +276,14 @@ mod tests {
         let q = Sent {
             text: "SELECT DISTINCT ldap_entries.id,loadrig_dir_ous.id,text($1) AS objectClass,ldap_entries.dn AS dn FROM ldap_entries,loadrig_dir_ous WHERE loadrig_dir_ous.id=ldap_entries.keyval AND ldap_entries.oc_map_id=$2 AND ldap_entries.dn_ru LIKE $3 AND $4=$5".into(),
             calls: 1,
+            time_ms: 0.0,
         };
         assert_eq!(q.kind(), Kind::Candidates { never: true });
         assert_eq!(q.class(), Some("organizationalUnit"));
         let q = Sent {
             text: "SELECT id,keyval,oc_map_id,dn FROM ldap_entries WHERE dn_ru=$1".into(),
             calls: 1,
+            time_ms: 0.0,
         };
         assert_eq!(q.kind(), Kind::BaseLookup);
         let values = [Lit::Str("O'X".into()), Lit::Int(2)];
