@@ -75,9 +75,6 @@ fn order_entry_quick_runs_every_setting_on_every_database() {
         "--quick",
         "--set",
         "rate_per_ir=60",
-        // 1 s a point: room in the test's time for the experiment's eight runs.
-        "--set",
-        "seconds=1",
         "-o",
         "oe",
     ]);
