@@ -403,6 +403,7 @@ CREATE USER 'loadrig'@'127.0.0.1' IDENTIFIED BY '$pw';
 CREATE USER 'loadrig'@'localhost' IDENTIFIED BY '$pw';
 GRANT ALL PRIVILEGES ON loadrig.* TO 'loadrig'@'127.0.0.1', 'loadrig'@'localhost';
 GRANT SELECT ON performance_schema.* TO 'loadrig'@'127.0.0.1', 'loadrig'@'localhost';
+GRANT PROCESS ON *.* TO 'loadrig'@'127.0.0.1', 'loadrig'@'localhost';
 EOF
     write_fragment mariadb LOADRIG_MYSQL_HOST=127.0.0.1 "LOADRIG_MYSQL_PORT=$port" \
         LOADRIG_MYSQL_USER=loadrig "LOADRIG_MYSQL_PASSWORD=$pw" LOADRIG_MYSQL_DB=loadrig \

@@ -79,6 +79,7 @@ fn empty(target: String, behind: Option<String>) -> ServerRecord {
         figures: Default::default(),
         decomposition: Vec::new(),
         matching: String::new(),
+        lock_wait_matching: String::new(),
         unmatched: Vec::new(),
     }
 }

@@ -12,6 +12,7 @@
 
 mod grid;
 mod ldap;
+mod lock_waits;
 mod mysql;
 mod nginx;
 mod notes;
@@ -26,6 +27,7 @@ mod server;
 mod sum;
 
 pub use grid::Grid;
+pub use lock_waits::{LockWaitSamples, LockWaitStatement};
 pub use observer::{check, Observer};
 pub use procfs::ServerProcesses;
 pub use query::UserQuery;

@@ -12,6 +12,7 @@ use std::time::Duration;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 
+use super::lock_waits::{LockTally, LockWaitSamples};
 use super::notes::Notes;
 use super::reading::{number, Reading, StatementTotal};
 use super::record::{QueryValue, Role};
@@ -145,8 +146,15 @@ pub struct MysqlSource {
     /// `SHOW GLOBAL STATUS` calls so far, taken off its digest.
     status_calls: f64,
     deadlocks_noted: bool,
+    /// Whether InnoDB's transactions can be read (PROCESS) for the lock waits by statement.
+    samples_locks: bool,
+    locks: LockTally,
     pub queries_sent: u64,
 }
+
+/// The statement of every transaction waiting for a row lock (InnoDB's own view).
+const LOCK_WAITS: &str = "SELECT trx_query FROM information_schema.INNODB_TRX AS loadrig_observer \
+     WHERE trx_state = 'LOCK WAIT'";
 
 impl MysqlSource {
     pub async fn connect(
@@ -168,8 +176,19 @@ impl MysqlSource {
             schema: None,
             status_calls: 0.0,
             deadlocks_noted: false,
-            queries_sent: 2,
+            samples_locks: false,
+            locks: LockTally::default(),
+            queries_sent: 3,
         };
+        match source.conn.query::<Option<String>, _>(LOCK_WAITS).await {
+            Ok(_) => source.samples_locks = true,
+            Err(e) => notes.add(
+                role,
+                "lock waits by statement",
+                format!("information_schema.INNODB_TRX: {}", message(&e)),
+                "GRANT PROCESS ON *.* TO the observer's user (it lets the user see every session's statement)",
+            ),
+        }
         let enable = "performance_schema = ON in the server's configuration (a restart), and SELECT ON performance_schema.* for the observer's user";
         if on != Some(1) {
             notes.add(
@@ -208,6 +227,34 @@ impl MysqlSource {
             Err(e) => notes.add(role, "performance_schema", message(&e), enable),
         }
         Ok(source)
+    }
+
+    /// Whether lock waits are sampled between boundaries.
+    pub fn samples_sessions(&self) -> bool {
+        self.samples_locks
+    }
+
+    /// One sample of the transactions waiting for a row lock, by their statement.
+    pub async fn sample_sessions(&mut self) -> Result<(), String> {
+        if !self.samples_locks {
+            return Ok(());
+        }
+        self.queries_sent += 1;
+        let texts: Vec<Option<String>> =
+            self.conn.query(LOCK_WAITS).await.map_err(|e| message(&e))?;
+        self.locks.sample(
+            texts
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .filter(|t| !t.contains("loadrig_observer")),
+        );
+        Ok(())
+    }
+
+    /// The lock waits by statement seen since the last call.
+    pub fn take_lock_waits(&mut self) -> Option<LockWaitSamples> {
+        self.locks.take("INNODB_TRX")
     }
 
     /// Global status, and from performance_schema the digests, waits and own time.

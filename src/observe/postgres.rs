@@ -16,6 +16,7 @@ use tokio_postgres::config::SslMode;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::lock_waits::{LockTally, LockWaitSamples};
 use super::notes::Notes;
 use super::reading::{Reading, StatementTotal};
 use super::record::{QueryValue, Role, WaitProfile, WaitShare};
@@ -174,6 +175,8 @@ pub struct PgSource {
     application_name: Option<String>,
     statements: Option<Statements>,
     tally: Tally,
+    /// The statements of the backends that waited for a lock, since the last boundary.
+    locks: LockTally,
     pub queries_sent: u64,
 }
 
@@ -248,7 +251,8 @@ impl PgSource {
         let views = client.prepare(&sql).await.map_err(|e| message(&e))?;
         let ash = client
             .prepare(&format!(
-                "SELECT state, wait_event_type, wait_event, application_name FROM pg_stat_activity AS loadrig_observer \
+                "SELECT state, wait_event_type, wait_event, application_name, \
+                 CASE WHEN wait_event_type = 'Lock' THEN query END FROM pg_stat_activity AS loadrig_observer \
                  WHERE datid = {} AND pid <> pg_backend_pid() \
                  AND (backend_type IN ('client backend', 'parallel worker') OR state IS NULL)",
                 f.db_oid
@@ -267,6 +271,7 @@ impl PgSource {
             application_name: sample_app,
             statements: None,
             tally: Tally::default(),
+            locks: LockTally::default(),
             queries_sent: 3,
         };
         source.statements = source.prepare_statements(&f, notes).await;
@@ -337,7 +342,8 @@ impl PgSource {
             .map_err(|e| message(&e))?;
         let t = &mut self.tally;
         t.samples += 1;
-        for row in rows {
+        let mut waiting: Vec<&str> = Vec::new();
+        for row in &rows {
             let state: Option<&str> = row.get(0);
             let app: Option<&str> = row.get(3);
             if let (Some(want), Some(app)) = (&self.application_name, app) {
@@ -352,6 +358,9 @@ impl PgSource {
                     t.active += 1;
                     let class: Option<&str> = row.get(1);
                     let event: Option<&str> = row.get(2);
+                    if let Some(text) = row.get::<_, Option<&str>>(4) {
+                        waiting.push(text);
+                    }
                     let key = match (class, event) {
                         (Some(c), Some(e)) => (c.to_string(), e.to_string()),
                         _ => ("CPU".to_string(), "CPU".to_string()),
@@ -362,6 +371,7 @@ impl PgSource {
                 Some(_) => {}
             }
         }
+        self.locks.sample(waiting);
         if t.hidden > 0 {
             notes.add(
                 self.role,
@@ -379,6 +389,11 @@ impl PgSource {
     /// The active-session samples since the last call.
     pub fn take_waits(&mut self) -> Option<WaitProfile> {
         self.tally.take()
+    }
+
+    /// The lock waits by statement seen in those samples.
+    pub fn take_lock_waits(&mut self) -> Option<LockWaitSamples> {
+        self.locks.take("pg_stat_activity")
     }
 
     /// The statistics views and pg_stat_statements, cumulative.

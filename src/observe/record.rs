@@ -70,6 +70,10 @@ pub struct ServerInterval {
     /// Active-session samples (PostgreSQL): where the run's backends spent their time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waits: Option<WaitProfile>,
+    /// The run's sessions seen waiting for a lock at each session sample, by the statement
+    /// they were running (PostgreSQL's active-session samples, InnoDB's `INNODB_TRX`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_waits: Option<super::LockWaitSamples>,
     /// Wait events the server times itself (MySQL's performance_schema), most time first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timed_waits: Vec<TimedWait>,

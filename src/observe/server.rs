@@ -182,14 +182,21 @@ impl Server {
 
     /// Whether active sessions are sampled between boundaries.
     pub fn samples_sessions(&self) -> bool {
-        matches!(self.source, Some(Source::Postgres(_)))
+        match &self.source {
+            Some(Source::Postgres(_)) => true,
+            Some(Source::Mysql(m)) => m.samples_sessions(),
+            _ => false,
+        }
     }
 
     pub async fn sample_sessions(&mut self, notes: &mut Notes) {
-        if let Some(Source::Postgres(pg)) = &mut self.source {
-            if let Err(why) = pg.sample_sessions(notes).await {
-                self.drop_source(why, notes);
-            }
+        let sampled = match &mut self.source {
+            Some(Source::Postgres(pg)) => pg.sample_sessions(notes).await,
+            Some(Source::Mysql(m)) => m.sample_sessions().await,
+            _ => Ok(()),
+        };
+        if let Err(why) = sampled {
+            self.drop_source(why, notes);
         }
     }
 
@@ -251,11 +258,14 @@ impl Server {
         if let Some(r) = reading {
             self.before = Some(r);
         }
-        if let Some(Source::Postgres(pg)) = &mut self.source {
-            let waits = pg.take_waits();
-            if let Some(f) = &mut figures {
-                f.waits = waits;
-            }
+        let (waits, lock_waits) = match &mut self.source {
+            Some(Source::Postgres(pg)) => (pg.take_waits(), pg.take_lock_waits()),
+            Some(Source::Mysql(m)) => (None, m.take_lock_waits()),
+            _ => (None, None),
+        };
+        if let Some(f) = &mut figures {
+            f.waits = waits;
+            f.lock_waits = lock_waits;
         }
         self.processes_into(&mut figures, notes);
         figures

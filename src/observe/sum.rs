@@ -25,6 +25,12 @@ impl ServerInterval {
                 .get_or_insert_with(WaitProfile::default)
                 .absorb(w);
         }
+        if let Some(l) = &other.lock_waits {
+            match &mut self.lock_waits {
+                Some(mine) => mine.absorb(l),
+                None => self.lock_waits = Some(l.clone()),
+            }
+        }
         absorb_timed(&mut self.timed_waits, &other.timed_waits);
         absorb_statements(&mut self.statements, &other.statements);
         if let Some(p) = &other.processes {

@@ -115,6 +115,18 @@ pub fn summary(r: &RunResult) -> String {
             );
         }
     }
+    if s.decomposition.iter().any(|d| d.lock_wait_ms > Some(0.0)) {
+        let _ = writeln!(
+            out,
+            "{:<20} {:>12} {:>8}",
+            "lock wait per op", "ms", "share %"
+        );
+        for d in &s.decomposition {
+            let Some(ms) = d.lock_wait_ms else { continue };
+            let share = d.lock_wait_share.unwrap_or(0.0) * 100.0;
+            let _ = writeln!(out, "{:<20} {ms:>12.3} {share:>8.0}", d.op);
+        }
+    }
     for u in &s.unavailable {
         let _ = writeln!(out, "note: server: {u}");
     }

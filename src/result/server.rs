@@ -78,6 +78,10 @@ pub struct ServerRecord {
     /// How statements were matched to operations, in words.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub matching: String,
+    /// How the sampled lock waits were given to operations (`decomposition[].lock_wait_ms`),
+    /// in words; empty when the server's lock waits were not sampled.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub lock_wait_matching: String,
     /// The statements (or commands) that ran in the measured part and matched no
     /// operation, most time first (up to 10): the observer's are never among them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -137,4 +141,12 @@ pub struct OpTime {
     /// The server's keys of the statements matched (`queryid`, digest, command).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub matched: Vec<String>,
+    /// The time per operation its statements waited for locks on the server, ms, estimated
+    /// from the session samples (`server.lock_wait_matching` says how); absent when the
+    /// server's lock waits were not sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_wait_ms: Option<f64>,
+    /// This operation's share of every session-sample that waited for a lock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock_wait_share: Option<f64>,
 }

@@ -64,6 +64,11 @@ pub struct LadderPoint {
     pub lock_wait_ms_per_tx: Option<f64>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub lock_waits_from: String,
+    /// The server's lock waits by transaction type: each session seen waiting for a lock
+    /// given to the type whose statement waited (the run file's
+    /// `server.decomposition[].lock_wait_ms`, docs/observe.md); empty where not sampled.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lock_waits_by_type: BTreeMap<String, TypeLockWait>,
     /// p90 response time of each transaction type, from its intended start.
     pub p90_ms: BTreeMap<String, f64>,
     /// Transaction types whose p90 is above the limit.
@@ -71,6 +76,15 @@ pub struct LadderPoint {
     pub supplier: SupplierCheck,
     /// Invariants that did not hold: the run failed.
     pub violations: Vec<String>,
+}
+
+/// One transaction type's lock waits at one point.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TypeLockWait {
+    /// Time per transaction of this type waiting for locks, ms.
+    pub ms_per_tx: f64,
+    /// Its share of all the lock waits sampled in the run.
+    pub share: f64,
 }
 
 /// The supplier emulator against the database after the run.
@@ -191,6 +205,7 @@ pub fn render_text(s: &mut String, t: &LadderTable) {
                 let _ = writeln!(s, "  {}: stopped: {why}", c.setting);
             }
         }
+        lock_waits_text(s, &cols);
         let base = cols
             .iter()
             .find(|c| c.setting == t.baseline)
@@ -205,6 +220,44 @@ pub fn render_text(s: &mut String, t: &LadderTable) {
                 }
                 (Some(ir), _) => write!(s, "Ir {ir}"),
             };
+            s.push('\n');
+        }
+    }
+}
+
+/// Each setting's transaction types that waited for locks, by Ir: ms per transaction of
+/// the type (its share of the run's lock waits).
+fn lock_waits_text(s: &mut String, cols: &[&LadderColumn]) {
+    let irs = irs(cols);
+    let mut head = false;
+    for c in cols {
+        let mut types: Vec<&String> = c
+            .points
+            .iter()
+            .flat_map(|p| p.lock_waits_by_type.iter())
+            .filter(|(_, w)| w.ms_per_tx > 0.0)
+            .map(|(t, _)| t)
+            .collect();
+        types.sort();
+        types.dedup();
+        for t in types {
+            if !head {
+                head = true;
+                let _ = write!(s, "  lock wait by transaction type, ms per transaction (share of the run's lock waits)\n  {:<12} {:<20}", "setting", "type");
+                for ir in &irs {
+                    let _ = write!(s, " {:>14}", format!("Ir {ir}"));
+                }
+                s.push('\n');
+            }
+            let _ = write!(s, "  {:<12} {t:<20}", c.setting);
+            for ir in &irs {
+                let cell = point(c, *ir)
+                    .and_then(|p| p.lock_waits_by_type.get(t))
+                    .map_or(String::new(), |w| {
+                        format!("{:.1} ({:.0} %)", w.ms_per_tx, w.share * 100.0)
+                    });
+                let _ = write!(s, " {cell:>14}");
+            }
             s.push('\n');
         }
     }

@@ -14,6 +14,7 @@ mod documents;
 mod growth_table;
 mod ladder_table;
 mod order_entry;
+mod order_entry_experiment;
 mod report;
 mod session_stores;
 mod table;
@@ -21,7 +22,7 @@ pub mod unindexed_fs;
 
 pub use backend_table::{BackendRow, BackendTable, IntervalCounts, Measure, MeasureCell};
 pub use growth_table::{Bound, Cell, Column, GrowthTable};
-pub use ladder_table::{LadderColumn, LadderPoint, LadderTable, SupplierCheck};
+pub use ladder_table::{LadderColumn, LadderPoint, LadderTable, SupplierCheck, TypeLockWait};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

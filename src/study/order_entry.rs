@@ -13,10 +13,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use super::order_entry_experiment;
 use super::{
     write_record, Backend, LadderColumn, LadderPoint, LadderTable, Request, RunOutcome, Slot,
-    StudyRecord, StudyTable, SupplierCheck,
+    StudyRecord, StudyTable, SupplierCheck, TypeLockWait,
 };
+use crate::analysis::experiment::record::ExperimentRecord;
 use crate::emulate::supplier::{Supplier, SupplierHandle, SupplierStats};
 use crate::engine;
 use crate::error::InputError;
@@ -48,9 +50,16 @@ struct Sizes {
     response_ms: u64,
     delay_ms: u64,
     listen: SocketAddr,
+    /// The factorial experiment over the fixes on MariaDB: whether, at which Ir (None: where
+    /// out of the box stopped), its runs' seconds and replicates.
+    experiment: bool,
+    experiment_ir: Option<u64>,
+    experiment_seconds: u64,
+    replicates: u64,
+    quick: bool,
 }
 
-const SETTINGS_HELP: &str = "it takes --set ir_max=N (a power of two), seconds=N, p90_limit_ms=N, abort_limit=F (0 to 1), rate_per_ir=F, max_in_flight=N, response_ms=N, delay_ms=N, listen=ADDR";
+const SETTINGS_HELP: &str = "it takes --set ir_max=N (a power of two), seconds=N, p90_limit_ms=N, abort_limit=F (0 to 1), rate_per_ir=F, max_in_flight=N, response_ms=N, delay_ms=N, listen=ADDR, experiment=on|off, experiment_ir=N, experiment_seconds=N, replicates=N";
 
 fn sizes(req: &Request) -> Result<Sizes, InputError> {
     let mut s = Sizes {
@@ -63,6 +72,11 @@ fn sizes(req: &Request) -> Result<Sizes, InputError> {
         response_ms: 200,
         delay_ms: 500,
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        experiment: true,
+        experiment_ir: None,
+        experiment_seconds: if req.quick { 1 } else { 10 },
+        replicates: 2,
+        quick: req.quick,
     };
     for (name, value) in &req.sets {
         let bad = |what: &str| {
@@ -104,6 +118,23 @@ fn sizes(req: &Request) -> Result<Sizes, InputError> {
                 s.listen = value
                     .parse()
                     .map_err(|_| bad("an address such as 127.0.0.1:8098"))?
+            }
+            "experiment" => {
+                s.experiment = match value.as_str() {
+                    "on" => true,
+                    "off" => false,
+                    _ => return Err(bad("on or off")),
+                }
+            }
+            "experiment_ir" => {
+                s.experiment_ir =
+                    Some(whole().ok_or_else(|| bad("an injection rate of at least 1"))?)
+            }
+            "experiment_seconds" => {
+                s.experiment_seconds = whole().ok_or_else(|| bad("whole seconds, at least 1"))?
+            }
+            "replicates" => {
+                s.replicates = whole().ok_or_else(|| bad("a whole number, at least 1"))?
             }
             other => {
                 return Err(InputError::new(format!(
@@ -358,12 +389,73 @@ pub fn run(req: &Request) -> Result<ExitCode> {
         record.table = StudyTable::Ladder(table.clone());
         write_record(&record, &dir)?;
     }
+    let experiment = match complete && s.experiment {
+        true => experiment(&dbs, &table, &s, &dir, &supplier_url, &queue_url)?,
+        false => None,
+    };
     let code = super::finish(&mut record, &dir, complete)?;
+    if let Some(e) = &experiment {
+        print!("\n{}", order_entry_experiment::render(e, &dir));
+    }
     if complete && !valid {
         eprintln!("order-entry: an invariant did not hold (INVALID in the table): see study.json");
         return Ok(ExitCode::from(1));
     }
     Ok(code)
+}
+
+/// Each fix's share: the factorial experiment on MariaDB at the Ir where out of the box
+/// stopped (or `experiment_ir`, else `ir_max`), when MariaDB is there.
+fn experiment(
+    dbs: &[Database],
+    table: &LadderTable,
+    s: &Sizes,
+    dir: &Path,
+    supplier: &str,
+    queue: &str,
+) -> Result<Option<ExperimentRecord>> {
+    let Some(db) = dbs.iter().find(|d| d.slug == "mysql") else {
+        return Ok(None);
+    };
+    let Ok(url) = &db.url else {
+        println!("experiment: not run: no MariaDB");
+        return Ok(None);
+    };
+    let stopped = table
+        .columns
+        .iter()
+        .find(|c| c.database == "MariaDB" && c.setting == SETTINGS[0].name)
+        .filter(|c| c.stopped.is_some())
+        .and_then(|c| c.points.last())
+        .map(|p| p.ir);
+    let ir = s.experiment_ir.or(stopped).unwrap_or(s.ir_max);
+    let sizes = Sizes {
+        ir_max: ir.next_power_of_two(),
+        seconds: s.experiment_seconds,
+        ..s.clone()
+    };
+    let workload = dir.join("order-entry.toml");
+    let plans = column_plans(
+        url,
+        &switches(&SETTINGS[0], db),
+        &workload,
+        &sizes,
+        supplier,
+        queue,
+    )?;
+    let Some((ir, base)) = plans.into_iter().rfind(|(i, _)| *i <= ir) else {
+        return Ok(None);
+    };
+    println!(
+        "experiment: each fix on its own on MariaDB at Ir {ir}, {} s a run: {}",
+        s.experiment_seconds,
+        dir.join("experiment").display()
+    );
+    let design = order_entry_experiment::Design {
+        quick: s.quick,
+        replicates: s.replicates as usize,
+    };
+    order_entry_experiment::run(base, &design, dir)
 }
 
 fn new_record(req: &Request, s: &Sizes) -> StudyRecord {
@@ -484,6 +576,7 @@ fn ladder_on<T: Target>(
         p.server_deadlocks = deadlocks_before
             .zip(deadlocks_after)
             .map(|(a, b)| b.saturating_sub(a));
+        p.lock_waits_by_type = by_type(&r);
         if let Some((ms, from)) = observation.and_then(|o| lock_wait_ms(&o, kind)) {
             p.lock_wait_ms_per_tx = (p.transactions > 0).then(|| ms / p.transactions as f64);
             p.lock_waits_from = from.to_string();
@@ -673,6 +766,21 @@ fn lock_wait_ms(o: &Observation, kind: Kind) -> Option<(f64, &'static str)> {
         }
         Kind::Other => None,
     }
+}
+
+/// The server's lock waits by transaction type, from the run's own observation.
+fn by_type(r: &RunResult) -> BTreeMap<String, TypeLockWait> {
+    r.server
+        .iter()
+        .flat_map(|s| &s.decomposition)
+        .filter_map(|o| {
+            let w = TypeLockWait {
+                ms_per_tx: o.lock_wait_ms?,
+                share: o.lock_wait_share.unwrap_or(0.0),
+            };
+            Some((o.op.clone(), w))
+        })
+        .collect()
 }
 
 /// The first row of each query (its columns joined by `,`), on one new session.

@@ -3,7 +3,10 @@
 //! for a short run, every transaction type executing, the invariants holding, the supplier
 //! emulator's count matching the database, the deadlocks counted matching the server's own
 //! count, more lock waits (MariaDB) and serialization failures (PostgreSQL) out of the box than
-//! with the queue, and bad input exiting 2 before anything runs. Nothing here asserts a timing.
+//! with the queue, the lock waits by transaction type out of the box mostly
+//! schedule-work-order's (the type that holds the locks through the supplier's answer), the
+//! experiment over the fixes giving each its share, and bad input exiting 2 before anything
+//! runs. Nothing here asserts a timing.
 
 use crate::common::study;
 
@@ -168,6 +171,38 @@ fn order_entry_quick_runs_every_setting_on_every_database() {
             o > q,
             "MariaDB: lock wait per transaction {o:?} ms out of the box, {q:?} ms with the queue"
         );
+    }
+    // The lock waits by transaction type: out of the box, the type that holds the
+    // work-order sequence row through the supplier's answer is the one whose statements
+    // wait, more than every other type's together (its share above one half).
+    for db in ["MariaDB", "PostgreSQL"] {
+        let Some(c) = cols
+            .iter()
+            .find(|c| c.database == db && c.setting == "out-of-box" && !c.points.is_empty())
+        else {
+            continue;
+        };
+        let p = c.points.last().unwrap();
+        let w = &p.lock_waits_by_type;
+        let swo = w.get("schedule-work-order").map_or(0.0, |x| x.share);
+        assert!(swo > 0.5, "{db} Ir {}: {w:?}", p.ir);
+    }
+    // Each fix's share: the half fraction of the 2^4 design over the fixes on MariaDB, one
+    // run a cell, every main effect with its share of the variation.
+    if servers[1] {
+        let e: loadrig::analysis::experiment::record::ExperimentRecord = serde_json::from_slice(
+            &std::fs::read(d.join("oe/experiment/experiment.json")).expect("experiment.json"),
+        )
+        .unwrap();
+        assert_eq!(e.runs.len(), 8);
+        assert!(e.runs.iter().all(|r| r.done), "{:?}", e.runs);
+        for a in &e.analyses {
+            for fix in ["isolation", "chopping", "lock_order", "po_sending"] {
+                let effect = a.effects.iter().find(|x| x.name == fix).expect(fix);
+                assert!((0.0..=1.0).contains(&effect.share), "{fix}: {effect:?}");
+            }
+        }
+        assert!(out.contains("po_sending"), "{out}");
     }
     if let (Some(oob), Some(queue)) = (
         first("PostgreSQL", "out-of-box"),

@@ -119,6 +119,21 @@ pub fn figures(r: &RunResult, s: &ServerRecord) -> BTreeMap<String, f64> {
         server_ms.filter(|_| client_ms > 0.0).map(|s| s / client_ms),
     );
     counters(&mut put, figs, secs, &per_op, server_ms);
+    // The sampled lock waits, over all operations and by operation (`lock_wait_ms.OP`).
+    let waited: Vec<(&str, f64)> = s
+        .decomposition
+        .iter()
+        .filter_map(|o| Some((o.op.as_str(), o.lock_wait_ms? * o.ops as f64)))
+        .collect();
+    if !waited.is_empty() {
+        put(
+            "lock_wait_ms_per_op",
+            per_op(waited.iter().map(|w| w.1).sum()),
+        );
+    }
+    for o in &s.decomposition {
+        put(&format!("lock_wait_ms.{}", o.op), o.lock_wait_ms);
+    }
     f
 }
 

@@ -95,6 +95,8 @@ pub fn decompose(r: &RunResult, measured: &ServerTotals) -> Decomposition {
                 server_share: server.filter(|_| client > 0.0).map(|s| s / client),
                 statements_per_op: server.map(|_| calls[k] / n),
                 matched: std::mem::take(&mut matched[k]),
+                lock_wait_ms: None,
+                lock_wait_share: None,
             })
         })
         .collect();
@@ -187,7 +189,7 @@ fn matches(key: &str, mine: &[String]) -> bool {
 }
 
 /// Whether `text` is `pattern` with each `{NAME}` replaced by a word (letters, digits, `_`).
-fn fits(pattern: &str, text: &str) -> bool {
+pub(super) fn fits(pattern: &str, text: &str) -> bool {
     let Some(open) = pattern.find('{') else {
         return pattern == text;
     };

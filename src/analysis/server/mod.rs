@@ -5,6 +5,7 @@
 //! gets it as a built one does.
 
 mod figures;
+mod lock_waits;
 mod matching;
 mod sides;
 
@@ -80,7 +81,8 @@ pub fn totals(intervals: &[IntervalRecord], which: Which) -> Option<ServerTotals
 pub fn summarize(r: &RunResult, base: ServerRecord) -> ServerRecord {
     let measured = totals(&r.intervals, Which::Target).unwrap_or_default();
     let behind_measured = totals(&r.intervals, Which::Behind);
-    let d = decompose(r, &measured);
+    let mut d = decompose(r, &measured);
+    let lock_wait_matching = lock_waits::attribute(r, &measured, &mut d.ops);
     let mut unavailable = base.unavailable;
     for i in &r.intervals {
         for u in i.server.iter().flat_map(|s| &s.unavailable) {
@@ -95,6 +97,7 @@ pub fn summarize(r: &RunResult, base: ServerRecord) -> ServerRecord {
         behind_measured,
         decomposition: d.ops,
         matching: d.matching,
+        lock_wait_matching,
         unmatched: d.unmatched,
         figures: Default::default(),
         ..base

@@ -27,6 +27,7 @@ const SHOWN: &[&str] = &[
     "requests_per_s",
     "row_lock_waits",
     "row_lock_time_ms",
+    "lock_wait_ms_per_op",
     "deadlocks",
     "blocks_read_per_op",
     "cache_hit_ratio",
@@ -74,7 +75,8 @@ pub fn sides(base: &[RunResult], new: &[RunResult]) -> Option<ServerSides> {
     let mut names: Vec<String> = SHOWN.iter().map(|s| s.to_string()).collect();
     for r in base.iter().chain(new) {
         for name in r.server.iter().flat_map(|s| s.figures.keys()) {
-            if name.starts_with("wait_share.") && !names.contains(name) {
+            let per_kind = name.starts_with("wait_share.") || name.starts_with("lock_wait_ms.");
+            if per_kind && !names.contains(name) {
                 names.push(name.clone());
             }
         }

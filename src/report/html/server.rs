@@ -33,6 +33,7 @@ pub(super) fn section(h: &mut String, runs: &[(String, RunResult)]) {
         }
         verdict(h, r);
         decomposition(h, r);
+        lock_waits(h, r);
         figures(h, r);
         chart(h, k, r);
     }
@@ -107,6 +108,32 @@ fn decomposition(h: &mut String, r: &RunResult) {
             list.join("; ")
         );
     }
+}
+
+/// The server's sampled lock waits by operation, when it was sampled and any op waited.
+fn lock_waits(h: &mut String, r: &RunResult) {
+    let Some(s) = &r.server else { return };
+    if !s.decomposition.iter().any(|d| d.lock_wait_ms > Some(0.0)) {
+        return;
+    }
+    h.push_str("<div class=\"table-wrap\"><table class=\"lock-waits\">\n<thead><tr><th class=\"text\">operation</th><th>operations</th><th>lock wait per op</th><th>share of the lock waits</th></tr></thead>\n<tbody>\n");
+    for d in &s.decomposition {
+        let Some(ms) = d.lock_wait_ms else { continue };
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"text\">{}</td><td>{}</td><td>{ms:.3} ms</td><td>{}</td></tr>",
+            esc(&d.op),
+            figure(d.ops as f64),
+            d.lock_wait_share
+                .map_or("–".to_string(), |x| format!("{:.0} %", x * 100.0)),
+        );
+    }
+    h.push_str("</tbody></table></div>\n");
+    let _ = writeln!(
+        h,
+        "<p class=\"caption\">{}.</p>",
+        esc(&s.lock_wait_matching)
+    );
 }
 
 fn figures(h: &mut String, r: &RunResult) {
