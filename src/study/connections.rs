@@ -39,7 +39,7 @@ const MEASURES: [(&str, &str, &str); 9] = [
     ("fetch/s", "ops/s", "read one stored record by id on the open connection"),
     ("fresh fetch/s", "ops/s", "read one stored record by id on a new connection each time (--connection per-op)"),
     ("handshake", "%", "the share of a fresh fetch's time spent on the handshake: 1 - fresh fetch/s / fetch/s"),
-    ("first query", "µs", "a new connection's first query: the fresh fetch's mean time less the mean of its connections' phases (TCP, TLS, login), both from the fresh fetch run"),
+    ("first query", "µs", "a new connection's first query: the fresh fetch's mean time less the connect's (each opens and closes a connection), from their runs"),
     ("client CPU/connect", "µs", "CPU time of the rig's client threads per connect in the connect run (the observer's and the rig's monitor threads left out)"),
     ("server CPU/connect", "µs", "CPU time of the server's processes per connect in the connect run, from /proc (docs/observe.md; the observer's own queries included)"),
 ];
@@ -260,18 +260,9 @@ fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
             .cloned()
             .ok_or_else(|| "no URL".to_string())
     };
-    let row = |name, slug, url, auth, runs| Row {
-        name,
-        slug,
-        url,
-        auth,
-        runs,
-    };
     let sqlite = format!("sqlite://{}/sqlite/connections.db", dir.display());
     let (pg, md5, trust) = (server("pg"), server("pg-md5"), server("pg-trust"));
-    let (native, ed25519, ldap) = (server("mysql"), server("mysql-ed25519"), server("ldap"));
     let trusted = Auth::Not("trust: the server asks for no credentials");
-    let open = Auth::Not("no password: nothing to authenticate");
     let (all, conn) = (Runs::All, Runs::Connection);
     let mut rows = vec![
         row(
@@ -320,6 +311,46 @@ fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
             trusted,
             conn,
         ),
+    ];
+    rows.extend(other_rows(
+        server("mysql"),
+        server("mysql-ed25519"),
+        server("redis"),
+        server("redis-open"),
+        server("ldap"),
+    ));
+    req.leave_out_unchosen(&mut rows, |r| (r.name, r.slug), |r| &mut r.url)?;
+    Ok(rows)
+}
+
+/// A row of the table.
+fn row(
+    name: &'static str,
+    slug: &'static str,
+    url: Result<String, String>,
+    auth: Auth,
+    runs: Runs,
+) -> Row {
+    Row {
+        name,
+        slug,
+        url,
+        auth,
+        runs,
+    }
+}
+
+/// MariaDB's, Redis's and OpenLDAP's rows, from their URLs.
+fn other_rows(
+    native: Result<String, String>,
+    ed25519: Result<String, String>,
+    redis: Result<String, String>,
+    redis_open: Result<String, String>,
+    ldap: Result<String, String>,
+) -> Vec<Row> {
+    let open = Auth::Not("no password: nothing to authenticate");
+    let (all, conn) = (Runs::All, Runs::Connection);
+    vec![
         row(
             "MariaDB native password",
             "mysql",
@@ -348,14 +379,8 @@ fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
             Auth::Again,
             conn,
         ),
-        row("Redis AUTH", "redis", server("redis"), Auth::Again, all),
-        row(
-            "Redis no AUTH",
-            "redis-open",
-            server("redis-open"),
-            open,
-            all,
-        ),
+        row("Redis AUTH", "redis", redis, Auth::Again, all),
+        row("Redis no AUTH", "redis-open", redis_open, open, all),
         row(
             "OpenLDAP simple bind",
             "ldap",
@@ -384,9 +409,7 @@ fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
             Auth::Again,
             Runs::ReadOnly,
         ),
-    ];
-    req.leave_out_unchosen(&mut rows, |r| (r.name, r.slug), |r| &mut r.url)?;
-    Ok(rows)
+    ]
 }
 
 /// The plans of one row's runs, resolved before anything runs.
@@ -518,12 +541,17 @@ fn row_on<T: Target>(
     let Some(target) = opened else {
         return Ok(true);
     };
+    // Each run's mean time per operation, for the first query's.
+    let mut mean_ns = [None; MEASURES.len()];
     for (measure, plan) in plans {
         let run = format!("runs/{}-{}.json", r.slug, measure_slug(*measure));
         let failure = match super::run_one(&target, plan, dir, &run, &mut row.backend)? {
             RunOutcome::Interrupted => return Ok(false),
             RunOutcome::Failed(class, message) => Some((class, message)),
-            RunOutcome::Done(r) => fill(row, *measure, &r, run),
+            RunOutcome::Done(r) => {
+                mean_ns[*measure] = r.operations.first().map(|o| o.latency.mean_ns);
+                fill(row, *measure, &r, run)
+            }
         };
         if let Some((class, message)) = failure {
             if matches!(class, ErrorClass::Auth | ErrorClass::Connect) {
@@ -533,6 +561,10 @@ fn row_on<T: Target>(
             row.cells[*measure] =
                 MeasureCell::empty(format!("failed ({}): {message}", class.name()));
         }
+    }
+    // Both operations open and close a connection: what the fresh fetch adds is its query.
+    if let (Some(fresh), Some(connect)) = (mean_ns[FRESH], mean_ns[CONNECT]) {
+        row.cells[FIRST_QUERY].value = Some((fresh - connect) / 1e3);
     }
     Ok(true)
 }
@@ -579,17 +611,14 @@ fn fill(
         interval_s: crate::analysis::interval_s(r),
         counts,
     });
-    match measure {
-        CONNECT => {
-            row.cells[CLIENT_CPU] = per_connect(
-                client_cpu(r),
-                &run,
-                "the run recorded no CPU of its client threads",
-            );
-            row.cells[SERVER_CPU] = per_connect(server_cpu(r), &run, "the server's processes were not observed (not on this machine, not readable, or no server: docs/observe.md)");
-        }
-        FRESH => row.cells[FIRST_QUERY] = first_query(op, r, run),
-        _ => {}
+    if measure == CONNECT {
+        // The connect run: what one connection costs each side.
+        row.cells[CLIENT_CPU] = per_connect(
+            client_cpu(r),
+            &run,
+            "the run recorded no CPU of its client threads",
+        );
+        row.cells[SERVER_CPU] = per_connect(server_cpu(r), &run, "the server's processes were not observed (not on this machine, not readable, or no server: docs/observe.md)");
     }
     None
 }
@@ -639,22 +668,6 @@ fn server_cpu(r: &RunResult) -> Option<(f64, u64)> {
         *ops += i.ok;
     }
     sum
-}
-
-/// A new connection's first query: the fresh fetch's mean less its connections' phases.
-fn first_query(op: &crate::result::OpResult, r: &RunResult, run: String) -> MeasureCell {
-    let Some(p) = r.connect.as_ref().and_then(|c| c.phases.as_ref()) else {
-        return MeasureCell::empty("the target does not time its connections' phases");
-    };
-    let phases = p.tcp.mean_ns
-        + p.tls.as_ref().map_or(0.0, |t| t.mean_ns)
-        + p.auth.as_ref().map_or(0.0, |a| a.mean_ns);
-    MeasureCell {
-        value: Some((op.latency.mean_ns - phases) / 1e3),
-        run: Some(run),
-        note: None,
-        label: None,
-    }
 }
 
 fn measure_slug(measure: usize) -> &'static str {
