@@ -331,10 +331,12 @@ start_postgres() {
     "${AS_SVC[@]}" "$bin/initdb" -D "$dir/data" -U postgres -E UTF8 --no-locale --no-sync \
         --auth-local=trust --auth-host=scram-sha-256 >"$dir/initdb.log" 2>&1 ||
         die "postgres: initdb failed; see $dir/initdb.log"
-    # One role without a password, for measuring the handshake without SCRAM (the
-    # connections study): first match wins, so it goes above initdb's lines.
-    { echo "host loadrig_trust loadrig_trust 127.0.0.1/32 trust"; cat "$dir/data/pg_hba.conf"; } \
-        >"$dir/pg_hba.new"
+    # One role without a password and one with md5, for measuring the handshake per
+    # authentication method (the connections study): first match wins, so they go above
+    # initdb's lines.
+    { echo "host loadrig_trust loadrig_trust 127.0.0.1/32 trust"
+      echo "host loadrig_md5 loadrig_md5 127.0.0.1/32 md5"
+      cat "$dir/data/pg_hba.conf"; } >"$dir/pg_hba.new"
     mv "$dir/pg_hba.new" "$dir/data/pg_hba.conf"
     mkdir "$dir/run"
     cat >>"$dir/data/postgresql.conf" <<EOF
@@ -356,7 +358,10 @@ EOF
         -c "CREATE ROLE loadrig LOGIN PASSWORD '$pw'" \
         -c "CREATE DATABASE loadrig OWNER loadrig" \
         -c "CREATE ROLE loadrig_trust LOGIN" \
-        -c "CREATE DATABASE loadrig_trust OWNER loadrig_trust" >/dev/null
+        -c "CREATE DATABASE loadrig_trust OWNER loadrig_trust" \
+        -c "SET password_encryption = 'md5'" \
+        -c "CREATE ROLE loadrig_md5 LOGIN PASSWORD '$pw'" \
+        -c "CREATE DATABASE loadrig_md5 OWNER loadrig_md5" >/dev/null
     # As the superuser, in loadrig's database only: the observer never creates it, and
     # loadrig_trust's database stays without it (what observing there lacks is tested).
     "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$dir/run" -p "$port" -U postgres -d loadrig \
@@ -365,6 +370,7 @@ EOF
         LOADRIG_PG_USER=loadrig "LOADRIG_PG_PASSWORD=$pw" LOADRIG_PG_DB=loadrig \
         "LOADRIG_PG_URL=postgres://loadrig:$pw@127.0.0.1:$port/loadrig" \
         "LOADRIG_PG_TRUST_URL=postgres://loadrig_trust@127.0.0.1:$port/loadrig_trust" \
+        "LOADRIG_PG_MD5_URL=postgres://loadrig_md5:$pw@127.0.0.1:$port/loadrig_md5" \
         "LOADRIG_PG_TLS_URL=postgres://loadrig:$pw@127.0.0.1:$port/loadrig?sslmode=verify-full&ca=$STATE/tls/ca.crt" \
         "LOADRIG_PG_SUPER_URL=postgres://postgres@${dir//\//%2F}%2Frun:$port/loadrig"
 }
@@ -404,10 +410,17 @@ CREATE USER 'loadrig'@'localhost' IDENTIFIED BY '$pw';
 GRANT ALL PRIVILEGES ON loadrig.* TO 'loadrig'@'127.0.0.1', 'loadrig'@'localhost';
 GRANT SELECT ON performance_schema.* TO 'loadrig'@'127.0.0.1', 'loadrig'@'localhost';
 GRANT PROCESS ON *.* TO 'loadrig'@'127.0.0.1', 'loadrig'@'localhost';
+-- A user who logs in with MariaDB's ed25519 plugin (the connections study's row).
+INSTALL SONAME 'auth_ed25519';
+CREATE DATABASE loadrig_ed25519;
+CREATE USER 'loadrig_ed25519'@'127.0.0.1' IDENTIFIED VIA ed25519 USING PASSWORD('$pw');
+GRANT ALL PRIVILEGES ON loadrig_ed25519.* TO 'loadrig_ed25519'@'127.0.0.1';
+GRANT SELECT ON performance_schema.* TO 'loadrig_ed25519'@'127.0.0.1';
 EOF
     write_fragment mariadb LOADRIG_MYSQL_HOST=127.0.0.1 "LOADRIG_MYSQL_PORT=$port" \
         LOADRIG_MYSQL_USER=loadrig "LOADRIG_MYSQL_PASSWORD=$pw" LOADRIG_MYSQL_DB=loadrig \
         "LOADRIG_MYSQL_URL=mysql://loadrig:$pw@127.0.0.1:$port/loadrig" \
+        "LOADRIG_MYSQL_ED25519_URL=mysql://loadrig_ed25519:$pw@127.0.0.1:$port/loadrig_ed25519" \
         "LOADRIG_MYSQL_TLS_URL=mysql://loadrig:$pw@127.0.0.1:$port/loadrig?ssl-mode=VERIFY_IDENTITY&ca=$STATE/tls/ca.crt"
 }
 

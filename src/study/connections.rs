@@ -1,14 +1,18 @@
 //! Study `connections` (seed 000): how fast each backend connects, authenticates, creates a
 //! record and fetches one, measured as the seed measured Documentum: one client repeats one
 //! operation, and the study counts the operations that succeed in each of K intervals of T.
-//! Rows are backends (SQLite as the embedded baseline; PostgreSQL with SCRAM, its keys cached
-//! as loadrig's client does or derived on every connect as libpq's, and with trust,
-//! MariaDB, Redis with and without AUTH, OpenLDAP with a simple bind); columns the rates, a
-//! fetch on a fresh connection against one on the open connection, and the handshake's share.
+//! Rows are backends and their authentication methods, each with and without TLS where the
+//! server offers it: SQLite as the embedded baseline; PostgreSQL with SCRAM (its keys cached
+//! as loadrig's client does, or derived on every connect as libpq's), md5 and trust; MariaDB
+//! with mysql_native_password and ed25519; Redis with and without AUTH; OpenLDAP with a
+//! simple bind and anonymous. Columns: the rates, a fetch on a fresh connection against one
+//! on the open connection, the handshake's share, a new connection's first query, and the
+//! client's and the server's CPU per connect (the server's from its processes in /proc).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -28,17 +32,25 @@ use crate::vocab::ErrorClass;
 const WORKLOAD: &str = include_str!("connections.toml");
 
 /// The columns: name, unit, what.
-const MEASURES: [(&str, &str, &str); 6] = [
+const MEASURES: [(&str, &str, &str); 9] = [
     ("connect/s", "ops/s", "a new connection with its full handshake (authentication included), then closed, back to back"),
-    ("authenticate/s", "ops/s", "authentication again on the open connection (MariaDB COM_CHANGE_USER, Redis AUTH, LDAP simple bind)"),
+    ("authenticate/s", "ops/s", "authentication again on the open connection (MariaDB COM_CHANGE_USER, Redis AUTH, an LDAP bind)"),
     ("create/s", "ops/s", "insert one new record (a key-value put of a new key)"),
     ("fetch/s", "ops/s", "read one stored record by id on the open connection"),
     ("fresh fetch/s", "ops/s", "read one stored record by id on a new connection each time (--connection per-op)"),
     ("handshake", "%", "the share of a fresh fetch's time spent on the handshake: 1 - fresh fetch/s / fetch/s"),
+    ("first query", "µs", "a new connection's first query: the fresh fetch's mean time less the connect's (each opens and closes a connection), from their runs"),
+    ("client CPU/connect", "µs", "CPU time of the rig's client threads per connect in the connect run (the observer's and the rig's monitor threads left out)"),
+    ("server CPU/connect", "µs", "CPU time of the server's processes per connect in the connect run, from /proc (docs/observe.md; the observer's own queries included)"),
 ];
+const CONNECT: usize = 0;
+const CREATE: usize = 2;
 const FETCH: usize = 3;
 const FRESH: usize = 4;
 const SHARE: usize = 5;
+const FIRST_QUERY: usize = 6;
+const CLIENT_CPU: usize = 7;
+const SERVER_CPU: usize = 8;
 
 /// One run of a row: the measure it fills, the workload's operation, whether each
 /// operation opens its own connection, whether it loads the records first.
@@ -93,11 +105,25 @@ enum Auth {
     Not(&'static str),
 }
 
+/// Which of the runs a row makes.
+#[derive(Clone, Copy, PartialEq)]
+enum Runs {
+    /// Every one: a backend's own row.
+    All,
+    /// All but create: another authentication method or TLS on a backend of a row above,
+    /// which changes the connection, not the insert.
+    Connection,
+    /// The connection's runs, reading what the row above loaded: a login that may not
+    /// write (anonymous LDAP), so it neither cleans nor loads.
+    ReadOnly,
+}
+
 struct Row {
     name: &'static str,
     slug: &'static str,
     url: Result<String, String>,
     auth: Auth,
+    runs: Runs,
 }
 
 struct Sizes {
@@ -162,7 +188,8 @@ fn is_scheme(u: &TargetUrl, schemes: &[&str]) -> bool {
 }
 
 /// The server backends: a PostgreSQL or Redis URL with a password is the authenticated row,
-/// one without is the other.
+/// one without is the other. The md5 and ed25519 logins come from the environment only
+/// (their URLs look like the SCRAM and native-password ones).
 fn slots() -> Vec<Slot> {
     vec![
         Slot::new("pg", "LOADRIG_PG_URL", |u| {
@@ -171,9 +198,11 @@ fn slots() -> Vec<Slot> {
         Slot::new("pg-trust", "LOADRIG_PG_TRUST_URL", |u| {
             is_scheme(u, &["postgres", "postgresql"]) && !super::has_password(u)
         }),
+        Slot::new("pg-md5", "LOADRIG_PG_MD5_URL", |_| false),
         Slot::new("mysql", "LOADRIG_MYSQL_URL", |u| {
             is_scheme(u, &["mysql", "mariadb"])
         }),
+        Slot::new("mysql-ed25519", "LOADRIG_MYSQL_ED25519_URL", |_| false),
         Slot::new("redis", "LOADRIG_REDIS_URL", |u| {
             u.scheme == "redis" && super::has_password(u)
         }),
@@ -182,6 +211,41 @@ fn slots() -> Vec<Slot> {
         }),
         Slot::ldap(),
     ]
+}
+
+/// `url` with `option` added to its query.
+fn with_option(url: &str, option: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{option}")
+}
+
+/// The same login over TLS, the server verified against the CA in `LOADRIG_CA_FILE`
+/// (scripts/services.sh's): PostgreSQL's and MariaDB's TLS, StartTLS on LDAP's port.
+fn with_tls(url: &Result<String, String>) -> Result<String, String> {
+    let url = url.as_ref().map_err(Clone::clone)?;
+    let ca = std::env::var("LOADRIG_CA_FILE")
+        .ok()
+        .filter(|c| !c.is_empty())
+        .ok_or("no CA: the TLS rows verify the server against LOADRIG_CA_FILE (scripts/services.sh env sets it)")?;
+    let tls = match url.split("://").next().unwrap_or_default() {
+        "postgres" | "postgresql" => "sslmode=verify-full",
+        "mysql" | "mariadb" => "ssl-mode=VERIFY_IDENTITY",
+        _ => "starttls=true",
+    };
+    Ok(with_option(url, &format!("{tls}&ca={ca}")))
+}
+
+/// The LDAP login without its bind DN and password: anonymous.
+fn anonymous(url: &Result<String, String>) -> Result<String, String> {
+    let url = url.as_ref().map_err(Clone::clone)?;
+    let Some((base, query)) = url.split_once('?') else {
+        return Ok(url.clone());
+    };
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|o| !o.starts_with("bind_dn=") && !o.starts_with("password="))
+        .collect();
+    Ok(format!("{base}?{}", kept.join("&")))
 }
 
 fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
@@ -196,53 +260,156 @@ fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
             .cloned()
             .ok_or_else(|| "no URL".to_string())
     };
-    let row = |name, slug, url, auth| Row {
-        name,
-        slug,
-        url,
-        auth,
-    };
     let sqlite = format!("sqlite://{}/sqlite/connections.db", dir.display());
-    let mut all = vec![
+    let (pg, md5, trust) = (server("pg"), server("pg-md5"), server("pg-trust"));
+    let trusted = Auth::Not("trust: the server asks for no credentials");
+    let (all, conn) = (Runs::All, Runs::Connection);
+    let mut rows = vec![
         row(
             "SQLite",
             "sqlite",
             Ok(sqlite),
             Auth::Not("SQLite has no authentication"),
+            all,
         ),
         row(
             "PostgreSQL scram-sha-256",
             "pg",
-            server("pg"),
+            pg.clone(),
             Auth::Derived,
+            all,
         ),
         row(
             "PostgreSQL scram-sha-256 uncached",
             "pg-uncached",
-            server("pg").map(|u| {
-                let sep = if u.contains('?') { '&' } else { '?' };
-                format!("{u}{sep}scram_cache=off")
-            }),
+            pg.as_ref()
+                .map(|u| with_option(u, "scram_cache=off"))
+                .map_err(Clone::clone),
             Auth::Derived,
+            all,
         ),
         row(
-            "PostgreSQL trust",
-            "pg-trust",
-            server("pg-trust"),
-            Auth::Not("trust: the server asks for no credentials"),
+            "PostgreSQL scram-sha-256 TLS",
+            "pg-tls",
+            with_tls(&pg),
+            Auth::Derived,
+            conn,
         ),
-        row("MariaDB password", "mysql", server("mysql"), Auth::Again),
-        row("Redis AUTH", "redis", server("redis"), Auth::Again),
+        row("PostgreSQL md5", "pg-md5", md5.clone(), Auth::Derived, conn),
         row(
-            "Redis no AUTH",
-            "redis-open",
-            server("redis-open"),
-            Auth::Not("no password: nothing to authenticate"),
+            "PostgreSQL md5 TLS",
+            "pg-md5-tls",
+            with_tls(&md5),
+            Auth::Derived,
+            conn,
         ),
-        row("OpenLDAP simple bind", "ldap", server("ldap"), Auth::Again),
+        row("PostgreSQL trust", "pg-trust", trust.clone(), trusted, all),
+        row(
+            "PostgreSQL trust TLS",
+            "pg-trust-tls",
+            with_tls(&trust),
+            trusted,
+            conn,
+        ),
     ];
-    req.leave_out_unchosen(&mut all, |r| (r.name, r.slug), |r| &mut r.url)?;
-    Ok(all)
+    rows.extend(other_rows(
+        server("mysql"),
+        server("mysql-ed25519"),
+        server("redis"),
+        server("redis-open"),
+        server("ldap"),
+    ));
+    req.leave_out_unchosen(&mut rows, |r| (r.name, r.slug), |r| &mut r.url)?;
+    Ok(rows)
+}
+
+/// A row of the table.
+fn row(
+    name: &'static str,
+    slug: &'static str,
+    url: Result<String, String>,
+    auth: Auth,
+    runs: Runs,
+) -> Row {
+    Row {
+        name,
+        slug,
+        url,
+        auth,
+        runs,
+    }
+}
+
+/// MariaDB's, Redis's and OpenLDAP's rows, from their URLs.
+fn other_rows(
+    native: Result<String, String>,
+    ed25519: Result<String, String>,
+    redis: Result<String, String>,
+    redis_open: Result<String, String>,
+    ldap: Result<String, String>,
+) -> Vec<Row> {
+    let open = Auth::Not("no password: nothing to authenticate");
+    let (all, conn) = (Runs::All, Runs::Connection);
+    vec![
+        row(
+            "MariaDB native password",
+            "mysql",
+            native.clone(),
+            Auth::Again,
+            all,
+        ),
+        row(
+            "MariaDB native password TLS",
+            "mysql-tls",
+            with_tls(&native),
+            Auth::Again,
+            conn,
+        ),
+        row(
+            "MariaDB ed25519",
+            "mysql-ed25519",
+            ed25519.clone(),
+            Auth::Again,
+            conn,
+        ),
+        row(
+            "MariaDB ed25519 TLS",
+            "mysql-ed25519-tls",
+            with_tls(&ed25519),
+            Auth::Again,
+            conn,
+        ),
+        row("Redis AUTH", "redis", redis, Auth::Again, all),
+        row("Redis no AUTH", "redis-open", redis_open, open, all),
+        row(
+            "OpenLDAP simple bind",
+            "ldap",
+            ldap.clone(),
+            Auth::Again,
+            all,
+        ),
+        row(
+            "OpenLDAP simple StartTLS",
+            "ldap-tls",
+            with_tls(&ldap),
+            Auth::Again,
+            conn,
+        ),
+        row(
+            "OpenLDAP anonymous",
+            "ldap-anon",
+            anonymous(&ldap),
+            Auth::Again,
+            Runs::ReadOnly,
+        ),
+        row(
+            "OpenLDAP anonymous StartTLS",
+            "ldap-anon-tls",
+            with_tls(&anonymous(&ldap)),
+            Auth::Again,
+            Runs::ReadOnly,
+        ),
+    ]
 }
 
 /// The plans of one row's runs, resolved before anything runs.
@@ -256,6 +423,9 @@ fn row_plans(
     let mut plans = Vec::new();
     for spec in &RUNS {
         if spec.op == "authenticate" && !matches!(row.auth, Auth::Again) {
+            continue;
+        }
+        if spec.measure == CREATE && row.runs != Runs::All {
             continue;
         }
         let mut flags: Vec<String> = vec![
@@ -275,8 +445,13 @@ fn row_plans(
         if spec.per_op {
             flags.extend(["--connection", "per-op"].map(String::from));
         }
-        if !spec.load {
+        if !spec.load || row.runs == Runs::ReadOnly {
             flags.push("--skip-load".into());
+        }
+        if !url.starts_with("sqlite:") {
+            // The server's processes, for its CPU per connect (Redis is not observed by
+            // default).
+            flags.extend(["--observe", "on"].map(String::from));
         }
         plans.push((spec.measure, super::plan_with_flags(workload, url, &flags)?));
     }
@@ -340,8 +515,7 @@ pub fn run(req: &Request) -> Result<ExitCode> {
                 row.cells[1] = MeasureCell::empty(format!("not applicable: {why}"));
             }
             let scheme = plans[0].1.target.scheme().to_string();
-            let go_on =
-                with_target_type!(scheme.as_str(), T => row_on::<T>(row, &plans, &dir, r.slug))?;
+            let go_on = with_target_type!(scheme.as_str(), T => row_on::<T>(row, &plans, &dir, r))?;
             derive_share(row);
             Ok(go_on)
         })?;
@@ -357,17 +531,27 @@ fn row_on<T: Target>(
     row: &mut BackendRow,
     plans: &[(usize, RunPlan)],
     dir: &Path,
-    slug: &str,
+    r: &Row,
 ) -> Result<bool> {
-    let Some(target) = super::open_clean::<T>(&mut row.backend, &plans[0].1) else {
+    let opened = if r.runs == Runs::ReadOnly {
+        open_as_is::<T>(&mut row.backend, &plans[0].1)
+    } else {
+        super::open_clean::<T>(&mut row.backend, &plans[0].1)
+    };
+    let Some(target) = opened else {
         return Ok(true);
     };
+    // Each run's mean time per operation, for the first query's.
+    let mut mean_ns = [None; MEASURES.len()];
     for (measure, plan) in plans {
-        let run = format!("runs/{slug}-{}.json", measure_slug(*measure));
+        let run = format!("runs/{}-{}.json", r.slug, measure_slug(*measure));
         let failure = match super::run_one(&target, plan, dir, &run, &mut row.backend)? {
             RunOutcome::Interrupted => return Ok(false),
             RunOutcome::Failed(class, message) => Some((class, message)),
-            RunOutcome::Done(r) => fill(row, *measure, &r, run),
+            RunOutcome::Done(r) => {
+                mean_ns[*measure] = r.operations.first().map(|o| o.latency.mean_ns);
+                fill(row, *measure, &r, run)
+            }
         };
         if let Some((class, message)) = failure {
             if matches!(class, ErrorClass::Auth | ErrorClass::Connect) {
@@ -378,7 +562,25 @@ fn row_on<T: Target>(
                 MeasureCell::empty(format!("failed ({}): {message}", class.name()));
         }
     }
+    // Both operations open and close a connection: what the fresh fetch adds is its query.
+    if let (Some(fresh), Some(connect)) = (mean_ns[FRESH], mean_ns[CONNECT]) {
+        row.cells[FIRST_QUERY].value = Some((fresh - connect) / 1e3);
+    }
     Ok(true)
+}
+
+/// The target of a row that may not write, its namespace left as the row above left it.
+fn open_as_is<T: Target>(backend: &mut super::Backend, plan: &RunPlan) -> Option<Arc<T>> {
+    match T::from_url(&plan.target.parsed, &plan.workload.params) {
+        Ok(t) => {
+            backend.state = BackendState::Ran;
+            Some(Arc::new(t))
+        }
+        Err(e) => {
+            backend.fail(ErrorClass::Other, e.to_string());
+            None
+        }
+    }
 }
 
 /// The cell and interval counts of one run; the failure when no operation succeeded.
@@ -405,22 +607,77 @@ fn fill(
         .collect();
     row.samples.push(IntervalCounts {
         measure: MEASURES[measure].0.to_string(),
-        run,
+        run: run.clone(),
         interval_s: crate::analysis::interval_s(r),
         counts,
     });
+    if measure == CONNECT {
+        // The connect run: what one connection costs each side.
+        row.cells[CLIENT_CPU] = per_connect(
+            client_cpu(r),
+            &run,
+            "the run recorded no CPU of its client threads",
+        );
+        row.cells[SERVER_CPU] = per_connect(server_cpu(r), &run, "the server's processes were not observed (not on this machine, not readable, or no server: docs/observe.md)");
+    }
     None
 }
 
+/// A CPU cell in µs per connect from (CPU seconds, connects), or empty with why.
+fn per_connect(cpu: Option<(f64, u64)>, run: &str, why: &str) -> MeasureCell {
+    match cpu {
+        Some((s, ops)) if ops > 0 => MeasureCell {
+            value: Some(s * 1e6 / ops as f64),
+            run: Some(run.to_string()),
+            note: None,
+            label: None,
+        },
+        _ => MeasureCell::empty(why),
+    }
+}
+
+/// The CPU seconds of the rig's client threads (`clients-K`) over the full measured
+/// intervals, and the operations completed in them.
+fn client_cpu(r: &RunResult) -> Option<(f64, u64)> {
+    let mut sum = None;
+    for i in full_intervals(r) {
+        let Some(rig) = &i.rig else { continue };
+        let share: f64 = rig
+            .threads
+            .iter()
+            .filter(|t| t.name.starts_with("clients-"))
+            .map(|t| t.cpu_share)
+            .sum();
+        let (s, ops) = sum.get_or_insert((0.0, 0));
+        *s += share * (i.end_s - i.start_s);
+        *ops += i.ok;
+    }
+    sum
+}
+
+/// The CPU seconds of the server's process tree over the full measured intervals it was
+/// observed in, and the operations completed in them.
+fn server_cpu(r: &RunResult) -> Option<(f64, u64)> {
+    let mut sum = None;
+    for i in full_intervals(r) {
+        let Some(p) = i.server.as_ref().and_then(|s| s.target.processes.as_ref()) else {
+            continue;
+        };
+        let (s, ops) = sum.get_or_insert((0.0, 0));
+        *s += p.user_s + p.system_s;
+        *ops += i.ok;
+    }
+    sum
+}
+
 fn measure_slug(measure: usize) -> &'static str {
-    [
-        "connect",
-        "authenticate",
-        "create",
-        "fetch",
-        "fetch-fresh",
-        "share",
-    ][measure]
+    match measure {
+        CONNECT => "connect",
+        1 => "authenticate",
+        CREATE => "create",
+        FETCH => "fetch",
+        _ => "fetch-fresh",
+    }
 }
 
 /// The handshake's share of a fresh fetch: 1 - (fresh fetches per second / fetches per second).
@@ -431,9 +688,9 @@ fn derive_share(row: &mut BackendRow) {
 }
 
 /// PostgreSQL cannot authenticate again on an open connection: its authentication rate is
-/// read off the difference between a connect with SCRAM (the row's own: keys cached, or
-/// derived on every connect as libpq does) and one with trust (1 / the extra time per
-/// connect), when both rows ran.
+/// read off the difference between a connect with the row's method (SCRAM with its keys
+/// cached, or derived on every connect as libpq does; md5) and one with trust, over TLS
+/// when the row is (1 / the extra time per connect), when both rows ran.
 fn derive_auth(table: &mut BackendTable, rows: &[Row]) {
     let connect = |slug: &str| {
         rows.iter()
@@ -441,22 +698,28 @@ fn derive_auth(table: &mut BackendTable, rows: &[Row]) {
             .and_then(|i| table.rows.get(i))
             .and_then(|r| r.cells[0].value)
     };
-    let trust = connect("pg-trust");
+    let (trust_plain, trust_tls) = (connect("pg-trust"), connect("pg-trust-tls"));
     for (i, r) in rows.iter().enumerate() {
         if !matches!(r.auth, Auth::Derived) || table.rows[i].backend.state != BackendState::Ran {
             continue;
         }
+        // Like with like: a TLS row against trust over TLS.
+        let trust = if r.slug.ends_with("-tls") {
+            trust_tls
+        } else {
+            trust_plain
+        };
         let scram = table.rows[i].cells[0].value;
         let cell = &mut table.rows[i].cells[1];
         *cell = match (scram, trust) {
             (Some(a), Some(b)) if a < b => MeasureCell {
                 value: Some(1.0 / (1.0 / a - 1.0 / b)),
                 run: None,
-                note: Some("derived: PostgreSQL cannot authenticate again on an open connection, so 1 / (1/connect with SCRAM - 1/connect with trust)".into()),
+                note: Some("derived: PostgreSQL cannot authenticate again on an open connection, so 1 / (1/connect - 1/connect with trust)".into()),
                 label: None,
             },
-            (Some(_), Some(_)) => MeasureCell::empty("derived: connect with SCRAM was not slower than with trust, so no authentication cost can be read off"),
-            _ => MeasureCell::empty("PostgreSQL cannot authenticate again on an open connection; derived from connect with SCRAM against trust, which needs the trust row"),
+            (Some(_), Some(_)) => MeasureCell::empty("derived: connect was not slower than with trust, so no authentication cost can be read off"),
+            _ => MeasureCell::empty("PostgreSQL cannot authenticate again on an open connection; derived from connect against trust (over TLS for a TLS row), which needs that trust row"),
         };
     }
 }

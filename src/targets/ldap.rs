@@ -663,8 +663,9 @@ impl Session for LdapSession {
             (b"ou", HashSet::from([b"loadrig".as_slice()])),
         ];
         match self.conn.add(&ns, attrs).await {
-            // Created, already there, or not ours to create (read-only workloads).
-            Ok(r) if matches!(r.rc, 0 | 68 | 50) => Ok(()),
+            // Created, already there, or not ours to create (read-only workloads; an
+            // anonymous session: OpenLDAP answers strongerAuthRequired).
+            Ok(r) if matches!(r.rc, 0 | 68 | 50 | 8) => Ok(()),
             Ok(r) => {
                 let e = result_error(&r);
                 Err(OpError::new(

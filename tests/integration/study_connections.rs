@@ -1,9 +1,12 @@
 //! `loadrig study connections` (seed 000) end to end on every backend the machine offers (the
 //! throwaway servers of scripts/services.sh, required under LOADRIG_REQUIRE_ALL=1): every row
-//! in the table, every cell recomputed from the run file it names, the derived cells from the
-//! cells they come from, the report in headless Chromium with one plot per operation, a
-//! backend with a wrong password failing alone, and bad input exiting 2 before anything
-//! runs. Nothing here asserts a timing.
+//! (each authentication method, with and without TLS) in the table, every cell recomputed
+//! from the run file it names, the derived cells from the cells they come from, every
+//! connection of a TLS row with its TLS handshake and of a login row with its login, the
+//! report in headless Chromium with one plot per operation, a backend with a wrong password
+//! failing alone, and bad input exiting 2 before anything runs. Nothing here asserts a
+//! timing (the one comparison is of CPU time per connect, SCRAM's key derivation against
+//! its cache).
 
 use crate::common::browser;
 use crate::common::study;
@@ -14,33 +17,183 @@ use browser::{check_page, Browser};
 use loadrig::study::BackendRow;
 use study::{record, row, rows};
 
-/// Row name, the variable its URL comes from (none: embedded), whether it re-authenticates.
-const ROWS: [(&str, Option<&str>, bool); 8] = [
-    ("SQLite", None, false),
-    ("PostgreSQL scram-sha-256", Some("LOADRIG_PG_URL"), false),
+/// Which runs a row makes: every one, all but create (another login or TLS on a backend of
+/// a row above), or those and reading without loading (anonymous LDAP).
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    All,
+    Connection,
+    ReadOnly,
+}
+use Kind::{All, Connection, ReadOnly};
+
+/// Row name, the variable its URL comes from (none: embedded), whether it re-authenticates,
+/// its kind, whether it connects over TLS.
+const ROWS: [(&str, Option<&str>, bool, Kind, bool); 18] = [
+    ("SQLite", None, false, All, false),
+    (
+        "PostgreSQL scram-sha-256",
+        Some("LOADRIG_PG_URL"),
+        false,
+        All,
+        false,
+    ),
     (
         "PostgreSQL scram-sha-256 uncached",
         Some("LOADRIG_PG_URL"),
         false,
+        All,
+        false,
     ),
-    ("PostgreSQL trust", Some("LOADRIG_PG_TRUST_URL"), false),
-    ("MariaDB password", Some("LOADRIG_MYSQL_URL"), true),
-    ("Redis AUTH", Some("LOADRIG_REDIS_URL"), true),
-    ("Redis no AUTH", Some("LOADRIG_REDIS_OPEN_URL"), false),
-    ("OpenLDAP simple bind", Some("LOADRIG_LDAP_URL"), true),
+    (
+        "PostgreSQL scram-sha-256 TLS",
+        Some("LOADRIG_PG_URL"),
+        false,
+        Connection,
+        true,
+    ),
+    (
+        "PostgreSQL md5",
+        Some("LOADRIG_PG_MD5_URL"),
+        false,
+        Connection,
+        false,
+    ),
+    (
+        "PostgreSQL md5 TLS",
+        Some("LOADRIG_PG_MD5_URL"),
+        false,
+        Connection,
+        true,
+    ),
+    (
+        "PostgreSQL trust",
+        Some("LOADRIG_PG_TRUST_URL"),
+        false,
+        All,
+        false,
+    ),
+    (
+        "PostgreSQL trust TLS",
+        Some("LOADRIG_PG_TRUST_URL"),
+        false,
+        Connection,
+        true,
+    ),
+    (
+        "MariaDB native password",
+        Some("LOADRIG_MYSQL_URL"),
+        true,
+        All,
+        false,
+    ),
+    (
+        "MariaDB native password TLS",
+        Some("LOADRIG_MYSQL_URL"),
+        true,
+        Connection,
+        true,
+    ),
+    (
+        "MariaDB ed25519",
+        Some("LOADRIG_MYSQL_ED25519_URL"),
+        true,
+        Connection,
+        false,
+    ),
+    (
+        "MariaDB ed25519 TLS",
+        Some("LOADRIG_MYSQL_ED25519_URL"),
+        true,
+        Connection,
+        true,
+    ),
+    ("Redis AUTH", Some("LOADRIG_REDIS_URL"), true, All, false),
+    (
+        "Redis no AUTH",
+        Some("LOADRIG_REDIS_OPEN_URL"),
+        false,
+        All,
+        false,
+    ),
+    (
+        "OpenLDAP simple bind",
+        Some("LOADRIG_LDAP_URL"),
+        true,
+        All,
+        false,
+    ),
+    (
+        "OpenLDAP simple StartTLS",
+        Some("LOADRIG_LDAP_URL"),
+        true,
+        Connection,
+        true,
+    ),
+    (
+        "OpenLDAP anonymous",
+        Some("LOADRIG_LDAP_URL"),
+        true,
+        ReadOnly,
+        false,
+    ),
+    (
+        "OpenLDAP anonymous StartTLS",
+        Some("LOADRIG_LDAP_URL"),
+        true,
+        ReadOnly,
+        true,
+    ),
 ];
 
-const MEASURES: [&str; 6] = [
+const MEASURES: [&str; 9] = [
     "connect/s",
     "authenticate/s",
     "create/s",
     "fetch/s",
     "fresh fetch/s",
     "handshake",
+    "first query",
+    "client CPU/connect",
+    "server CPU/connect",
 ];
 
-/// Every cell that names a run holds that run's throughput, and its interval counts are
-/// the run's full intervals.
+/// The intervals the test's runs take (`--quick` with 2 intervals of 100 ms).
+const SAMPLES: usize = 2;
+
+/// The rows the test runs (within the test command's time): every method and a TLS row of
+/// each server, and what the derived cells need; the others are printed "not chosen".
+const ONLY: &str =
+    "sqlite,pg,pg-uncached,pg-md5-tls,pg-trust,mysql,mysql-ed25519-tls,redis,ldap,ldap-anon-tls";
+
+/// (CPU seconds, operations) over a run's full intervals: of the client threads, or of the
+/// server's processes.
+fn cpu_of(file: &loadrig::result::RunResult, server: bool) -> (f64, u64) {
+    let (mut s, mut ops) = (0.0, 0);
+    for i in loadrig::analysis::full_intervals(file) {
+        let cpu = if server {
+            let Some(p) = i.server.as_ref().and_then(|s| s.target.processes.as_ref()) else {
+                continue;
+            };
+            p.user_s + p.system_s
+        } else {
+            let Some(rig) = &i.rig else { continue };
+            let share: f64 = rig
+                .threads
+                .iter()
+                .filter(|t| t.name.starts_with("clients-"))
+                .map(|t| t.cpu_share)
+                .sum();
+            share * (i.end_s - i.start_s)
+        };
+        s += cpu;
+        ops += i.ok;
+    }
+    (s, ops)
+}
+
+/// Every cell that names a run holds what that run's file gives (its throughput, or the CPU
+/// per connect of the connect run), and its interval counts are the run's full intervals.
 fn check_cells_against_runs(d: &Dir, dir: &str, r: &BackendRow) {
     for (k, cell) in r.cells.iter().enumerate() {
         let Some(run) = &cell.run else { continue };
@@ -51,6 +204,17 @@ fn check_cells_against_runs(d: &Dir, dir: &str, r: &BackendRow) {
         let file = loadrig::result::read(&d.join(dir).join(run)).expect("run file");
         assert_eq!(file.operations.len(), 1, "{run}: one operation per run");
         let op = &file.operations[0];
+        if k >= 7 {
+            assert!(run.ends_with("-connect.json"), "{run}");
+            let (cpu, ops) = cpu_of(&file, k == 8);
+            let want = cpu * 1e6 / ops as f64;
+            assert!(
+                (cell.value.unwrap() - want).abs() < 1e-6,
+                "{}: {run}",
+                MEASURES[k]
+            );
+            continue;
+        }
         assert_eq!(
             cell.value,
             Some(op.throughput_per_s),
@@ -68,15 +232,66 @@ fn check_cells_against_runs(d: &Dir, dir: &str, r: &BackendRow) {
             .map(|i| i.ops[0].ok)
             .collect();
         assert_eq!(sample.counts, counts, "{run}");
-        assert_eq!(counts.len(), 3, "{run}: --quick takes 3 intervals");
+        assert_eq!(counts.len(), SAMPLES, "{run}: the intervals asked for");
     }
+}
+
+/// The connections of a row's connect run: every one with a TLS handshake on a TLS row and
+/// none on a plain one, and a login phase on each unless the row has nothing to log in
+/// with; the first query is the fresh fetch's mean less the connect's.
+fn check_connections(d: &Dir, dir: &str, r: &BackendRow, tls: bool) {
+    let name = &r.backend.name;
+    let file = |run: &str| loadrig::result::read(&d.join(dir).join(run)).expect("run file");
+    let connect = file(r.cells[0].run.as_ref().unwrap());
+    let op = &connect.operations[0];
+    assert_eq!(op.errors, 0, "{name}: every connect succeeded");
+    let phases = connect.connect.as_ref().and_then(|c| c.phases.as_ref());
+    let phases = phases.unwrap_or_else(|| panic!("{name}: connect phases"));
+    assert!(phases.tcp.count > op.ok, "{name}: each connect timed");
+    let tls_count = phases.tls.as_ref().map(|t| t.count);
+    assert_eq!(tls_count, tls.then_some(phases.tcp.count), "{name}: TLS");
+    let logs_in = !(name.contains("anonymous") || name == "Redis no AUTH");
+    let auth_count = phases.auth.as_ref().map(|a| a.count);
+    assert_eq!(
+        auth_count,
+        logs_in.then_some(phases.tcp.count),
+        "{name}: login"
+    );
+    let fresh = file(r.cells[4].run.as_ref().unwrap());
+    let first = (fresh.operations[0].latency.mean_ns - op.latency.mean_ns) / 1e3;
+    assert!(
+        (r.cells[6].value.unwrap() - first).abs() < 1e-6,
+        "{name}: first query"
+    );
+}
+
+/// Whether the test runs the row (its short name in [`ONLY`]).
+fn chosen(name: &str) -> bool {
+    let slug = match name {
+        "SQLite" => "sqlite",
+        "PostgreSQL scram-sha-256" => "pg",
+        "PostgreSQL scram-sha-256 uncached" => "pg-uncached",
+        "PostgreSQL md5 TLS" => "pg-md5-tls",
+        "PostgreSQL trust" => "pg-trust",
+        "MariaDB native password" => "mysql",
+        "MariaDB ed25519 TLS" => "mysql-ed25519-tls",
+        "Redis AUTH" => "redis",
+        "OpenLDAP simple bind" => "ldap",
+        "OpenLDAP anonymous StartTLS" => "ldap-anon-tls",
+        _ => return false,
+    };
+    ONLY.split(',').any(|o| o == slug)
 }
 
 #[test]
 fn connections_quick_runs_every_backend_and_its_cells_come_from_the_run_files() {
     let present: Vec<bool> = ROWS
         .iter()
-        .map(|(_, var, _)| var.is_none_or(|v| server_url(v).is_some()))
+        .map(|(name, var, _, _, tls)| {
+            chosen(name)
+                && var.is_none_or(|v| server_url(v).is_some())
+                && (!tls || server_url("LOADRIG_CA_FILE").is_some())
+        })
         .collect();
     let _servers = hold(&[
         Shared::Postgres,
@@ -85,8 +300,20 @@ fn connections_quick_runs_every_backend_and_its_cells_come_from_the_run_files() 
         Shared::SlapdAlone,
     ]);
     let d = Dir::new();
-    let out = d.ok(&["study", "connections", "--quick", "-o", "cs"]);
-    for (name, _, _) in ROWS {
+    let out = d.ok(&[
+        "study",
+        "connections",
+        "--quick",
+        "--set",
+        "samples=2",
+        "--set",
+        "interval=100ms",
+        "--only",
+        ONLY,
+        "-o",
+        "cs",
+    ]);
+    for (name, ..) in ROWS {
         assert!(out.contains(name), "{name} in the printed table:\n{out}");
     }
     for m in MEASURES {
@@ -94,12 +321,25 @@ fn connections_quick_runs_every_backend_and_its_cells_come_from_the_run_files() 
     }
     let s = record(&d, "cs");
     assert_eq!(s.schema_version, 2);
-    assert_eq!(s.sizes["samples"], 3);
+    assert_eq!(s.sizes["samples"], SAMPLES as u64);
     assert_eq!(rows(&s).len(), ROWS.len());
-    for ((name, _, reauth), present) in ROWS.iter().zip(&present) {
+    for ((name, _, reauth, kind, tls), present) in ROWS.iter().zip(&present) {
         let r = row(&s, name);
+        if !chosen(name) {
+            let note = r.backend.note.as_deref();
+            assert_eq!(note, Some("not run: not chosen (--only)"), "{name}");
+            continue;
+        }
         if !present {
-            assert_eq!(r.backend.note.as_deref(), Some("not run: no URL"));
+            assert!(
+                r.backend
+                    .note
+                    .as_deref()
+                    .unwrap_or_default()
+                    .starts_with("not run: no "),
+                "{name}: {:?}",
+                r.backend.note
+            );
             continue;
         }
         assert_eq!(
@@ -109,41 +349,84 @@ fn connections_quick_runs_every_backend_and_its_cells_come_from_the_run_files() 
             r.backend.note
         );
         check_cells_against_runs(&d, "cs", r);
-        // Every operation ran; authenticate only where the protocol can do it again.
+        // Every operation ran; authenticate only where the protocol can do it again, create
+        // on a backend's own row; the CPU cells come from the connect run, the server's
+        // where there is a server.
         let measured: Vec<bool> = r.cells.iter().map(|c| c.run.is_some()).collect();
-        assert_eq!(measured, [true, *reauth, true, true, true, false], "{name}");
-        assert_eq!(r.backend.runs.len(), 4 + usize::from(*reauth), "{name}");
+        let server = *name != "SQLite";
+        assert_eq!(
+            measured,
+            [
+                true,
+                *reauth,
+                *kind == All,
+                true,
+                true,
+                false,
+                false,
+                true,
+                server
+            ],
+            "{name}"
+        );
+        let runs = 3 + usize::from(*reauth) + usize::from(*kind == All);
+        assert_eq!(r.backend.runs.len(), runs, "{name}");
         let v = |k: usize| r.cells[k].value.unwrap();
         let share = 100.0 * (1.0 - v(4) / v(3)).max(0.0);
         assert!((v(5) - share).abs() < 1e-9, "{name}: handshake share");
-        if !reauth && !name.starts_with("PostgreSQL scram-sha-256") {
+        if server {
+            check_connections(&d, "cs", r, *tls);
+        }
+        if !reauth
+            && !name.starts_with("PostgreSQL scram-sha-256")
+            && !name.starts_with("PostgreSQL md5")
+        {
             let note = r.cells[1].note.as_deref().unwrap_or_default();
             assert!(note.starts_with("not applicable: "), "{name}: {note}");
         }
     }
-    // PostgreSQL's authentication is derived from connect with SCRAM against with trust.
-    // Each SCRAM row against trust: keys cached (loadrig's client) and derived on every
-    // connect (scram_cache=off, as libpq and JDBC do).
-    if present[1] && present[3] {
-        let trust = row(&s, ROWS[3].0).cells[0].value.unwrap();
-        for k in [1, 2] {
-            let scram = row(&s, ROWS[k].0).cells[0].value.unwrap();
+    // The anonymous rows read what the simple-bind rows loaded, and found it.
+    if present[17] {
+        let anon = row(&s, ROWS[17].0);
+        let fetch =
+            loadrig::result::read(&d.join("cs").join(anon.cells[3].run.as_ref().unwrap())).unwrap();
+        let load = fetch.data_load.as_ref();
+        assert_eq!(
+            load.map(|l| l.skipped),
+            Some(true),
+            "anonymous loads nothing"
+        );
+        assert_eq!(fetch.operations[0].rows, fetch.operations[0].ok);
+    }
+    // PostgreSQL's authentication is derived from connect with a login against with trust
+    // (over TLS for a TLS row). Each SCRAM row against trust: keys cached (loadrig's
+    // client) and derived on every connect (scram_cache=off, as libpq and JDBC do).
+    if present[1] && present[6] {
+        for (k, trust) in [(1, 6), (2, 6), (3, 7), (4, 6), (5, 7)] {
+            if !present[k] || !present[trust] {
+                continue;
+            }
+            let login = row(&s, ROWS[k].0).cells[0].value.unwrap();
+            let trust = row(&s, ROWS[trust].0).cells[0].value.unwrap();
             let auth = &row(&s, ROWS[k].0).cells[1];
             assert!(
                 auth.note.as_deref().unwrap().starts_with("derived"),
                 "{auth:?}"
             );
             match auth.value {
-                Some(v) => assert!((v - 1.0 / (1.0 / scram - 1.0 / trust)).abs() < 1e-6),
-                None => assert!(scram >= trust),
+                Some(v) => assert!((v - 1.0 / (1.0 / login - 1.0 / trust)).abs() < 1e-6),
+                None => assert!(login >= trust),
             }
         }
-        // The uncached row pays the 4096-round PBKDF2 on the client at every connect.
-        let uncached = row(&s, ROWS[2].0);
-        let runs = &uncached.backend.runs;
+        // The uncached row pays the 4096-round PBKDF2 on the client at every connect: more
+        // of the client's CPU per connect than with the keys cached (CPU time, not wall
+        // time, so a busy machine does not turn it over).
+        let cpu = |k: usize| row(&s, ROWS[k].0).cells[7].value.unwrap();
         assert!(
-            runs.iter().any(|r| r.starts_with("runs/pg-uncached-")),
-            "{runs:?}"
+            cpu(2) > cpu(1),
+            "uncached {} against cached {} µs",
+            cpu(2),
+            cpu(1)
         );
     }
     // The fetches read the records loaded for them: 100 under --quick, each found.
@@ -154,12 +437,15 @@ fn connections_quick_runs_every_backend_and_its_cells_come_from_the_run_files() 
     let page = std::fs::read_to_string(d.join("cs/report.html")).unwrap();
     // One plot per operation that some backend measured: connect, create, fetch and the
     // fresh fetch always (SQLite), authenticate when a backend that re-authenticates ran.
-    let reauth_ran = ROWS.iter().zip(&present).any(|((_, _, re), p)| *re && *p);
+    let reauth_ran = ROWS
+        .iter()
+        .zip(&present)
+        .any(|((_, _, re, ..), p)| *re && *p);
     let plots = 4 + usize::from(reauth_ran);
     assert_eq!(page.matches("<svg").count(), plots);
     let Some(b) = Browser::start() else { return };
     let text = check_page(&b, &d.join("cs/report.html"), plots, 1);
-    for (name, _, _) in ROWS {
+    for (name, ..) in ROWS {
         assert!(text.contains(name), "{name} in the report");
     }
 }
@@ -177,6 +463,10 @@ fn a_wrong_redis_password_fails_that_row_alone_with_class_auth() {
         "study",
         "connections",
         "--quick",
+        "--set",
+        "samples=2",
+        "--set",
+        "interval=100ms",
         "--only",
         "sqlite,redis",
         "--target",

@@ -4,7 +4,8 @@
 //! - Two clients: on plain TCP loadrig's own ([`wire`]: the protocol spoken directly, one
 //!   socket per session); with TLS, with `client=mysql_async`, or when the server asks for
 //!   an authentication the own client does not speak (caching_sha2_password's full RSA
-//!   exchange, ed25519, ...), mysql_async. Both behave as described below.
+//!   exchange, ...), mysql_async. Both speak MariaDB's ed25519 (mysql_common's
+//!   `client_ed25519`) and behave as described below.
 //! - Options: `connect_timeout` (default 5 s, a duration or plain seconds) bounds the TCP
 //!   connect and the whole handshake. The database in the path is required. `ssl-mode`:
 //!   `DISABLED` (the default) or `REQUIRED`, `VERIFY_CA`, `VERIFY_IDENTITY`, which all
@@ -31,7 +32,7 @@
 //! - `authenticate` sends COM_CHANGE_USER with the URL's user and password (a full
 //!   re-authentication on the open connection; the server forgets prepared statements,
 //!   so they are prepared again on next use; the own client answers
-//!   mysql_native_password or caching_sha2_password's fast path).
+//!   mysql_native_password, caching_sha2_password's fast path or ed25519).
 //!
 //! Errors: 1213 → deadlock, 1205 (lock wait timeout), 1969 and 3024 (statement time
 //! limit) → timeout, SQLSTATE 23xxx (1062 duplicate key, 1451/1452 foreign keys, ...) →

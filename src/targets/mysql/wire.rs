@@ -11,8 +11,9 @@
 //! - The login is mysql_common's packets (handshake, handshake response, auth switch) with
 //!   the capabilities mysql_async asks for; mysql_native_password and caching_sha2_password's
 //!   fast path, and its full authentication over TLS (the password in clear, as the
-//!   protocol allows on a secure connection). Anything else (the full exchange over RSA on
-//!   plain TCP, ed25519, ...) answers `None`, and the caller connects through mysql_async.
+//!   protocol allows on a secure connection), and MariaDB's ed25519. Anything else (the
+//!   full exchange over RSA on plain TCP, ...) answers `None`, and the caller connects
+//!   through mysql_async.
 //! - Statements are prepared once per connection (COM_STMT_PREPARE) and run with
 //!   COM_STMT_EXECUTE, arguments typed as mysql_async types them ([`super::param`]);
 //!   transactions and setup are text queries (COM_QUERY).
@@ -287,10 +288,17 @@ impl Wire {
                     let plugin = match switch.auth_plugin() {
                         AuthPlugin::MysqlNativePassword => AuthPlugin::MysqlNativePassword,
                         AuthPlugin::CachingSha2Password => AuthPlugin::CachingSha2Password,
+                        // MariaDB's client_ed25519: the nonce signed with a key from the
+                        // password (mysql_common's `client_ed25519`).
+                        AuthPlugin::Ed25519 => AuthPlugin::Ed25519,
                         _ => return Ok(false),
                     };
                     self.nonce = switch.plugin_data().to_vec();
-                    if self.nonce.last() == Some(&0) {
+                    if plugin == AuthPlugin::Ed25519 {
+                        // Its nonce is 32 random bytes without a terminator: a last byte
+                        // that happens to be 0 was taken for one and must come back.
+                        self.nonce.resize(32, 0);
+                    } else if self.nonce.last() == Some(&0) {
                         self.nonce.pop();
                     }
                     let mut data = Vec::new();
