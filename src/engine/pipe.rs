@@ -282,10 +282,15 @@ impl Wire {
     /// stop waiting at `until` (open loop: a stream's next arrival): whether it read.
     async fn exchange(
         &mut self,
+        codec: &Codec,
         out: &mut Vec<u8>,
         until: Option<Instant>,
     ) -> Result<bool, OpError> {
-        let written = self.stream.send_all(out).await;
+        let written = if codec.tls_records {
+            self.stream.send_records(out, codec.frame_len).await
+        } else {
+            self.stream.send_all(out).await
+        };
         out.clear();
         written.map_err(|e| self.fail(e))?;
         let read = match until {
@@ -407,7 +412,7 @@ pub async fn drive<T: Target>(
         }
         let mut replied = true;
         if result.is_ok() {
-            result = w.exchange(&mut out, next).await.map(|r| replied = r);
+            result = w.exchange(codec, &mut out, next).await.map(|r| replied = r);
         }
         // One clock read for every reply of this read.
         now = Instant::now();

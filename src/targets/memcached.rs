@@ -442,10 +442,10 @@ impl McSession {
             wire, out, login, ..
         } = self;
         match wire {
-            // send_all flushes TLS: a pipeline longer than the socket's buffer would
-            // otherwise wait in rustls for replies that never come.
+            // Over TLS, records end where requests end: memcached leaves the rest of a
+            // record it read in part unread until more bytes arrive.
             Wire::Own(stream) => stream
-                .send_all(out)
+                .send_records(out, frame_len)
                 .await
                 .map_err(|e| io_error(&login.shown, e)),
             Wire::Shared(shared, inbox) => shared.send(inbox, out),
@@ -1179,6 +1179,7 @@ static BATCH_CODEC: Codec = Codec {
     prepare: super::pipelined::prepare_nothing,
     one_in_flight: false,
     batch: None,
+    tls_records: true,
 };
 
 fn batch_accepts(kind: &OpKind) -> bool {

@@ -67,6 +67,10 @@ pub struct Codec {
     /// (PostgreSQL's Sync with `pipeline_sync=batch`), which the server answers once the
     /// batch is done; `frame_len` then ends every operation's reply and the batch's end.
     pub batch: Option<BatchEnd>,
+    /// Over TLS, write each batch in records that end where requests end (`frame_len`
+    /// frames the requests too): for a server that reads a record in parts and then waits
+    /// on the socket for the rest (memcached; see `NetStream::send_records`).
+    pub tls_records: bool,
 }
 
 /// How a codec closes a batch of requests written together, and tells the reply to that

@@ -677,6 +677,7 @@ static BATCH_CODEC: Codec = Codec {
     prepare: super::pipelined::prepare_nothing,
     one_in_flight: false,
     batch: None,
+    tls_records: false,
 };
 
 fn batch_accepts(kind: &OpKind) -> bool {

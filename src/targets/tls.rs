@@ -29,6 +29,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+use super::pipelined::FrameLen;
 use super::{socket, TargetUrl};
 use crate::error::InputError;
 pub use crate::vocab::TlsMode;
@@ -380,6 +381,51 @@ impl NetStream {
     }
 }
 
+/// The most plaintext one TLS record carries, and what memcached reads at once (its read
+/// buffer).
+const RECORD: usize = 16 * 1024;
+
+impl NetStream {
+    /// Write all of `bytes`, whole requests that `frame` finds the ends of, so that over
+    /// TLS no record carries the end of one request and the start of the next unless it
+    /// carries both whole within [`RECORD`] bytes. For servers (memcached) that read a TLS
+    /// record in parts, one part per request, and then wait on the socket: what is left of
+    /// a record sits decrypted in the server's TLS library, the socket stays quiet, and the
+    /// server never reads the rest of the pipeline. Each write is flushed before the next
+    /// so that rustls makes its records of that write alone.
+    pub async fn send_records(&mut self, bytes: &[u8], frame: FrameLen) -> io::Result<()> {
+        let NetStream::Tls(tls) = self else {
+            return self.send_all(bytes).await;
+        };
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let n = records_len(rest, frame);
+            tls.write_all(&rest[..n]).await?;
+            tls.flush().await?;
+            rest = &rest[n..];
+        }
+        Ok(())
+    }
+}
+
+/// How much of `bytes` to write at once: its first request, and as many of those after
+/// it as fit in [`RECORD`] bytes with it; all of it when `frame` cannot frame it.
+fn records_len(bytes: &[u8], frame: FrameLen) -> usize {
+    let mut n = 0;
+    while n < bytes.len() {
+        match frame(&bytes[n..]) {
+            Ok(Some(len)) if n == 0 || n + len <= RECORD => n += len,
+            Ok(Some(_)) => break,
+            _ if n == 0 => return bytes.len(),
+            _ => break,
+        }
+        if n >= RECORD {
+            break;
+        }
+    }
+    n
+}
+
 impl AsyncRead for NetStream {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -472,6 +518,18 @@ pub fn server_config(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn records_end_at_request_ends() {
+        // Requests of 10 bytes each.
+        let tens: FrameLen = |b| Ok((b.len() >= 10).then_some(10));
+        assert_eq!(records_len(&[0; 25], tens), 20);
+        assert_eq!(records_len(&[0; RECORD + 30], tens), RECORD / 10 * 10);
+        let big: FrameLen = |b| Ok((b.len() >= RECORD + 5).then_some(RECORD + 5));
+        assert_eq!(records_len(&[0; 2 * RECORD + 10], big), RECORD + 5);
+        let never: FrameLen = |_| Err("not a request".into());
+        assert_eq!(records_len(&[0; 7], never), 7);
+    }
 
     #[test]
     fn the_mode_follows_the_url() {

@@ -1,7 +1,7 @@
-//! Faults against real servers: kill -9 and restart of Redis, PostgreSQL and MariaDB
-//! mid-run, SIGSTOP longer than `--op-timeout`, a restart during the data load. Each test
-//! starts its own server in its own services dir (scripts/services.sh, needs root), since
-//! it kills it: the servers the other tests use are never touched.
+//! Faults against real servers: kill -9 and restart of Redis, PostgreSQL, MariaDB and nginx
+//! (HTTP/2) mid-run, SIGSTOP longer than `--op-timeout`, a restart during the data load.
+//! Each test starts its own server in its own services dir (scripts/services.sh, needs
+//! root), since it kills it: the servers the other tests use are never touched.
 //!
 //! Every operation is counted exactly once: successes + errors = the operations asked for
 //! (`--ops`), and the keys stored are the successes plus at most the operations in flight
@@ -46,7 +46,8 @@ impl Server {
         server.env = env
             .lines()
             .filter_map(|l| l.strip_prefix("export ")?.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
+            // A value with `?` or `&` (nginx's HTTP/2 URLs) comes in single quotes.
+            .map(|(k, v)| (k.to_string(), v.trim_matches('\'').to_string()))
             .collect();
         Some(server)
     }
@@ -72,6 +73,9 @@ impl Server {
 
     fn signal(&self, signal: i32) {
         let pid: i32 = self.services(&["pid", self.name]).trim().parse().unwrap();
+        // nginx's workers outlive their master and go on serving: signal the whole process
+        // group (services.sh starts each server in a session of its own).
+        let pid = if self.name == "nginx" { -pid } else { pid };
         // SAFETY: kill(2) on the server this test started (services.sh checked the pid).
         assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
     }
@@ -91,6 +95,9 @@ impl Server {
                     .unwrap();
                 String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
             }
+            // One file per key in the http:// target's default kv collection.
+            "nginx" => std::fs::read_dir(self.state.join("nginx/www/dav/loadrig"))
+                .map_or(0, |d| d.count() as u64),
             "postgres" => ints(pg_row(
                 self.var("LOADRIG_PG_URL"),
                 "SELECT count(*) FROM loadrig_kv",
@@ -106,6 +113,7 @@ impl Server {
         match self.name {
             "redis" => self.var("LOADRIG_REDIS_URL"),
             "postgres" => self.var("LOADRIG_PG_URL"),
+            "nginx" => self.var("LOADRIG_HTTP2_URL"),
             _ => self.var("LOADRIG_MYSQL_URL"),
         }
     }
@@ -250,6 +258,23 @@ fn postgres_killed_and_restarted_mid_run() {
 #[test]
 fn mariadb_killed_and_restarted_mid_run() {
     kill_and_restart("mariadb", 6_000);
+}
+
+/// HTTP/2 (h2c), two streams on each connection: they fail together when nginx goes, and
+/// at most those in flight (2 a connection) stored a key whose answer was lost.
+#[test]
+fn nginx_killed_and_restarted_mid_run_over_http2() {
+    let Some(s) = Server::up("nginx", "kill-nginx") else {
+        return;
+    };
+    let d = Dir::new();
+    let ops = 1_000;
+    let child = start_puts(&d, &s, ops, &["--pipeline", "2"]);
+    s.signal(libc::SIGKILL);
+    std::thread::sleep(Duration::from_millis(500));
+    s.restart();
+    let r = finish(&d, child);
+    assert_counted_once(&r, &s, ops, &[ErrorClass::Connect]);
 }
 
 /// A server that stops answering (SIGSTOP) for longer than `--op-timeout`: operations time

@@ -138,6 +138,20 @@ fn puts_ranges_and_kv_operations_count_exactly() {
     assert_eq!((r.total.ok, r.total.errors), (200, 0));
     let puts = r.operations.iter().find(|o| o.name == "put").unwrap().ok;
     assert_eq!(revision(&ctl) - before, puts);
+    // The server's stream limit and each connection's settings exchange, as on HTTP/2.
+    let connect = r.connect.as_ref().unwrap();
+    let h2 = connect.http2.as_ref().expect("connect.http2");
+    assert!(h2.max_concurrent_streams.is_some(), "etcd sets a limit");
+    assert_eq!(
+        (h2.streams_per_connection, h2.in_flight_per_connection),
+        (4, 4)
+    );
+    let phases = connect.phases.as_ref().unwrap();
+    let preface = phases
+        .http2
+        .as_ref()
+        .expect("the settings exchange's phase");
+    assert_eq!(preface.count, phases.tcp.count, "every connection's");
 
     // The kv vocabulary on etcd: keys under loadrig/, exact rows.
     d.write("kv.toml", &common::mixed_kv(400, 100, true));

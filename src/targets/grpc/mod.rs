@@ -16,7 +16,8 @@
 //!   its API); any other service answers UNIMPLEMENTED, and its cleanup removes nothing:
 //!   loadrig cannot know what an arbitrary service's calls created.
 //! - `--pipeline P`: P client streams share one HTTP/2 connection, each call on a stream of
-//!   its own (up to the server's SETTINGS_MAX_CONCURRENT_STREAMS at once).
+//!   its own (up to the server's SETTINGS_MAX_CONCURRENT_STREAMS at once, which the result
+//!   records, as the settings exchange's time: see [`settings`]).
 //! - `server_version` asks Maintenance/Status (etcd's version), and is empty elsewhere.
 //!
 //! Errors: a call's status by the table in [`status`]; a lost connection is UNAVAILABLE
@@ -24,6 +25,7 @@
 
 mod codec;
 pub mod etcd;
+mod settings;
 pub mod status;
 mod transport;
 
@@ -140,7 +142,7 @@ impl Target for Grpc {
     }
 
     async fn connect(&self) -> Result<GrpcSession, OpError> {
-        Ok(self.session(transport::connect(&self.server).await?))
+        Ok(self.session(transport::connect(&self.server, 1).await?))
     }
 
     /// HTTP/2 multiplexes: every stream of the connection is a call of its own.
@@ -149,7 +151,7 @@ impl Target for Grpc {
     }
 
     async fn connect_shared(&self, n: usize) -> Result<Vec<GrpcSession>, OpError> {
-        let client = transport::connect(&self.server).await?;
+        let client = transport::connect(&self.server, n).await?;
         Ok((0..n).map(|_| self.session(client.clone())).collect())
     }
 

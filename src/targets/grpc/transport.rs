@@ -26,6 +26,7 @@ use tokio_rustls::TlsConnector;
 use tonic::body::Body;
 use tonic::Status;
 
+use super::settings;
 use crate::stats::connect_phases::{PhaseClock, PhaseTimes};
 use crate::targets::socket;
 use crate::targets::tls::{NetStream, Tls};
@@ -80,26 +81,39 @@ impl tower_service::Service<http::Request<Body>> for Channel {
     }
 }
 
-/// A client on a new connection: TCP, TLS, the HTTP/2 preface and settings, within the
-/// connect timeout. The connection's task runs on the current runtime until every client
-/// of it is dropped.
-pub async fn connect(server: &Server) -> Result<tonic::client::Grpc<Channel>, OpError> {
+/// A client on a new connection for `streams` client streams: TCP, TLS, the HTTP/2 preface
+/// and settings exchange (timed as the connection's `http2` phase, with the stream limit
+/// the server set), within the connect timeout. The connection's task runs on the current
+/// runtime until every client of it is dropped.
+pub async fn connect(
+    server: &Server,
+    streams: usize,
+) -> Result<tonic::client::Grpc<Channel>, OpError> {
     let connecting = async {
         let started = Instant::now();
         let stream = open(server, started).await?;
+        let preface = Instant::now();
+        let (stream, heard) = settings::watch(stream);
+        let failed = |e: &dyn std::fmt::Display| {
+            OpError::new(
+                ErrorClass::Connect,
+                format!("HTTP/2 handshake with {} failed: {e}", server.shown),
+            )
+        };
         let (sender, connection) = http2::Builder::new(TokioExecutor::new())
             .handshake(TokioIo::new(stream))
             .await
-            .map_err(|e| {
-                OpError::new(
-                    ErrorClass::Connect,
-                    format!("HTTP/2 handshake with {} failed: {e}", server.shown),
-                )
-            })?;
+            .map_err(|e| failed(&e))?;
         tokio::spawn(async move {
             // Its end is seen by the calls on it; nothing to report here.
             let _ = connection.await;
         });
+        let allowed = heard
+            .await
+            .map_err(|_| failed(&"the connection ended before the server's SETTINGS"))?;
+        server
+            .phases
+            .record_http2(preface.elapsed(), allowed, streams as u64);
         Ok(tonic::client::Grpc::with_origin(
             Channel(sender),
             server.origin.clone(),

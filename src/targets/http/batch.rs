@@ -34,6 +34,7 @@ pub static CODEC: Codec = Codec {
     prepare: crate::targets::pipelined::prepare_nothing,
     one_in_flight: true,
     batch: None,
+    tls_records: false,
 };
 
 /// Open one connection (TLS for https://) for the batch driver.

@@ -55,6 +55,7 @@ pub static CODEC: Codec = Codec {
     prepare,
     one_in_flight: true,
     batch: None,
+    tls_records: false,
 };
 
 /// `pipeline_sync=batch`: as [`CODEC`], but one Sync closes the requests of each write, as
@@ -74,6 +75,7 @@ pub static CODEC_BATCH: Codec = Codec {
         trailer: SYNC,
         is_end: ends_batch,
     }),
+    tls_records: false,
 };
 
 const SYNC: &[u8] = &[b'S', 0, 0, 0, 4];
