@@ -12,6 +12,7 @@
 
 mod grid;
 mod ldap;
+mod listen;
 mod mysql;
 mod nginx;
 mod notes;
