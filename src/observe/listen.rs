@@ -68,7 +68,8 @@ fn diag(family: u8, port: u16) -> Option<Vec<Listener>> {
     req.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel's
     req.extend_from_slice(&[family, libc::IPPROTO_TCP as u8, 0, 0]);
     req.extend_from_slice(&(1u32 << TCP_LISTEN).to_ne_bytes());
-    req.resize(HEADER + 56, 0); // the socket id: any
+    // The socket id stays zero: any socket.
+    req.resize(HEADER + 56, 0);
     // SAFETY: req is a live buffer of req.len() bytes.
     let sent = unsafe { libc::send(fd.as_raw_fd(), req.as_ptr().cast(), req.len(), 0) };
     if sent != req.len() as isize {
@@ -93,13 +94,13 @@ fn diag(family: u8, port: u16) -> Option<Vec<Listener>> {
             match kind as i32 {
                 libc::NLMSG_DONE => return Some(out),
                 libc::NLMSG_ERROR => return None,
-                _ if len >= INODE + 4 => {
-                    if u16::from_be_bytes([msgs[SPORT], msgs[SPORT + 1]]) == port {
-                        out.push(Listener {
-                            inode: u64::from(u32_at(INODE)),
-                            uid: u32_at(UID),
-                        });
-                    }
+                _ if len >= INODE + 4
+                    && u16::from_be_bytes([msgs[SPORT], msgs[SPORT + 1]]) == port =>
+                {
+                    out.push(Listener {
+                        inode: u64::from(u32_at(INODE)),
+                        uid: u32_at(UID),
+                    });
                 }
                 _ => {}
             }

@@ -91,9 +91,9 @@ pub fn find_server(port: u16) -> Result<u32, NotFound> {
     let uids: HashSet<u32> = listeners.iter().map(|l| l.uid).collect();
     let mut all = pids();
     all.sort_unstable();
-    let (owners, others): (Vec<u32>, Vec<u32>) = all.into_iter().partition(|&p| {
-        fs::metadata(format!("/proc/{p}")).is_ok_and(|m| uids.contains(&m.uid()))
-    });
+    let (owners, others): (Vec<u32>, Vec<u32>) = all
+        .into_iter()
+        .partition(|&p| fs::metadata(format!("/proc/{p}")).is_ok_and(|m| uids.contains(&m.uid())));
     let mut denied = 0;
     let holder = owners.into_iter().chain(others).find(|&pid| {
         holds(pid, &wanted).unwrap_or_else(|| {
