@@ -703,8 +703,7 @@ fn the_flags_are_written_back_as_given() {
 
 #[test]
 fn observing_is_a_load_setting_of_its_own() {
-    // Network targets observe unless told not to (the observer costs under 1 % of the
-    // rig's CPU on each); embedded and simulated ones never.
+    // Network targets observe unless told not to; embedded and simulated ones never.
     let pg = plan(&["noop", "-t", "postgres://u@127.0.0.1:5432/db"]).unwrap();
     assert!(pg.observes() && pg.observes_here());
     assert_eq!(pg.load.observe, None);
