@@ -37,7 +37,7 @@ pub use sum::figure;
 
 /// Whether a run on `scheme` observes its server when `--observe` is not given: every
 /// network target. Redis and HTTP joined once their observer cost under 1 % of the rig's
-/// CPU (0.62 %, 0.73 %); PostgreSQL and MariaDB measured above it (docs/performance.md)
+/// CPU (0.62 %, 0.73 %); PostgreSQL, MariaDB and slapd measured above it (docs/performance.md)
 /// and stay on until their per-interval cost is cut.
 pub fn observed_by_default(scheme: &str) -> bool {
     observable(scheme)
