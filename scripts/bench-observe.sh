@@ -8,6 +8,8 @@
 #   pg-select   pgbench-select-only --set scale=10, 4 clients (PostgreSQL)
 #   pg-tpcb     pgbench-tpcb --set scale=10, 4 clients (PostgreSQL)
 #   mysql       oltp_point_select --set table_size=100000, 4 clients (MariaDB)
+#   mysql-rw    oltp_read_write --set table_size=100000, 4 clients (MariaDB)
+#   ldap        one-level searches by cn among 10,000 entries, 4 clients (slapd, cn=Monitor)
 #   redis       GET and SET on 100,000 keys, 50 clients (Redis)
 #   http        GET of nginx's small static file, 50 clients (nginx, stub_status named)
 #
@@ -29,7 +31,7 @@ if (($# == 3)); then
     shift
 fi
 (($# == 2)) || {
-    echo "usage: scripts/bench-observe.sh [all|pg-select|pg-tpcb|mysql|redis|http] SECONDS REPEATS" >&2
+    echo "usage: scripts/bench-observe.sh [all|pg-select|pg-tpcb|mysql|mysql-rw|ldap|redis|http] SECONDS REPEATS" >&2
     exit 2
 }
 secs=$1
@@ -132,12 +134,46 @@ if want pg-select || want pg-tpcb; then
         measure "pg-tpcb: pgbench-tpcb, 4 clients"
     fi
 fi
-if want mysql; then
+if want mysql || want mysql-rw; then
     need mariadb
-    load_once oltp_point_select "$LOADRIG_MYSQL_URL" --set table_size=100000
-    run_args=(oltp_point_select --target "$LOADRIG_MYSQL_URL" --set table_size=100000 --skip-load)
+    if want mysql; then
+        load_once oltp_point_select "$LOADRIG_MYSQL_URL" --set table_size=100000
+        run_args=(oltp_point_select --target "$LOADRIG_MYSQL_URL" --set table_size=100000 --skip-load)
+        clients=4
+        measure "mysql: oltp_point_select, 4 clients"
+    fi
+    if want mysql-rw; then
+        load_once oltp_read_write "$LOADRIG_MYSQL_URL" --set table_size=100000
+        run_args=(oltp_read_write --target "$LOADRIG_MYSQL_URL" --set table_size=100000 --skip-load)
+        clients=4
+        measure "mysql-rw: oltp_read_write, 4 clients"
+    fi
+fi
+if want ldap; then
+    need slapd
+    ldap="$LOADRIG_LDAP_URL?bind_dn=$LOADRIG_LDAP_BIND_DN&password=\${LOADRIG_LDAP_PASSWORD}&base=$LOADRIG_LDAP_BASE"
+    # 10,000 entries cn=k0..k9999 under the target's own ou=loadrig (cn is indexed).
+    cat >"$work/ldap-load.toml" <<'EOF'
+name = "ldap-load"
+[[op]]
+name = "put"
+kv.put = { key = "k{seq}", value = "{bytes 16}" }
+EOF
+    "$bin" run "$work/ldap-load.toml" --target "$ldap" --clients 4 --ops 10000 --observe off \
+        -o "$work/load.json" >"$work/load.log" 2>&1 || {
+        cat "$work/load.log" >&2
+        exit 2
+    }
+    cat >"$work/ldap.toml" <<EOF
+name = "ldap-search"
+[[op]]
+name = "search"
+ldap.search = { base = "ou=loadrig,$LOADRIG_LDAP_BASE", scope = "one", filter = "(cn=k{uniform 0..10000})", attrs = ["cn"] }
+EOF
+    run_args=("$work/ldap.toml" --target "$ldap")
     clients=4
-    measure "mysql: oltp_point_select, 4 clients"
+    measure "ldap: one-level search by cn, 4 clients"
+    "$bin" cleanup --target "$ldap" >/dev/null 2>&1 || true
 fi
 if want redis; then
     need redis

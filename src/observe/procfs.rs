@@ -13,7 +13,9 @@
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::net::{ToSocketAddrs, UdpSocket};
+use std::os::unix::fs::MetadataExt;
 
+use super::listen;
 use super::record::ProcessFigures;
 
 /// Whether `host` is this machine: a loopback address or one of its own (an address this
@@ -32,33 +34,6 @@ pub fn is_local(host: &str, port: u16) -> bool {
 pub struct NotFound {
     pub why: String,
     pub enable: String,
-}
-
-/// The inodes of the sockets listening on `port` (TCP, IPv4 and IPv6) in this network
-/// namespace.
-fn listening_inodes(port: u16) -> HashSet<u64> {
-    let mut inodes = HashSet::new();
-    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let Ok(text) = fs::read_to_string(table) else {
-            continue;
-        };
-        for line in text.lines().skip(1) {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            if f.len() < 10 || f[3] != "0A" {
-                continue;
-            }
-            let local_port = f[1]
-                .rsplit_once(':')
-                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
-            if local_port == Some(port) {
-                if let Ok(inode) = f[9].parse::<u64>() {
-                    inodes.insert(inode);
-                }
-            }
-        }
-    }
-    inodes.remove(&0);
-    inodes
 }
 
 /// Programs that hold a port only to forward it: their processes are not the server's.
@@ -82,11 +57,23 @@ fn pids() -> Vec<u32> {
         .collect()
 }
 
+/// Whether `pid` holds one of the sockets `wanted` (`socket:[INODE]`); None when its
+/// descriptors are not readable.
+fn holds(pid: u32, wanted: &HashSet<String>) -> Option<bool> {
+    let fds = fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    Some(fds.filter_map(Result::ok).any(|fd| {
+        fs::read_link(fd.path())
+            .ok()
+            .and_then(|l| l.to_str().map(|s| wanted.contains(s)))
+            .unwrap_or(false)
+    }))
+}
+
 /// The process that holds the socket listening on `port`: of the processes holding it
 /// (nginx's master and workers all do), the one whose parent does not.
 pub fn find_server(port: u16) -> Result<u32, NotFound> {
-    let inodes = listening_inodes(port);
-    if inodes.is_empty() {
+    let listeners = listen::listeners(port);
+    if listeners.is_empty() {
         return Err(NotFound {
             why: format!(
                 "no socket listens on port {port} in this machine's network namespace (the server runs in a container, a VM or elsewhere)"
@@ -94,29 +81,36 @@ pub fn find_server(port: u16) -> Result<u32, NotFound> {
             enable: "running loadrig in the server's network and process namespaces".into(),
         });
     }
-    let wanted: HashSet<String> = inodes.iter().map(|i| format!("socket:[{i}]")).collect();
-    let mut holders = HashSet::new();
-    let mut denied = 0;
-    for pid in pids() {
-        let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
-            denied += 1;
-            continue;
-        };
-        let holds = fds.filter_map(Result::ok).any(|fd| {
-            fs::read_link(fd.path())
-                .ok()
-                .and_then(|l| l.to_str().map(|s| wanted.contains(s)))
-                .unwrap_or(false)
-        });
-        if holds {
-            holders.insert(pid);
-        }
-    }
-    let root = holders
+    let wanted: HashSet<String> = listeners
         .iter()
-        .copied()
-        .filter(|&p| stat(p).is_none_or(|s| !holders.contains(&s.ppid)))
-        .min();
+        .map(|l| format!("socket:[{}]", l.inode))
+        .collect();
+    // Reading every descriptor of every process is the costly part: the processes of the
+    // sockets' owners go first, lowest pid first (a server's root usually is), and the
+    // search ends at the first that holds one.
+    let uids: HashSet<u32> = listeners.iter().map(|l| l.uid).collect();
+    let mut all = pids();
+    all.sort_unstable();
+    let (owners, others): (Vec<u32>, Vec<u32>) = all
+        .into_iter()
+        .partition(|&p| fs::metadata(format!("/proc/{p}")).is_ok_and(|m| uids.contains(&m.uid())));
+    let mut denied = 0;
+    let holder = owners.into_iter().chain(others).find(|&pid| {
+        holds(pid, &wanted).unwrap_or_else(|| {
+            denied += 1;
+            false
+        })
+    });
+    // Up to the holder's ancestor that holds it too (nginx's master above its workers).
+    let root = holder.map(|mut pid| {
+        while let Some(parent) = stat(pid).map(|s| s.ppid).filter(|&p| p > 0) {
+            if holds(parent, &wanted) != Some(true) {
+                break;
+            }
+            pid = parent;
+        }
+        pid
+    });
     if let Some(pid) = root {
         let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         let comm = comm.trim();

@@ -703,15 +703,14 @@ fn the_flags_are_written_back_as_given() {
 
 #[test]
 fn observing_is_a_load_setting_of_its_own() {
-    // SQL and LDAP targets observe unless told not to; Redis and HTTP only when asked (the
-    // observer costs more than 1 % there); embedded and simulated ones never.
+    // Network targets observe unless told not to; embedded and simulated ones never.
     let pg = plan(&["noop", "-t", "postgres://u@127.0.0.1:5432/db"]).unwrap();
     assert!(pg.observes() && pg.observes_here());
     assert_eq!(pg.load.observe, None);
     let redis = plan(&["noop", "-t", "redis://127.0.0.1:6379/0"]).unwrap();
-    assert!(!redis.observes());
-    let on = plan(&["noop", "-t", "redis://127.0.0.1:6379/0", "--observe", "on"]).unwrap();
-    assert!(on.observes() && on.observes_here());
+    assert!(redis.observes() && redis.observes_here());
+    let http = plan(&["noop", "-t", "http://127.0.0.1:8080"]).unwrap();
+    assert!(http.observes());
     assert!(!plan(&["noop", "-t", "sqlite://x.db"]).unwrap().observes());
     let off = plan(&[
         "noop",
@@ -780,9 +779,9 @@ fn observing_is_a_load_setting_of_its_own() {
         .unwrap();
     assert!(!varied.observes());
     let varied = redis
-        .vary(&load(LoadSetting::Observe), &Value::Text("on".into()))
+        .vary(&load(LoadSetting::Observe), &Value::Text("off".into()))
         .unwrap();
-    assert!(varied.observes());
+    assert!(!varied.observes());
     let e = plan(&["noop", "-t", "sqlite://x.db"])
         .unwrap()
         .vary(&load(LoadSetting::Observe), &Value::Text("on".into()))

@@ -363,11 +363,10 @@ pub static SPECS: [Spec; 24] = [
         value_name: "on|off",
         key: Some("observe"),
         syntax: Syntax::OnOff,
-        help:
-            "Observe the server under test on a connection of its own, interval by interval: \
+        help: "Observe the server under test on a connection of its own, interval by interval: \
                what it counts, where its sessions wait, its statements' own time, its \
                processes' CPU; the result explains the run with them (docs/observe.md). \
-               Default: on for SQL and LDAP targets, off for the others (Redis, HTTP: --observe on)",
+               Default: on for network targets (SQL, LDAP, Redis, HTTP), off for embedded ones",
     },
     Spec {
         setting: LoadSetting::ObserveRate,
