@@ -7,7 +7,8 @@
 //! dashboard. At the end it merges the shards' results with `assemble::merge` itself, so
 //! its result is the one `loadrig merge` makes of the shards' files; a shard that stopped
 //! sending counts with the intervals it sent (as `loadrig recover` would rebuild them), and
-//! the result says which intervals lack it.
+//! the result says which intervals lack it. The observing shard's server figures follow
+//! their intervals; the dashboard gets them once per merged interval.
 
 mod book;
 mod conn;
