@@ -327,7 +327,7 @@ fn shards_merge_the_servers_counters_once() {
         let _ = s.read_to_string(&mut text);
         text
     });
-    let at = collect::start_in(3);
+    let at = collect::start_in(2);
     // Redis is observed only when asked (its observer's cost).
     let load = ["noop", "-t", &url, "-c", "3", "-d", "2s", "--observe", "on"];
     let shards: Vec<_> = (0..3)
