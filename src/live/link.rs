@@ -13,8 +13,9 @@ use std::time::Duration;
 use tokio::io::{AsyncWriteExt, BufReader, ReadHalf, WriteHalf};
 use tokio::sync::{mpsc, oneshot};
 
-use super::wire::{self, CollectTo, Hello, ToCollector, ToShard};
+use super::wire::{self, CollectTo, Hello, ServerFigures, ToCollector, ToShard};
 use crate::error::InputError;
+use crate::result::server::ServerIntervalRecord;
 use crate::result::stream::StreamHeader;
 use crate::result::{IntervalRecord, RunResult};
 use crate::targets::tls::{NetStream, Tls};
@@ -35,6 +36,9 @@ type Confirm = oneshot::Sender<Result<(), String>>;
 
 enum Out {
     Line(Arc<Vec<u8>>),
+    /// An interval's server figures: kept apart from the lines (whose positions are the
+    /// intervals'), sent only to a collector that reads them.
+    Server(Arc<Vec<u8>>),
     Result(Arc<Vec<u8>>, Confirm),
 }
 
@@ -124,6 +128,12 @@ impl Link {
         let _ = self.tx.send(Out::Line(Arc::new(wire::line(&msg))));
     }
 
+    /// Interval `index`'s server figures, once the observer's reading joined it.
+    pub fn server(&self, index: u64, figures: ServerIntervalRecord) {
+        let msg = ToCollector::Server(Box::new(ServerFigures { index, figures }));
+        let _ = self.tx.send(Out::Server(Arc::new(wire::line(&msg))));
+    }
+
     /// Send the shard's result and wait (a while) for the collector to confirm it.
     pub fn finish(mut self, result: &RunResult) {
         let (done, confirmed) = oneshot::channel();
@@ -177,13 +187,14 @@ type Reader = BufReader<ReadHalf<NetStream>>;
 type Writer = WriteHalf<NetStream>;
 
 /// Open a connection and say hello: the writer, a task that forwards the collector's
-/// replies, and how many intervals the collector already has.
+/// replies, how many intervals the collector already has and whether it reads `server`
+/// lines.
 async fn connect(
     peer: &Peer,
     hello: &Hello,
     replies: mpsc::UnboundedSender<(u64, Option<ToShard>)>,
     generation: u64,
-) -> Result<(Writer, u64), First> {
+) -> Result<(Writer, u64, bool), First> {
     let attempt = async {
         let tcp = tokio::net::TcpStream::connect((peer.host.as_str(), peer.port))
             .await
@@ -206,16 +217,17 @@ async fn connect(
             .map_err(|e| First::Unreachable(e.to_string()))?
             .ok_or_else(|| First::Unreachable("it closed the connection".into()))?;
         match serde_json::from_slice::<ToShard>(&reply) {
-            Ok(ToShard::Accepted { have }) => Ok((read, write, have)),
+            Ok(ToShard::Accepted { have, server }) => Ok((read, write, have, server)),
             Ok(ToShard::Refused { message, help }) => Err(First::Refused(message, help)),
             _ => Err(First::Unreachable(
                 "it answered something other than a loadrig collector".into(),
             )),
         }
     };
-    let (mut read, write, have) = tokio::time::timeout(CONNECT_TIMEOUT, attempt)
-        .await
-        .map_err(|_| First::Unreachable("no answer within 5s".into()))??;
+    let (mut read, write, have, server) =
+        tokio::time::timeout(CONNECT_TIMEOUT, attempt)
+            .await
+            .map_err(|_| First::Unreachable("no answer within 5s".into()))??;
     tokio::spawn(async move {
         loop {
             let msg = match wire::read_line(&mut read, wire::MAX_HELLO).await {
@@ -229,7 +241,7 @@ async fn connect(
             }
         }
     });
-    Ok((write, have))
+    Ok((write, have, server))
 }
 
 /// What the thread holds: every line sent (the header first, then the intervals), the
@@ -238,6 +250,11 @@ struct Sender {
     peer: Peer,
     hello: Hello,
     sent: Vec<Arc<Vec<u8>>>,
+    /// The server figures sent (each again after a reconnection: the collector keeps the
+    /// first of each interval).
+    servers: Vec<Arc<Vec<u8>>>,
+    /// Whether the collector connected now reads them.
+    takes_server: bool,
     writer: Option<Writer>,
     generation: u64,
     result: Option<(Arc<Vec<u8>>, Confirm)>,
@@ -250,7 +267,7 @@ impl Sender {
     /// its `have` intervals) and the result if there is one.
     async fn reconnect(&mut self) -> Result<(), First> {
         self.generation += 1;
-        let (mut w, have) = connect(
+        let (mut w, have, takes_server) = connect(
             &self.peer,
             &self.hello,
             self.replies_tx.clone(),
@@ -265,6 +282,9 @@ impl Sender {
         };
         let mut lines: Vec<Arc<Vec<u8>>> = self.sent.iter().take(1).cloned().collect();
         lines.extend(self.sent.iter().skip(from.max(1)).cloned());
+        if takes_server {
+            lines.extend(self.servers.iter().cloned());
+        }
         if let Some((r, _)) = &self.result {
             lines.push(Arc::clone(r));
         }
@@ -274,6 +294,7 @@ impl Sender {
             }
         }
         self.writer = Some(w);
+        self.takes_server = takes_server;
         Ok(())
     }
 
@@ -307,6 +328,8 @@ async fn send_loop(
         peer,
         hello,
         sent: Vec::new(),
+        servers: Vec::new(),
+        takes_server: false,
         writer: None,
         generation: 0,
         result: None,
@@ -336,6 +359,13 @@ async fn send_loop(
                     s.sent.push(Arc::clone(&l));
                     s.write(&l).await;
                     ping.reset();
+                }
+                Some(Out::Server(l)) => {
+                    s.servers.push(Arc::clone(&l));
+                    if s.takes_server {
+                        s.write(&l).await;
+                        ping.reset();
+                    }
                 }
                 Some(Out::Result(l, done)) => {
                     s.write(&l).await;

@@ -4,17 +4,25 @@
 //! ```text
 //! shard → {"hello": {"stream": "loadrig-collect", "version": 1, "token": …, "session": …,
 //!                    "shard": I, "count": N, "file": …, "workload": …, "load": …, "target": …}}
-//! collector → {"accepted": {"have": K}}        (it holds this shard's intervals 1..=K)
+//! collector → {"accepted": {"have": K, "server": true}}
+//!                                               (it holds this shard's intervals 1..=K;
+//!                                                `server`: it reads `server` lines)
 //!           | {"refused": {"message": …, "help": …}}   (then it closes the connection)
 //! shard → {"header": STREAM HEADER}             (as the .jsonl stream's first line)
 //!         {"interval": INTERVAL RECORD}          (each finished interval, with per_client)
+//!         {"server": {"index": K, "figures": …}} (interval K's server figures, once the
+//!                                                 observer's reading joined it; only to a
+//!                                                 collector that said `server`)
 //!         {"ping": {}}                           (when there was nothing to send for a while)
 //!         {"result": RUN RESULT}                 (the shard's result file, at its end)
 //! collector → {"received": {}}
 //! ```
 //!
 //! `version` changes whenever a message changes meaning; a collector refuses a stream of
-//! another version, naming both. The token is compared in constant time and never logged.
+//! another version, naming both. A message added later goes only to a collector whose
+//! `accepted` says it reads it (an older collector's does not: `server` is absent, read as
+//! false), so a newer shard and an older collector still speak version 1; an older shard
+//! just sends no `server` lines. The token is compared in constant time and never logged.
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +31,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use crate::engine::LoadPlan;
 use crate::error::InputError;
+use crate::result::server::ServerIntervalRecord;
 use crate::result::stream::StreamHeader;
 use crate::result::{IntervalRecord, RunResult, TargetRecord, WorkloadRecord};
 
@@ -72,8 +81,17 @@ pub enum ToCollector {
     Hello(Box<Hello>),
     Header(Box<StreamHeader>),
     Interval(Box<IntervalRecord>),
+    Server(Box<ServerFigures>),
     Ping {},
     Result(Box<RunResult>),
+}
+
+/// An interval's server figures, sent after the interval (the observer's reading joins
+/// it later); `index` is the interval record's.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerFigures {
+    pub index: u64,
+    pub figures: ServerIntervalRecord,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -81,6 +99,9 @@ pub enum ToCollector {
 pub enum ToShard {
     Accepted {
         have: u64,
+        /// It reads `server` lines (absent from an older collector's answer).
+        #[serde(default)]
+        server: bool,
     },
     Refused {
         message: String,
@@ -215,6 +236,23 @@ mod tests {
         assert!(!same_token("abc", "abd"));
         assert!(!same_token("abc", "abcd"));
         assert!(!same_token("", "a"));
+    }
+
+    #[test]
+    fn an_older_collectors_acceptance_reads_as_no_server_lines() {
+        let old: ToShard = serde_json::from_str(r#"{"accepted":{"have":3}}"#).unwrap();
+        assert!(matches!(
+            old,
+            ToShard::Accepted {
+                have: 3,
+                server: false
+            }
+        ));
+        let new = line(&ToShard::Accepted {
+            have: 0,
+            server: true,
+        });
+        assert_eq!(new, b"{\"accepted\":{\"have\":0,\"server\":true}}\n");
     }
 
     #[tokio::test(flavor = "current_thread")]

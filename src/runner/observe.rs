@@ -21,8 +21,9 @@ use crate::result::IntervalRecord;
 const READY_LIMIT: Duration = Duration::from_secs(5);
 
 /// Hands each finished interval to the console view and, when asked, the metrics endpoint,
-/// the dashboard and the collector, with the server's figures (console, stream and, in an
-/// event of their own after the interval's, the dashboard) when the run observes it.
+/// the dashboard and the collector, with the server's figures (console, stream and, in a
+/// message of their own after the interval's, the dashboard and the collector) when the run
+/// observes it.
 pub struct Observers<'a> {
     /// The console view; none for a sweep point, which shows only its row.
     pub live: Option<&'a mut Live>,
@@ -148,10 +149,10 @@ impl Observers<'_> {
         }
     }
 
-    /// Whether a live view (the console or the dashboard) wants the server's figures as
-    /// they come; without one the observation is taken whole at the end.
+    /// Whether a live view (the console, the dashboard or the collector's) wants the
+    /// server's figures as they come; without one the observation is taken whole at the end.
     fn watched(&self) -> bool {
-        self.live.is_some() || self.dashboard.is_some()
+        self.live.is_some() || self.dashboard.is_some() || self.link.is_some()
     }
 
     fn pump(&mut self, all: bool) {
@@ -166,6 +167,13 @@ impl Observers<'_> {
         if let Some(dash) = self.dashboard.as_deref_mut() {
             for r in &ready {
                 dash.server(r);
+            }
+        }
+        if let Some(link) = self.link {
+            for r in &ready {
+                if let Some(figures) = &r.server {
+                    link.server(r.index, figures.clone());
+                }
             }
         }
         if let Some(live) = self.live.as_deref_mut() {

@@ -2,11 +2,12 @@
 //! bad input, `[[observe]]` queries (malformed: exit 2 at file:line:column; failing: named
 //! once with the server's message), the server's figures in every interval of the result
 //! and of the `.jsonl` stream (so `loadrig recover` keeps them), shards whose merge holds
-//! the server's counters once, and the report's server section in a browser. Counts and
-//! classes only, never timings.
+//! the server's counters once (and whose collector's page shows them, once), and the
+//! report's server section in a browser. Counts and classes only, never timings.
 
 use std::time::{Duration, Instant};
 
+use crate::collect;
 use crate::common::browser::Browser;
 use crate::common::locks::{hold, Shared};
 use crate::common::{redis_db, server_url, Dir};
@@ -308,54 +309,50 @@ fn shards_merge_the_servers_counters_once() {
     };
     let _held = hold(&[Shared::Redis(11)]);
     let d = Dir::new();
-    let at =
-        humantime::format_rfc3339_seconds(std::time::SystemTime::now() + Duration::from_secs(2))
-            .to_string();
-    let children: Vec<_> = (0..2)
-        .map(|i| {
-            d.spawn(&[
-                "run",
-                "noop",
-                "-t",
-                &url,
-                "-c",
-                "2",
-                "-d",
-                "2s",
-                "--shard",
-                &format!("{i}/2"),
-                "--start-at",
-                &at,
-                // Redis is observed only when asked (its observer's cost).
-                "--observe",
-                "on",
-                "-o",
-                &format!("s{i}.json"),
-            ])
-        })
+    // Collected as they go, on the collector's page.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let page = format!("127.0.0.1:{port}");
+    #[rustfmt::skip]
+    let (col, addr) = collect::collector(d.path(), "127.0.0.1:0", &["--shards", "3", "-o", "run.json", "--dashboard", &page], &[]);
+    let events = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        text
+    });
+    let at = collect::start_in(2);
+    // Redis is observed only when asked (its observer's cost).
+    let load = ["noop", "-t", &url, "-c", "3", "-d", "2s", "--observe", "on"];
+    let shards: Vec<_> = (0..3)
+        .map(|i| collect::shard(d.path(), i, 3, &at, &addr, &load, &[]))
         .collect();
-    for c in children {
-        let out = c.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    for (i, s) in shards.into_iter().enumerate() {
+        collect::succeeded(s, d.path(), &format!("s{i}"));
     }
-    let (s0, s1) = (d.result("s0.json"), d.result("s1.json"));
+    collect::succeeded(col, d.path(), "collect");
+    let s0 = d.result("s0.json");
     let observed = s0.server.as_ref().expect("shard 0 observes");
     assert_eq!(observed.observed_by_shard, Some(0));
-    assert!(
-        s1.server.is_none() && observed_intervals(&s1) == 0,
-        "shard 1 does not"
-    );
-    assert!(
-        s1.notes.iter().any(|n| n.contains("observed by shard 0")),
-        "{:?}",
-        s1.notes
-    );
-    d.ok(&["merge", "s0.json", "s1.json", "-o", "m.json"]);
-    let m = d.result("m.json");
+    for other in ["s1.json", "s2.json"] {
+        let s = d.result(other);
+        assert!(
+            s.server.is_none() && observed_intervals(&s) == 0,
+            "{other} does not observe"
+        );
+        assert!(
+            s.notes.iter().any(|n| n.contains("observed by shard 0")),
+            "{:?}",
+            s.notes
+        );
+    }
+    let m = collect::merge(&d, &["s0.json", "s1.json", "s2.json"], &[]);
     let merged = m
         .server
         .as_ref()
@@ -371,6 +368,18 @@ fn shards_merge_the_servers_counters_once() {
     );
     assert_eq!(observed_intervals(&m), observed_intervals(&s0));
     assert!(m.bottleneck.is_some());
+    // The collector's run is the merge's, server figures included; its page got each
+    // observed interval's figures once, after the interval.
+    collect::same_as_merge(&d.result("run.json"), &m);
+    let text = events.join().unwrap();
+    assert_eq!(
+        text.matches("event: server\n").count(),
+        observed_intervals(&m),
+        "{text}"
+    );
+    let first = |e: &str| text.find(e).unwrap();
+    assert!(first("event: interval\n") < first("event: server\n"));
+    assert!(text.contains("event: end\n"), "{text}");
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::assemble::merge::{differs, RunIdentity};
-use crate::live::wire::{self, Hello};
+use crate::live::wire::{self, Hello, ServerFigures};
 use crate::result::live::{PartialInterval, Refusal, StoppedShard};
 use crate::result::stream::StreamHeader;
 use crate::result::{IntervalRecord, RunResult};
@@ -236,6 +236,21 @@ impl Book {
         s.last_heard = now;
         s.intervals.insert(r.index, r);
         Ok(())
+    }
+
+    /// Interval `f.index`'s server figures from shard `i`, kept in its interval record (so
+    /// that a shard that stops is rebuilt with them). Whether they are news: figures for an
+    /// interval it has not sent, or sent again after a reconnection, are not.
+    pub fn server(&mut self, i: usize, f: ServerFigures, now: Instant) -> bool {
+        let s = &mut self.shards[i];
+        s.last_heard = now;
+        match s.intervals.get_mut(&f.index) {
+            Some(r) if r.server.is_none() => {
+                r.server = Some(f.figures);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Shard `i`'s result; an error when it is not this shard's run.

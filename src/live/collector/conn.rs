@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 
-use crate::live::wire::{self, Hello, ToCollector, ToShard};
+use crate::live::wire::{self, Hello, ServerFigures, ToCollector, ToShard};
 use crate::result::stream::StreamHeader;
 use crate::result::{IntervalRecord, RunResult};
 
@@ -34,6 +34,7 @@ pub enum Event {
     },
     Header(u64, Box<StreamHeader>),
     Interval(u64, Box<IntervalRecord>),
+    Server(u64, Box<ServerFigures>),
     Ping(u64),
     Result(u64, Box<RunResult>),
     Closed(u64, String),
@@ -125,6 +126,7 @@ async fn talk<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         let event = match serde_json::from_slice::<ToCollector>(&line) {
             Ok(ToCollector::Header(h)) => Event::Header(conn, h),
             Ok(ToCollector::Interval(r)) => Event::Interval(conn, r),
+            Ok(ToCollector::Server(f)) => Event::Server(conn, f),
             Ok(ToCollector::Ping {}) => Event::Ping(conn),
             Ok(ToCollector::Result(r)) => Event::Result(conn, r),
             Ok(ToCollector::Hello(_)) => break "it said hello twice".to_string(),

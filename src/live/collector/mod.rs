@@ -7,12 +7,13 @@
 //! dashboard. At the end it merges the shards' results with `assemble::merge` itself, so
 //! its result is the one `loadrig merge` makes of the shards' files; a shard that stopped
 //! sending counts with the intervals it sent (as `loadrig recover` would rebuild them), and
-//! the result says which intervals lack it.
+//! the result says which intervals lack it. The observing shard's server figures follow
+//! their intervals; the dashboard gets them once per merged interval.
 
 mod book;
 mod conn;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,7 +32,7 @@ use crate::error::InputError;
 use crate::report::console;
 use crate::result::live::CollectRecord;
 use crate::result::stream::Stream;
-use crate::result::{RunResult, RunStatus};
+use crate::result::{IntervalRecord, RunResult, RunStatus};
 use book::{Book, State, Verdict};
 use conn::Event;
 
@@ -70,11 +71,17 @@ pub fn run(cfg: Config, listener: std::net::TcpListener) -> Result<RunResult> {
     runtime.block_on(collect(cfg, listener))
 }
 
+/// How many merged intervals wait for their server figures at most (the observer's
+/// reading follows its interval by about one interval; one that never comes is let go).
+const AWAIT_SERVER: u64 = 64;
+
 struct Collector {
     cfg: Config,
     book: Book,
     answers: HashMap<u64, mpsc::UnboundedSender<ToShard>>,
     watch: Option<Watch>,
+    /// Intervals shown on the dashboard before their server figures came, by index.
+    awaiting_server: BTreeMap<u64, IntervalRecord>,
     listen: String,
 }
 
@@ -99,6 +106,7 @@ async fn collect(cfg: Config, listener: std::net::TcpListener) -> Result<RunResu
         cfg,
         answers: HashMap::new(),
         watch: None,
+        awaiting_server: BTreeMap::new(),
         listen,
     };
     let (events_tx, mut events) = mpsc::unbounded_channel();
@@ -147,7 +155,7 @@ impl Collector {
                                 String::new()
                             }
                         );
-                        let _ = answer.send(ToShard::Accepted { have });
+                        let _ = answer.send(ToShard::Accepted { have, server: true });
                         self.answers.insert(conn, answer);
                         if first {
                             self.begin(&hello, dash);
@@ -186,6 +194,14 @@ impl Collector {
                 if let Some(i) = self.book.shard_of(conn) {
                     if let Err(why) = self.book.interval(i, *r, now) {
                         self.drop_conn(conn, i, &why, now);
+                    }
+                }
+            }
+            Event::Server(conn, f) => {
+                if let Some(i) = self.book.shard_of(conn) {
+                    let k = f.index;
+                    if self.book.server(i, *f, now) {
+                        self.show_server(i, k);
                     }
                 }
             }
@@ -308,8 +324,28 @@ impl Collector {
         };
         println!("{}{partial}", console::interval_line(&merged));
         if let Some(w) = &mut self.watch {
-            w.interval(merged, None);
+            // Figures that came before the interval was merged are in it (the first
+            // shard's that has them, as `merge` takes them); else they are awaited.
+            let server = merged.server.is_some();
+            w.interval(merged.clone(), None);
+            if server {
+                w.server(&merged);
+            } else {
+                self.awaiting_server.insert(k, merged);
+                let old = k.saturating_sub(AWAIT_SERVER);
+                self.awaiting_server = self.awaiting_server.split_off(&old);
+            }
         }
+    }
+
+    /// Shard `i`'s server figures for interval `k` came after `k` was shown: shown now,
+    /// once (the same server observed by several shards counts once, as in `merge`).
+    fn show_server(&mut self, i: usize, k: u64) {
+        let (Some(w), Some(mut merged)) = (&mut self.watch, self.awaiting_server.remove(&k)) else {
+            return;
+        };
+        merged.server = self.book.shards[i].intervals[&k].server.clone();
+        w.server(&merged);
     }
 
     /// The run: the shards' results merged as `loadrig merge` merges their files, the
