@@ -268,7 +268,9 @@ fn nginx_killed_and_restarted_mid_run_over_http2() {
         return;
     };
     let d = Dir::new();
-    let ops = 1_000;
+    // Enough operations that the run is still going when the kill comes (a quiet
+    // machine finished 1,000 before it).
+    let ops = 8_000;
     let child = start_puts(&d, &s, ops, &["--pipeline", "2"]);
     s.signal(libc::SIGKILL);
     std::thread::sleep(Duration::from_millis(500));
