@@ -137,18 +137,7 @@ fn literal_key(text: &str) -> String {
             c => out.extend(c.to_lowercase()),
         }
     }
-    let punct = ['(', ')', ',', '=', '<', '>', '+', '-', '*', '/', ';'];
-    let chars: Vec<char> = out.trim().trim_end_matches(';').chars().collect();
-    let mut tight = String::with_capacity(chars.len());
-    for (i, &c) in chars.iter().enumerate() {
-        let space_by_punct = c == ' '
-            && ((i > 0 && punct.contains(&chars[i - 1]))
-                || chars.get(i + 1).is_some_and(|n| punct.contains(n)));
-        if !space_by_punct {
-            tight.push(c);
-        }
-    }
-    tight
+    super::matching::tighten(out.trim().trim_end_matches(';'))
 }
 
 #[cfg(test)]

@@ -292,24 +292,27 @@ pub fn normalise(text: &str) -> String {
             c => out.extend(c.to_lowercase()),
         }
     }
-    let punct = ['(', ')', ',', '=', '<', '>', '+', '-', '*', '/', ';'];
-    let mut tight = String::with_capacity(out.len());
-    let chars: Vec<char> = out.trim().chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
-        if c == ' ' {
-            let before = i > 0 && punct.contains(&chars[i - 1]);
-            let after = chars.get(i + 1).is_some_and(|n| punct.contains(n));
-            if before || after {
-                continue;
-            }
-        }
-        tight.push(c);
-    }
-    let mut text = tight.replace("(...)", "(?)");
+    let mut text = tighten(out.trim()).replace("(...)", "(?)");
     while text.contains("?,?") {
         text = text.replace("?,?", "?");
     }
     text.trim_end_matches(';').to_string()
+}
+
+/// `text` without the spaces next to punctuation, so `a = b` and `a=b` read the same.
+pub(super) fn tighten(text: &str) -> String {
+    let punct = ['(', ')', ',', '=', '<', '>', '+', '-', '*', '/', ';'];
+    let chars: Vec<char> = text.chars().collect();
+    let mut tight = String::with_capacity(chars.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let by_punct = c == ' '
+            && ((i > 0 && punct.contains(&chars[i - 1]))
+                || chars.get(i + 1).is_some_and(|n| punct.contains(n)));
+        if !by_punct {
+            tight.push(c);
+        }
+    }
+    tight
 }
 
 #[cfg(test)]
