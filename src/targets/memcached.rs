@@ -77,6 +77,8 @@ const DEFAULT_PORT: u16 = 11211;
 const MAX_KEY: usize = 250;
 /// How long connecting (TCP, TLS, the login, the first `version`) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most metadump crawls one cleanup makes (it stops at the first that finds nothing).
+const CLEANUP_CRAWLS: usize = 5;
 /// Deletes written at once by cleanup.
 const DELETE_BATCH: usize = 500;
 /// How long cleanup waits for a crawler busy with another request.
@@ -736,18 +738,27 @@ impl Session for McSession {
     }
 
     /// Delete every `loadrig:` key the crawler lists; returns those deleted (a key that
-    /// expired or was evicted since the crawl is not counted).
+    /// expired or was evicted since the crawl is not counted). One metadump right after a
+    /// run can miss items memcached has not yet linked where the crawler walks, so the
+    /// crawl is repeated until one finds nothing more to delete.
     async fn cleanup(&mut self) -> Result<u64, OpError> {
-        let keys = self.loadrig_keys().await?;
         let mut removed = 0;
-        for batch in keys.chunks(DELETE_BATCH) {
-            self.out.clear();
-            for key in batch {
-                self.out.extend_from_slice(b"delete ");
-                self.out.extend_from_slice(key);
-                self.out.extend_from_slice(b"\r\n");
+        for _ in 0..CLEANUP_CRAWLS {
+            let keys = self.loadrig_keys().await?;
+            let mut this_crawl = 0;
+            for batch in keys.chunks(DELETE_BATCH) {
+                self.out.clear();
+                for key in batch {
+                    self.out.extend_from_slice(b"delete ");
+                    self.out.extend_from_slice(key);
+                    self.out.extend_from_slice(b"\r\n");
+                }
+                this_crawl += self.pipeline(batch.len()).await?;
             }
-            removed += self.pipeline(batch.len()).await?;
+            removed += this_crawl;
+            if this_crawl == 0 {
+                break;
+            }
         }
         Ok(removed)
     }
