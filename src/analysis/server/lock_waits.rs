@@ -104,39 +104,7 @@ fn sql_texts(op: &OpRecord) -> Vec<String> {
 /// A statement's text with its literals kept: lower case outside strings, no quoting of
 /// identifiers, placeholders (`$1`, `?`, `:1`) as `?`, one space, none around punctuation.
 fn literal_key(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                out.push('\'');
-                while let Some(d) = chars.next() {
-                    out.push(d);
-                    if d == '\'' {
-                        if chars.peek() == Some(&'\'') {
-                            out.push('\'');
-                            chars.next();
-                        } else {
-                            break;
-                        }
-                    }
-                }
-            }
-            '`' | '"' => {}
-            '$' | '?' | ':' if chars.peek().is_some_and(|d| d.is_ascii_digit()) => {
-                while chars.peek().is_some_and(|d| d.is_ascii_digit()) {
-                    chars.next();
-                }
-                out.push('?');
-            }
-            c if c.is_whitespace() => {
-                if !out.ends_with(' ') {
-                    out.push(' ');
-                }
-            }
-            c => out.extend(c.to_lowercase()),
-        }
-    }
+    let out = super::matching::scan(text, true);
     super::matching::tighten(out.trim().trim_end_matches(';'))
 }
 

@@ -250,6 +250,19 @@ fn statement_keys(s: &StatementDelta, redis: bool) -> Vec<String> {
 /// placeholders (`$1`, `?`, `?1`) as `?`, identifiers unquoted, no space around
 /// punctuation, lists of `?` as one.
 pub fn normalise(text: &str) -> String {
+    let out = scan(text, false);
+    let mut text = tighten(out.trim()).replace("(...)", "(?)");
+    while text.contains("?,?") {
+        text = text.replace("?,?", "?");
+    }
+    text.trim_end_matches(';').to_string()
+}
+
+/// A statement's text lower case outside strings, identifiers unquoted, placeholders
+/// (`$1`, `?`, `:1`) as `?` and runs of white space as one space; its quoted strings and
+/// numbers kept (`keep_literals`, to tell two statements apart by their values) or each
+/// made `?` (as servers normalise theirs).
+pub(super) fn scan(text: &str, keep_literals: bool) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     let word = |c: char| c.is_alphanumeric() || c == '_';
@@ -257,16 +270,27 @@ pub fn normalise(text: &str) -> String {
         match c {
             '\'' => {
                 // A string, '' inside it an escaped quote.
+                if keep_literals {
+                    out.push('\'');
+                }
                 while let Some(d) = chars.next() {
+                    if keep_literals {
+                        out.push(d);
+                    }
                     if d == '\'' {
                         if chars.peek() == Some(&'\'') {
+                            if keep_literals {
+                                out.push('\'');
+                            }
                             chars.next();
                         } else {
                             break;
                         }
                     }
                 }
-                out.push('?');
+                if !keep_literals {
+                    out.push('?');
+                }
             }
             '`' | '"' => {}
             '$' | '?' | ':' if chars.peek().is_some_and(|d| d.is_ascii_digit()) => {
@@ -275,7 +299,7 @@ pub fn normalise(text: &str) -> String {
                 }
                 out.push('?');
             }
-            c if c.is_ascii_digit() && !out.chars().last().is_some_and(word) => {
+            c if !keep_literals && c.is_ascii_digit() && !out.chars().last().is_some_and(word) => {
                 while chars
                     .peek()
                     .is_some_and(|d| d.is_ascii_digit() || *d == '.')
@@ -292,11 +316,7 @@ pub fn normalise(text: &str) -> String {
             c => out.extend(c.to_lowercase()),
         }
     }
-    let mut text = tighten(out.trim()).replace("(...)", "(?)");
-    while text.contains("?,?") {
-        text = text.replace("?,?", "?");
-    }
-    text.trim_end_matches(';').to_string()
+    out
 }
 
 /// `text` without the spaces next to punctuation, so `a = b` and `a=b` read the same.
