@@ -41,6 +41,19 @@ fn shot(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The page logged no error; its screenshot is saved under `name` to be looked at.
+fn no_console_errors_then_shot(b: &Browser, name: &str) {
+    let errors: Vec<Value> = b
+        .log("browser")
+        .into_iter()
+        .filter(|e| e["level"] == "SEVERE")
+        .collect();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    let to = shot(name);
+    b.screenshot(&to);
+    eprintln!("the page's screenshot: {}", to.display());
+}
+
 /// Chromium sends everything through a proxy that does not exist, but for the page's own
 /// address and port; names resolve to nothing.
 fn blocked_but(port: u16) -> Vec<String> {
@@ -159,15 +172,7 @@ fn the_page_shows_the_run_as_it_goes_with_nothing_but_its_own_address() {
         .filter(|u| !u.starts_with(&url) && !u.starts_with("blob:") && !u.starts_with("data:"))
         .collect();
     assert!(strangers.is_empty(), "requests elsewhere: {strangers:?}");
-    let errors: Vec<Value> = b
-        .log("browser")
-        .into_iter()
-        .filter(|e| e["level"] == "SEVERE")
-        .collect();
-    assert!(errors.is_empty(), "console errors: {errors:?}");
-    let to = shot("dashboard-final.png");
-    b.screenshot(&to);
-    eprintln!("the final page: {}", to.display());
+    no_console_errors_then_shot(&b, "dashboard-final.png");
 
     // What the dashboard cost, with one page open.
     let dash = r.dashboard.expect("the dashboard's record");
@@ -392,15 +397,7 @@ fn the_page_shows_the_servers_series_and_the_stages() {
         ));
         assert_eq!(marks, serde_json::json!(["two"]), "{id}");
     }
-    let errors: Vec<Value> = b
-        .log("browser")
-        .into_iter()
-        .filter(|e| e["level"] == "SEVERE")
-        .collect();
-    assert!(errors.is_empty(), "console errors: {errors:?}");
-    let to = shot("dashboard-observed.png");
-    b.screenshot(&to);
-    eprintln!("the observed run's page: {}", to.display());
+    no_console_errors_then_shot(&b, "dashboard-observed.png");
     // The late page got every server event too, each after its interval's.
     let mut text = String::new();
     late.set_read_timeout(Some(Duration::from_secs(10)))
