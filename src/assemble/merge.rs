@@ -452,7 +452,7 @@ pub fn merge_interval(
             })
         })
         .collect::<Result<Vec<_>, InputError>>()?;
-    let per_client: Vec<u64> = same.iter().flat_map(|i| i.per_client.clone()).collect();
+    let per_client: Vec<u64> = same.iter().flat_map(|i| whole(i)).copied().collect();
     let ok: u64 = same.iter().map(|i| i.ok).sum();
     let errors: u64 = same.iter().map(|i| i.errors).sum();
     let end_s = same.iter().map(|i| i.end_s).fold(first.end_s, f64::max);
@@ -467,6 +467,7 @@ pub fn merge_interval(
         rig: merge_rig(same, cores, ok + errors, end_s - first.start_s),
         fairness: FairnessInterval::of(&per_client),
         per_client: Vec::new(),
+        ran_whole: None,
         stage: first.stage.clone(),
         clients: first
             .clients
@@ -856,6 +857,15 @@ pub(super) fn merged_validity(view: &View<'_>) -> Option<Validity> {
     })
 }
 
+/// A shard's per-client counts of the clients that ran all of the interval (a client ramp's
+/// joining and departing clients are not starved).
+fn whole(i: &IntervalRecord) -> &[u64] {
+    match i.ran_whole {
+        Some(n) => &i.per_client[..(n as usize).min(i.per_client.len())],
+        None => &i.per_client,
+    }
+}
+
 /// Fairness over every client of every shard, from the shards' per-client interval counts.
 fn merged_fairness(view: &View<'_>, starved_median: f64) -> FairnessSummary {
     let mut totals: Vec<u64> = Vec::new();
@@ -879,7 +889,7 @@ fn merged_fairness(view: &View<'_>, starved_median: f64) -> FairnessSummary {
             (view.parts.iter())
                 .flat_map(|(f, _)| {
                     let x = f.result.intervals.iter().find(|x| x.index == i.index);
-                    let counts = x.map_or_else(Vec::new, |x| x.per_client.clone());
+                    let counts = x.map_or_else(Vec::new, |x| whole(x).to_vec());
                     (0..counts.len())
                         .filter(|&c| view.counts(f, c))
                         .map(move |c| counts[c])

@@ -79,6 +79,7 @@ impl IntervalRecord {
             } else {
                 Vec::new()
             },
+            ran_whole: d.ran_whole.filter(|_| per_client).map(|n| n as u64),
             stage: d.stage.as_deref().map(str::to_string),
             clients: d.clients,
             offered: d.offered,

@@ -540,6 +540,11 @@ pub struct IntervalRecord {
     /// interval, so that `loadrig merge` judges fairness over every client exactly.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_client: Vec<u64>,
+    /// Shard runs with a closed-loop client ramp: the first N of `per_client` ran all of the
+    /// interval (the others joined or left during it), so `loadrig merge` judges fairness
+    /// over them alone; absent in older files and without client stages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_whole: Option<u64>,
     /// A run with stages: the stage it belongs to (no interval spans two).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<String>,

@@ -388,3 +388,63 @@ fn bad_stages_exit_2_at_their_place_and_nothing_runs() {
     }
     assert!(!d.join("never.json").exists(), "nothing runs");
 }
+
+#[test]
+fn a_sharded_client_ramp_merges_with_no_departed_client_starved() {
+    let d = Dir::new();
+    let at =
+        humantime::format_rfc3339_seconds(SystemTime::now() + Duration::from_secs(2)).to_string();
+    // Each shard ramps 1 → 4 clients, holds 4, then lets one go: intervals in which clients
+    // join or leave hold clients with nothing done that are not starved.
+    let children: Vec<_> = (0..2)
+        .map(|i| {
+            let (shard, out) = (format!("{i}/2"), format!("s{i}.json"));
+            d.spawn(&[
+                "run",
+                "noop",
+                "-t",
+                "sleep://?latency=5ms",
+                "--stages",
+                "1500ms:2..8c,top=750ms:8c,down=500ms:8..6c,rest=750ms:6c",
+                "-i",
+                "250ms",
+                "--shard",
+                &shard,
+                "--start-at",
+                &at,
+                "-o",
+                &out,
+            ])
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().expect("shard ran");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let shards = [d.result("s0.json"), d.result("s1.json")];
+    // The shards say which of their clients ran whole intervals of the ramps.
+    assert!(
+        shards
+            .iter()
+            .all(|s| s.intervals.iter().any(|i| i.ran_whole.is_some())),
+        "no shard recorded the clients that ran whole intervals"
+    );
+    d.ok(&["merge", "s0.json", "s1.json", "-o", "m.json"]);
+    let m = d.result("m.json");
+    let departed = m
+        .intervals
+        .iter()
+        .filter(|i| i.stage.as_deref() == Some("rest"))
+        .count();
+    assert!(departed >= 2, "{departed} intervals after the ramp down");
+    for i in &m.intervals {
+        let f = i.fairness.as_ref().expect("fairness per interval");
+        assert!(f.starved == 0 && f.min > 0, "interval {}: {f:?}", i.index);
+    }
+    let v = m.validity.as_ref().expect("validity");
+    assert_eq!(v.fairness.starved_client_intervals, 0, "{:?}", v.fairness);
+}

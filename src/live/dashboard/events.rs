@@ -185,6 +185,7 @@ mod tests {
             rig: None,
             fairness: None,
             per_client: vec![3, 4],
+            ran_whole: None,
             stage: None,
             clients: None,
             offered: None,
