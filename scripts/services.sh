@@ -630,9 +630,13 @@ http {
     }
     # HTTP/2 (h2c) for benchmarks: h2load does not reconnect after the GOAWAY nginx sends
     # after keepalive_requests (1,000 by default), so here a connection lasts a whole run.
+    # No sendfile: nginx 1.22 sends an HTTP/2 response's file by turning Nagle's algorithm
+    # back on and corking its DATA frame, which the kernel then holds behind the unacked
+    # HEADERS frame until the client's delayed ACK: 44 ms a response, one stream at a time.
     server {
         listen 127.0.0.1:$h2_bench_port http2;
         keepalive_requests 100000000;
+        sendfile off;
         root $dir/www;
         location /static/ { }
     }
