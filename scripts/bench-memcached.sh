@@ -32,7 +32,7 @@
 #
 # memtier (with MEMTIER=PATH, and in all): memtier_benchmark --protocol=memcache_text against
 # loadrig, each for MEMTIER_SECONDS (default 5), on the KEYS items loadrig stores once
-# beforehand (memtier asks for loadrig's key names: --key-prefix, keys 0 to KEYS - 1): gets
+# beforehand (memtier asks for loadrig's key names: --key-prefix, keys 1 to KEYS): gets
 # of keys drawn at random on 4 connections (memtier 2 threads x 2), one in flight, then 16
 # pipelined. Loads are left out on both sides there. Debian does not package memtier and
 # loadrig ships none of its code: scripts/build-peer.sh memtier builds it into the ignored
@@ -151,7 +151,7 @@ peer_memtier() { # pipeline
     cpu=$(timed "$MEMTIER" --server 127.0.0.1 --port "$LOADRIG_MEMCACHED_PORT" \
         --protocol memcache_text --threads "$threads" --clients $((clients / threads)) \
         --pipeline "$1" --ratio 0:1 --key-pattern R:R --key-prefix "loadrig:$key_prefix" \
-        --key-minimum 0 --key-maximum $((keys - 1)) --distinct-client-seed \
+        --key-minimum 1 --key-maximum "$keys" --distinct-client-seed \
         --test-time "$secs" --hide-histogram --json-out-file "$work/memtier.json")
     python3 - "$work/memtier.json" "$cpu" <<'PY'
 import json, sys
@@ -171,12 +171,12 @@ name = "mc-get"
 description = "$keys items of 2,525 bytes stored, then gets of them at random, as memcslap"
 [data]
 count = $keys
-key = "$key_prefix{seq}"
+key = "$key_prefix{seq 1}"
 value = "{bytes 2525}"
 batch = 500
 [[op]]
 name = "get"
-kv.get = { key = "$key_prefix{uniform 0..$keys}" }
+kv.get = { key = "$key_prefix{uniform 1..$((keys + 1))}" }
 TOML
 
 if [[ -z ${LOADRIG_BIN:-} ]]; then cargo build --release --quiet; fi
@@ -189,7 +189,7 @@ if ! command -v memcslap >/dev/null; then
     }
 fi
 need memcached
-echo "loadrig against memcslap: $clients connections, $(nproc) cores, $(date -u +%Y-%m-%d)," \
+echo "loadrig against memcslap and memtier_benchmark on memcached: $clients connections, $(nproc) cores, $(date -u +%Y-%m-%d)," \
     "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 case_get() {
