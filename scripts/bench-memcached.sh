@@ -15,7 +15,7 @@
 # It prints the items it got in that time. `-l` (the initial load) is ignored: the count of
 # gets is tied to the count of keys, and a run is a count, not a duration.
 #
-# loadrig does the same work on 4 connections (--clients 4 --threads 2) with the commands
+# loadrig does the same work on 4 connections (--clients 4 --threads THREADS) with the commands
 # memcslap sends (`commands=classic`: set and get): KEYS items of 2,525 bytes under keys of
 # memcslap's average length stored first ([data], 500 stores to a write), then 4 x KEYS gets
 # of keys drawn at random (--ops):
@@ -27,8 +27,11 @@
 # Client CPU per operation: the process's user + system time (/usr/bin/time) over its stores
 # and gets (memcslap's key generation and thread start, loadrig's start, connects and result
 # file included). Before every run the script empties the throwaway server (flush_all, which
-# loadrig itself never sends), so each run stores into an empty cache and no run's items
-# evict another's (memcached here has 128 MB: keep KEYS at 40,000 or below).
+# loadrig itself never sends), so each run stores into an empty cache. flush_all leaves
+# memcached's memory pages with the item sizes that filled them, memcslap's spread of sizes
+# and loadrig's one size keeping theirs: on the 128 MB of scripts/services.sh both sides'
+# KEYS items fit up to about 15,000 (at 30,000, half of loadrig's gets missed). Gets that
+# find nothing are said after the run that missed them.
 #
 # memtier (with MEMTIER=PATH, and in all): memtier_benchmark --protocol=memcache_text against
 # loadrig, each for MEMTIER_SECONDS (default 5), on the KEYS items loadrig stores once
@@ -42,6 +45,8 @@
 # default /tmp/loadrig-bench-services), stopped at the end unless KEEP_SERVICES=1. Needs
 # root (services.sh installs packages, adds a user; memcslap comes from libmemcached-tools).
 # LOADRIG_BIN=PATH runs that binary and builds none (default: cargo build --release).
+# THREADS=N (default 2) sets loadrig's --threads and memtier's --threads (memcslap always
+# runs a thread per connection).
 # PAIRS_LOG, PLACEMENT and IDLE as in scripts/bench-compare.sh.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -50,7 +55,7 @@ cd "$(dirname "$0")/.."
 source scripts/bench-compare.sh
 
 which_case=${1:-all}
-keys=${2:-30000}
+keys=${2:-15000}
 repeats=${3:-5}
 case $which_case in get | mget | memtier | all) ;; *)
     echo "usage: $0 [get|mget|memtier|all] [KEYS] [REPEATS]" >&2
@@ -58,7 +63,7 @@ case $which_case in get | mget | memtier | all) ;; *)
     ;;
 esac
 clients=4
-threads=2
+threads=${THREADS:-2}
 pipe=16
 gets=$((clients * keys))
 secs=${MEMTIER_SECONDS:-5}
