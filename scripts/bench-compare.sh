@@ -1,15 +1,17 @@
 # shellcheck shell=bash
-# The comparison bench-peers.sh, bench-net.sh and bench-floor.sh share (sourced by them).
+# What the bench-*.sh scripts that compare loadrig with a peer share (sourced by them): the
+# alternating comparison, the placement of servers and clients, and a sitting's plumbing.
 #
 # compare TITLE PEER-NAME PEER-FN LOADRIG-FN [PEER-NAME PEER-FN]...
 # runs the functions $repeats times, in turns whose order flips from one to the next
 # (peer, [second peer,] loadrig, then loadrig, [second peer,] peer, ...): a run that leaves
 # the server or the machine slower or faster for the next one then favours neither side.
-# Each prints "OPS_PER_S CPU_US_PER_OP" for one run of ${secs}s. Prints each side's medians
-# and, against each peer, loadrig's ratios of the medians, then the pairs (a peer's run and
-# loadrig's run in the same turn) in which loadrig did better, with the two-sided sign test's
-# p-value: on a shared machine whole runs swing by a fifth, and a swing hits both runs of a
-# pair, so the count of pairs says whether a difference of medians is more than the swing.
+# Each prints "OPS_PER_S CPU_US_PER_OP" for one run of ${secs}s (or what $run_length says,
+# for a script whose runs are counts). Prints each side's medians and, against each peer,
+# loadrig's ratios of the medians, then the pairs (a peer's run and loadrig's run in the same
+# turn) in which loadrig did better, with the two-sided sign test's p-value: on a shared
+# machine whole runs swing by a fifth, and a swing hits both runs of a pair, so the count of
+# pairs says whether a difference of medians is more than the swing.
 # CPU_GOAL (default 1) and RATE_GOAL (default 1; empty: none) are the goals named after the
 # ratios (issue 14: at most the peer's CPU per operation, half of it pipelined; 1.1x the
 # kernel floor's). PAIRS_LOG=FILE appends every pair to FILE; `scripts/bench_pairs.py pool
@@ -87,6 +89,41 @@ place_servers() {
     client_on=(taskset -c "0-$((last - 1))")
 }
 
+# The sitting's scratch folder and servers, for the scripts that start theirs case by case
+# (bench-peers.sh, bench-observe.sh, bench-memcached.sh): `sitting` makes $work and sets the
+# EXIT trap, which restores the idle setting, removes $work and stops the servers `need`
+# started, unless KEEP_SERVICES=1.
+sitting() {
+    work=$(mktemp -d)
+    started=()
+    trap end_sitting EXIT
+}
+
+end_sitting() {
+    idle_restore
+    rm -rf "$work"
+    if ((${#started[@]})) && [[ ${KEEP_SERVICES:-0} != 1 ]]; then
+        scripts/services.sh down >/dev/null 2>&1 || true
+    fi
+}
+
+# need SVC...: start the servers a case needs (those already up stay), load their
+# variables, and place them (place_servers).
+need() {
+    scripts/services.sh up "$@" >"$work/services.log" 2>&1 || {
+        cat "$work/services.log" >&2
+        exit 2
+    }
+    started+=("$@")
+    eval "$(scripts/services.sh env)"
+    place_servers "$@"
+}
+
+say() { echo "$(basename "$0" .sh): $*" >&2; }
+
+# field FILE EXPR: a Python expression over the JSON document in FILE (as r).
+field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
 compare() {
     local title=$1 lr_fn=$4 i k ran line rate cpu
     local setup=${compare_setup:-}
@@ -105,7 +142,7 @@ compare() {
     fns+=("$lr_fn")
     local rates=() cpus=()
     echo
-    echo "$title (${secs}s runs, median of ${repeats}, alternating, order flipped each turn)"
+    echo "$title (${run_length:-${secs}s runs}, median of ${repeats}, alternating, order flipped each turn)"
     local order=("${!fns[@]}") reversed=()
     for ((k = ${#fns[@]} - 1; k >= 0; k--)); do reversed+=("$k"); done
     for i in $(seq "$repeats"); do

@@ -56,8 +56,6 @@ scripts/services.sh up "${need[@]}" >"$work/services.log" 2>&1 || {
 eval "$(scripts/services.sh env)"
 place_servers "${need[@]}"
 
-field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
-
 # A floor's line "... N ops, R ops/s, user U sys S us/op, total T us/op" as "R T".
 floor_run() {
     "${client_on[@]}" "$@" | sed -n 's/.* ops, \([0-9.]*\) ops\/s, .*total \([0-9.]*\) us\/op.*/\1 \2/p'

@@ -1,24 +1,53 @@
 #!/usr/bin/env bash
-# loadrig's memcached:// target against memcslap (libmemcached-tools) on the same throwaway
-# memcached, run alternately (memcslap, loadrig, loadrig, memcslap, ...). Each process's own
-# CPU (user + system, from /usr/bin/time) is divided by the operations it completed, its
-# loading stores included (both sides store their keys first, then read them).
+# loadrig's memcached:// target against memcslap (Debian's libmemcached-tools: libmemcached
+# 1.1's memslap) on the same throwaway memcached, in alternating pairs
+# (scripts/bench-compare.sh), and against memtier_benchmark's memcached text protocol where
+# MEMTIER names a build of it.
 #
-# Usage: scripts/bench-memcached.sh [get|pipe|all] [SECONDS] [REPEATS]
-#   get   memcslap -t get -c 4 (4 threads, a connection each, one get in flight)  vs  loadrig,
-#         4 clients, --threads 2, one get in flight
-#   pipe  memcslap -t mget -c 4 (each thread asks for all its keys in one multi-get)  vs
-#         loadrig --pipeline 16 on 4 connections (16 gets in flight per connection)
-# memcslap stores KEYS keys (random names, random values of up to a few kB: 2,500 bytes on
-# average here), then its threads read them; loadrig stores KEYS keys of 2,500 bytes, then
-# reads them uniformly at random. memcslap runs a count, not a time: SECONDS sets its count
-# (about SECONDS seconds of gets on this machine), and loadrig runs SECONDS.
+# Usage: scripts/bench-memcached.sh [get|mget|memtier|all] [KEYS] [REPEATS]
+#
+# What memcslap measures (`memcslap --help`; its source, src/bin/memslap.cc of libmemcached):
+# `-e KEYS` makes KEYS items (keys of 20-60 random characters, values of 50-5,000 bytes,
+# 2,525 on average) and stores them one `set` at a time on one connection; then it starts
+# `-c` threads, each with a connection of its own, and times them from start to the last:
+#   get   each thread gets KEYS keys drawn at random, one `get` in flight;
+#   mget  each thread asks for all KEYS keys in one multi-get (`get K1 K2 ... KKEYS`).
+# It prints the items it got in that time. `-l` (the initial load) is ignored: the count of
+# gets is tied to the count of keys, and a run is a count, not a duration.
+#
+# loadrig does the same work on 4 connections (--clients 4 --threads THREADS) with the commands
+# memcslap sends (`commands=classic`: set and get): KEYS items of 2,525 bytes under keys of
+# memcslap's average length stored first ([data], 500 stores to a write), then 4 x KEYS gets
+# of keys drawn at random (--ops):
+#   get   one get in flight per connection;
+#   mget  16 gets in flight per connection (--pipeline 16). A kv get is one key, so loadrig
+#         pipelines single gets where memcslap sends one request for all its keys; both
+#         rates count items.
+# Rate: items got over the timed part (memcslap's threads; loadrig's run, its load apart).
+# Client CPU per operation: the process's user + system time (/usr/bin/time) over its stores
+# and gets (memcslap's key generation and thread start, loadrig's start, connects and result
+# file included). Before every run the script empties the throwaway server (flush_all, which
+# loadrig itself never sends), so each run stores into an empty cache. flush_all leaves
+# memcached's memory pages with the item sizes that filled them, memcslap's spread of sizes
+# and loadrig's one size keeping theirs: on the 128 MB of scripts/services.sh both sides'
+# KEYS items fit up to about 15,000 (at 30,000, half of loadrig's gets missed). Gets that
+# find nothing are said after the run that missed them.
+#
+# memtier (with MEMTIER=PATH, and in all): memtier_benchmark --protocol=memcache_text against
+# loadrig, each for MEMTIER_SECONDS (default 5), on the KEYS items loadrig stores once
+# beforehand (memtier asks for loadrig's key names: --key-prefix, keys 1 to KEYS): gets
+# of keys drawn at random on 4 connections (memtier 2 threads x 2), one in flight, then 16
+# pipelined. Loads are left out on both sides there. Debian does not package memtier and
+# loadrig ships none of its code: scripts/build-peer.sh memtier builds it into the ignored
+# target/peers/memtier/.
 #
 # Servers come from scripts/services.sh in their own state dir (LOADRIG_BENCH_SERVICES_DIR,
 # default /tmp/loadrig-bench-services), stopped at the end unless KEEP_SERVICES=1. Needs
 # root (services.sh installs packages, adds a user; memcslap comes from libmemcached-tools).
 # LOADRIG_BIN=PATH runs that binary and builds none (default: cargo build --release).
-# PAIRS_LOG=FILE appends each pair for scripts/bench_pairs.py pool (scripts/bench-compare.sh).
+# THREADS=N (default 2) sets loadrig's --threads and memtier's --threads (memcslap always
+# runs a thread per connection).
+# PAIRS_LOG, PLACEMENT and IDLE as in scripts/bench-compare.sh.
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
@@ -26,29 +55,31 @@ cd "$(dirname "$0")/.."
 source scripts/bench-compare.sh
 
 which_case=${1:-all}
-secs=${2:-10}
-repeats=${3:-3}
+keys=${2:-15000}
+repeats=${3:-5}
+case $which_case in get | mget | memtier | all) ;; *)
+    echo "usage: $0 [get|mget|memtier|all] [KEYS] [REPEATS]" >&2
+    exit 2
+    ;;
+esac
 clients=4
 threads=${THREADS:-2}
-keys=20000
-compare_setup="$clients clients, loadrig --threads $threads"
+pipe=16
+gets=$((clients * keys))
+secs=${MEMTIER_SECONDS:-5}
+compare_setup="$clients connections, loadrig --threads $threads"
+# loadrig:key-for-memcslaps-key-length-NNNNN: 40 bytes, memcslap's average.
+key_prefix=key-for-memcslaps-key-length-
 
 export LOADRIG_SERVICES_DIR=${LOADRIG_BENCH_SERVICES_DIR:-/tmp/loadrig-bench-services}
-target_dir=${CARGO_TARGET_DIR:-target}
-loadrig_bin=${LOADRIG_BIN:-$target_dir/release/loadrig}
-work=$(mktemp -d)
-started=0
-
-finish() {
-    idle_restore
-    rm -rf "$work"
-    if ((started)) && [[ ${KEEP_SERVICES:-0} != 1 ]]; then
-        scripts/services.sh down >/dev/null 2>&1 || true
-    fi
-}
-trap finish EXIT
-
-say() { echo "bench-memcached: $*" >&2; }
+loadrig_bin=${LOADRIG_BIN:-${CARGO_TARGET_DIR:-target}/release/loadrig}
+if [[ $which_case == memtier || ($which_case == all && -n ${MEMTIER:-}) ]]; then
+    [[ -n ${MEMTIER:-} && -f $MEMTIER && -x $MEMTIER ]] || {
+        say "MEMTIER=${MEMTIER:-} is not an executable file (scripts/build-peer.sh memtier builds one)"
+        exit 2
+    }
+fi
+sitting # $work, and on exit the servers stopped (bench-compare.sh)
 
 # Run a command under /usr/bin/time: its output in $work/out, its CPU seconds on stdout.
 timed() {
@@ -60,54 +91,100 @@ timed() {
     awk '{print $1 + $2}' "$work/cpu"
 }
 
-# memcslap's run: "GETS_PER_S CPU_US_PER_OP", from its "Time to get(mget) N keys by T
-# threads: S seconds." line; its operations are those N gets and its KEYS loading stores.
-peer_memcslap() { # test (get or mget)
-    local cpu per_thread=$((secs * 2500))
-    [[ $1 == mget ]] && per_thread=$keys
-    cpu=$(timed memcslap -s "127.0.0.1:$LOADRIG_MEMCACHED_PORT" -t "$1" -c "$clients" \
-        -e "$per_thread")
-    python3 - "$work/out" "$cpu" <<'PY'
+# Empty the throwaway server: every run starts from an empty cache.
+flush() {
+    local reply
+    exec 3<>"/dev/tcp/127.0.0.1/$LOADRIG_MEMCACHED_PORT"
+    printf 'flush_all\r\n' >&3
+    read -r reply <&3
+    exec 3<&-
+    [[ $reply == OK* ]] || {
+        say "flush_all answered '$reply'"
+        exit 2
+    }
+}
+
+# memcslap's run: "ITEMS_PER_S CPU_US_PER_OP", from its "Time to set N keys: S seconds."
+# and "Time to get(mget) N keys by T threads: S seconds." lines.
+peer_memcslap() { # get|mget
+    local cpu
+    flush
+    cpu=$(timed memcslap -s "127.0.0.1:$LOADRIG_MEMCACHED_PORT" -t "$1" -c "$clients" -e "$keys")
+    python3 - "$work/out" "$cpu" "$gets" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
 stored = int(re.search(r"Time to set\s+(\d+) keys", text).group(1))
-n, s = re.search(r"Time to m?get\s+(\d+) keys by\s+\d+ threads:\s+([\d.]+) seconds", text).groups()
-print(f"{int(n) / float(s):.0f} {float(sys.argv[2]) * 1e6 / (int(n) + stored):.2f}")
+got, s = re.search(r"Time to m?get\s+(\d+) keys by\s+\d+ threads:\s+([\d.]+) seconds", text).groups()
+if int(got) != int(sys.argv[3]):
+    print(f"memcslap got {got} of {sys.argv[3]} items", file=sys.stderr)
+print(f"{int(got) / float(s):.0f} {float(sys.argv[2]) * 1e6 / (int(got) + stored):.2f}")
 PY
 }
-
-# loadrig's run: the same count of keys stored by [data], then gets for SECONDS.
-loadrig_get() { # loadrig flags...
-    local cpu ok rate loaded
-    cpu=$(timed "$loadrig_bin" run "$work/mc-get.toml" --target "$LOADRIG_MEMCACHED_URL" \
-        --clients "$clients" --threads "$threads" --duration "${secs}s" -o "$work/r.json" "$@")
-    read -r ok rate loaded < <(python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-print(r["total"]["ok"], r["total"]["throughput_per_s"], r["data_load"]["records"])
-if r["total"]["errors"]: print("loadrig counted errors:", r["total"]["errors"], file=sys.stderr)' "$work/r.json")
-    echo "$rate $(awk -v c="$cpu" -v n="$((ok + loaded))" 'BEGIN {printf "%.2f", c * 1e6 / n}')"
-}
-
 peer_get() { peer_memcslap get; }
 peer_mget() { peer_memcslap mget; }
-lr_get() { loadrig_get; }
-lr_pipe() { loadrig_get --pipeline 16; }
+
+# loadrig's run: "ITEMS_PER_S CPU_US_PER_OP"; a get that found nothing, or an error, is
+# said (the server was emptied and loaded, so every get should find its item).
+loadrig_run() { # loadrig flags...
+    local cpu ok rate loaded
+    cpu=$(timed "$loadrig_bin" run "$work/mc-get.toml" \
+        --target "$LOADRIG_MEMCACHED_URL?commands=classic" --clients "$clients" \
+        --threads "$threads" -o "$work/r.json" "$@")
+    read -r ok rate loaded < <(python3 - "$work/r.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t, get, load = r["total"], r["operations"][0], r["data_load"]
+print(t["ok"], round(t["throughput_per_s"]), load["records"] if load and not load["skipped"] else 0)
+if t["errors"] or get["rows"] != get["ok"]:
+    print(f"loadrig: {t['errors']} errors, {get['ok'] - get['rows']} gets found nothing", file=sys.stderr)
+PY
+    )
+    echo "$rate $(awk -v c="$cpu" -v n="$((ok + loaded))" 'BEGIN {printf "%.2f", c * 1e6 / n}')"
+}
+lr_get() {
+    flush
+    loadrig_run --ops "$gets"
+}
+lr_pipe() {
+    flush
+    loadrig_run --ops "$gets" --pipeline "$pipe"
+}
+
+# memtier's run on the items loadrig stored: "ITEMS_PER_S CPU_US_PER_OP" from its JSON.
+peer_memtier() { # pipeline
+    local cpu
+    cpu=$(timed "$MEMTIER" --server 127.0.0.1 --port "$LOADRIG_MEMCACHED_PORT" \
+        --protocol memcache_text --threads "$threads" --clients $((clients / threads)) \
+        --pipeline "$1" --ratio 0:1 --key-pattern R:R --key-prefix "loadrig:$key_prefix" \
+        --key-minimum 1 --key-maximum "$keys" --distinct-client-seed \
+        --test-time "$secs" --hide-histogram --json-out-file "$work/memtier.json")
+    python3 - "$work/memtier.json" "$cpu" <<'PY'
+import json, sys
+gets = json.load(open(sys.argv[1]))["ALL STATS"]["Gets"]
+if gets.get("Misses/sec"):
+    print(f"memtier: {gets['Misses/sec']:.0f} misses a second", file=sys.stderr)
+print(f"{gets['Ops/sec']:.0f} {float(sys.argv[2]) * 1e6 / gets['Count']:.2f}")
+PY
+}
+peer_memtier_get() { peer_memtier 1; }
+peer_memtier_pipe() { peer_memtier "$pipe"; }
+lr_timed_get() { loadrig_run --skip-load --duration "${secs}s"; }
+lr_timed_pipe() { loadrig_run --skip-load --duration "${secs}s" --pipeline "$pipe"; }
 
 cat >"$work/mc-get.toml" <<TOML
 name = "mc-get"
-description = "$keys keys of 2,500 bytes stored, then gets of them at random, as memcslap"
+description = "$keys items of 2,525 bytes stored, then gets of them at random, as memcslap"
 [data]
 count = $keys
-key = "key:{seq}"
-value = "{bytes 2500}"
+key = "$key_prefix{seq 1}"
+value = "{bytes 2525}"
 batch = 500
 [[op]]
 name = "get"
-kv.get = { key = "key:{uniform 0..$keys}" }
+kv.get = { key = "$key_prefix{uniform 1..$((keys + 1))}" }
 TOML
 
-if [[ -z ${LOADRIG_BIN:-} ]]; then CARGO_TARGET_DIR=$target_dir cargo build --release --quiet; fi
+if [[ -z ${LOADRIG_BIN:-} ]]; then cargo build --release --quiet; fi
 if ! command -v memcslap >/dev/null; then
     say "installing libmemcached-tools (memcslap)"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
@@ -116,23 +193,38 @@ if ! command -v memcslap >/dev/null; then
         exit 2
     }
 fi
-scripts/services.sh up memcached >"$work/services.log" 2>&1 || {
-    cat "$work/services.log" >&2
-    exit 2
+need memcached
+echo "loadrig against memcslap and memtier_benchmark on memcached: $clients connections, $(nproc) cores, $(date -u +%Y-%m-%d)," \
+    "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+case_get() {
+    run_length="runs of $keys stores and $gets gets" compare \
+        "memcached get, one in flight" memcslap peer_get lr_get
 }
-started=1
-eval "$(scripts/services.sh env)"
-place_servers memcached
-echo "loadrig against memcslap: $clients connections, $(nproc) cores, $(date -u +%Y-%m-%d)"
+case_mget() {
+    run_length="runs of $keys stores and $gets gets" CPU_GOAL=0.5 compare \
+        "memcached get, memcslap's multi-get of all keys; loadrig $pipe in flight" \
+        memcslap peer_mget lr_pipe
+}
+case_memtier() {
+    flush
+    "$loadrig_bin" run "$work/mc-get.toml" --target "$LOADRIG_MEMCACHED_URL" --ops 1 \
+        -o "$work/load.json" >"$work/load.log" 2>&1 || {
+        cat "$work/load.log" >&2
+        exit 2
+    }
+    compare "memcached get of $keys items, one in flight" memtier peer_memtier_get lr_timed_get
+    CPU_GOAL=0.5 compare "memcached get of $keys items, $pipe in flight" memtier \
+        peer_memtier_pipe lr_timed_pipe
+}
 case $which_case in
-get) compare "memcached get, one in flight" memcslap peer_get lr_get ;;
-pipe) CPU_GOAL=0.5 compare "memcached get, pipelined (memcslap mget; loadrig 16 in flight)" memcslap peer_mget lr_pipe ;;
+get) case_get ;;
+mget) case_mget ;;
+memtier) case_memtier ;;
 all)
-    compare "memcached get, one in flight" memcslap peer_get lr_get
-    CPU_GOAL=0.5 compare "memcached get, pipelined (memcslap mget; loadrig 16 in flight)" memcslap peer_mget lr_pipe
-    ;;
-*)
-    echo "usage: $0 [get|pipe|all] [SECONDS] [REPEATS]" >&2
-    exit 2
+    case_get
+    case_mget
+    if [[ -n ${MEMTIER:-} ]]; then case_memtier; fi
     ;;
 esac
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

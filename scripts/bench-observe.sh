@@ -41,29 +41,7 @@ source scripts/bench-compare.sh
 
 if [[ -z ${LOADRIG_BIN:-} ]]; then cargo build --release --quiet; fi
 bin=${LOADRIG_BIN:-${CARGO_TARGET_DIR:-target}/release/loadrig}
-work=$(mktemp -d)
-started=()
-finish() {
-    idle_restore
-    rm -rf "$work"
-    if ((${#started[@]})) && [[ ${KEEP_SERVICES:-0} != 1 ]]; then
-        scripts/services.sh down >/dev/null 2>&1 || true
-    fi
-}
-trap finish EXIT
-
-say() { echo "bench-observe: $*" >&2; }
-field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
-
-need() { # svc...
-    scripts/services.sh up "$@" >"$work/services.log" 2>&1 || {
-        cat "$work/services.log" >&2
-        exit 2
-    }
-    started+=("$@")
-    eval "$(scripts/services.sh env)"
-    place_servers "$@"
-}
+sitting # $work, and on exit the servers stopped (bench-compare.sh)
 
 # The case's run: set by each case below.
 run_args=()

@@ -88,31 +88,7 @@ export LOADRIG_SERVICES_DIR=${LOADRIG_BENCH_SERVICES_DIR:-/tmp/loadrig-bench-ser
 export PGSSLMODE=disable
 target_dir=${CARGO_TARGET_DIR:-target}
 loadrig_bin=${LOADRIG_BIN:-$target_dir/release/loadrig}
-work=$(mktemp -d)
-started=()
-
-finish() {
-    idle_restore
-    rm -rf "$work"
-    if ((${#started[@]})) && [[ ${KEEP_SERVICES:-0} != 1 ]]; then
-        scripts/services.sh down >/dev/null 2>&1 || true
-    fi
-}
-trap finish EXIT
-
-say() { echo "bench-peers: $*" >&2; }
-field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
-
-# Start the servers a case needs (once) and load their variables.
-need() { # svc...
-    scripts/services.sh up "$@" >"$work/services.log" 2>&1 || {
-        cat "$work/services.log" >&2
-        exit 2
-    }
-    started+=("$@")
-    eval "$(scripts/services.sh env)"
-    place_servers "$@"
-}
+sitting # $work, and on exit the servers stopped (bench-compare.sh)
 
 # Run a command under /usr/bin/time: its output in $work/out, its CPU seconds on stdout.
 timed() {

@@ -48,22 +48,16 @@
 //! crates.io own their socket and read buffer and have no authfile login.
 
 use std::future::Future;
-use std::net::SocketAddr;
-use std::ops::Range;
-use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncReadExt;
-
 use super::endpoint::Endpoint;
-use super::pipelined::{Batched, Codec, Context, Inbox, Shared};
-use super::readbuf::ReadBuf;
-use super::socket;
-use super::tls::{NetStream, Tls};
+use super::ordered::{Protocol, Server, Wire};
+use super::pipelined::{plain_step, Batched, Codec, Context};
+use super::tls::Tls;
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::stats::connect_phases::{ConnectPhases, PhaseClock, PhaseTimes};
+use crate::stats::connect_phases::ConnectPhases;
 use crate::vocab::{
     ErrorClass, Family, MemcachedOp, NativeOp, Op, OpError, OpFamily, Outcome, RecordOp, ValueKind,
 };
@@ -110,15 +104,16 @@ struct Probe {
     auth: bool,
 }
 
+/// memcached's text protocol as the shared connection code frames it.
+static TEXT: Protocol = Protocol {
+    name: "memcached",
+    frame_len,
+    tls_records: true,
+};
+
 /// What every session needs to connect and log in.
 struct Login {
-    addrs: Vec<SocketAddr>,
-    /// The host as given: the name a TLS certificate must carry.
-    host: String,
-    tls: Tls,
-    phases: PhaseClock,
-    /// HOST:PORT, for messages (never the password).
-    shown: String,
+    server: Arc<Server>,
     user: Option<String>,
     password: Option<String>,
     commands: Commands,
@@ -164,23 +159,10 @@ impl Memcached {
             .help("write memcached://USER:PASSWORD@HOST:PORT"));
         }
         let port = end.port.unwrap_or(DEFAULT_PORT);
-        let shown = format!("{}:{port}", end.host);
-        let addrs: Vec<SocketAddr> =
-            std::net::ToSocketAddrs::to_socket_addrs(&(end.host.as_str(), port))
-                .map_err(|e| {
-                    InputError::new(format!("{} cannot resolve {shown}: {e}", url.scheme))
-                })?
-                .collect();
-        if addrs.is_empty() {
-            return Err(InputError::new(format!("{shown} resolves to no address")));
-        }
+        let server = Server::resolve(&url.scheme, end.host, port, tls)?;
         Ok(Memcached {
             login: Arc::new(Login {
-                addrs,
-                host: end.host,
-                tls,
-                phases: PhaseClock::default(),
-                shown,
+                server: Arc::new(server),
                 user: end.user,
                 password: end.password,
                 commands,
@@ -213,7 +195,7 @@ impl Target for Memcached {
     fn connect(&self) -> impl Future<Output = Result<McSession, OpError>> {
         let login = Arc::clone(&self.login);
         async move {
-            let shown = login.shown.clone();
+            let shown = login.server.shown.clone();
             super::connect_within(CONNECT_TIMEOUT, &shown, McSession::open(login)).await
         }
     }
@@ -221,6 +203,7 @@ impl Target for Memcached {
     fn cannot_pipeline(&self) -> Option<&'static str> {
         // The shared wire waits on a plain socket's readiness, which TLS records hide.
         self.login
+            .server
             .tls
             .is_on()
             .then_some("over TLS (memcacheds://) only the batch driver pipelines")
@@ -237,43 +220,19 @@ impl Target for Memcached {
     async fn connect_batched(&self) -> Result<Batched, OpError> {
         let session = self.connect().await?;
         let context: Arc<Context> = Arc::new(session.dialect);
-        match session.wire {
-            Wire::Own(stream) => Ok(Batched {
-                stream,
-                shown: session.login.shown.clone(),
-                context: Some(context),
-            }),
-            Wire::Shared(..) => Err(OpError::new(
-                ErrorClass::Other,
-                "the batch driver needs a connection of its own",
-            )),
-        }
+        session.wire.into_batched(Some(context))
     }
 
     fn connect_phases(&self) -> Option<ConnectPhases> {
-        self.login.phases.snapshot()
+        self.login.server.phases.snapshot()
     }
 }
 
-/// The socket of a session: its own, or one it shares with other streams (`--pipeline`).
-enum Wire {
-    Own(NetStream),
-    Shared(Rc<Shared>, Rc<Inbox>),
-}
-
-/// One client's connection with its reusable buffers.
+/// One client's connection.
 pub struct McSession {
     wire: Wire,
     login: Arc<Login>,
     dialect: Dialect,
-    /// The request (or pipeline) being sent.
-    out: Vec<u8>,
-    /// Replies as read.
-    inbuf: ReadBuf,
-}
-
-fn io_error(what: &str, e: std::io::Error) -> OpError {
-    OpError::new(ErrorClass::Connect, format!("{what}: {e}"))
 }
 
 fn protocol(message: impl Into<String>) -> OpError {
@@ -286,46 +245,15 @@ fn other(message: impl Into<String>) -> OpError {
 
 impl McSession {
     async fn open(login: Arc<Login>) -> Result<McSession, OpError> {
-        let started = Instant::now();
-        let mut last = None;
-        let mut stream = None;
-        for addr in &login.addrs {
-            match socket::connect(addr).await {
-                Ok(s) => {
-                    stream = Some(s);
-                    break;
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        let Some(stream) = stream else {
-            return Err(OpError::new(
-                ErrorClass::Connect,
-                format!(
-                    "cannot connect to {}: {}",
-                    login.shown,
-                    last.map_or_else(|| "no address".to_string(), |e| e.to_string())
-                ),
-            ));
-        };
-        let tcp = started.elapsed();
-        let stream = login.tls.wrap(&login.host, stream, &login.shown).await?;
-        let tls = login.tls.is_on().then(|| started.elapsed() - tcp);
+        let (wire, dialed) = Wire::open(&login.server, &TEXT).await?;
         let mut session = McSession {
-            wire: Wire::Own(stream),
+            wire,
             login,
             dialect: Dialect::Classic,
-            out: Vec::with_capacity(256),
-            inbuf: ReadBuf::new(16 * 1024),
         };
-        let before_auth = started.elapsed();
         let probe = session.probe().await?;
         session.dialect = session.dialect_for(&probe)?;
-        session.login.phases.record(PhaseTimes {
-            tcp,
-            tls,
-            auth: probe.auth.then(|| started.elapsed() - before_auth),
-        });
+        dialed.record(&session.login.server, probe.auth);
         Ok(session)
     }
 
@@ -356,10 +284,10 @@ impl McSession {
 
     /// `version`: `1.6.18`.
     async fn version(&mut self) -> Result<String, OpError> {
-        self.out.clear();
-        self.out.extend_from_slice(b"version\r\n");
-        let range = self.roundtrip().await?;
-        let line = first_line(&self.inbuf[range]);
+        self.wire.out.clear();
+        self.wire.out.extend_from_slice(b"version\r\n");
+        let range = self.wire.roundtrip().await?;
+        let line = first_line(&self.wire.inbuf[range]);
         match line.strip_prefix(b"VERSION ") {
             Some(v) => Ok(String::from_utf8_lossy(v).trim().to_string()),
             None => Err(reply_error(line)),
@@ -375,15 +303,15 @@ impl McSession {
                 ErrorClass::Auth,
                 format!(
                     "{} asks for a login (memcached -Y): give it in the URL, memcached://USER:PASSWORD@HOST:PORT",
-                    login.shown
+                    login.server.shown
                 ),
             ));
         };
         let pair = format!("{user} {password}");
-        self.out.clear();
+        self.wire.out.clear();
         // exptime -1: were the server to take this for a plain set, the item expires at once.
         push_store(
-            &mut self.out,
+            &mut self.wire.out,
             b"set",
             b"loadrig:auth",
             pair.as_bytes(),
@@ -391,8 +319,8 @@ impl McSession {
             b"-1",
             None,
         )?;
-        let range = self.roundtrip().await?;
-        let line = first_line(&self.inbuf[range]);
+        let range = self.wire.roundtrip().await?;
+        let line = first_line(&self.wire.inbuf[range]);
         if line == b"STORED" {
             return Ok(());
         }
@@ -410,87 +338,31 @@ impl McSession {
             Commands::Only(Dialect::Meta) if meta => Ok(Dialect::Meta),
             Commands::Only(Dialect::Meta) => Err(other(format!(
                 "{} is memcached {}, which has no meta commands (1.6 and later): drop commands=meta",
-                self.login.shown, probe.version
+                self.login.server.shown, probe.version
             ))),
         }
     }
 
     /// This session's connection (logged in) as `n` sessions that share it.
     fn share(self, n: usize) -> Vec<McSession> {
-        let Wire::Own(NetStream::Plain(stream)) = self.wire else {
-            return vec![self];
-        };
-        Shared::split(stream, self.login.shown.clone(), frame_len, n)
+        let (login, dialect) = (self.login, self.dialect);
+        self.wire
+            .share(n)
             .into_iter()
-            .map(|(shared, inbox)| McSession {
-                wire: Wire::Shared(shared, inbox),
-                login: Arc::clone(&self.login),
-                dialect: self.dialect,
-                out: Vec::with_capacity(256),
-                inbuf: ReadBuf::new(16 * 1024),
+            .map(|wire| McSession {
+                wire,
+                login: Arc::clone(&login),
+                dialect,
             })
             .collect()
-    }
-
-    /// Send `out` and read one reply; returns where it lies in `inbuf`.
-    async fn roundtrip(&mut self) -> Result<Range<usize>, OpError> {
-        self.send().await?;
-        self.read_reply().await
-    }
-
-    async fn send(&mut self) -> Result<(), OpError> {
-        self.inbuf.rewind_if_drained();
-        let McSession {
-            wire, out, login, ..
-        } = self;
-        match wire {
-            // Over TLS, records end where requests end: memcached leaves the rest of a
-            // record it read in part unread until more bytes arrive.
-            Wire::Own(stream) => stream
-                .send_records(out, frame_len)
-                .await
-                .map_err(|e| io_error(&login.shown, e)),
-            Wire::Shared(shared, inbox) => shared.send(inbox, out),
-        }
-    }
-
-    /// Read until one whole reply is buffered; returns its range and moves past it.
-    async fn read_reply(&mut self) -> Result<Range<usize>, OpError> {
-        loop {
-            match frame_len(self.inbuf.unread()) {
-                Ok(Some(n)) => return Ok(self.inbuf.consume(n)),
-                Ok(None) => {}
-                Err(e) => return Err(protocol(format!("malformed reply from memcached: {e}"))),
-            }
-            self.fill().await?;
-        }
-    }
-
-    /// Read what has arrived into `inbuf` (at least one byte).
-    async fn fill(&mut self) -> Result<(), OpError> {
-        let n = match &mut self.wire {
-            Wire::Own(stream) => stream
-                .read(self.inbuf.spare())
-                .await
-                .map_err(|e| io_error(&self.login.shown, e))?,
-            Wire::Shared(shared, inbox) => shared.recv(inbox, self.inbuf.spare()).await?,
-        };
-        if n == 0 {
-            return Err(OpError::new(
-                ErrorClass::Connect,
-                format!("{} closed the connection", self.login.shown),
-            ));
-        }
-        self.inbuf.advance(n);
-        Ok(())
     }
 
     async fn run(&mut self, op: &Op<'_>) -> Result<Outcome, OpError> {
         match *op {
             Op::Nop | Op::Begin | Op::Commit | Op::Rollback => return Ok(Outcome::rows(0)),
             Op::Put { .. } | Op::Get { .. } | Op::Update { .. } | Op::Delete { .. } => {
-                self.out.clear();
-                push_kv(&mut self.out, self.dialect, op)?;
+                self.wire.out.clear();
+                push_kv(&mut self.wire.out, self.dialect, op)?;
             }
             Op::Native {
                 op: NativeOp::Memcached(mc),
@@ -505,8 +377,8 @@ impl McSession {
             // Every other family: the runner refuses them before anything runs.
             Op::Native { .. } => return Err(super::unsupported(op, "memcached://")),
         }
-        let range = self.roundtrip().await?;
-        Ok(Outcome::rows(reply_rows(&self.inbuf[range])?))
+        let range = self.wire.roundtrip().await?;
+        Ok(Outcome::rows(reply_rows(&self.wire.inbuf[range])?))
     }
 
     async fn native(
@@ -515,10 +387,10 @@ impl McSession {
         args: &[Vec<u8>],
         capture: bool,
     ) -> Result<Outcome, OpError> {
-        self.out.clear();
-        push_native(&mut self.out, op, args)?;
-        let range = self.roundtrip().await?;
-        let frame = &self.inbuf[range];
+        self.wire.out.clear();
+        push_native(&mut self.wire.out, op, args)?;
+        let range = self.wire.roundtrip().await?;
+        let frame = &self.wire.inbuf[range];
         let mut out = Outcome::rows(reply_rows(frame)?);
         if capture {
             out.captured = match op {
@@ -549,10 +421,10 @@ impl McSession {
                 self.store(b"replace", key, &doc).await?
             }
             RecordOp::Read { field, .. } => {
-                self.out.clear();
-                push_keyed(&mut self.out, b"get", key)?;
-                let range = self.roundtrip().await?;
-                let frame = &self.inbuf[range];
+                self.wire.out.clear();
+                push_keyed(&mut self.wire.out, b"get", key)?;
+                let range = self.wire.roundtrip().await?;
+                let frame = &self.wire.inbuf[range];
                 match (items(frame)?.first(), field) {
                     (None, _) => 0,
                     (Some(_), None) => 1,
@@ -567,10 +439,10 @@ impl McSession {
                     .await?
             }
             RecordOp::Delete { .. } => {
-                self.out.clear();
-                push_keyed(&mut self.out, b"delete", key)?;
-                let range = self.roundtrip().await?;
-                reply_rows(&self.inbuf[range])?
+                self.wire.out.clear();
+                push_keyed(&mut self.wire.out, b"delete", key)?;
+                let range = self.wire.roundtrip().await?;
+                reply_rows(&self.wire.inbuf[range])?
             }
             RecordOp::Scan { .. } => {
                 return Err(other(
@@ -583,10 +455,10 @@ impl McSession {
 
     /// One store command of a whole value; its rows.
     async fn store(&mut self, command: &[u8], key: &[u8], value: &[u8]) -> Result<u64, OpError> {
-        self.out.clear();
-        push_store(&mut self.out, command, key, value, b"0", b"0", None)?;
-        let range = self.roundtrip().await?;
-        reply_rows(&self.inbuf[range])
+        self.wire.out.clear();
+        push_store(&mut self.wire.out, command, key, value, b"0", b"0", None)?;
+        let range = self.wire.roundtrip().await?;
+        reply_rows(&self.wire.inbuf[range])
     }
 
     /// `gets` the record, change one field, `cas` it back: 0 rows when it is missing, a
@@ -597,10 +469,10 @@ impl McSession {
         field: &str,
         value: &[u8],
     ) -> Result<u64, OpError> {
-        self.out.clear();
-        push_keyed(&mut self.out, b"gets", key)?;
-        let range = self.roundtrip().await?;
-        let frame = &self.inbuf[range];
+        self.wire.out.clear();
+        push_keyed(&mut self.wire.out, b"gets", key)?;
+        let range = self.wire.roundtrip().await?;
+        let frame = &self.wire.inbuf[range];
         let found = items(frame)?;
         let Some(item) = found.first() else {
             return Ok(0);
@@ -615,20 +487,28 @@ impl McSession {
             serde_json::Value::String(String::from_utf8_lossy(value).into_owned()),
         );
         let bytes = serde_json::to_vec(&doc).map_err(|e| other(e.to_string()))?;
-        self.out.clear();
-        push_store(&mut self.out, b"cas", key, &bytes, b"0", b"0", Some(&token))?;
-        let range = self.roundtrip().await?;
-        reply_rows(&self.inbuf[range])
+        self.wire.out.clear();
+        push_store(
+            &mut self.wire.out,
+            b"cas",
+            key,
+            &bytes,
+            b"0",
+            b"0",
+            Some(&token),
+        )?;
+        let range = self.wire.roundtrip().await?;
+        reply_rows(&self.wire.inbuf[range])
     }
 
     /// Write `out` (one request per entry of `n`) and read every reply; the first error.
     async fn pipeline(&mut self, n: usize) -> Result<u64, OpError> {
-        self.send().await?;
+        self.wire.send().await?;
         let mut first_error = None;
         let mut rows = 0;
         for _ in 0..n {
-            let range = self.read_reply().await?;
-            match reply_rows(&self.inbuf[range]) {
+            let range = self.wire.read_reply().await?;
+            match reply_rows(&self.wire.inbuf[range]) {
                 Ok(r) => rows += r,
                 Err(e) => {
                     first_error.get_or_insert(e);
@@ -642,16 +522,18 @@ impl McSession {
     async fn loadrig_keys(&mut self) -> Result<Vec<Vec<u8>>, OpError> {
         let started = Instant::now();
         loop {
-            self.out.clear();
-            self.out.extend_from_slice(b"lru_crawler metadump all\r\n");
-            self.send().await?;
+            self.wire.out.clear();
+            self.wire
+                .out
+                .extend_from_slice(b"lru_crawler metadump all\r\n");
+            self.wire.send().await?;
             if let Some(keys) = self.read_metadump().await? {
                 return Ok(keys);
             }
             if started.elapsed() > CRAWLER_WAIT {
                 return Err(other(format!(
                     "{}'s LRU crawler stayed busy for {} s: run cleanup again later",
-                    self.login.shown,
+                    self.login.server.shown,
                     CRAWLER_WAIT.as_secs()
                 )));
             }
@@ -663,9 +545,9 @@ impl McSession {
     async fn read_metadump(&mut self) -> Result<Option<Vec<Vec<u8>>>, OpError> {
         let mut keys = Vec::new();
         loop {
-            while let Some(nl) = memchr::memchr(b'\n', self.inbuf.unread()) {
-                let range = self.inbuf.consume(nl + 1);
-                let line = first_line(&self.inbuf[range]);
+            while let Some(nl) = memchr::memchr(b'\n', self.wire.inbuf.unread()) {
+                let range = self.wire.inbuf.consume(nl + 1);
+                let line = first_line(&self.wire.inbuf[range]);
                 if line == b"END" {
                     return Ok(Some(keys));
                 }
@@ -676,7 +558,7 @@ impl McSession {
                     let e = reply_error(line);
                     return Err(other(format!(
                         "cleanup lists loadrig's keys with lru_crawler metadump, which {} refused ({}): its loadrig: keys stay",
-                        self.login.shown, e.message
+                        self.login.server.shown, e.message
                     )));
                 };
                 let encoded = rest.split(|&b| b == b' ').next().unwrap_or_default();
@@ -685,7 +567,7 @@ impl McSession {
                     keys.push(key);
                 }
             }
-            self.fill().await?;
+            self.wire.fill().await?;
         }
     }
 }
@@ -707,19 +589,19 @@ impl Session for McSession {
 
     /// One pipeline per batch: every store written at once, then every reply read.
     async fn load(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
-        self.out.clear();
+        self.wire.out.clear();
         for (key, value) in records {
-            push_kv(&mut self.out, self.dialect, &Op::Put { key, value })?;
+            push_kv(&mut self.wire.out, self.dialect, &Op::Put { key, value })?;
         }
         self.pipeline(records.len()).await.map(|_| ())
     }
 
     async fn load_records(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
-        self.out.clear();
+        self.wire.out.clear();
         for (key, values) in records {
             let doc = record_doc(values);
             push_store(
-                &mut self.out,
+                &mut self.wire.out,
                 b"set",
                 key.as_bytes(),
                 &doc,
@@ -747,11 +629,11 @@ impl Session for McSession {
             let keys = self.loadrig_keys().await?;
             let mut this_crawl = 0;
             for batch in keys.chunks(DELETE_BATCH) {
-                self.out.clear();
+                self.wire.out.clear();
                 for key in batch {
-                    self.out.extend_from_slice(b"delete ");
-                    self.out.extend_from_slice(key);
-                    self.out.extend_from_slice(b"\r\n");
+                    self.wire.out.extend_from_slice(b"delete ");
+                    self.wire.out.extend_from_slice(key);
+                    self.wire.out.extend_from_slice(b"\r\n");
                 }
                 this_crawl += self.pipeline(batch.len()).await?;
             }
@@ -1198,12 +1080,7 @@ fn batch_accepts(kind: &OpKind) -> bool {
         OpKind::Put { .. } | OpKind::Get { .. } | OpKind::Update { .. } | OpKind::Delete { .. } => {
             true
         }
-        OpKind::Native(step) => {
-            matches!(step.op, NativeOp::Memcached(_))
-                && step.capture.is_empty()
-                && step.when.is_empty()
-                && step.peer.is_none()
-        }
+        OpKind::Native(step) => matches!(step.op, NativeOp::Memcached(_)) && plain_step(step),
         _ => false,
     }
 }

@@ -14,6 +14,7 @@ pub mod ldap;
 pub mod memcached;
 pub mod mysql;
 pub mod noop;
+pub mod ordered;
 pub mod peer;
 pub mod pipelined;
 pub mod postgres;

@@ -24,7 +24,7 @@ use tokio::sync::Notify;
 use super::readbuf::ReadBuf;
 use super::tls::NetStream;
 use crate::vocab::{ErrorClass, Op, OpError, Outcome};
-use crate::workload::{OpKind, OpSpec};
+use crate::workload::{OpKind, OpSpec, Step};
 
 /// Append one operation's request, given its connection's context.
 pub type Encode = fn(&Op<'_>, Option<&Context>, &mut Vec<u8>) -> Result<(), OpError>;
@@ -80,6 +80,13 @@ pub struct BatchEnd {
     pub trailer: &'static [u8],
     /// Whether a reply frame is the batch's end.
     pub is_end: fn(&[u8]) -> bool,
+}
+
+/// Whether a batch driver can run a native step, whatever its protocol: it captures nothing
+/// (the driver decodes an outcome only), always runs (no `when`) and runs on the target, not
+/// on a peer. A codec's `accepts` adds what its protocol can write.
+pub fn plain_step(step: &Step) -> bool {
+    step.capture.is_empty() && step.when.is_empty() && step.peer.is_none()
 }
 
 /// A codec's `prepare` for protocols without anything to prepare.

@@ -35,22 +35,18 @@
 //! `other`, with the server's text. Connecting (TCP, `AUTH`, `SELECT`) must finish within 5 s.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::ops::Range;
-use std::rc::Rc;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ::redis::{IntoConnectionInfo, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::pipelined::{Batched, Codec, Context, Inbox, Shared};
-use super::readbuf::ReadBuf;
-use super::socket;
-use super::tls::{NetStream, Tls};
+use super::ordered::{Protocol, Server, Wire};
+use super::pipelined::{plain_step, Batched, Codec, Context};
+use super::tls::Tls;
 use super::{Session, Target, TargetUrl};
 use crate::error::InputError;
-use crate::stats::connect_phases::{ConnectPhases, PhaseClock, PhaseTimes};
+use crate::stats::connect_phases::ConnectPhases;
 use crate::vocab::{ErrorClass, Family, NativeOp, Op, OpError, Outcome, RecordOp, ValueKind};
 use crate::workload::OpKind;
 
@@ -64,16 +60,17 @@ pub const RECORD_INDEX: &str = "loadrig:_indices";
 /// Keys asked for per SCAN step, and so at most per UNLINK, during cleanup.
 const SCAN_COUNT: &str = "1000";
 
+/// RESP as the shared connection code frames it.
+static RESP: Protocol = Protocol {
+    name: "Redis",
+    frame_len,
+    tls_records: false,
+};
+
 /// What every session needs to log in.
 struct Login {
-    addrs: Vec<SocketAddr>,
-    /// The host as given: the name a TLS certificate must carry.
-    host: String,
-    tls: Tls,
-    /// Every connection's TCP, TLS and AUTH/SELECT times.
-    phases: PhaseClock,
-    /// HOST:PORT as given, for messages (never the password).
-    shown: String,
+    /// Where the server is, and its connections' phases (the login: AUTH and SELECT).
+    server: Arc<Server>,
     username: Option<String>,
     password: Option<String>,
     db: i64,
@@ -98,24 +95,10 @@ impl Redis {
             ::redis::ConnectionAddr::Tcp(host, port) => (host.clone(), *port),
             _ => return Err(InputError::new(format!("not a Redis TCP URL: {shape}"))),
         };
-        let shown = format!("{host}:{port}");
-        let addrs: Vec<SocketAddr> =
-            std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port))
-                .map_err(|e| InputError::new(format!("redis:// cannot resolve {shown}: {e}")))?
-                .collect();
-        if addrs.is_empty() {
-            return Err(InputError::new(format!(
-                "redis:// {shown} resolves to no address"
-            )));
-        }
         let settings = info.redis_settings();
         Ok(Redis {
             login: Arc::new(Login {
-                addrs,
-                host,
-                tls,
-                phases: PhaseClock::default(),
-                shown,
+                server: Arc::new(Server::resolve("redis", host, port, tls)?),
                 username: settings.username().map(str::to_string),
                 password: settings.password().map(str::to_string),
                 db: settings.db(),
@@ -142,7 +125,7 @@ impl Target for Redis {
     fn connect(&self) -> impl Future<Output = Result<RedisSession, OpError>> {
         let login = Arc::clone(&self.login);
         async move {
-            let shown = login.shown.clone();
+            let shown = login.server.shown.clone();
             super::connect_within(CONNECT_TIMEOUT, &shown, RedisSession::open(login)).await
         }
     }
@@ -151,6 +134,7 @@ impl Target for Redis {
         // The shared wire drives a plain socket's readiness itself; a TLS stream's records
         // do not map onto that, so over TLS only the batch driver pipelines.
         self.login
+            .server
             .tls
             .is_on()
             .then_some("over TLS (rediss://) only the batch driver pipelines")
@@ -165,45 +149,20 @@ impl Target for Redis {
     }
 
     async fn connect_batched(&self) -> Result<Batched, OpError> {
-        let session = self.connect().await?;
-        match session.wire {
-            Wire::Own(stream) => Ok(Batched {
-                stream,
-                shown: session.login.shown.clone(),
-                context: None,
-            }),
-            Wire::Shared(..) => Err(OpError::new(
-                ErrorClass::Other,
-                "the batch driver needs a connection of its own",
-            )),
-        }
+        self.connect().await?.wire.into_batched(None)
     }
 
     fn connect_phases(&self) -> Option<ConnectPhases> {
-        self.login.phases.snapshot()
+        self.login.server.phases.snapshot()
     }
 }
 
-/// The socket of a session: its own, or one it shares with other streams (`--pipeline`).
-enum Wire {
-    Own(NetStream),
-    Shared(Rc<Shared>, Rc<Inbox>),
-}
-
-/// One client's connection with its reusable buffers.
+/// One client's connection.
 pub struct RedisSession {
     wire: Wire,
     login: Arc<Login>,
-    /// The command (or pipeline) being sent.
-    out: Vec<u8>,
-    /// Replies as read.
-    inbuf: ReadBuf,
     /// Between MULTI and EXEC/DISCARD.
     in_tx: bool,
-}
-
-fn io_error(what: &str, e: std::io::Error) -> OpError {
-    OpError::new(ErrorClass::Connect, format!("{what}: {e}"))
 }
 
 fn protocol(message: impl Into<String>) -> OpError {
@@ -243,39 +202,10 @@ enum Reply<'a> {
 
 impl RedisSession {
     async fn open(login: Arc<Login>) -> Result<RedisSession, OpError> {
-        let started = Instant::now();
-        let mut last = None;
-        let mut stream = None;
-        for addr in &login.addrs {
-            match socket::connect(addr).await {
-                Ok(s) => {
-                    stream = Some(s);
-                    break;
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        let stream = match (stream, last) {
-            (Some(s), _) => s,
-            (None, e) => {
-                return Err(OpError::new(
-                    ErrorClass::Connect,
-                    format!(
-                        "cannot connect to {}: {}",
-                        login.shown,
-                        e.map_or_else(|| "no address".to_string(), |e| e.to_string())
-                    ),
-                ))
-            }
-        };
-        let tcp = started.elapsed();
-        let stream = login.tls.wrap(&login.host, stream, &login.shown).await?;
-        let tls = login.tls.is_on().then(|| started.elapsed() - tcp);
+        let (wire, dialed) = Wire::open(&login.server, &RESP).await?;
         let mut session = RedisSession {
-            wire: Wire::Own(stream),
+            wire,
             login,
-            out: Vec::with_capacity(256),
-            inbuf: ReadBuf::new(16 * 1024),
             in_tx: false,
         };
         if session.login.password.is_some() {
@@ -285,29 +215,21 @@ impl RedisSession {
             let db = session.login.db.to_string();
             session.command(&[b"SELECT", db.as_bytes()]).await?;
         }
-        let before_auth = tcp + tls.unwrap_or_default();
-        session.login.phases.record(PhaseTimes {
-            tcp,
-            tls,
-            auth: (session.login.password.is_some() || session.login.db != 0)
-                .then(|| started.elapsed() - before_auth),
-        });
+        let logged_in = session.login.password.is_some() || session.login.db != 0;
+        dialed.record(&session.login.server, logged_in);
         Ok(session)
     }
 
     /// This session's connection (logged in, its database selected) as `n` sessions that
     /// share it, each with buffers of its own.
     fn share(self, n: usize) -> Vec<RedisSession> {
-        let Wire::Own(NetStream::Plain(stream)) = self.wire else {
-            return vec![self];
-        };
-        Shared::split(stream, self.login.shown.clone(), frame_len, n)
+        let login = self.login;
+        self.wire
+            .share(n)
             .into_iter()
-            .map(|(shared, inbox)| RedisSession {
-                wire: Wire::Shared(shared, inbox),
-                login: Arc::clone(&self.login),
-                out: Vec::with_capacity(256),
-                inbuf: ReadBuf::new(16 * 1024),
+            .map(|wire| RedisSession {
+                wire,
+                login: Arc::clone(&login),
                 in_tx: false,
             })
             .collect()
@@ -341,87 +263,42 @@ impl RedisSession {
         }
     }
 
-    /// Send `out` and read one reply; returns where it lies in `inbuf`.
-    async fn roundtrip(&mut self) -> Result<Range<usize>, OpError> {
-        self.send().await?;
-        self.read_reply().await
-    }
-
-    async fn send(&mut self) -> Result<(), OpError> {
-        self.inbuf.rewind_if_drained();
-        let RedisSession {
-            wire, out, login, ..
-        } = self;
-        match wire {
-            Wire::Own(stream) => stream
-                .write_all(out)
-                .await
-                .map_err(|e| io_error(&login.shown, e)),
-            Wire::Shared(shared, inbox) => shared.send(inbox, out),
-        }
-    }
-
-    /// Read until one whole reply is buffered; returns its range and moves past it.
-    async fn read_reply(&mut self) -> Result<Range<usize>, OpError> {
-        loop {
-            match frame_len(self.inbuf.unread()) {
-                Ok(Some(n)) => return Ok(self.inbuf.consume(n)),
-                Ok(None) => {}
-                Err(e) => return Err(protocol(format!("malformed reply from Redis: {e}"))),
-            }
-            let n = match &mut self.wire {
-                Wire::Own(stream) => stream
-                    .read(self.inbuf.spare())
-                    .await
-                    .map_err(|e| io_error(&self.login.shown, e))?,
-                Wire::Shared(shared, inbox) => shared.recv(inbox, self.inbuf.spare()).await?,
-            };
-            if n == 0 {
-                return Err(OpError::new(
-                    ErrorClass::Connect,
-                    format!("{} closed the connection", self.login.shown),
-                ));
-            }
-            self.inbuf.advance(n);
-        }
-    }
-
     /// Send one command and return its reply's range; server errors become `Err`.
     async fn command(&mut self, args: &[&[u8]]) -> Result<Range<usize>, OpError> {
-        self.out.clear();
-        push_header(&mut self.out, b'*', args.len());
+        self.wire.out.clear();
+        push_header(&mut self.wire.out, b'*', args.len());
         for a in args {
-            push_bulk(&mut self.out, a);
+            push_bulk(&mut self.wire.out, a);
         }
-        let range = self.roundtrip().await?;
-        head(&self.inbuf[range.clone()])?;
+        let range = self.wire.roundtrip().await?;
+        head(&self.wire.inbuf[range.clone()])?;
         Ok(range)
     }
 
     /// Decode a whole reply with the redis crate.
     fn value(&self, range: Range<usize>) -> Result<Value, OpError> {
-        ::redis::parse_redis_value(&self.inbuf[range])
+        ::redis::parse_redis_value(&self.wire.inbuf[range])
             .map_err(|e| protocol(format!("malformed reply from Redis: {e}")))
     }
 
     /// A kv command on `loadrig:KEY`, with an optional value and trailing word.
     fn kv_command(&mut self, verb: &[u8], key: &str, value: Option<&[u8]>, tail: Option<&[u8]>) {
-        self.out.clear();
-        push_kv(&mut self.out, verb, key, value, tail);
+        self.wire.out.clear();
+        push_kv(&mut self.wire.out, verb, key, value, tail);
     }
 
     /// Rows for a plain reply: 0 for nil, elements of an array, else 1; `QUEUED` is 0.
     fn rows_of(&self, range: Range<usize>) -> Result<u64, OpError> {
-        native_rows(&self.inbuf[range])
+        native_rows(&self.wire.inbuf[range])
     }
 
     async fn native(&mut self, args: &[Vec<u8>], capture: bool) -> Result<Outcome, OpError> {
-        self.out.clear();
-        push_header(&mut self.out, b'*', args.len());
+        self.wire.out.clear();
+        push_header(&mut self.wire.out, b'*', args.len());
         for a in args {
-            push_bulk(&mut self.out, a);
+            push_bulk(&mut self.wire.out, a);
         }
-        let range = self.roundtrip().await?;
+        let range = self.wire.roundtrip().await?;
         let rows = self.rows_of(range.clone())?;
         let mut out = Outcome::rows(rows);
         if capture && !self.in_tx {
@@ -577,7 +454,7 @@ impl RedisSession {
             Some(f) => self.command(&[b"HMGET", key, f]).await?,
             None => self.command(&[b"HGETALL", key]).await?,
         };
-        Ok(match head(&self.inbuf[range.clone()])? {
+        Ok(match head(&self.wire.inbuf[range.clone()])? {
             Reply::Array(Some(0)) | Reply::Status(_) => 0,
             Reply::Array(Some(_)) if field.is_some() => match self.value(range)? {
                 Value::Array(items) => u64::from(items.iter().any(|v| *v != Value::Nil)),
@@ -622,8 +499,8 @@ impl RedisSession {
             }
         };
         self.kv_command(verb, key, value, tail);
-        let range = self.roundtrip().await?;
-        Ok(Outcome::rows(kv_rows(&self.inbuf[range])?))
+        let range = self.wire.roundtrip().await?;
+        Ok(Outcome::rows(kv_rows(&self.wire.inbuf[range])?))
     }
 }
 
@@ -685,12 +562,7 @@ fn batch_accepts(kind: &OpKind) -> bool {
         OpKind::Put { .. } | OpKind::Get { .. } | OpKind::Update { .. } | OpKind::Delete { .. } => {
             true
         }
-        OpKind::Native(step) => {
-            matches!(step.op, NativeOp::Redis(_))
-                && step.capture.is_empty()
-                && step.when.is_empty()
-                && step.peer.is_none()
-        }
+        OpKind::Native(step) => matches!(step.op, NativeOp::Redis(_)) && plain_step(step),
         _ => false,
     }
 }
@@ -782,18 +654,18 @@ impl Session for RedisSession {
 
     /// One pipeline per batch: every SET is written at once, then every reply read.
     async fn load(&mut self, records: &[(String, Vec<u8>)]) -> Result<(), OpError> {
-        let mut pipeline = std::mem::take(&mut self.out);
+        let mut pipeline = std::mem::take(&mut self.wire.out);
         pipeline.clear();
         for (key, value) in records {
             self.kv_command(b"SET", key, Some(value), None);
-            pipeline.extend_from_slice(&self.out);
+            pipeline.extend_from_slice(&self.wire.out);
         }
-        self.out = pipeline;
-        self.send().await?;
+        self.wire.out = pipeline;
+        self.wire.send().await?;
         let mut first_error = None;
         for _ in records {
-            let range = self.read_reply().await?;
-            if let Err(e) = head(&self.inbuf[range]) {
+            let range = self.wire.read_reply().await?;
+            if let Err(e) = head(&self.wire.inbuf[range]) {
                 first_error.get_or_insert(e);
             }
         }
@@ -806,7 +678,7 @@ impl Session for RedisSession {
     /// One pipeline per batch: each record's HSET and ZADD written at once, then every
     /// reply read.
     async fn load_records(&mut self, records: &[(String, Vec<Vec<u8>>)]) -> Result<(), OpError> {
-        let mut pipeline = std::mem::take(&mut self.out);
+        let mut pipeline = std::mem::take(&mut self.wire.out);
         pipeline.clear();
         let names: Vec<Vec<u8>> = (0..records.first().map_or(0, |r| r.1.len()))
             .map(|i| format!("field{i}").into_bytes())
@@ -830,12 +702,12 @@ impl Session for RedisSession {
                 push_bulk(&mut pipeline, arg);
             }
         }
-        self.out = pipeline;
-        self.send().await?;
+        self.wire.out = pipeline;
+        self.wire.send().await?;
         let mut first_error = None;
         for _ in 0..2 * records.len() {
-            let range = self.read_reply().await?;
-            if let Err(e) = head(&self.inbuf[range]) {
+            let range = self.wire.read_reply().await?;
+            if let Err(e) = head(&self.wire.inbuf[range]) {
                 first_error.get_or_insert(e);
             }
         }
@@ -923,7 +795,7 @@ impl Session for RedisSession {
                 let mut args: Vec<&[u8]> = vec![b"UNLINK"];
                 args.extend(keys.iter().map(Vec::as_slice));
                 let range = self.command(&args).await?;
-                if let Reply::Int(n) = head(&self.inbuf[range])? {
+                if let Reply::Int(n) = head(&self.wire.inbuf[range])? {
                     removed += n.max(0) as u64;
                 }
             }

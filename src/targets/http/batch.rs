@@ -21,7 +21,7 @@ use std::sync::{Arc, LazyLock};
 
 use super::head::{self, Framing};
 use super::{escape_key, status_error, write_request, HttpArgs, Server, Status, NO_HEADERS};
-use crate::targets::pipelined::{Batched, Codec, Context};
+use crate::targets::pipelined::{plain_step, Batched, Codec, Context};
 use crate::vocab::{ErrorClass, HttpOp, NativeOp, Op, OpError, Outcome};
 use crate::workload::OpKind;
 
@@ -51,9 +51,7 @@ fn accepts(kind: &OpKind) -> bool {
         OpKind::Put { .. } | OpKind::Get { .. } | OpKind::Delete { .. } => true,
         OpKind::Native(step) => {
             matches!(&step.op, NativeOp::Http(HttpOp { method, .. }) if method != "HEAD")
-                && step.capture.is_empty()
-                && step.when.is_empty()
-                && step.peer.is_none()
+                && plain_step(step)
         }
         _ => false,
     }
