@@ -71,8 +71,8 @@ const DEFAULT_PORT: u16 = 11211;
 const MAX_KEY: usize = 250;
 /// How long connecting (TCP, TLS, the login, the first `version`) may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// The most metadump crawls one cleanup makes (it stops at the first that finds nothing).
-const CLEANUP_CRAWLS: usize = 5;
+/// The most metadump crawls one cleanup makes (it stops after two in a row find nothing).
+const CLEANUP_CRAWLS: usize = 6;
 /// Deletes written at once by cleanup.
 const DELETE_BATCH: usize = 500;
 /// How long cleanup waits for a crawler busy with another request.
@@ -622,9 +622,10 @@ impl Session for McSession {
     /// Delete every `loadrig:` key the crawler lists; returns those deleted (a key that
     /// expired or was evicted since the crawl is not counted). One metadump right after a
     /// run can miss items memcached has not yet linked where the crawler walks, so the
-    /// crawl is repeated until one finds nothing more to delete.
+    /// crawl is repeated until two in a row find nothing more to delete (one empty crawl
+    /// was seen to leave items the LRU maintainer was moving between its queues).
     async fn cleanup(&mut self) -> Result<u64, OpError> {
-        let mut removed = 0;
+        let (mut removed, mut empty) = (0, 0);
         for _ in 0..CLEANUP_CRAWLS {
             let keys = self.loadrig_keys().await?;
             let mut this_crawl = 0;
@@ -638,7 +639,8 @@ impl Session for McSession {
                 this_crawl += self.pipeline(batch.len()).await?;
             }
             removed += this_crawl;
-            if this_crawl == 0 {
+            empty = if this_crawl == 0 { empty + 1 } else { 0 };
+            if empty == 2 {
                 break;
             }
         }

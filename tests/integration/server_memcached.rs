@@ -301,7 +301,7 @@ fn pipelined_over_tls_counts_exactly() {
             + &String::from_utf8_lossy(&out.stderr))
             .replace(',', "");
         // A metadump taken right after a run can miss a few items (seen here), so cleanup
-        // crawls again until a crawl finds none: at least those held, and none left.
+        // crawls again until two crawls find none: at least those held, and none left.
         let n: usize = removed
             .split("removed ")
             .nth(1)
