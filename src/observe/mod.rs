@@ -36,7 +36,7 @@ pub use record::{
     Observation, ObservedInterval, ObserverCost, ProcessFigures, QueryValue, Role, ServerInterval,
     StatementDelta, TimedWait, Unavailable, WaitProfile, WaitShare,
 };
-pub use sum::figure;
+pub use sum::{figure, ALL_STATEMENT_TIME};
 
 /// Whether a run on `scheme` observes its server when `--observe` is not given: every
 /// network target. Redis and HTTP joined once their observer cost under 1 % of the rig's

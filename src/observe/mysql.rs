@@ -423,7 +423,7 @@ impl MysqlSource {
             .map_err(|e| message(&e))?;
         if let Some((Some(calls), Some(picos))) = all {
             r.counters.insert(
-                "performance_schema.statement_time_ms".into(),
+                super::sum::ALL_STATEMENT_TIME.into(),
                 (picos / 1e9 - own_ms).max(0.0),
             );
             r.counters

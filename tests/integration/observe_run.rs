@@ -177,6 +177,52 @@ every = "500ms"
         .is_none());
 }
 
+/// Prepared point selects alone: MariaDB's statement digests leave out prepared statements'
+/// executions, so the run has no digest of its own (as sysbench's oltp_point_select).
+const MY_PREPARED: &str = r#"
+name = "observed-prepared"
+setup = [
+  "DROP TABLE IF EXISTS loadrig_obs_prepared",
+  "CREATE TABLE loadrig_obs_prepared (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)",
+  "INSERT INTO loadrig_obs_prepared VALUES (1, 1), (2, 2), (3, 3)",
+]
+[[op]]
+name = "read"
+sql = { query = "SELECT v FROM loadrig_obs_prepared WHERE id = $1", params = ["{uniform 1..4}"] }
+"#;
+
+#[test]
+fn the_observers_server_share_counts_prepared_statements() {
+    let Some(my) = server_url("LOADRIG_MYSQL_URL") else {
+        return;
+    };
+    let _held = hold(&[Shared::Mariadb]);
+    let d = Dir::new();
+    d.write("w.toml", MY_PREPARED);
+    let out = d.ok(&[
+        "run", "w.toml", "-t", &my, "-c", "2", "--ops", "3000", "-i", "500ms", "-o", "r.json",
+    ]);
+    let r = d.result("r.json");
+    let s = r.server.as_ref().expect("observed by default");
+    let all = s.measured.figures.counters["performance_schema.statements"];
+    assert!(all >= 3000.0, "every execution counted: {all}");
+    assert!(
+        s.measured
+            .figures
+            .statements
+            .iter()
+            .all(|x| !x.text.contains("loadrig_obs_prepared")),
+        "the digests hold none of the run's prepared executions: {:?}",
+        s.measured.figures.statements
+    );
+    // The observer's statements against every statement, the run's prepared ones among
+    // them: not the whole (it printed 100 % when only the digests were summed).
+    let cost = s.cost.as_ref().expect("the observer's cost");
+    let share = cost.server_time_share.expect("performance_schema times it");
+    assert!(share > 0.0 && share < 0.5, "{share}: {out}");
+    d.ok(&["cleanup", "-t", &my]);
+}
+
 #[test]
 fn observe_settings_and_queries_are_checked_before_the_run() {
     let d = Dir::new();
