@@ -99,7 +99,7 @@ fn cost_record(result: &RunResult, cost: crate::observe::ObserverCost) -> CostRe
         .iter()
         .filter_map(|i| i.server.as_ref())
         .map(|s| {
-            let time = |x: &ServerInterval| x.statement_time_ms().unwrap_or(0.0);
+            let time = |x: &ServerInterval| x.all_statement_time_ms().unwrap_or(0.0);
             time(&s.target) + s.behind.as_ref().map_or(0.0, time)
         })
         .sum();

@@ -7,7 +7,7 @@
 //! STATUS` has no place for an alias, so the observer's own calls are taken off its digest.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
@@ -150,7 +150,19 @@ pub struct MysqlSource {
     samples_locks: bool,
     locks: LockTally,
     pub queries_sent: u64,
+    /// The server's process as its pid file says, when that file is readable here.
+    pub server_pid: Option<u32>,
+    /// When `INNODB_TRX` was last read.
+    last_lock_sample: Option<Instant>,
 }
+
+/// The shortest time between two readings of `INNODB_TRX`. InnoDB serves its
+/// information_schema transaction tables from a copy it refreshes only when nobody has read
+/// it for 100 ms: a reader every 100 ms or less (the default 10 session samples a second,
+/// or two observers at 5) would read the same stale copy for as long as it keeps reading,
+/// and see no lock wait that began after it started. Read at most every 150 ms, every read
+/// finds a fresh copy (5 a second at the default rate).
+const LOCK_SAMPLE_GAP: Duration = Duration::from_millis(150);
 
 /// The statement of every transaction waiting for a row lock (InnoDB's own view).
 const LOCK_WAITS: &str = "SELECT trx_query FROM information_schema.INNODB_TRX AS loadrig_observer \
@@ -166,10 +178,17 @@ impl MysqlSource {
             .await
             .map_err(|_| format!("no answer within {:?}", plan.timeout))?
             .map_err(|e| message(&e))?;
-        let on: Option<i64> = conn
-            .query_first("SELECT @@performance_schema")
+        let first: Option<(i64, Option<String>)> = conn
+            .query_first("SELECT @@performance_schema, @@pid_file")
             .await
             .map_err(|e| message(&e))?;
+        let on = first.as_ref().map(|f| f.0);
+        // The server's own pid file, where the observer finds its process at once when it
+        // runs on this machine (readable or not, the search goes on without it).
+        let server_pid = first
+            .and_then(|f| f.1)
+            .and_then(|file| std::fs::read_to_string(file).ok())
+            .and_then(|text| text.trim().parse().ok());
         let mut source = MysqlSource {
             role,
             conn,
@@ -179,9 +198,14 @@ impl MysqlSource {
             samples_locks: false,
             locks: LockTally::default(),
             queries_sent: 3,
+            server_pid,
+            last_lock_sample: None,
         };
         match source.conn.query::<Option<String>, _>(LOCK_WAITS).await {
-            Ok(_) => source.samples_locks = true,
+            Ok(_) => {
+                source.samples_locks = true;
+                source.last_lock_sample = Some(Instant::now());
+            }
             Err(e) => notes.add(
                 role,
                 "lock waits by statement",
@@ -236,9 +260,14 @@ impl MysqlSource {
 
     /// One sample of the transactions waiting for a row lock, by their statement.
     pub async fn sample_sessions(&mut self) -> Result<(), String> {
-        if !self.samples_locks {
+        if !self.samples_locks
+            || self
+                .last_lock_sample
+                .is_some_and(|t| t.elapsed() < LOCK_SAMPLE_GAP)
+        {
             return Ok(());
         }
+        self.last_lock_sample = Some(Instant::now());
         self.queries_sent += 1;
         let texts: Vec<Option<String>> =
             self.conn.query(LOCK_WAITS).await.map_err(|e| message(&e))?;
@@ -294,7 +323,7 @@ impl MysqlSource {
         let Some(s) = &mut self.schema else {
             return Ok(());
         };
-        self.queries_sent += 5;
+        self.queries_sent += 4;
         type Digest = (
             Option<String>,
             Option<String>,
@@ -397,33 +426,30 @@ impl MysqlSource {
             r.timed_waits
                 .insert(event, (count as f64, picos as f64 / 1e9));
         }
-        let own: Option<Option<f64>> = self
+        // The observer's own statements' time (by its thread) and every statement's,
+        // prepared statements' executions included (MariaDB keeps no figures of their own
+        // for those), in one round trip.
+        type Times = (Option<f64>, Option<f64>, Option<f64>);
+        let times: Option<Times> = self
             .conn
             .exec_first(
-                "SELECT SUM(SUM_TIMER_WAIT) + 0e0 \
+                "SELECT (SELECT SUM(SUM_TIMER_WAIT) + 0e0 \
                  FROM performance_schema.events_statements_summary_by_thread_by_event_name AS loadrig_observer \
-                 WHERE THREAD_ID = ?",
+                 WHERE THREAD_ID = ?), SUM(COUNT_STAR) + 0e0, SUM(SUM_TIMER_WAIT) + 0e0 \
+                 FROM performance_schema.events_statements_summary_global_by_event_name \
+                 WHERE EVENT_NAME LIKE 'statement/%'",
                 (s.thread,),
             )
             .await
             .map_err(|e| message(&e))?;
-        let own_ms = own.flatten().unwrap_or(0.0) / 1e9;
+        let (own, calls, picos) = times.unwrap_or_default();
+        let own_ms = own.unwrap_or(0.0) / 1e9;
         s.own_first_ms.get_or_insert(own_ms);
         s.own_last_ms = own_ms;
-        // Every statement's time, prepared statements' executions included (MariaDB keeps
-        // no figures of their own for those), the observer's own taken off.
-        let all: Option<(Option<f64>, Option<f64>)> = self
-            .conn
-            .query_first(
-                "SELECT SUM(COUNT_STAR) + 0e0, SUM(SUM_TIMER_WAIT) + 0e0 \
-                 FROM performance_schema.events_statements_summary_global_by_event_name AS loadrig_observer \
-                 WHERE EVENT_NAME LIKE 'statement/%'",
-            )
-            .await
-            .map_err(|e| message(&e))?;
-        if let Some((Some(calls), Some(picos))) = all {
+        // The observer's own taken off.
+        if let (Some(calls), Some(picos)) = (calls, picos) {
             r.counters.insert(
-                "performance_schema.statement_time_ms".into(),
+                super::sum::ALL_STATEMENT_TIME.into(),
                 (picos / 1e9 - own_ms).max(0.0),
             );
             r.counters

@@ -178,6 +178,9 @@ pub struct PgSource {
     /// The statements of the backends that waited for a lock, since the last boundary.
     locks: LockTally,
     pub queries_sent: u64,
+    /// The process serving the observer's connection: on this machine, a child of the
+    /// server's root process (where the observer looks for it first).
+    pub backend_pid: u32,
 }
 
 /// What the observer learns about the server when it connects.
@@ -189,6 +192,7 @@ struct Facts {
     has_wal: bool,
     has_checkpointer: bool,
     pgss_schema: Option<String>,
+    backend_pid: i32,
 }
 
 async fn facts(client: &Client) -> Result<Facts, tokio_postgres::Error> {
@@ -200,7 +204,7 @@ async fn facts(client: &Client) -> Result<Facts, tokio_postgres::Error> {
              to_regclass('pg_catalog.pg_stat_wal') IS NOT NULL, \
              to_regclass('pg_catalog.pg_stat_checkpointer') IS NOT NULL, \
              (SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace \
-              WHERE e.extname = 'pg_stat_statements') AS loadrig_observer",
+              WHERE e.extname = 'pg_stat_statements') AS loadrig_observer, pg_backend_pid()",
             &[],
         )
         .await?;
@@ -212,6 +216,7 @@ async fn facts(client: &Client) -> Result<Facts, tokio_postgres::Error> {
         has_wal: row.get(4),
         has_checkpointer: row.get(5),
         pgss_schema: row.get(6),
+        backend_pid: row.get(7),
     })
 }
 
@@ -273,6 +278,7 @@ impl PgSource {
             tally: Tally::default(),
             locks: LockTally::default(),
             queries_sent: 3,
+            backend_pid: u32::try_from(f.backend_pid).unwrap_or(0),
         };
         source.statements = source.prepare_statements(&f, notes).await;
         Ok(source)
@@ -399,11 +405,16 @@ impl PgSource {
     /// The statistics views and pg_stat_statements, cumulative.
     pub async fn read(&mut self, notes: &mut Notes) -> Result<Reading, String> {
         self.queries_sent += 1;
-        let row = self
-            .client
-            .query_one(&self.views, &[])
-            .await
-            .map_err(|e| message(&e))?;
+        // The views and pg_stat_statements' totals go out together, answered in one round
+        // trip (the client pipelines queries polled at once).
+        let totals = async {
+            match &self.statements {
+                Some(s) => Some(self.client.query(&s.totals, &[]).await),
+                None => None,
+            }
+        };
+        let (row, totals) = tokio::join!(self.client.query_one(&self.views, &[]), totals);
+        let row = row.map_err(|e| message(&e))?;
         let mut r = Reading::default();
         for (col, prefix) in self.view_names.iter().enumerate() {
             let text: Option<String> = row.get(col);
@@ -414,22 +425,23 @@ impl PgSource {
                 }
             }
         }
-        if self.statements.is_some() {
-            self.read_statements(&mut r, notes).await?;
+        if let Some(rows) = totals {
+            let rows = rows.map_err(|e| message(&e))?;
+            self.read_statements(rows, &mut r, notes).await?;
         }
         Ok(r)
     }
 
-    async fn read_statements(&mut self, r: &mut Reading, notes: &mut Notes) -> Result<(), String> {
+    async fn read_statements(
+        &mut self,
+        rows: Vec<tokio_postgres::Row>,
+        r: &mut Reading,
+        notes: &mut Notes,
+    ) -> Result<(), String> {
         let Some(s) = &mut self.statements else {
             return Ok(());
         };
         self.queries_sent += 1;
-        let rows = self
-            .client
-            .query(&s.totals, &[])
-            .await
-            .map_err(|e| message(&e))?;
         let totals: Vec<(Option<String>, f64, f64)> = rows
             .iter()
             .map(|row| (row.get(0), row.get(1), row.get(2)))

@@ -70,8 +70,11 @@ fn holds(pid: u32, wanted: &HashSet<String>) -> Option<bool> {
 }
 
 /// The process that holds the socket listening on `port`: of the processes holding it
-/// (nginx's master and workers all do), the one whose parent does not.
-pub fn find_server(port: u16) -> Result<u32, NotFound> {
+/// (nginx's master and workers all do), the one whose parent does not. `hint` is a process
+/// the server named itself (PostgreSQL's backend of the observer's connection, MariaDB's
+/// pid file): it and its ancestors are looked at first, which spares reading every other
+/// process's descriptors.
+pub fn find_server(port: u16, hint: Option<u32>) -> Result<u32, NotFound> {
     let listeners = listen::listeners(port);
     if listeners.is_empty() {
         return Err(NotFound {
@@ -85,20 +88,23 @@ pub fn find_server(port: u16) -> Result<u32, NotFound> {
         .iter()
         .map(|l| format!("socket:[{}]", l.inode))
         .collect();
-    // Reading every descriptor of every process is the costly part: the processes of the
-    // sockets' owners go first, lowest pid first (a server's root usually is), and the
-    // search ends at the first that holds one.
-    let uids: HashSet<u32> = listeners.iter().map(|l| l.uid).collect();
-    let mut all = pids();
-    all.sort_unstable();
-    let (owners, others): (Vec<u32>, Vec<u32>) = all
-        .into_iter()
-        .partition(|&p| fs::metadata(format!("/proc/{p}")).is_ok_and(|m| uids.contains(&m.uid())));
+    let hinted = hint.and_then(|pid| ancestry(pid).find(|&p| holds(p, &wanted) == Some(true)));
     let mut denied = 0;
-    let holder = owners.into_iter().chain(others).find(|&pid| {
-        holds(pid, &wanted).unwrap_or_else(|| {
-            denied += 1;
-            false
+    let holder = hinted.or_else(|| {
+        // Reading every descriptor of every process is the costly part: the processes of
+        // the sockets' owners go first, lowest pid first (a server's root usually is), and
+        // the search ends at the first that holds one.
+        let uids: HashSet<u32> = listeners.iter().map(|l| l.uid).collect();
+        let mut all = pids();
+        all.sort_unstable();
+        let (owners, others): (Vec<u32>, Vec<u32>) = all.into_iter().partition(|&p| {
+            fs::metadata(format!("/proc/{p}")).is_ok_and(|m| uids.contains(&m.uid()))
+        });
+        owners.into_iter().chain(others).find(|&pid| {
+            holds(pid, &wanted).unwrap_or_else(|| {
+                denied += 1;
+                false
+            })
         })
     });
     // Up to the holder's ancestor that holds it too (nginx's master above its workers).
@@ -129,6 +135,13 @@ pub fn find_server(port: u16) -> Result<u32, NotFound> {
         ),
         enable: "running loadrig as the server's user or as root".into(),
     })
+}
+
+/// `pid`, its parent, its parent's parent, ... up to (not including) init.
+fn ancestry(pid: u32) -> impl Iterator<Item = u32> {
+    std::iter::successors(Some(pid), |&p| stat(p).map(|s| s.ppid))
+        .take_while(|&p| p > 1)
+        .take(8)
 }
 
 /// The fields of /proc/PID/stat the observer uses.
@@ -225,9 +238,9 @@ fn tids(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// The tree under `root`, root first: through each thread's `children` file, or where the
-/// kernel has none, from every process's parent.
-fn tree(root: u32) -> Vec<u32> {
+/// The tree under `root`, root first, each process with its threads: through each thread's
+/// `children` file, or where the kernel has none, from every process's parent.
+fn tree(root: u32) -> Vec<(u32, Vec<u32>)> {
     let has_children_files = fs::metadata(format!("/proc/{root}/task/{root}/children")).is_ok();
     let mut by_parent: HashMap<u32, Vec<u32>> = HashMap::new();
     if !has_children_files {
@@ -237,23 +250,25 @@ fn tree(root: u32) -> Vec<u32> {
             }
         }
     }
-    let mut out = vec![root];
+    let mut out: Vec<(u32, Vec<u32>)> = vec![(root, tids(root))];
     let mut i = 0;
     while i < out.len() {
-        let pid = out[i];
+        let pid = out[i].0;
         i += 1;
+        let mut children = Vec::new();
         if has_children_files {
-            for tid in tids(pid) {
+            for tid in &out[i - 1].1 {
                 if let Ok(text) = fs::read_to_string(format!("/proc/{pid}/task/{tid}/children")) {
-                    out.extend(
+                    children.extend(
                         text.split_whitespace()
                             .filter_map(|c| c.parse::<u32>().ok()),
                     );
                 }
             }
-        } else if let Some(children) = by_parent.get(&pid) {
-            out.extend(children);
+        } else if let Some(c) = by_parent.get(&pid) {
+            children.extend(c);
         }
+        out.extend(children.into_iter().map(|c| (c, tids(c))));
     }
     out
 }
@@ -275,7 +290,7 @@ struct TreeReading {
 
 fn read_tree(root: u32, delays: bool) -> TreeReading {
     let mut r = TreeReading::default();
-    for pid in tree(root) {
+    for (pid, tids) in tree(root) {
         let Some(s) = stat(pid) else { continue };
         r.procs.insert(
             (pid, s.start),
@@ -284,7 +299,7 @@ fn read_tree(root: u32, delays: bool) -> TreeReading {
                 io: io(pid),
             },
         );
-        for tid in tids(pid) {
+        for tid in tids {
             if let Some(t) = task(pid, tid, delays) {
                 r.tasks.insert(tid, t);
             }
@@ -378,10 +393,10 @@ impl ServerProcesses {
     /// Read the tree; the figures since the last read (none at the first). `Err` when the
     /// server's process is gone.
     pub fn sample(&mut self) -> Result<Option<ProcessFigures>, String> {
-        if stat(self.root).is_none() {
+        let now = read_tree(self.root, self.delays);
+        if !now.procs.keys().any(|&(pid, _)| pid == self.root) {
             return Err(format!("the server's process {} has ended", self.root));
         }
-        let now = read_tree(self.root, self.delays);
         let out = self
             .before
             .as_ref()
@@ -417,7 +432,13 @@ mod tests {
     fn this_process_is_found_by_its_listening_socket() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        assert_eq!(find_server(port), Ok(std::process::id()));
+        assert_eq!(find_server(port, None), Ok(std::process::id()));
+        // A hint that is not the holder (init's child or not) still finds it.
+        assert_eq!(find_server(port, Some(1)), Ok(std::process::id()));
+        assert_eq!(
+            find_server(port, Some(std::process::id())),
+            Ok(std::process::id())
+        );
         let mut p = ServerProcesses::new(std::process::id());
         assert_eq!(p.sample(), Ok(None));
         let spin = std::time::Instant::now();

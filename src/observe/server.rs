@@ -163,7 +163,12 @@ impl Server {
             );
             return;
         }
-        match procfs::find_server(self.plan.port) {
+        let hint = match &self.source {
+            Some(Source::Postgres(s)) => Some(s.backend_pid),
+            Some(Source::Mysql(s)) => s.server_pid,
+            _ => None,
+        };
+        match procfs::find_server(self.plan.port, hint) {
             Ok(pid) => {
                 let p = ServerProcesses::new(pid);
                 if !p.io_readable() {

@@ -8,6 +8,9 @@ use super::record::{
     ProcessFigures, ServerInterval, StatementDelta, TimedWait, WaitProfile, WaitShare,
 };
 
+/// MySQL's time of every statement, the observer's own taken off (`observe::mysql`).
+pub const ALL_STATEMENT_TIME: &str = "performance_schema.statement_time_ms";
+
 impl ServerInterval {
     /// Add `other`, a later interval of the same server: counters, waits, timed waits,
     /// statements (by id) and process figures are summed; gauges and the processes' counts
@@ -50,6 +53,17 @@ impl ServerInterval {
     /// Statements' server time, summed (ms); None when the server reported none.
     pub fn statement_time_ms(&self) -> Option<f64> {
         (!self.statements.is_empty()).then(|| self.statements.iter().map(|s| s.time_ms).sum())
+    }
+
+    /// Every statement's server time (ms): MySQL's performance_schema total where it was
+    /// read, which holds the prepared statements' executions that MariaDB's digests leave
+    /// out (a run of prepared statements alone has no digest of its own), else the
+    /// statements' sum.
+    pub fn all_statement_time_ms(&self) -> Option<f64> {
+        self.counters
+            .get(ALL_STATEMENT_TIME)
+            .copied()
+            .or_else(|| self.statement_time_ms())
     }
 }
 
@@ -219,6 +233,23 @@ mod tests {
         assert_eq!(a.counters["y"], 1.0);
         assert_eq!(a.statements[0].calls, 6);
         assert_eq!(a.statement_time_ms(), Some(3.0));
+    }
+
+    #[test]
+    fn every_statement_time_prefers_the_servers_total() {
+        // MariaDB's digests leave out prepared statements' executions: a run of prepared
+        // statements alone has no statement of its own there, and its time is in the total.
+        let mut i = ServerInterval::default();
+        i.statements.push(StatementDelta {
+            id: "schema/digest".into(),
+            text: "SHOW GLOBAL STATUS".into(),
+            calls: 1,
+            time_ms: 0.5,
+        });
+        assert_eq!(i.all_statement_time_ms(), Some(0.5));
+        i.counters.insert(ALL_STATEMENT_TIME.into(), 120.0);
+        assert_eq!(i.all_statement_time_ms(), Some(120.0));
+        assert_eq!(i.statement_time_ms(), Some(0.5), "the digests' own sum");
     }
 
     #[test]

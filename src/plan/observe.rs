@@ -16,6 +16,18 @@ impl RunPlan {
         })
     }
 
+    /// On a target whose server is observed only when asked, and was not asked about: the
+    /// console's note saying so, and how to ask (the runner prints it once).
+    pub fn unobserved_note(&self) -> Option<String> {
+        let scheme = self.target.scheme();
+        let asked = self.load.observe.is_some() || self.load.observe_behind.is_some();
+        (!asked && observe::observable(scheme) && !observe::observed_by_default(scheme)).then(|| {
+            format!(
+                "note: the server is not observed: on {scheme}:// targets observing it cost more than 1 % of the rig's CPU on the standard workloads (docs/performance.md); --observe on (or observe = true in [load]) observes it"
+            )
+        })
+    }
+
     /// Whether this process is the one that observes: under `--shard`, shard 0 alone reads
     /// the server's counters, so that `loadrig merge` does not add them once per shard.
     pub fn observes_here(&self) -> bool {

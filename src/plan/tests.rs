@@ -703,14 +703,32 @@ fn the_flags_are_written_back_as_given() {
 
 #[test]
 fn observing_is_a_load_setting_of_its_own() {
-    // Network targets observe unless told not to; embedded and simulated ones never.
+    // Redis, HTTP and LDAP targets observe unless told not to; PostgreSQL and MySQL when
+    // asked (their observer's cost), with a note; embedded and simulated ones never.
     let pg = plan(&["noop", "-t", "postgres://u@127.0.0.1:5432/db"]).unwrap();
-    assert!(pg.observes() && pg.observes_here());
+    assert!(!pg.observes() && !pg.observes_here());
     assert_eq!(pg.load.observe, None);
+    assert!(pg
+        .unobserved_note()
+        .is_some_and(|n| n.contains("--observe on")));
+    let my = plan(&["noop", "-t", "mysql://u@127.0.0.1:3306/db"]).unwrap();
+    assert!(!my.observes() && my.unobserved_note().is_some());
+    let asked = plan(&[
+        "noop",
+        "-t",
+        "postgres://u@127.0.0.1:5432/db",
+        "--observe",
+        "on",
+    ]);
+    let asked = asked.unwrap();
+    assert!(asked.observes() && asked.unobserved_note().is_none());
     let redis = plan(&["noop", "-t", "redis://127.0.0.1:6379/0"]).unwrap();
-    assert!(redis.observes() && redis.observes_here());
+    assert!(redis.observes() && redis.observes_here() && redis.unobserved_note().is_none());
     let http = plan(&["noop", "-t", "http://127.0.0.1:8080"]).unwrap();
     assert!(http.observes());
+    assert!(plan(&["noop", "-t", "ldap://127.0.0.1:389"])
+        .unwrap()
+        .observes());
     assert!(!plan(&["noop", "-t", "sqlite://x.db"]).unwrap().observes());
     let off = plan(&[
         "noop",
@@ -800,6 +818,8 @@ fn observing_is_a_load_setting_of_its_own() {
         "2",
         "--shard",
         "1/2",
+        "--observe",
+        "on",
     ])
     .unwrap();
     assert!(shard.observes() && !shard.observes_here());

@@ -8,7 +8,7 @@ mod observe;
 mod watch;
 
 use std::io::Write;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
 use std::time::SystemTime;
 
@@ -81,6 +81,13 @@ pub fn execute_on<T: Target>(target: Arc<T>, plan: &RunPlan, view: View) -> Resu
     }
     if live {
         print_header(plan, &prepared);
+        // Once a process: a sweep's points would say it again and again.
+        static SAID: AtomicBool = AtomicBool::new(false);
+        if let Some(note) = plan.unobserved_note() {
+            if !SAID.swap(true, Ordering::Relaxed) {
+                println!("{note}");
+            }
+        }
     }
     let mut live_view = if live {
         Some(live_view(plan, &prepared, started_at)?)

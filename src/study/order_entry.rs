@@ -273,6 +273,12 @@ fn column_plans(
     for (k, v) in sets {
         flags.extend(["--set".to_string(), format!("{k}={v}")]);
     }
+    // Each point's run observes its server for the lock waits by transaction type, whether
+    // or not the target is observed by default (docs/observe.md); SQLite has no server.
+    let scheme = url.split("://").next().unwrap_or_default();
+    if crate::observe::observable(scheme) {
+        flags.extend(["--observe", "on"].map(String::from));
+    }
     flags.extend(
         [
             "--rate",
@@ -732,10 +738,16 @@ fn server_deadlocks<T: Target>(target: &T, kind: Kind) -> Option<u64> {
 /// The observer of the database under one point's run, its first reading taken; none for
 /// SQLite (no server to observe) or when it could not start (said why).
 fn observer(url: &str, kind: Kind) -> Option<Observer> {
-    if matches!(kind, Kind::Other) {
-        return None;
+    let mut config = ObserveConfig::new(url);
+    match kind {
+        Kind::Other => return None,
+        // MariaDB's figure is Innodb_row_lock_time, which needs no session sample; the
+        // run's own observer samples INNODB_TRX, and a second reader would share InnoDB's
+        // cached copy of it with that one (docs/observe.md, "Lock waits by operation").
+        Kind::Mysql => config.session_rate = 0.0,
+        Kind::Postgres => {}
     }
-    super::start_observer(ObserveConfig::new(url))
+    super::start_observer(config)
 }
 
 /// The time the run's transactions spent waiting for locks over the run, in milliseconds,

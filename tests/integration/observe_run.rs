@@ -31,7 +31,7 @@ fn observed_intervals(r: &RunResult) -> usize {
 }
 
 #[test]
-fn a_network_run_is_observed_and_explained_by_default() {
+fn a_network_run_is_observed_and_explained() {
     let Some(pg) = server_url("LOADRIG_PG_URL") else {
         return;
     };
@@ -53,14 +53,25 @@ every = "500ms"
         ),
     );
     let out = d.ok(&[
-        "run", "w.toml", "-t", &pg, "-c", "2", "-d", "2s", "-w", "1s", "-i", "500ms", "-o",
+        "run",
+        "w.toml",
+        "-t",
+        &pg,
+        "-c",
+        "2",
+        "-d",
+        "2s",
+        "-w",
+        "1s",
+        "-i",
+        "500ms",
+        "-o",
         "r.json",
+        "--observe",
+        "on",
     ]);
     let r = d.result("r.json");
-    let s = r
-        .server
-        .as_ref()
-        .expect("a network target is observed by default");
+    let s = r.server.as_ref().expect("observed when asked");
     assert!(observed_intervals(&r) >= 4, "{out}");
     // Warm-up intervals are observed too, and marked as the run's are.
     assert!(r.intervals.iter().any(|i| i.warmup && i.server.is_some()));
@@ -135,6 +146,19 @@ every = "500ms"
         .filter(|l| l.contains("\"server\":"))
         .count();
     assert_eq!(streamed, observed_intervals(&r), "{stream:.300}");
+    // Not asked: PostgreSQL's observer costs more than 1 % of the rig's CPU on its
+    // standard workloads, so its runs are observed only when asked, and the console says
+    // so, once.
+    let unasked = d.ok(&[
+        "run", "w.toml", "-t", &pg, "-c", "1", "--ops", "20", "-o", "u.json",
+    ]);
+    assert!(d.result("u.json").server.is_none());
+    assert_eq!(
+        unasked.matches("the server is not observed").count(),
+        1,
+        "{unasked}"
+    );
+    assert!(unasked.contains("--observe on"), "{unasked}");
     // Off: no observation at all; a rate of 0 samples no sessions.
     d.ok(&[
         "run",
@@ -161,6 +185,8 @@ every = "500ms"
         "1",
         "-d",
         "1s",
+        "--observe",
+        "on",
         "--observe-rate",
         "0",
         "-o",
@@ -175,6 +201,65 @@ every = "500ms"
         .figures
         .waits
         .is_none());
+}
+
+/// Prepared point selects alone: MariaDB's statement digests leave out prepared statements'
+/// executions, so the run has no digest of its own (as sysbench's oltp_point_select).
+const MY_PREPARED: &str = r#"
+name = "observed-prepared"
+setup = [
+  "DROP TABLE IF EXISTS loadrig_obs_prepared",
+  "CREATE TABLE loadrig_obs_prepared (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)",
+  "INSERT INTO loadrig_obs_prepared VALUES (1, 1), (2, 2), (3, 3)",
+]
+[[op]]
+name = "read"
+sql = { query = "SELECT v FROM loadrig_obs_prepared WHERE id = $1", params = ["{uniform 1..4}"] }
+"#;
+
+#[test]
+fn the_observers_server_share_counts_prepared_statements() {
+    let Some(my) = server_url("LOADRIG_MYSQL_URL") else {
+        return;
+    };
+    let _held = hold(&[Shared::Mariadb]);
+    let d = Dir::new();
+    d.write("w.toml", MY_PREPARED);
+    let out = d.ok(&[
+        "run",
+        "w.toml",
+        "-t",
+        &my,
+        "-c",
+        "2",
+        "--ops",
+        "3000",
+        "-i",
+        "500ms",
+        "-o",
+        "r.json",
+        "--observe",
+        "on",
+    ]);
+    let r = d.result("r.json");
+    let s = r.server.as_ref().expect("observed");
+    let all = s.measured.figures.counters["performance_schema.statements"];
+    assert!(all >= 3000.0, "every execution counted: {all}");
+    assert!(
+        s.measured
+            .figures
+            .statements
+            .iter()
+            .all(|x| !x.text.contains("loadrig_obs_prepared")),
+        "the digests hold none of the run's prepared executions: {:?}",
+        s.measured.figures.statements
+    );
+    // The observer's statements against every statement, the run's prepared ones among
+    // them: not the whole (it printed 100 % when only the digests were summed).
+    let cost = s.cost.as_ref().expect("the observer's cost");
+    let share = cost.server_time_share.expect("performance_schema times it");
+    assert!(share > 0.0 && share < 0.5, "{share}: {out}");
+    d.ok(&["cleanup", "-t", &my]);
 }
 
 #[test]
@@ -452,6 +537,8 @@ fn the_report_shows_the_server_beside_the_clients() {
         "2s",
         "-i",
         "500ms",
+        "--observe",
+        "on",
         "--observe-rate",
         "50",
         "-o",

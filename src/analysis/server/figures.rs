@@ -107,7 +107,7 @@ pub fn figures(r: &RunResult, s: &ServerRecord) -> BTreeMap<String, f64> {
     // out on MariaDB), where performance_schema has it.
     let all_ms = figs
         .counters
-        .get("performance_schema.statement_time_ms")
+        .get(crate::observe::ALL_STATEMENT_TIME)
         .copied();
     let server_ms =
         all_ms.or_else(|| (!run_statements.is_empty()).then(|| run_statements.iter().sum::<f64>()));

@@ -276,6 +276,10 @@ fn search_plan(
         "--skip-load",
         "--seed",
         "1",
+        // The search run observes slapd (its cn=Monitor and processes) whether or not LDAP
+        // targets are observed by default (docs/observe.md).
+        "--observe",
+        "on",
         "-o",
         &dir.join("runs/plan.json").to_string_lossy(),
     ]
