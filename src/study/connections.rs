@@ -4,7 +4,8 @@
 //! Rows are backends and their authentication methods, each with and without TLS where the
 //! server offers it: SQLite as the embedded baseline; PostgreSQL with SCRAM (its keys cached
 //! as loadrig's client does, or derived on every connect as libpq's), md5 and trust; MariaDB
-//! with mysql_native_password and ed25519; Redis with and without AUTH; OpenLDAP with a
+//! with mysql_native_password and ed25519; Redis with and without AUTH (its TLS rows from
+//! rediss:// URLs: Redis serves TLS on a port of its own); OpenLDAP with a
 //! simple bind and anonymous. Columns: the rates, a fetch on a fresh connection against one
 //! on the open connection, the handshake's share, a new connection's first query, and the
 //! client's and the server's CPU per connect (the server's from its processes in /proc).
@@ -209,6 +210,14 @@ fn slots() -> Vec<Slot> {
         Slot::new("redis-open", "LOADRIG_REDIS_OPEN_URL", |u| {
             u.scheme == "redis" && !super::has_password(u)
         }),
+        // Redis serves TLS on a port of its own, so its TLS rows cannot be made from the
+        // plain URL: they take rediss:// URLs (scripts/services.sh's name its CA).
+        Slot::new("redis-tls", "LOADRIG_REDIS_TLS_URL", |u| {
+            u.scheme == "rediss" && super::has_password(u)
+        }),
+        Slot::new("redis-open-tls", "LOADRIG_REDIS_OPEN_TLS_URL", |u| {
+            u.scheme == "rediss" && !super::has_password(u)
+        }),
         Slot::ldap(),
     ]
 }
@@ -252,7 +261,7 @@ fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
     let servers = super::servers(
         &req.targets,
         &slots(),
-        "postgres (with a password: the SCRAM row; without: the trust row), mysql, redis (with or without a password), ldap",
+        "postgres (with a password: the SCRAM row; without: the trust row), mysql, redis and rediss (with or without a password), ldap",
     )?;
     let server = |key: &str| {
         servers
@@ -312,13 +321,14 @@ fn rows(req: &Request, dir: &Path) -> Result<Vec<Row>, InputError> {
             conn,
         ),
     ];
-    rows.extend(other_rows(
-        server("mysql"),
-        server("mysql-ed25519"),
+    rows.extend(mysql_rows(server("mysql"), server("mysql-ed25519")));
+    rows.extend(redis_rows(
         server("redis"),
+        server("redis-tls"),
         server("redis-open"),
-        server("ldap"),
+        server("redis-open-tls"),
     ));
+    rows.extend(ldap_rows(server("ldap")));
     req.leave_out_unchosen(&mut rows, |r| (r.name, r.slug), |r| &mut r.url)?;
     Ok(rows)
 }
@@ -340,15 +350,8 @@ fn row(
     }
 }
 
-/// MariaDB's, Redis's and OpenLDAP's rows, from their URLs.
-fn other_rows(
-    native: Result<String, String>,
-    ed25519: Result<String, String>,
-    redis: Result<String, String>,
-    redis_open: Result<String, String>,
-    ldap: Result<String, String>,
-) -> Vec<Row> {
-    let open = Auth::Not("no password: nothing to authenticate");
+/// MariaDB's rows, from its URLs.
+fn mysql_rows(native: Result<String, String>, ed25519: Result<String, String>) -> Vec<Row> {
     let (all, conn) = (Runs::All, Runs::Connection);
     vec![
         row(
@@ -379,21 +382,43 @@ fn other_rows(
             Auth::Again,
             conn,
         ),
-        row("Redis AUTH", "redis", redis, Auth::Again, all),
-        row("Redis no AUTH", "redis-open", redis_open, open, all),
+    ]
+}
+
+/// Redis's rows: with and without a password, each in the clear and over TLS (its
+/// rediss:// URL as given: the TLS port and the CA are in it).
+fn redis_rows(
+    auth: Result<String, String>,
+    auth_tls: Result<String, String>,
+    open: Result<String, String>,
+    open_tls: Result<String, String>,
+) -> Vec<Row> {
+    let none = Auth::Not("no password: nothing to authenticate");
+    let (all, conn) = (Runs::All, Runs::Connection);
+    vec![
+        row("Redis AUTH", "redis", auth, Auth::Again, all),
+        row("Redis AUTH TLS", "redis-tls", auth_tls, Auth::Again, conn),
+        row("Redis no AUTH", "redis-open", open, none, all),
+        row("Redis no AUTH TLS", "redis-open-tls", open_tls, none, conn),
+    ]
+}
+
+/// OpenLDAP's rows, from its URL: a simple bind and anonymous, each also with StartTLS.
+fn ldap_rows(ldap: Result<String, String>) -> Vec<Row> {
+    vec![
         row(
             "OpenLDAP simple bind",
             "ldap",
             ldap.clone(),
             Auth::Again,
-            all,
+            Runs::All,
         ),
         row(
             "OpenLDAP simple StartTLS",
             "ldap-tls",
             with_tls(&ldap),
             Auth::Again,
-            conn,
+            Runs::Connection,
         ),
         row(
             "OpenLDAP anonymous",

@@ -52,7 +52,7 @@ pub const STUDIES: &[(&str, &str, &str)] = &[
     (
         "connections",
         "seed 000: connect, authenticate, create and fetch, one client, operations counted in each of K intervals of T, on every backend",
-        "embedded: sqlite; servers: postgres with SCRAM, md5 and trust, mysql with a native password and ed25519, redis with and without a password, ldap (bound and anonymous), each login also over TLS (verified against LOADRIG_CA_FILE), from --target or LOADRIG_PG_URL, LOADRIG_PG_MD5_URL, LOADRIG_PG_TRUST_URL, LOADRIG_MYSQL_URL, LOADRIG_MYSQL_ED25519_URL, LOADRIG_REDIS_URL, LOADRIG_REDIS_OPEN_URL, LOADRIG_LDAP_URL (with LOADRIG_LDAP_BIND_DN, _PASSWORD, _BASE)",
+        "embedded: sqlite; servers: postgres with SCRAM, md5 and trust, mysql with a native password and ed25519, redis with and without a password, ldap (bound and anonymous), each login also over TLS (verified against LOADRIG_CA_FILE; Redis's from rediss:// URLs), from --target or LOADRIG_PG_URL, LOADRIG_PG_MD5_URL, LOADRIG_PG_TRUST_URL, LOADRIG_MYSQL_URL, LOADRIG_MYSQL_ED25519_URL, LOADRIG_REDIS_URL, LOADRIG_REDIS_TLS_URL, LOADRIG_REDIS_OPEN_URL, LOADRIG_REDIS_OPEN_TLS_URL, LOADRIG_LDAP_URL (with LOADRIG_LDAP_BIND_DN, _PASSWORD, _BASE)",
     ),
     (
         "directory",

@@ -29,7 +29,7 @@ use Kind::{All, Connection, ReadOnly};
 
 /// Row name, the variable its URL comes from (none: embedded), whether it re-authenticates,
 /// its kind, whether it connects over TLS.
-const ROWS: [(&str, Option<&str>, bool, Kind, bool); 18] = [
+const ROWS: [(&str, Option<&str>, bool, Kind, bool); 20] = [
     ("SQLite", None, false, All, false),
     (
         "PostgreSQL scram-sha-256",
@@ -110,11 +110,25 @@ const ROWS: [(&str, Option<&str>, bool, Kind, bool); 18] = [
     ),
     ("Redis AUTH", Some("LOADRIG_REDIS_URL"), true, All, false),
     (
+        "Redis AUTH TLS",
+        Some("LOADRIG_REDIS_TLS_URL"),
+        true,
+        Connection,
+        true,
+    ),
+    (
         "Redis no AUTH",
         Some("LOADRIG_REDIS_OPEN_URL"),
         false,
         All,
         false,
+    ),
+    (
+        "Redis no AUTH TLS",
+        Some("LOADRIG_REDIS_OPEN_TLS_URL"),
+        false,
+        Connection,
+        true,
     ),
     (
         "OpenLDAP simple bind",
@@ -163,8 +177,7 @@ const SAMPLES: usize = 2;
 
 /// The rows the test runs (within the test command's time): every method and a TLS row of
 /// each server, and what the derived cells need; the others are printed "not chosen".
-const ONLY: &str =
-    "sqlite,pg,pg-uncached,pg-md5-tls,pg-trust,mysql,mysql-ed25519-tls,redis,ldap,ldap-anon-tls";
+const ONLY: &str = "sqlite,pg,pg-uncached,pg-md5-tls,pg-trust,mysql,mysql-ed25519-tls,redis,redis-tls,ldap,ldap-anon-tls";
 
 /// (CPU seconds, operations) over a run's full intervals: of the client threads, or of the
 /// server's processes.
@@ -250,7 +263,7 @@ fn check_connections(d: &Dir, dir: &str, r: &BackendRow, tls: bool) {
     assert!(phases.tcp.count > op.ok, "{name}: each connect timed");
     let tls_count = phases.tls.as_ref().map(|t| t.count);
     assert_eq!(tls_count, tls.then_some(phases.tcp.count), "{name}: TLS");
-    let logs_in = !(name.contains("anonymous") || name == "Redis no AUTH");
+    let logs_in = !(name.contains("anonymous") || name.starts_with("Redis no AUTH"));
     let auth_count = phases.auth.as_ref().map(|a| a.count);
     assert_eq!(
         auth_count,
@@ -276,6 +289,7 @@ fn chosen(name: &str) -> bool {
         "MariaDB native password" => "mysql",
         "MariaDB ed25519 TLS" => "mysql-ed25519-tls",
         "Redis AUTH" => "redis",
+        "Redis AUTH TLS" => "redis-tls",
         "OpenLDAP simple bind" => "ldap",
         "OpenLDAP anonymous StartTLS" => "ldap-anon-tls",
         _ => return false,
@@ -386,8 +400,8 @@ fn connections_quick_runs_every_backend_and_its_cells_come_from_the_run_files() 
         }
     }
     // The anonymous rows read what the simple-bind rows loaded, and found it.
-    if present[17] {
-        let anon = row(&s, ROWS[17].0);
+    if present[19] {
+        let anon = row(&s, ROWS[19].0);
         let fetch =
             loadrig::result::read(&d.join("cs").join(anon.cells[3].run.as_ref().unwrap())).unwrap();
         let load = fetch.data_load.as_ref();
