@@ -7,7 +7,7 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -16,10 +16,7 @@ use loadrig::result::RunResult;
 
 pub const SLEEP: &str = "sleep://?latency=1ms";
 
-/// An RFC 3339 instant `secs` from now: the shards' one `--start-at`.
-pub fn start_in(secs: u64) -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now() + Duration::from_secs(secs)).to_string()
-}
+pub use crate::common::start_in;
 
 /// `loadrig ARGS` in `dir`, its output into `dir/NAME.out` (read while it runs).
 pub fn spawn_logged(dir: &Path, name: &str, args: &[&str], env: &[(&str, &str)]) -> Child {

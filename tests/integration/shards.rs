@@ -7,39 +7,11 @@ use crate::common;
 use std::time::{Duration, SystemTime};
 
 use crate::common::locks::{hold, Shared};
-use crate::common::{Dir, PUT_ONLY};
+use crate::common::{run_shards, start_in, Dir, PUT_ONLY};
 use loadrig::result::RunResult;
 use loadrig::stats::{new_hist, Hist};
 
 const SLEEP: &str = "sleep://?latency=2ms";
-
-/// An RFC 3339 instant `secs` from now, the one `--start-at` every shard is given.
-fn start_in(secs: u64) -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now() + Duration::from_secs(secs)).to_string()
-}
-
-/// Run `shards` shard processes of `loadrig run ARGS` together, each writing `sI.json`.
-fn run_shards(d: &Dir, shards: usize, args: &[&str]) -> Vec<String> {
-    let at = start_in(2);
-    let children: Vec<_> = (0..shards)
-        .map(|i| {
-            let shard = format!("{i}/{shards}");
-            let out = format!("s{i}.json");
-            let mut all: Vec<&str> = args.to_vec();
-            all.extend(["--shard", &shard, "--start-at", &at, "-o", &out]);
-            d.spawn(&all)
-        })
-        .collect();
-    for c in children {
-        let out = c.wait_with_output().expect("shard ran");
-        assert!(
-            out.status.success(),
-            "shard failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    (0..shards).map(|i| format!("s{i}.json")).collect()
-}
 
 fn merge(d: &Dir, files: &[String], extra: &[&str]) -> RunResult {
     let mut args = vec!["merge"];

@@ -4,8 +4,6 @@
 //! a `sleep://` target of known capacity cannot carry, stages split a run's operations
 //! exactly (also when sharded and merged), and bad stages exit 2 before anything runs.
 
-use std::time::{Duration, SystemTime};
-
 use loadrig::result::stages::{StageRan, StageRecord};
 use loadrig::result::RunResult;
 use loadrig::stats::new_hist;
@@ -13,7 +11,7 @@ use serde_json::Value;
 use statrs::distribution::{DiscreteCDF, Poisson};
 
 use crate::common::locks::{hold, Shared};
-use crate::common::Dir;
+use crate::common::{run_shards, Dir};
 
 /// 0 → 400/s over 3 s, then 400/s for 1 s, in 500 ms intervals: 600 + 400 arrivals.
 const RAMP: &str = "up=3s:0..400/s,hold=1s:400/s";
@@ -288,39 +286,22 @@ fn stop_when_ends_a_step_test_in_the_step_beyond_capacity() {
 #[test]
 fn sharded_stages_merge_into_their_union() {
     let d = Dir::new();
-    let at =
-        humantime::format_rfc3339_seconds(SystemTime::now() + Duration::from_secs(2)).to_string();
-    let children: Vec<_> = (0..2)
-        .map(|i| {
-            let (shard, out) = (format!("{i}/2"), format!("s{i}.json"));
-            d.spawn(&[
-                "run",
-                "noop",
-                "--stages",
-                "a=1s:0..200/s,b=1s:200/s",
-                "--max-in-flight",
-                "2",
-                "-i",
-                "500ms",
-                "--seed",
-                "3",
-                "--shard",
-                &shard,
-                "--start-at",
-                &at,
-                "-o",
-                &out,
-            ])
-        })
-        .collect();
-    for c in children {
-        let out = c.wait_with_output().expect("shard ran");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    run_shards(
+        &d,
+        2,
+        &[
+            "run",
+            "noop",
+            "--stages",
+            "a=1s:0..200/s,b=1s:200/s",
+            "--max-in-flight",
+            "2",
+            "-i",
+            "500ms",
+            "--seed",
+            "3",
+        ],
+    );
     d.ok(&["merge", "s0.json", "s1.json", "-o", "m.json"]);
     let shards = [d.result("s0.json"), d.result("s1.json")];
     let m = d.result("m.json");
@@ -392,39 +373,22 @@ fn bad_stages_exit_2_at_their_place_and_nothing_runs() {
 #[test]
 fn a_sharded_client_ramp_merges_with_no_departed_client_starved() {
     let d = Dir::new();
-    let at =
-        humantime::format_rfc3339_seconds(SystemTime::now() + Duration::from_secs(2)).to_string();
     // Each shard ramps 1 → 4 clients, holds 4, then lets one go: intervals in which clients
     // join or leave hold clients with nothing done that are not starved.
-    let children: Vec<_> = (0..2)
-        .map(|i| {
-            let (shard, out) = (format!("{i}/2"), format!("s{i}.json"));
-            d.spawn(&[
-                "run",
-                "noop",
-                "-t",
-                "sleep://?latency=5ms",
-                "--stages",
-                "1500ms:2..8c,top=750ms:8c,down=500ms:8..6c,rest=750ms:6c",
-                "-i",
-                "250ms",
-                "--shard",
-                &shard,
-                "--start-at",
-                &at,
-                "-o",
-                &out,
-            ])
-        })
-        .collect();
-    for c in children {
-        let out = c.wait_with_output().expect("shard ran");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    run_shards(
+        &d,
+        2,
+        &[
+            "run",
+            "noop",
+            "-t",
+            "sleep://?latency=5ms",
+            "--stages",
+            "1500ms:2..8c,top=750ms:8c,down=500ms:8..6c,rest=750ms:6c",
+            "-i",
+            "250ms",
+        ],
+    );
     let shards = [d.result("s0.json"), d.result("s1.json")];
     // The shards say which of their clients ran whole intervals of the ramps.
     assert!(

@@ -257,3 +257,32 @@ pub fn under_ulimit(d: &Dir, limits: &str, args: &[&str]) -> std::process::Outpu
         .output()
         .expect("run sh")
 }
+
+/// An RFC 3339 instant `secs` from now, the one `--start-at` every shard is given.
+pub fn start_in(secs: u64) -> String {
+    let at = std::time::SystemTime::now() + std::time::Duration::from_secs(secs);
+    humantime::format_rfc3339_seconds(at).to_string()
+}
+
+/// Run `shards` shard processes of `loadrig run ARGS` together, each writing `sI.json`.
+pub fn run_shards(d: &Dir, shards: usize, args: &[&str]) -> Vec<String> {
+    let at = start_in(2);
+    let children: Vec<_> = (0..shards)
+        .map(|i| {
+            let shard = format!("{i}/{shards}");
+            let out = format!("s{i}.json");
+            let mut all: Vec<&str> = args.to_vec();
+            all.extend(["--shard", &shard, "--start-at", &at, "-o", &out]);
+            d.spawn(&all)
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().expect("shard ran");
+        assert!(
+            out.status.success(),
+            "shard failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    (0..shards).map(|i| format!("s{i}.json")).collect()
+}
