@@ -548,6 +548,46 @@ start_nginx() {
     head -c 4096 /dev/urandom >"$dir/www/static/4k.bin"
     # Text that gzip shrinks: /gzip/ sends it chunked (its compressed length is not known).
     for i in $(seq 200); do printf 'line %d of a text gzip shrinks\n' "$i"; done >"$dir/www/static/text.txt"
+    # The locations both the HTTP/1.1 and the HTTP/2 servers serve.
+    cat >"$dir/locations.conf" <<EOF
+root $dir/www;
+location /static/ { }
+# Tests count exactly what nginx answered here: unbuffered log, one line a request.
+location /counted/ {
+    alias $dir/www/static/;
+    access_log $dir/counted.log combined;
+}
+# nginx ends every keep-alive connection after 5 requests (Connection: close).
+location /close/ {
+    alias $dir/www/static/;
+    keepalive_requests 5;
+    access_log $dir/counted.log combined;
+}
+location /piped/ {
+    alias $dir/www/static/;
+    access_log $dir/piped.log piped;
+}
+location /gzip/ {
+    alias $dir/www/static/;
+    gzip on;
+    gzip_types text/plain;
+    gzip_min_length 1;
+    access_log $dir/counted.log combined;
+}
+# Connections and requests as nginx counts them, for loadrig's observer
+# (?status=/nginx_status on the target URL).
+location = /nginx_status {
+    stub_status;
+    allow 127.0.0.1;
+    deny all;
+    access_log off;
+}
+location /dav/ {
+    dav_methods PUT DELETE MKCOL COPY MOVE;
+    create_full_put_path on;
+    client_max_body_size 16m;
+}
+EOF
     # Temp paths share the DAV root's file system so a PUT ends in a rename.
     cat >"$dir/nginx.conf" <<EOF
 daemon off;
@@ -574,49 +614,20 @@ http {
     server {
         listen 127.0.0.1:$port;
         listen 127.0.0.1:$tls_port ssl;
-        # HTTP/2: cleartext by prior knowledge (h2c: this port speaks nothing else) and over
-        # TLS, where ALPN offers h2 (the port above offers only http/1.1).
+        ssl_certificate $STATE/tls/server.crt;
+        ssl_certificate_key $STATE/tls/server.key;
+        include $dir/locations.conf;
+    }
+    # HTTP/2: cleartext by prior knowledge (h2c: this port speaks nothing else) and over
+    # TLS, where ALPN offers h2 (the HTTP/1.1 TLS port above offers only http/1.1); the
+    # same locations. No sendfile (see the benchmark server below).
+    server {
         listen 127.0.0.1:$h2c_port http2;
         listen 127.0.0.1:$h2_port ssl http2;
         ssl_certificate $STATE/tls/server.crt;
         ssl_certificate_key $STATE/tls/server.key;
-        root $dir/www;
-        location /static/ { }
-        # Tests count exactly what nginx answered here: unbuffered log, one line a request.
-        location /counted/ {
-            alias $dir/www/static/;
-            access_log $dir/counted.log combined;
-        }
-        # nginx ends every keep-alive connection after 5 requests (Connection: close).
-        location /close/ {
-            alias $dir/www/static/;
-            keepalive_requests 5;
-            access_log $dir/counted.log combined;
-        }
-        location /piped/ {
-            alias $dir/www/static/;
-            access_log $dir/piped.log piped;
-        }
-        location /gzip/ {
-            alias $dir/www/static/;
-            gzip on;
-            gzip_types text/plain;
-            gzip_min_length 1;
-            access_log $dir/counted.log combined;
-        }
-        # Connections and requests as nginx counts them, for loadrig's observer
-        # (?status=/nginx_status on the target URL).
-        location = /nginx_status {
-            stub_status;
-            allow 127.0.0.1;
-            deny all;
-            access_log off;
-        }
-        location /dav/ {
-            dav_methods PUT DELETE MKCOL COPY MOVE;
-            create_full_put_path on;
-            client_max_body_size 16m;
-        }
+        sendfile off;
+        include $dir/locations.conf;
     }
     # HTTP/2 (h2c) with low limits, for tests: 2 streams at once on a connection, and a
     # GOAWAY after 20 requests on it. Each request's connection is logged.
@@ -624,6 +635,7 @@ http {
         listen 127.0.0.1:$h2_limits_port http2;
         http2_max_concurrent_streams 2;
         keepalive_requests 20;
+        sendfile off;
         root $dir/www;
         access_log $dir/h2-limits.log piped;
         location /static/ { }
