@@ -279,13 +279,19 @@ impl Wire {
     }
 
     /// Write all of `out`, then read what has arrived (waiting for at least one byte), or
-    /// stop waiting at `until` (open loop: a stream's next arrival): whether it read.
+    /// stop waiting at `until` (open loop: a stream's next arrival): whether it read. With
+    /// `defer` the write waits until the thread's other connections have read what the
+    /// same wake-up brought them (see [`drive`]).
     async fn exchange(
         &mut self,
         codec: &Codec,
         out: &mut Vec<u8>,
         until: Option<Instant>,
+        defer: bool,
     ) -> Result<bool, OpError> {
+        if defer && !out.is_empty() {
+            tokio::task::yield_now().await;
+        }
         let written = if codec.tls_records {
             self.stream.send_records(out, codec.frame_len).await
         } else {
@@ -347,6 +353,18 @@ pub async fn drive<T: Target>(
     let deadline = first.timeline.deadline.map(|d| first.at(d));
     let mut streams: Vec<Stream<'_>> = ctxs.iter().map(Stream::new).collect();
     let refill_at = first.plan.pipeline_refill.clamp(1, streams.len());
+    // One request in flight, in a closed loop, with other connections on the thread: a
+    // connection writes its next request only after the others have read what the same
+    // wake-up brought them (a yield: tokio polls the socket poller again before the
+    // connection resumes), as wrk writes on its next pass over the ready sockets. Against
+    // nginx at 50 connections this took loadrig from 0.90x to 1.03x wrk's rate and from
+    // 1.13x to 0.98x its client CPU a request (docs/performance.md, "A connection's next
+    // request after its thread's reads"). Each operation is still timed from its choice,
+    // before the yield. Not pipelined: a write of many requests is a batch already, and
+    // Redis's pipelined rate fell from 1.12x to 1.02x redis-benchmark's with the yield.
+    let defer = matches!(first.plan.mode, Mode::Closed { .. })
+        && first.plan.pipeline <= 1
+        && !first.exclusive;
     let mut wire = conn.map(Wire::new);
     // Streams with a request written or queued, in request order: replies come in this order.
     let mut fifo: VecDeque<usize> = VecDeque::with_capacity(streams.len());
@@ -412,7 +430,7 @@ pub async fn drive<T: Target>(
         }
         let mut replied = true;
         if result.is_ok() {
-            result = w.exchange(codec, &mut out, next).await.map(|r| replied = r);
+            result = (w.exchange(codec, &mut out, next, defer).await).map(|r| replied = r);
         }
         // One clock read for every reply of this read.
         now = Instant::now();
