@@ -282,8 +282,15 @@ impl<T: Target> ClientThread<T> {
         match opened {
             Opened::Sessions(sessions) => {
                 let clients = ctxs.iter().zip(sessions);
-                let clients = clients.map(|(ctx, session)| client::run(target, session, ctx));
-                turns.run(futures_util::future::join_all(clients)).await;
+                // Only the clients woken are polled, as for the batch driver below: at 30 or
+                // fewer, `join_all` polls every one on each wake-up (HTTP/2 with 25 clients
+                // a thread: docs/performance.md).
+                let mut clients: FuturesUnordered<_> = clients
+                    .map(|(ctx, session)| client::run(target, session, ctx))
+                    .collect();
+                turns
+                    .run(async { while clients.next().await.is_some() {} })
+                    .await;
             }
             Opened::Batched(codec, conns) => {
                 let p = self.plan.pipeline.max(1);
