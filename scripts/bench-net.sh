@@ -31,6 +31,10 @@
 # MEMTIER=PATH adds memtier_benchmark as a second Redis peer; Debian does not package it and
 # loadrig ships none of its code: scripts/build-peer.sh memtier builds it into the ignored
 # target/peers/memtier/ (then MEMTIER=target/peers/memtier/memtier_benchmark).
+# SERVER_CPU=1 prints, after each run of the HTTP cases, nginx's CPU per operation: its
+# workers' user + system time over the operations the client completed.
+# BASELINE=PATH adds another loadrig build as a further peer in every case, in the same
+# alternation (a change against the build before it, beside the peer).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/bench-compare.sh
@@ -68,6 +72,10 @@ fi
 [[ -x /usr/bin/time ]] || apt-get install -y time >/dev/null
 if [[ -n ${MEMTIER:-} && ! (-f $MEMTIER && -x $MEMTIER) ]]; then
     echo "MEMTIER=$MEMTIER is not an executable file (scripts/build-peer.sh memtier builds one)" >&2
+    exit 2
+fi
+if [[ -n ${BASELINE:-} && ! (-f $BASELINE && -x $BASELINE) ]]; then
+    echo "BASELINE=$BASELINE is not an executable file (a loadrig build)" >&2
     exit 2
 fi
 if [[ -z ${LOADRIG_BIN:-} ]]; then cargo build --release --quiet; fi
@@ -125,11 +133,30 @@ EOF
     loadrig_case redis.toml "$LOADRIG_REDIS_URL"
 }
 
+# nginx's workers' CPU time so far, in clock ticks.
+nginx_ticks() {
+    local p t=0 pid=$LOADRIG_SERVICES_DIR/nginx/nginx.pid
+    [[ -f $pid ]] || { echo 0 && return; }
+    for p in $(pgrep -P "$(cat "$pid")"); do
+        t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+    done
+    echo "$t"
+}
+# With SERVER_CPU=1: nginx's CPU per operation since ticks $2, over $3 operations of client $1.
+nginx_note() {
+    [[ ${SERVER_CPU:-} == 1 ]] || return 0
+    local used=$(($(nginx_ticks) - $2))
+    python3 -c "print(f'  nginx CPU under $1: {$used * 1e6 / $(getconf CLK_TCK) / max(1, $3):.2f} µs/op')" >&2
+}
+
 peer_http() { # [wrk options...] [-- script arguments...]
+    local t0
+    t0=$(nginx_ticks)
     /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
         wrk -t2 -c"$clients" -d"${secs}s" "$LOADRIG_HTTP_URL/static/hello.txt" "$@" >"$out/wrk.txt"
     local n
     n=$(awk '/requests in/ {print $1}' "$out/wrk.txt")
+    nginx_note wrk "$t0" "$n"
     awk -v n="$n" -v s="$secs" -v c="$(cpu "$out/time")" \
         '/Requests\/sec/ {printf "%.0f %.2f\n", $2, c * 1e6 / n}' "$out/wrk.txt"
 }
@@ -167,11 +194,14 @@ loadrig_http_pipe_each() { loadrig_http_pipe each; }
 # h2load on the h2c port: $1 streams at once on each of $clients connections; it counts
 # each response.
 peer_http2() {
+    local t0
+    t0=$(nginx_ticks)
     /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
         h2load -c"$clients" -t2 -m"$1" -D"$secs" \
         "http://127.0.0.1:$LOADRIG_HTTP2_BENCH_PORT/static/hello.txt" >"$out/h2load.txt"
     local n
     n=$(awk '/^requests:/ {print $8}' "$out/h2load.txt") # succeeded
+    nginx_note h2load "$t0" "$n"
     awk -v n="$n" -v c="$(cpu "$out/time")" \
         '/^finished in/ {gsub(",", ""); printf "%.0f %.2f\n", $4, c * 1e6 / n}' "$out/h2load.txt"
 }
@@ -191,8 +221,9 @@ EOF
 loadrig_http2_mux() { loadrig_http2 --pipeline "$depth"; }
 
 loadrig_case() { # workload target [loadrig options...]
-    local workload=$1 target=$2
+    local workload=$1 target=$2 t0
     shift 2
+    t0=$(nginx_ticks)
     /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
         "$bin" run "$out/$workload" --target "$target" --clients "$clients" --threads 2 \
         --duration "${secs}s" -o "$out/r.json" "$@" >/dev/null
@@ -200,8 +231,16 @@ loadrig_case() { # workload target [loadrig options...]
     ok=$(json "$out/r.json" "r['total']['ok']")
     errors=$(json "$out/r.json" "r['total']['errors']")
     ((errors == 0)) || echo "loadrig: $errors errors in $workload" >&2
+    [[ $workload == http.toml ]] && nginx_note "$(basename "$bin")" "$t0" "$ok"
     json "$out/r.json" "f\"{r['total']['throughput_per_s']:.0f} {$(cpu "$out/time") * 1e6 / max(1, $ok):.2f}\""
 }
+
+# Each loadrig case run with the BASELINE build: baseline_loadrig_http2 and so on.
+for case_fn in loadrig_redis loadrig_http loadrig_http_pipe loadrig_http2 loadrig_http2_mux; do
+    eval "baseline_$case_fn() { local bin=\$BASELINE; $case_fn; }"
+done
+# The BASELINE build as a further peer (its name, its case function) of loadrig case $1.
+baseline_peer() { if [[ -n ${BASELINE:-} ]]; then echo "baseline baseline_$1"; fi; }
 
 # Each peer and loadrig, REPEATS times, the order flipped each turn (A B B A, or A B C C B A
 # with a second peer); the medians, then loadrig's ratios against each peer.
@@ -211,20 +250,21 @@ echo "client CPU per operation = the process's user + sys time / operations comp
 if [[ $which == redis || $which == all ]]; then
     memtier=()
     [[ -n ${MEMTIER:-} ]] && memtier=(memtier peer_memtier_redis)
-    compare redis redis-benchmark peer_redis loadrig_redis "${memtier[@]}"
+    compare redis redis-benchmark peer_redis loadrig_redis "${memtier[@]}" $(baseline_peer loadrig_redis)
 fi
 if [[ $which == http || $which == all ]]; then
-    compare http "wrk -t2" peer_http loadrig_http
+    compare http "wrk -t2" peer_http loadrig_http $(baseline_peer loadrig_http)
 fi
 if [[ $which == http-pipe || $which == all ]]; then
     each=()
     [[ $refill == both ]] && each=("loadrig, refill each" loadrig_http_pipe_each)
     CPU_GOAL=0.5 compare "http-p, refill $lr_refill" "wrk -t2 -s pipe" peer_http_pipe loadrig_http_pipe \
-        "${each[@]}"
+        "${each[@]}" $(baseline_peer loadrig_http_pipe)
 fi
 if [[ $which == http2 ]]; then
-    compare http2 "h2load -m1" peer_http2_one loadrig_http2
+    compare http2 "h2load -m1" peer_http2_one loadrig_http2 $(baseline_peer loadrig_http2)
 fi
 if [[ $which == http2-mux ]]; then
-    compare "http2, 16 streams" "h2load -m16" peer_http2_mux loadrig_http2_mux
+    compare "http2, 16 streams" "h2load -m16" peer_http2_mux loadrig_http2_mux \
+        $(baseline_peer loadrig_http2_mux)
 fi
