@@ -56,8 +56,8 @@ impl Turns {
         *self.spare.borrow_mut() = woken;
     }
 
-    /// Drive the thread's clients (`clients`, e.g. a `join_all` of them) to the end,
-    /// releasing their turns.
+    /// Drive the thread's clients (`clients`, e.g. a `FuturesUnordered` of them drained) to
+    /// the end, releasing their turns.
     ///
     /// Outside tokio's cooperative budget: the turns already bound what a client does per
     /// round, and a client that finds the budget spent has its wake-up deferred until after
