@@ -133,10 +133,10 @@ EOF
     loadrig_case redis.toml "$LOADRIG_REDIS_URL"
 }
 
-# nginx's workers' CPU time so far, in clock ticks.
+# nginx's workers' CPU time so far, in clock ticks (0 unless SERVER_CPU=1).
 nginx_ticks() {
     local p t=0 pid=$LOADRIG_SERVICES_DIR/nginx/nginx.pid
-    [[ -f $pid ]] || { echo 0 && return; }
+    [[ ${SERVER_CPU:-} == 1 && -f $pid ]] || { echo 0 && return; }
     for p in $(pgrep -P "$(cat "$pid")"); do
         t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
     done
