@@ -16,7 +16,8 @@
 # none (default: cargo build --release), as in bench-peers.sh and bench-net.sh.
 # PLACEMENT=split runs the servers on the last CPU and both clients on the others
 # (scripts/bench-compare.sh).
-# IDLE=poll makes idle CPUs poll before they halt, for the sitting (scripts/bench-compare.sh).
+# IDLE=poll makes idle CPUs poll before they halt, IDLE=halt makes them halt at once, for the
+# sitting (scripts/bench-compare.sh).
 # shellcheck disable=SC2016
 set -euo pipefail
 shopt -s inherit_errexit

@@ -27,7 +27,8 @@
 # LOADRIG_BIN=PATH runs that loadrig binary and builds none (default: cargo build --release).
 # PLACEMENT=split runs the servers on the last CPU and every client on the others
 # (scripts/bench-compare.sh).
-# IDLE=poll makes idle CPUs poll before they halt, for the sitting (scripts/bench-compare.sh).
+# IDLE=poll makes idle CPUs poll before they halt, IDLE=halt makes them halt at once, for the
+# sitting (scripts/bench-compare.sh).
 # MEMTIER=PATH adds memtier_benchmark as a second Redis peer; Debian does not package it and
 # loadrig ships none of its code: scripts/build-peer.sh memtier builds it into the ignored
 # target/peers/memtier/ (then MEMTIER=target/peers/memtier/memtier_benchmark).

@@ -47,7 +47,8 @@
 # then target/release/loadrig).
 # PLACEMENT=split runs the servers on the last CPU and every client on the others
 # (scripts/bench-compare.sh).
-# IDLE=poll makes idle CPUs poll before they halt, for the sitting (scripts/bench-compare.sh).
+# IDLE=poll makes idle CPUs poll before they halt, IDLE=halt makes them halt at once, for the
+# sitting (scripts/bench-compare.sh).
 # SYSBENCH_RAND=special has sysbench and loadrig draw ids as sysbench 1.0 does by default
 # (default: uniform, both sides told so; see sysbench_rand below).
 # MEMTIER=PATH adds memtier_benchmark (Redis Ltd) as a second Redis peer. Debian does not
