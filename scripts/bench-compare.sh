@@ -41,9 +41,8 @@ client_on=() # the clients' command prefix: taskset under split, nothing otherwi
 # (docs/performance.md, "The minimal C client beside them"). Both clients of a comparison run
 # under the same setting. IDLE=halt makes an idle CPU halt at once (guest_halt_poll_ns=0),
 # for a machine whose host sets a poll time: the same kind of VM has come with 0 and with
-# 200,000 ns, and the setting moves ratios. The default (host) leaves the machine as it is.
-# A script honours
-# it by calling place_servers after setting an EXIT trap that calls idle_restore.
+# 200,000 ns. The default (host) leaves the machine as it is. A script honours it by
+# calling place_servers after setting an EXIT trap that calls idle_restore.
 idle=${IDLE:-host}
 case $idle in host | poll | halt) ;; *)
     echo "IDLE=$idle: expected host, poll or halt" >&2
@@ -134,9 +133,7 @@ compare() {
     local setup=${compare_setup:-}
     # Said only once place_servers has pinned them, so a title never claims a layout.
     ((${#client_on[@]})) && setup+="${setup:+, }servers on the last CPU, clients on the rest"
-    if ((${#idle_saved[@]})); then
-        if [[ $idle == halt ]]; then setup+="${setup:+, }idle CPUs halt"; else setup+="${setup:+, }idle CPUs poll"; fi
-    fi
+    ((${#idle_saved[@]})) && setup+="${setup:+, }idle CPUs $idle"
     [[ -n $setup ]] && title+=" [$setup]"
     local names=("$2") fns=("$3")
     shift 4
