@@ -34,6 +34,12 @@
 # target/peers/memtier/ (then MEMTIER=target/peers/memtier/memtier_benchmark).
 # SERVER_CPU=1 prints, after each run of the HTTP cases, nginx's CPU per operation: its
 # workers' user + system time over the operations the client completed.
+# SCHED=1 prints, after each run of the HTTP cases, what the whole machine did per operation
+# while that client ran (perf stat -a): wake-ups, context switches, epoll_wait calls and
+# reads (recvfrom and read, the server's included), the kernel side of a client's cost
+# that /usr/bin/time does not show (docs/performance.md, "Two machines of one kind").
+# THREADS=N gives every client N threads (wrk -t, h2load -t, memtier --threads, loadrig
+# --threads; default 2), named in the titles so pools keep thread counts apart.
 # BASELINE=PATH adds another loadrig build as a further peer in every case, in the same
 # alternation (a change against the build before it, beside the peer).
 set -euo pipefail
@@ -43,6 +49,9 @@ source scripts/bench-compare.sh
 which=${1:-all}
 secs=${2:-10}
 repeats=${3:-3}
+threads=${THREADS:-2}
+[[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "THREADS=$threads: expected a count of threads" >&2; exit 2; }
+[[ $threads == 2 ]] || compare_setup="client threads $threads" # in the titles (bench-compare.sh)
 case $which in redis | http | http-pipe | http2 | http2-mux | all) ;; *)
     echo "usage: $0 [redis|http|http-pipe|http2|http2-mux|all] [SECONDS] [REPEATS]" >&2
     exit 2
@@ -107,12 +116,13 @@ EOF
 }
 
 # memtier: the same shape, half SETs and half GETs of 3-byte values on key:1 .. key:100000,
-# 2 threads of 25 connections, one request in flight on each; it counts every reply.
+# THREADS threads (2 by default) sharing the connections, one request in flight on each; it
+# counts every reply.
 peer_memtier_redis() {
     /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
         "$MEMTIER" --server 127.0.0.1 --port "$LOADRIG_REDIS_PORT" \
         --authenticate "$LOADRIG_REDIS_PASSWORD" --protocol redis \
-        --threads 2 --clients $((clients / 2)) --pipeline 1 --ratio 1:1 --key-pattern R:R \
+        --threads "$threads" --clients $((clients / threads)) --pipeline 1 --ratio 1:1 --key-pattern R:R \
         --key-minimum 1 --key-maximum 100000 --key-prefix key: --distinct-client-seed \
         --data-size 3 --test-time "$secs" --hide-histogram --json-out-file "$out/memtier.json" \
         >"$out/memtier.txt" 2>&1 || { tail -n 20 "$out/memtier.txt" >&2; exit 2; }
@@ -150,14 +160,40 @@ nginx_note() {
     python3 -c "print(f'  nginx CPU under $1: {$used * 1e6 / $(getconf CLK_TCK) / max(1, $3):.2f} µs/op')" >&2
 }
 
+# With SCHED=1: the prefix that counts the whole machine's scheduler events and system calls
+# while an HTTP client runs, and the note that prints them per operation of client $1 ($2
+# operations).
+sched_on=()
+if [[ ${SCHED:-} == 1 ]]; then
+    command -v perf >/dev/null || apt-get install -y linux-perf >/dev/null
+    sched_on=(perf stat -a -x, -o "$out/sched.csv" -e sched:sched_wakeup,sched:sched_switch,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_recvfrom,syscalls:sys_enter_read --)
+fi
+sched_note() {
+    [[ ${SCHED:-} == 1 ]] || return 0
+    python3 - "$1" "$2" "$out/sched.csv" <<'EOF' >&2
+import sys
+name, n = sys.argv[1], max(1, int(sys.argv[2]))
+c = {}
+for line in open(sys.argv[3]):
+    f = line.split(",")
+    if len(f) > 2 and f[0].strip().isdigit():
+        c[f[2].split(":")[-1]] = int(f[0])
+reads = c.get("sys_enter_recvfrom", 0) + c.get("sys_enter_read", 0)
+print(f"  machine under {name}, a request: wake-ups {c.get('sched_wakeup', 0) / n:.3f}, "
+      f"switches {c.get('sched_switch', 0) / n:.3f}, epoll_wait {c.get('sys_enter_epoll_wait', 0) / n:.3f}, "
+      f"reads {reads / n:.3f}")
+EOF
+}
+
 peer_http() { # [wrk options...] [-- script arguments...]
     local t0
     t0=$(nginx_ticks)
-    /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
-        wrk -t2 -c"$clients" -d"${secs}s" "$LOADRIG_HTTP_URL/static/hello.txt" "$@" >"$out/wrk.txt"
+    "${sched_on[@]}" /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
+        wrk -t"$threads" -c"$clients" -d"${secs}s" "$LOADRIG_HTTP_URL/static/hello.txt" "$@" >"$out/wrk.txt"
     local n
     n=$(awk '/requests in/ {print $1}' "$out/wrk.txt")
     nginx_note wrk "$t0" "$n"
+    sched_note wrk "$n"
     awk -v n="$n" -v s="$secs" -v c="$(cpu "$out/time")" \
         '/Requests\/sec/ {printf "%.0f %.2f\n", $2, c * 1e6 / n}' "$out/wrk.txt"
 }
@@ -197,12 +233,13 @@ loadrig_http_pipe_each() { loadrig_http_pipe each; }
 peer_http2() {
     local t0
     t0=$(nginx_ticks)
-    /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
-        h2load -c"$clients" -t2 -m"$1" -D"$secs" \
+    "${sched_on[@]}" /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
+        h2load -c"$clients" -t"$threads" -m"$1" -D"$secs" \
         "http://127.0.0.1:$LOADRIG_HTTP2_BENCH_PORT/static/hello.txt" >"$out/h2load.txt"
     local n
     n=$(awk '/^requests:/ {print $8}' "$out/h2load.txt") # succeeded
     nginx_note h2load "$t0" "$n"
+    sched_note h2load "$n"
     awk -v n="$n" -v c="$(cpu "$out/time")" \
         '/^finished in/ {gsub(",", ""); printf "%.0f %.2f\n", $4, c * 1e6 / n}' "$out/h2load.txt"
 }
@@ -222,17 +259,21 @@ EOF
 loadrig_http2_mux() { loadrig_http2 --pipeline "$depth"; }
 
 loadrig_case() { # workload target [loadrig options...]
-    local workload=$1 target=$2 t0
+    local workload=$1 target=$2 t0 counted=()
     shift 2
+    [[ $workload == http.toml ]] && counted=("${sched_on[@]}")
     t0=$(nginx_ticks)
-    /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
-        "$bin" run "$out/$workload" --target "$target" --clients "$clients" --threads 2 \
+    "${counted[@]}" /usr/bin/time -f '%U %S' -o "$out/time" "${client_on[@]}" \
+        "$bin" run "$out/$workload" --target "$target" --clients "$clients" --threads "$threads" \
         --duration "${secs}s" -o "$out/r.json" "$@" >/dev/null
     local ok errors
     ok=$(json "$out/r.json" "r['total']['ok']")
     errors=$(json "$out/r.json" "r['total']['errors']")
     ((errors == 0)) || echo "loadrig: $errors errors in $workload" >&2
-    [[ $workload == http.toml ]] && nginx_note "$(basename "$bin")" "$t0" "$ok"
+    if [[ $workload == http.toml ]]; then
+        nginx_note "$(basename "$bin")" "$t0" "$ok"
+        sched_note "$(basename "$bin")" "$ok"
+    fi
     json "$out/r.json" "f\"{r['total']['throughput_per_s']:.0f} {$(cpu "$out/time") * 1e6 / max(1, $ok):.2f}\""
 }
 
@@ -254,12 +295,12 @@ if [[ $which == redis || $which == all ]]; then
     compare redis redis-benchmark peer_redis loadrig_redis "${memtier[@]}" $(baseline_peer loadrig_redis)
 fi
 if [[ $which == http || $which == all ]]; then
-    compare http "wrk -t2" peer_http loadrig_http $(baseline_peer loadrig_http)
+    compare http "wrk -t$threads" peer_http loadrig_http $(baseline_peer loadrig_http)
 fi
 if [[ $which == http-pipe || $which == all ]]; then
     each=()
     [[ $refill == both ]] && each=("loadrig, refill each" loadrig_http_pipe_each)
-    CPU_GOAL=0.5 compare "http-p, refill $lr_refill" "wrk -t2 -s pipe" peer_http_pipe loadrig_http_pipe \
+    CPU_GOAL=0.5 compare "http-p, refill $lr_refill" "wrk -t$threads -s pipe" peer_http_pipe loadrig_http_pipe \
         "${each[@]}" $(baseline_peer loadrig_http_pipe)
 fi
 if [[ $which == http2 ]]; then
