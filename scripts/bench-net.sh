@@ -37,7 +37,8 @@
 # SCHED=1 prints, after each run of the HTTP cases, what the whole machine did per operation
 # while that client ran (perf stat -a): wake-ups, context switches, epoll_wait calls and
 # reads (recvfrom and read, the server's included), the kernel side of a client's cost
-# that /usr/bin/time does not show (docs/performance.md, "Two machines of one kind").
+# that /usr/bin/time does not show (docs/performance.md, "What pipelined HTTP/1.1's gap is
+# made of").
 # THREADS=N gives every client N threads (wrk -t, h2load -t, memtier --threads, loadrig
 # --threads; default 2), named in the titles so pools keep thread counts apart.
 # BASELINE=PATH adds another loadrig build as a further peer in every case, in the same
@@ -185,6 +186,13 @@ print(f"  machine under {name}, a request: wake-ups {c.get('sched_wakeup', 0) / 
 EOF
 }
 
+# After an HTTP client's run: what SERVER_CPU=1 and SCHED=1 ask for, for client $1 ($3
+# operations since nginx's ticks $2).
+http_notes() {
+    nginx_note "$1" "$2" "$3"
+    sched_note "$1" "$3"
+}
+
 peer_http() { # [wrk options...] [-- script arguments...]
     local t0
     t0=$(nginx_ticks)
@@ -192,8 +200,7 @@ peer_http() { # [wrk options...] [-- script arguments...]
         wrk -t"$threads" -c"$clients" -d"${secs}s" "$LOADRIG_HTTP_URL/static/hello.txt" "$@" >"$out/wrk.txt"
     local n
     n=$(awk '/requests in/ {print $1}' "$out/wrk.txt")
-    nginx_note wrk "$t0" "$n"
-    sched_note wrk "$n"
+    http_notes wrk "$t0" "$n"
     awk -v n="$n" -v s="$secs" -v c="$(cpu "$out/time")" \
         '/Requests\/sec/ {printf "%.0f %.2f\n", $2, c * 1e6 / n}' "$out/wrk.txt"
 }
@@ -238,8 +245,7 @@ peer_http2() {
         "http://127.0.0.1:$LOADRIG_HTTP2_BENCH_PORT/static/hello.txt" >"$out/h2load.txt"
     local n
     n=$(awk '/^requests:/ {print $8}' "$out/h2load.txt") # succeeded
-    nginx_note h2load "$t0" "$n"
-    sched_note h2load "$n"
+    http_notes h2load "$t0" "$n"
     awk -v n="$n" -v c="$(cpu "$out/time")" \
         '/^finished in/ {gsub(",", ""); printf "%.0f %.2f\n", $4, c * 1e6 / n}' "$out/h2load.txt"
 }
@@ -270,10 +276,7 @@ loadrig_case() { # workload target [loadrig options...]
     ok=$(json "$out/r.json" "r['total']['ok']")
     errors=$(json "$out/r.json" "r['total']['errors']")
     ((errors == 0)) || echo "loadrig: $errors errors in $workload" >&2
-    if [[ $workload == http.toml ]]; then
-        nginx_note "$(basename "$bin")" "$t0" "$ok"
-        sched_note "$(basename "$bin")" "$ok"
-    fi
+    [[ $workload == http.toml ]] && http_notes "$(basename "$bin")" "$t0" "$ok"
     json "$out/r.json" "f\"{r['total']['throughput_per_s']:.0f} {$(cpu "$out/time") * 1e6 / max(1, $ok):.2f}\""
 }
 
